@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+//
+// Lattice: CloudKit's data model, replicated between devices with a CRDT.
+//
+// Layers (dependencies point inward only):
+//
+//   lattice-demo, lattice-crash-child   executables
+//          |
+//       Lattice            public API: Container, Database, Zone, Record, Query ...
+//        /     \
+//  LatticeStore  LatticeCrypto          GRDB/SQLite persistence | libsodium identities, hashes
+//        \       |
+//      LatticeCore         pure: values, clocks, vectors, merge, change sets, queries (no I/O)
+//
+//  CSodium                 system-library shim for libsodium
+import PackageDescription
+
+let package = Package(
+    name: "Lattice",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Lattice", targets: ["Lattice"]),
+        .library(name: "LatticeCore", targets: ["LatticeCore"]),
+        .executable(name: "lattice-demo", targets: ["lattice-demo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
+        ),
+        .target(name: "LatticeCore"),
+        .target(name: "LatticeCrypto", dependencies: ["CSodium"]),
+        .target(
+            name: "LatticeStore",
+            dependencies: ["LatticeCore", "LatticeCrypto", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .target(name: "Lattice", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeStore"]),
+        .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
+        .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
+        .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore"]),
+        .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto"]),
+        .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "lattice-crash-child"]),
+    ]
+)

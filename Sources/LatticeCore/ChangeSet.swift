@@ -1,0 +1,322 @@
+/// What opens a change set: which zone it is for and which writes it accounts for.
+///
+/// A change set holds what its sender has that a version vector (`base`)
+/// lacks. When it `claimsTop`, applying it completely to a replica that has
+/// everything up to `base` gives that replica everything up to `top`. Parts
+/// of a split change set do not claim; their records still merge.
+public struct ChangeSetHeader: Hashable, Sendable {
+    public var zone: ZoneKey
+    public var zoneState: ZoneState
+    public var base: VersionVector
+    public var top: VersionVector
+    public var claimsTop: Bool
+    /// Every replica a stamp in this change set may name.
+    public var replicas: [ReplicaID]
+    public var schema: Schema
+
+    public init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
+        self.zone = zone
+        self.zoneState = zoneState
+        self.base = base
+        self.top = top
+        self.claimsTop = claimsTop
+        self.replicas = replicas
+        self.schema = schema
+    }
+}
+
+/// Why a change set was refused.
+public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible {
+    case notAChangeSet
+    case unsupportedVersion(UInt8)
+    case checksumMismatch(frame: Int)
+    case truncated
+    case malformed(String)
+    case frameTooLarge(Int)
+
+    public var description: String {
+        switch self {
+        case .notAChangeSet: return "not a Lattice change set (bad magic bytes)"
+        case .unsupportedVersion(let version): return "change set format version \(version) is not supported by this build (supports \(ChangeSetFormat.version))"
+        case .checksumMismatch(let frame): return "change set is corrupt: checksum mismatch in frame \(frame)"
+        case .truncated: return "change set is truncated"
+        case .malformed(let what): return "change set is malformed: \(what)"
+        case .frameTooLarge(let size): return "change set frame of \(size) bytes exceeds the \(ChangeSetFormat.maximumFrameSize)-byte limit"
+        }
+    }
+}
+
+/// The framing shared by writer and reader.
+///
+/// `"LTCS"` and a version byte, then frames: kind, 32-bit length, payload and
+/// a CRC-32C chained from the previous frame's, so a dropped, repeated or
+/// reordered frame is caught as surely as a flipped bit. An end frame with
+/// the record count closes the change set; without it nothing is applied.
+public enum ChangeSetFormat {
+    public static let magic: [UInt8] = Array("LTCS".utf8)
+    public static let version: UInt8 = 1
+    /// Frames are cut near this size, so writer and reader hold one frame at a time.
+    public static let targetFrameSize = 64 * 1024
+    public static let maximumFrameSize = 16 * 1024 * 1024
+
+    enum Kind: UInt8 {
+        case header = 1, records = 2, end = 3
+    }
+}
+
+/// Writes a change set as a stream of frames handed to `sink` as they fill.
+public struct ChangeSetWriter {
+    private let sink: ([UInt8]) throws -> Void
+    private var replicas: ReplicaTable
+    private var codec = RecordCodec()
+    private var frame = BinaryWriter(capacity: ChangeSetFormat.targetFrameSize + 4096)
+    private var frameRecords = 0
+    private var chain: UInt32 = 0
+    public private(set) var recordCount = 0
+    public private(set) var byteCount = 0
+
+    public init(header: ChangeSetHeader, sink: @escaping ([UInt8]) throws -> Void) throws {
+        self.sink = sink
+        replicas = ReplicaTable(header.replicas)
+        try emit(ChangeSetFormat.magic + [ChangeSetFormat.version])
+        var payload = BinaryWriter()
+        HeaderCodec.encode(header, into: &payload)
+        try writeFrame(.header, payload.bytes)
+    }
+
+    public mutating func append(_ state: RecordState) throws {
+        let before = replicas.replicas.count
+        codec.encode(state, into: &frame, replicas: &replicas)
+        precondition(replicas.replicas.count == before, "a record names a replica missing from the change set header")
+        frameRecords += 1
+        recordCount += 1
+        if frame.count >= ChangeSetFormat.targetFrameSize { try flushRecords() }
+    }
+
+    /// Writes the last records and the end frame. Nothing may be appended after.
+    public mutating func finish() throws {
+        try flushRecords()
+        var payload = BinaryWriter()
+        payload.varint(recordCount)
+        try writeFrame(.end, payload.bytes)
+    }
+
+    private mutating func flushRecords() throws {
+        guard frameRecords > 0 else { return }
+        var payload = BinaryWriter(capacity: frame.count + 8)
+        payload.varint(frameRecords)
+        payload.raw(frame.bytes)
+        try writeFrame(.records, payload.bytes)
+        frame.removeAll()
+        frameRecords = 0
+        codec.reset()
+    }
+
+    private mutating func writeFrame(_ kind: ChangeSetFormat.Kind, _ payload: [UInt8]) throws {
+        var out = BinaryWriter(capacity: payload.count + 9)
+        out.byte(kind.rawValue)
+        out.fixed32(UInt32(payload.count))
+        out.raw(payload)
+        chain = out.bytes.withUnsafeBufferPointer { CRC32C.checksum($0, seed: chain) }
+        out.fixed32(chain)
+        try emit(out.bytes)
+    }
+
+    private mutating func emit(_ bytes: [UInt8]) throws {
+        byteCount += bytes.count
+        try sink(bytes)
+    }
+}
+
+/// Where a change-set reader gets its bytes: a file, a socket, an array.
+public protocol ByteSource {
+    /// Up to `count` bytes; fewer only at the end of the stream.
+    mutating func read(upTo count: Int) throws -> [UInt8]
+}
+
+/// A byte source over bytes in memory.
+public struct ArrayByteSource: ByteSource {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    public var isAtEnd: Bool { offset >= bytes.count }
+
+    public mutating func read(upTo count: Int) throws -> [UInt8] {
+        let end = min(bytes.count, offset + count)
+        defer { offset = end }
+        return Array(bytes[offset..<end])
+    }
+}
+
+/// Reads a change set frame by frame: memory stays at one frame whatever the size.
+public struct ChangeSetReader<Source: ByteSource> {
+    public private(set) var source: Source
+    public private(set) var header: ChangeSetHeader?
+    private var codec = RecordCodec()
+    private var frame = BinaryReader([])
+    private var recordsLeftInFrame = 0
+    private var recordsRead = 0
+    private var chain: UInt32 = 0
+    private var frameIndex = 0
+    private var finished = false
+
+    public init(source: Source) { self.source = source }
+
+    /// Reads the magic bytes and the header. Returns nil at a clean end of stream
+    /// (no further change set), for readers of several concatenated change sets.
+    public mutating func readHeader() throws -> ChangeSetHeader? {
+        let magic = try source.read(upTo: 5)
+        if magic.isEmpty { return nil }
+        guard magic.count == 5, Array(magic.prefix(4)) == ChangeSetFormat.magic else { throw ChangeSetError.notAChangeSet }
+        guard magic[4] == ChangeSetFormat.version else { throw ChangeSetError.unsupportedVersion(magic[4]) }
+        let (kind, payload) = try readFrame()
+        guard kind == .header else { throw ChangeSetError.malformed("first frame is not a header") }
+        var reader = BinaryReader(payload)
+        let header = try wrap { try HeaderCodec.decode(from: &reader) }
+        self.header = header
+        return header
+    }
+
+    /// The next record, or nil once the end frame is read and verified.
+    public mutating func nextRecord() throws -> RecordState? {
+        guard let header else { throw ChangeSetError.malformed("records read before the header") }
+        while recordsLeftInFrame == 0 {
+            if finished { return nil }
+            guard frame.isAtEnd else { throw ChangeSetError.malformed("trailing bytes in a records frame") }
+            let (kind, payload) = try readFrame()
+            var reader = BinaryReader(payload)
+            switch kind {
+            case .records:
+                recordsLeftInFrame = try wrap { try reader.count(below: payload.count + 1, "record count") }
+                guard recordsLeftInFrame > 0 else { throw ChangeSetError.malformed("empty records frame") }
+                frame = BinaryReader(payload, from: reader.offset)
+                codec.reset()
+            case .end:
+                let declared = try wrap { try reader.varint() }
+                guard declared == UInt64(recordsRead) else {
+                    throw ChangeSetError.malformed("end frame counts \(declared) records, \(recordsRead) were read")
+                }
+                finished = true
+                return nil
+            case .header:
+                throw ChangeSetError.malformed("a second header inside one change set")
+            }
+        }
+        recordsLeftInFrame -= 1
+        recordsRead += 1
+        let replicas = header.replicas
+        return try wrap { try codec.decode(from: &frame, replicas: replicas) }
+    }
+
+    private mutating func readFrame() throws -> (ChangeSetFormat.Kind, [UInt8]) {
+        let head = try source.read(upTo: 5)
+        guard head.count == 5 else { throw ChangeSetError.truncated }
+        let length = Int(UInt32(head[1]) | UInt32(head[2]) << 8 | UInt32(head[3]) << 16 | UInt32(head[4]) << 24)
+        guard length <= ChangeSetFormat.maximumFrameSize else { throw ChangeSetError.frameTooLarge(length) }
+        let payload = try source.read(upTo: length)
+        let tail = try source.read(upTo: 4)
+        guard payload.count == length, tail.count == 4 else { throw ChangeSetError.truncated }
+        var crc = head.withUnsafeBufferPointer { CRC32C.checksum($0, seed: chain) }
+        crc = payload.withUnsafeBufferPointer { CRC32C.checksum($0, seed: crc) }
+        let stored = UInt32(tail[0]) | UInt32(tail[1]) << 8 | UInt32(tail[2]) << 16 | UInt32(tail[3]) << 24
+        frameIndex += 1
+        guard crc == stored else { throw ChangeSetError.checksumMismatch(frame: frameIndex) }
+        chain = stored
+        guard let kind = ChangeSetFormat.Kind(rawValue: head[0]) else { throw ChangeSetError.malformed("unknown frame kind \(head[0])") }
+        return (kind, payload)
+    }
+
+    private func wrap<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as DecodingError {
+            throw ChangeSetError.malformed(error.description)
+        }
+    }
+}
+
+/// The header frame's payload.
+enum HeaderCodec {
+    static func encode(_ header: ChangeSetHeader, into writer: inout BinaryWriter) {
+        writer.byte(header.zone.scope.rawValue)
+        writer.string(header.zone.zoneID.zoneName)
+        writer.string(header.zone.zoneID.ownerName)
+        writer.byte(header.claimsTop ? 1 : 0)
+        writer.varint(header.replicas.count)
+        for replica in header.replicas { writer.raw(replica.bytes) }
+        let table = ReplicaTable(header.replicas)
+        func stamp(_ stamp: Stamp) {
+            writer.varint(table.existingIndex(of: stamp.replica)!)
+            writer.varint(stamp.time.rawValue)
+        }
+        func vector(_ vector: VersionVector) {
+            writer.varint(vector.entries.count)
+            for entry in vector.entries {
+                writer.varint(table.existingIndex(of: entry.replica)!)
+                writer.varint(entry.time.rawValue)
+            }
+        }
+        writer.varint(header.zoneState.causalLength)
+        stamp(header.zoneState.stamp)
+        vector(header.base)
+        vector(header.top)
+        let fields = header.schema.sortedFields
+        writer.varint(fields.count)
+        for field in fields {
+            writer.string(field.recordType)
+            writer.string(field.field)
+            writer.byte(field.type.code)
+            stamp(field.stamp)
+        }
+        let types = header.schema.recordTypes.sorted()
+        writer.varint(types.count)
+        for type in types { writer.string(type) }
+        writer.byte(header.schema.deployed == nil ? 0 : 1)
+        if let deployed = header.schema.deployed { stamp(deployed) }
+    }
+
+    static func decode(from reader: inout BinaryReader) throws -> ChangeSetHeader {
+        let scopeByte = try reader.byte()
+        guard let scope = DatabaseScope(rawValue: scopeByte) else { throw DecodingError.malformed("unknown database scope \(scopeByte)", offset: reader.offset) }
+        let zoneName = try reader.string()
+        let ownerName = try reader.string()
+        let claimsTop = try reader.byte() != 0
+        let replicaCount = try reader.count(below: reader.remaining / 16 + 1, "replica count")
+        var replicas: [ReplicaID] = []
+        for _ in 0..<replicaCount { replicas.append(ReplicaID(bytes: try reader.raw(16))) }
+        guard Set(replicas).count == replicas.count else { throw DecodingError.malformed("duplicate replica in header", offset: reader.offset) }
+        func stamp() throws -> Stamp {
+            let replica = replicas[try reader.count(below: replicas.count, "replica index")]
+            return Stamp(time: HLCTimestamp(rawValue: try reader.varint()), replica: replica)
+        }
+        func vector() throws -> VersionVector {
+            var vector = VersionVector()
+            for _ in 0..<(try reader.count(below: replicas.count + 1, "vector length")) {
+                let replica = replicas[try reader.count(below: replicas.count, "replica index")]
+                vector.advance(replica, to: HLCTimestamp(rawValue: try reader.varint()))
+            }
+            return vector
+        }
+        let causalLength = try reader.varint()
+        guard causalLength > 0 else { throw DecodingError.malformed("zone causal length 0", offset: reader.offset) }
+        let zoneState = ZoneState(causalLength: causalLength, stamp: try stamp())
+        let base = try vector()
+        let top = try vector()
+        var schema = Schema()
+        for _ in 0..<(try reader.count(below: reader.remaining + 1, "schema size")) {
+            let recordType = try reader.string()
+            let field = try reader.string()
+            let code = try reader.byte()
+            guard let type = FieldType(code: code) else { throw DecodingError.malformed("unknown field type \(code)", offset: reader.offset) }
+            schema.merge(SchemaField(recordType: recordType, field: field, type: type, stamp: try stamp()))
+        }
+        for _ in 0..<(try reader.count(below: reader.remaining + 1, "record type count")) {
+            schema.addRecordType(try reader.string())
+        }
+        if try reader.byte() != 0 { schema.merge(deployed: try stamp()) }
+        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in header", offset: reader.offset) }
+        return ChangeSetHeader(
+            zone: ZoneKey(scope: scope, zoneID: ZoneID(zoneName: zoneName, ownerName: ownerName)),
+            zoneState: zoneState, base: base, top: top, claimsTop: claimsTop, replicas: replicas, schema: schema)
+    }
+}

@@ -1,0 +1,169 @@
+/// Maps replica IDs to the small indexes a change set or a store writes instead.
+public struct ReplicaTable: Sendable {
+    public private(set) var replicas: [ReplicaID] = []
+    private var indexes: [ReplicaID: Int] = [:]
+
+    public init(_ replicas: [ReplicaID] = []) {
+        for replica in replicas { _ = index(of: replica) }
+    }
+
+    /// The index of `replica`, adding it if new.
+    public mutating func index(of replica: ReplicaID) -> Int {
+        if let index = indexes[replica] { return index }
+        indexes[replica] = replicas.count
+        replicas.append(replica)
+        return replicas.count - 1
+    }
+
+    public func existingIndex(of replica: ReplicaID) -> Int? { indexes[replica] }
+}
+
+/// Field names and record types written once per frame, then by index.
+struct NameTable {
+    private var indexes: [String: Int] = [:]
+    private(set) var names: [String] = []
+
+    mutating func write(_ name: String, into writer: inout BinaryWriter) {
+        if let index = indexes[name] {
+            writer.varint(index + 1)
+        } else {
+            writer.varint(0)
+            writer.string(name)
+            indexes[name] = names.count
+            names.append(name)
+        }
+    }
+
+    mutating func read(from reader: inout BinaryReader) throws -> String {
+        let reference = try reader.count(below: names.count + 1, "name index")
+        if reference > 0 { return names[reference - 1] }
+        let name = try reader.string()
+        names.append(name)
+        return name
+    }
+
+    mutating func reset() {
+        indexes.removeAll(keepingCapacity: true)
+        names.removeAll(keepingCapacity: true)
+    }
+}
+
+/// The binary form of a `RecordState`, shared by change sets and the store.
+///
+/// Stamps are written relative to the record's latest stamp, which is itself a
+/// delta from the previous record's; the common case of a record whose fields
+/// were all written together costs one flag bit per record instead of a stamp
+/// per field.
+struct RecordCodec {
+    private struct Flags {
+        static let alive: UInt8 = 1
+        static let fieldsShareLatest: UInt8 = 2
+        static let typeIsLatest: UInt8 = 4
+        static let createdIsLatest: UInt8 = 8
+        static let deletedIsLatest: UInt8 = 16
+    }
+
+    var names = NameTable()
+    var previousTime: UInt64 = 0
+
+    mutating func reset() {
+        names.reset()
+        previousTime = 0
+    }
+
+    mutating func encode(_ state: RecordState, into writer: inout BinaryWriter, replicas: inout ReplicaTable) {
+        let latest = state.lastModified
+        var flags: UInt8 = state.isAlive ? Flags.alive : 0
+        if !state.fields.isEmpty, state.fields.allSatisfy({ $0.stamp == latest }) { flags |= Flags.fieldsShareLatest }
+        if state.typeStamp == latest { flags |= Flags.typeIsLatest }
+        if state.created == latest { flags |= Flags.createdIsLatest }
+        if state.deleted == latest { flags |= Flags.deletedIsLatest }
+        writer.byte(flags)
+        writer.string(state.recordName)
+        writer.varint(state.causalLength)
+        writer.zigzag(Int64(bitPattern: latest.time.rawValue &- previousTime))
+        previousTime = latest.time.rawValue
+        writer.varint(replicas.index(of: latest.replica))
+        writer.varint(state.vector.entries.count)
+        for entry in state.vector.entries {
+            writer.varint(replicas.index(of: entry.replica))
+            writer.zigzag(Int64(bitPattern: latest.time.rawValue &- entry.time.rawValue))
+        }
+        names.write(state.recordType, into: &writer)
+        func stamp(_ stamp: Stamp) {
+            writer.varint(replicas.index(of: stamp.replica))
+            writer.varint(latest.time.rawValue - stamp.time.rawValue)
+        }
+        if flags & Flags.typeIsLatest == 0 { stamp(state.typeStamp) }
+        if flags & Flags.createdIsLatest == 0 { stamp(state.created) }
+        if let deleted = state.deleted, flags & Flags.deletedIsLatest == 0 {
+            writer.byte(1)
+            stamp(deleted)
+        } else {
+            writer.byte(state.deleted == nil ? 0 : 2)
+        }
+        writer.varint(state.fields.count)
+        for field in state.fields {
+            names.write(field.name, into: &writer)
+            if flags & Flags.fieldsShareLatest == 0 { stamp(field.stamp) }
+            ValueCodec.encode(field.value, into: &writer)
+        }
+    }
+
+    mutating func decode(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> RecordState {
+        let flags = try reader.byte()
+        let recordName = try reader.string()
+        let causalLength = try reader.varint()
+        guard causalLength > 0, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
+            throw DecodingError.malformed("causal length \(causalLength) disagrees with the record's liveness", offset: reader.offset)
+        }
+        let latestTime = previousTime &+ UInt64(bitPattern: try reader.zigzag())
+        previousTime = latestTime
+        let latest = Stamp(time: HLCTimestamp(rawValue: latestTime), replica: replicas[try reader.count(below: replicas.count, "replica index")])
+        var vector = VersionVector()
+        for _ in 0..<(try reader.count(below: replicas.count + 1, "vector length")) {
+            let replica = replicas[try reader.count(below: replicas.count, "replica index")]
+            vector.advance(replica, to: HLCTimestamp(rawValue: latestTime &- UInt64(bitPattern: try reader.zigzag())))
+        }
+        let recordType = try names.read(from: &reader)
+        func stamp() throws -> Stamp {
+            let replica = replicas[try reader.count(below: replicas.count, "replica index")]
+            let delta = try reader.varint()
+            guard delta <= latestTime else { throw DecodingError.malformed("stamp before the epoch", offset: reader.offset) }
+            return Stamp(time: HLCTimestamp(rawValue: latestTime - delta), replica: replica)
+        }
+        let typeStamp = flags & Flags.typeIsLatest != 0 ? latest : try stamp()
+        let created = flags & Flags.createdIsLatest != 0 ? latest : try stamp()
+        let deleted: Stamp?
+        switch try reader.byte() {
+        case 0: deleted = nil
+        case 1: deleted = try stamp()
+        case 2: deleted = latest
+        case let other: throw DecodingError.malformed("unknown deletion marker \(other)", offset: reader.offset)
+        }
+        let fieldCount = try reader.count(below: reader.remaining + 1, "field count")
+        var fields: [FieldRegister] = []
+        fields.reserveCapacity(fieldCount)
+        for _ in 0..<fieldCount {
+            let name = try names.read(from: &reader)
+            if let last = fields.last, last.name >= name {
+                throw DecodingError.malformed("fields out of order at \"\(name)\"", offset: reader.offset)
+            }
+            let fieldStamp = flags & Flags.fieldsShareLatest != 0 ? latest : try stamp()
+            fields.append(FieldRegister(name: name, value: try ValueCodec.decode(from: &reader), stamp: fieldStamp))
+        }
+        let state = RecordState(
+            recordName: recordName, causalLength: causalLength, recordType: recordType, typeStamp: typeStamp,
+            created: created, deleted: deleted, fields: fields, vector: vector)
+        guard state.isAlive || fields.isEmpty, state.isAlive == (deleted == nil) else {
+            throw DecodingError.malformed("record \"\(recordName)\" mixes a deletion with live fields", offset: reader.offset)
+        }
+        guard vector.covers(latest) else {
+            throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
+        }
+        guard state.lastModified == latest else {
+            throw DecodingError.malformed("record \"\(recordName)\" carries a latest stamp it does not hold", offset: reader.offset)
+        }
+        return state
+    }
+}

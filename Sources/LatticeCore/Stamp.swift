@@ -1,0 +1,17 @@
+/// What every write carries: the writer's clock reading and its replica ID.
+/// The larger stamp wins; the replica ID breaks ties, so the order is total.
+public struct Stamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var time: HLCTimestamp
+    public var replica: ReplicaID
+
+    public init(time: HLCTimestamp, replica: ReplicaID) {
+        self.time = time
+        self.replica = replica
+    }
+
+    public static func < (lhs: Stamp, rhs: Stamp) -> Bool {
+        lhs.time != rhs.time ? lhs.time < rhs.time : lhs.replica < rhs.replica
+    }
+
+    public var description: String { "\(time)@\(replica.description.prefix(8))" }
+}

@@ -1,0 +1,113 @@
+/// For each replica, the latest clock reading of its writes that is accounted for.
+///
+/// Stored as a small array sorted by replica: vectors hold one entry per device
+/// that ever wrote, a handful in practice, where an array beats a dictionary.
+public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
+    public private(set) var entries: [(replica: ReplicaID, time: HLCTimestamp)]
+
+    public init() { entries = [] }
+
+    public init<S: Sequence>(_ pairs: S) where S.Element == (ReplicaID, HLCTimestamp) {
+        entries = []
+        for (replica, time) in pairs { advance(replica, to: time) }
+    }
+
+    public var isEmpty: Bool { entries.isEmpty }
+
+    public subscript(replica: ReplicaID) -> HLCTimestamp {
+        guard let index = index(of: replica) else { return .zero }
+        return entries[index].time
+    }
+
+    /// Raises the entry of `replica` to `time` if it is lower.
+    public mutating func advance(_ replica: ReplicaID, to time: HLCTimestamp) {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].replica < replica { low = mid + 1 } else { high = mid }
+        }
+        if low < entries.count, entries[low].replica == replica {
+            if entries[low].time < time { entries[low].time = time }
+        } else {
+            entries.insert((replica, time), at: low)
+        }
+    }
+
+    /// Whether `stamp`'s write is accounted for by this vector.
+    public func covers(_ stamp: Stamp) -> Bool { self[stamp.replica] >= stamp.time }
+
+    /// The entry-wise maximum.
+    public func joined(with other: VersionVector) -> VersionVector {
+        var result = self
+        result.join(other)
+        return result
+    }
+
+    public mutating func join(_ other: VersionVector) {
+        for entry in other.entries { advance(entry.replica, to: entry.time) }
+    }
+
+    /// How two vectors relate; `concurrent` when each has something the other lacks.
+    public enum Ordering: Sendable, Equatable {
+        case equal, lesser, greater, concurrent
+    }
+
+    public func compare(to other: VersionVector) -> Ordering {
+        var lesser = false
+        var greater = false
+        var i = 0
+        var j = 0
+        while i < entries.count || j < other.entries.count {
+            if j == other.entries.count || (i < entries.count && entries[i].replica < other.entries[j].replica) {
+                if entries[i].time > .zero { greater = true }
+                i += 1
+            } else if i == entries.count || other.entries[j].replica < entries[i].replica {
+                if other.entries[j].time > .zero { lesser = true }
+                j += 1
+            } else {
+                if entries[i].time > other.entries[j].time { greater = true }
+                if entries[i].time < other.entries[j].time { lesser = true }
+                i += 1
+                j += 1
+            }
+        }
+        switch (lesser, greater) {
+        case (false, false): return .equal
+        case (true, false): return .lesser
+        case (false, true): return .greater
+        case (true, true): return .concurrent
+        }
+    }
+
+    /// `self ≥ other` entry by entry.
+    public func dominates(_ other: VersionVector) -> Bool {
+        let ordering = compare(to: other)
+        return ordering == .equal || ordering == .greater
+    }
+
+    public static func == (lhs: VersionVector, rhs: VersionVector) -> Bool {
+        lhs.compare(to: rhs) == .equal
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for entry in entries where entry.time > .zero {
+            hasher.combine(entry.replica)
+            hasher.combine(entry.time)
+        }
+    }
+
+    public var description: String {
+        "[" + entries.map { "\($0.replica.description.prefix(8)):\($0.time)" }.joined(separator: ", ") + "]"
+    }
+
+    private func index(of replica: ReplicaID) -> Int? {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].replica < replica { low = mid + 1 } else { high = mid }
+        }
+        return low < entries.count && entries[low].replica == replica ? low : nil
+    }
+}
