@@ -1,0 +1,107 @@
+/// One sort key; `relativeLocation` sorts a location field by distance from it.
+public struct QuerySort: Hashable, Sendable {
+    public var key: QueryKey
+    public var ascending: Bool
+    public var relativeLocation: Location?
+
+    public init(_ key: QueryKey, ascending: Bool = true, relativeLocation: Location? = nil) {
+        self.key = key
+        self.ascending = ascending
+        self.relativeLocation = relativeLocation
+    }
+}
+
+/// Where a page ended: the last record's sort values and name. The next page
+/// starts strictly after it, so records saved or deleted meanwhile neither
+/// shift nor repeat the rest (keyset pagination, not an offset).
+public struct QueryPosition: Hashable, Sendable {
+    public var values: [FieldValue?]
+    public var recordName: String
+
+    public init(values: [FieldValue?], recordName: String) {
+        self.values = values
+        self.recordName = recordName
+    }
+
+    public func encoded() -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.string(recordName)
+        writer.varint(values.count)
+        for value in values { ValueCodec.encode(value, into: &writer) }
+        return writer.bytes
+    }
+
+    public init(decoding bytes: [UInt8]) throws {
+        var reader = BinaryReader(bytes)
+        recordName = try reader.string()
+        let count = try reader.count(below: 64, "sort key count")
+        values = try (0..<count).map { _ in try ValueCodec.decode(from: &reader) }
+        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in cursor", offset: reader.offset) }
+    }
+}
+
+/// Runs a query over records: filter, order, page.
+public struct QueryEngine: Sendable {
+    public var recordType: String
+    public var predicate: QueryPredicate
+    public var sorts: [QuerySort]
+
+    public init(recordType: String, predicate: QueryPredicate, sorts: [QuerySort]) {
+        self.recordType = recordType
+        self.predicate = predicate
+        self.sorts = sorts
+    }
+
+    public func position(of record: RecordState) -> QueryPosition {
+        QueryPosition(values: sorts.map { sortValue(record, $0) }, recordName: record.recordName)
+    }
+
+    /// One page of matches after `cursor`, at most `limit`, and where it ended
+    /// when more may follow.
+    public func page<Records: Sequence>(_ records: Records, after cursor: QueryPosition?, limit: Int) -> (records: [RecordState], next: QueryPosition?)
+    where Records.Element == RecordState {
+        var matches: [(QueryPosition, RecordState)] = []
+        for record in records where record.isAlive && record.recordType == recordType && predicate.matches(record) {
+            let position = position(of: record)
+            if let cursor, compare(position, cursor) <= 0 { continue }
+            matches.append((position, record))
+        }
+        matches.sort { compare($0.0, $1.0) < 0 }
+        guard matches.count > limit else { return (matches.map(\.1), nil) }
+        let page = matches.prefix(limit)
+        return (page.map(\.1), page.last?.0)
+    }
+
+    /// Total order on positions: each sort key in turn (missing values last),
+    /// then record name so equal keys still have one order on every replica.
+    public func compare(_ a: QueryPosition, _ b: QueryPosition) -> Int {
+        for (index, sort) in sorts.enumerated() {
+            let x = index < a.values.count ? a.values[index] : nil
+            let y = index < b.values.count ? b.values[index] : nil
+            switch (x, y) {
+            case (nil, nil): continue
+            case (nil, _): return 1
+            case (_, nil): return -1
+            case (let x?, let y?):
+                let order = ValueComparison.order(x, y) ?? Self.fallbackOrder(x, y)
+                if order != 0 { return sort.ascending ? order : -order }
+            }
+        }
+        return a.recordName < b.recordName ? -1 : (a.recordName == b.recordName ? 0 : 1)
+    }
+
+    private func sortValue(_ record: RecordState, _ sort: QuerySort) -> FieldValue? {
+        let value = record.queryValue(sort.key)
+        if let origin = sort.relativeLocation, case .location(let location)? = value {
+            return .double(location.distance(to: origin))
+        }
+        return value
+    }
+
+    /// Values of different types (a schema race) still get one order: by encoding.
+    private static func fallbackOrder(_ x: FieldValue, _ y: FieldValue) -> Int {
+        let a = ValueOrder.canonicalBytes(x)
+        let b = ValueOrder.canonicalBytes(y)
+        return a == b ? 0 : (a.lexicographicallyPrecedes(b) ? -1 : 1)
+    }
+}
