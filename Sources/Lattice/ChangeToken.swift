@@ -1,0 +1,102 @@
+import Foundation
+import LatticeCore
+import LatticeStore
+
+/// A point in a zone's history on one store, as `CKServerChangeToken`.
+public struct ChangeToken: Hashable, Sendable, CustomStringConvertible {
+    let storeID: [UInt8]
+    let zoneIncarnation: UInt64
+    let sequence: UInt64
+
+    /// A printable form that `init(stringValue:)` reads back.
+    public var description: String {
+        var writer = BinaryWriter()
+        writer.raw(storeID)
+        writer.varint(zoneIncarnation)
+        writer.varint(sequence)
+        return Data(writer.bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    public init(stringValue: String) throws(LatticeError) {
+        var base64 = stringValue.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), data.count > 16 else {
+            throw LatticeError(.invalidArguments, "\"\(stringValue)\" is not a change token")
+        }
+        var reader = BinaryReader([UInt8](data))
+        guard let id = try? reader.raw(16), let incarnation = try? reader.varint(), let sequence = try? reader.varint(), reader.isAtEnd else {
+            throw LatticeError(.invalidArguments, "\"\(stringValue)\" is not a change token")
+        }
+        self.init(storeID: Array(id), zoneIncarnation: incarnation, sequence: sequence)
+    }
+
+    init(storeID: [UInt8], zoneIncarnation: UInt64, sequence: UInt64) {
+        self.storeID = storeID
+        self.zoneIncarnation = zoneIncarnation
+        self.sequence = sequence
+    }
+}
+
+/// What changed in a zone since a token, as `recordZoneChanges(inZoneWith:since:)` returns.
+public struct ZoneChanges: Sendable {
+    public var modifications: [Record]
+    public var deletions: [(recordID: Record.ID, recordType: String)]
+    public var changeToken: ChangeToken
+    /// More changes follow: call again with `changeToken`.
+    public var moreComing: Bool
+}
+
+extension Database {
+    /// Records changed and deleted in a zone since `token` (everything when nil).
+    /// A token from another store, another incarnation of the zone or from
+    /// before a compaction fails with changeTokenExpired.
+    public func recordZoneChanges(inZoneWith zoneID: Zone.ID, since token: ChangeToken?, resultsLimit: Int = 10_000) throws(LatticeError) -> ZoneChanges {
+        try LatticeError.wrap {
+            try store.read { snapshot in
+                let sync = try snapshot.syncState(of: key(zoneID))
+                guard zoneID.isDefault || sync?.zoneState.exists == true else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
+                let incarnation = sync?.zoneState.causalLength ?? 1
+                if let token {
+                    guard token.storeID == store.storeID else {
+                        throw LatticeError(.changeTokenExpired, "the change token comes from another store; fetch all changes again (no token)")
+                    }
+                    guard token.zoneIncarnation == incarnation else {
+                        throw LatticeError(.changeTokenExpired, "zone \(zoneID) was deleted and re-created since the token; fetch all changes again")
+                    }
+                    guard token.sequence >= (try snapshot.horizon()) else {
+                        throw LatticeError(.changeTokenExpired, "the store was compacted after the token was issued; fetch all changes again")
+                    }
+                }
+                let since = token?.sequence ?? 0
+                let changed = try snapshot.records(changedAfter: since, in: key(zoneID), limit: resultsLimit + 1)
+                let more = changed.count > resultsLimit
+                let page = changed.prefix(resultsLimit)
+                let last = more ? page.last!.sequence : max(since, try snapshot.sequence())
+                // Rows share a sequence per commit: never cut a commit in half.
+                let complete = more ? page.filter { $0.sequence < last } : Array(page)
+                let end = more ? (complete.last?.sequence ?? since) : last
+                guard !more || !complete.isEmpty else {
+                    throw LatticeError(.limitExceeded, "one commit changed more than \(resultsLimit) records; ask with a larger resultsLimit")
+                }
+                return ZoneChanges(
+                    modifications: complete.filter { $0.state.isAlive }.map { Record(state: $0.state, zoneID: zoneID) },
+                    deletions: complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: $0.state.recordName, zoneID: zoneID), $0.state.recordType) },
+                    changeToken: ChangeToken(storeID: store.storeID, zoneIncarnation: incarnation, sequence: end),
+                    moreComing: more)
+            }
+        }
+    }
+
+    // MARK: Conflicts
+
+    /// Losing values of concurrent writes to the record's fields, kept until cleared.
+    public func conflicts(for recordID: Record.ID) throws(LatticeError) -> [FieldConflict] {
+        try LatticeError.wrap { try store.read { try $0.conflicts(of: recordID.recordName, in: key(recordID.zoneID)) } }
+    }
+
+    /// Marks the record's conflicts resolved.
+    public func clearConflicts(for recordID: Record.ID) throws(LatticeError) {
+        try LatticeError.wrap { try store.write { try $0.clearConflicts(of: recordID.recordName, in: key(recordID.zoneID)) } }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import LatticeCore
+import LatticeCrypto
+import LatticeStore
+
+/// A container, as `CKContainer`: one replica directory per container and device.
+public final class Container: Sendable {
+    public let containerIdentifier: String
+    let store: RecordStore
+
+    /// Opens (creating if needed) the container's replica in `directory`, or in
+    /// the default location `$XDG_DATA_HOME/lattice/<identifier>`.
+    public init(identifier: String, directory: URL? = nil, create: Bool = true) throws(LatticeError) {
+        guard !identifier.isEmpty, !identifier.contains("/") else {
+            throw LatticeError(.badContainer, "container identifier \"\(identifier)\" must be non-empty and contain no '/'")
+        }
+        containerIdentifier = identifier
+        let location = directory ?? Container.defaultDirectory(for: identifier)
+        store = try LatticeError.wrap { try RecordStore(directory: location, create: create) }
+    }
+
+    /// `$XDG_DATA_HOME/lattice/<identifier>`, else `~/.local/share/lattice/<identifier>`.
+    public static func defaultDirectory(for identifier: String) -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base: URL
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            base = URL(fileURLWithPath: xdg)
+        } else {
+            base = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
+        }
+        return base.appendingPathComponent("lattice").appendingPathComponent(identifier)
+    }
+
+    public var directory: URL { store.directory }
+
+    /// This device's ID, derived from its Ed25519 public key, in the form people compare.
+    public var deviceID: String { store.identity.deviceID.description }
+
+    /// The replica ID this device stamps its writes with.
+    public var replicaID: ReplicaID { store.replica }
+
+    public func database(with scope: DatabaseScope) -> Database { Database(container: self, scope: scope) }
+    public var privateCloudDatabase: Database { database(with: .private) }
+    public var sharedCloudDatabase: Database { database(with: .shared) }
+    public var publicCloudDatabase: Database { database(with: .public) }
+
+    // MARK: Schema
+
+    public func schema() throws(LatticeError) -> Schema {
+        try LatticeError.wrap { try store.read { try $0.schema() } }
+    }
+
+    /// Moves the container to production: from now on unknown record types and
+    /// fields are rejected, here and on every replica this reaches.
+    public func deploySchema() throws(LatticeError) {
+        try LatticeError.wrap {
+            try store.write { transaction in
+                var schema = try transaction.schema()
+                guard !schema.isProduction else { return }
+                schema.merge(deployed: transaction.nextStamp())
+                try transaction.mergeSchema(schema)
+            }
+        }
+    }
+
+    // MARK: Change sets
+
+    /// Every zone of every database that this store knows, deleted ones included.
+    public func allZoneKeys() throws(LatticeError) -> [ZoneKey] {
+        try LatticeError.wrap {
+            try store.read { snapshot in try DatabaseScope.allCases.flatMap { try snapshot.zones(in: $0).map(\.key) } }
+        }
+    }
+
+    /// What this store holds of a zone: everything up to this vector.
+    public func vector(for zone: ZoneKey) throws(LatticeError) -> VersionVector {
+        try LatticeError.wrap { try store.read { try $0.syncState(of: zone)?.vector ?? VersionVector() } }
+    }
+
+    /// Streams the change set of what this store has of `zone` that `vector` lacks.
+    @discardableResult
+    public func writeChangeSet(for zone: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws(LatticeError) -> (records: Int, bytes: Int) {
+        try LatticeError.wrap { try store.writeChangeSet(for: zone, since: vector, to: sink) }
+    }
+
+    public func changeSet(for zone: ZoneKey, since vector: VersionVector) throws(LatticeError) -> [UInt8] {
+        try LatticeError.wrap { try store.changeSet(for: zone, since: vector) }
+    }
+
+    /// Applies change sets from another replica. Each is atomic; a damaged one
+    /// fails with invalidArguments and changes nothing.
+    @discardableResult
+    public func apply<Source: ByteSource>(changeSetsFrom source: Source) throws(LatticeError) -> ApplySummary {
+        try LatticeError.wrap { try store.apply(from: source) }
+    }
+
+    @discardableResult
+    public func apply(changeSet bytes: [UInt8]) throws(LatticeError) -> ApplySummary {
+        try apply(changeSetsFrom: ArrayByteSource(bytes))
+    }
+
+    /// Drops anti-entropy history; change tokens from before now expire.
+    public func compact() throws(LatticeError) {
+        try LatticeError.wrap { try store.write { try $0.compact() } }
+    }
+
+    // MARK: Assets
+
+    /// Copies a file into the store under its content hash, for an asset field.
+    public func importAsset(fileAt url: URL) throws(LatticeError) -> FieldValue {
+        try LatticeError.wrap {
+            let reference = try AssetFiles.importFile(at: url, into: store.directory)
+            try store.write { try $0.registerAsset(reference) }
+            return .asset(reference)
+        }
+    }
+
+    /// Where an asset's content is on disk, if the store has it.
+    public func fileURL(for asset: AssetReference) -> URL? {
+        let url = AssetFiles.path(for: asset, in: store.directory)
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }
+}

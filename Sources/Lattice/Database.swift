@@ -1,0 +1,155 @@
+import LatticeCore
+import LatticeStore
+
+/// How a save treats the record already stored, as `CKModifyRecordsOperation.RecordSavePolicy`.
+public enum SavePolicy: Sendable {
+    /// Fail with serverRecordChanged unless the record's change tag is current; write changed keys.
+    case ifServerRecordUnchanged
+    /// Write the changed keys whatever the stored record is.
+    case changedKeys
+    /// Make the record's field set exactly this record's fields.
+    case allKeys
+}
+
+/// One of a container's databases, as `CKDatabase`.
+///
+/// Calls are synchronous and thread-safe; every write is one SQLite
+/// transaction, durable when the call returns.
+public struct Database: Sendable {
+    public let container: Container
+    public let databaseScope: DatabaseScope
+
+    init(container: Container, scope: DatabaseScope) {
+        self.container = container
+        databaseScope = scope
+    }
+
+    var store: RecordStore { container.store }
+
+    func key(_ zoneID: Zone.ID) -> ZoneKey { ZoneKey(scope: databaseScope, zoneID: zoneID) }
+
+    // MARK: Zones
+
+    /// Creates a zone (or re-creates a deleted one); saving an existing zone is fine.
+    @discardableResult
+    public func save(_ zone: Zone) throws(LatticeError) -> Zone {
+        try RecordValidation.checkZoneName(zone.zoneID.zoneName)
+        try LatticeError.wrap { try store.write { try $0.createZone(key(zone.zoneID)) } }
+        return zone
+    }
+
+    /// Deletes a zone and every record in it, on every replica.
+    public func deleteZone(withID zoneID: Zone.ID) throws(LatticeError) {
+        guard !zoneID.isDefault else {
+            throw LatticeError(.invalidArguments, "the default zone cannot be deleted")
+        }
+        try LatticeError.wrap { try store.write { try $0.deleteZone(key(zoneID)) } }
+    }
+
+    /// The zones that exist, the default zone first.
+    public func allRecordZones() throws(LatticeError) -> [Zone] {
+        let known = try LatticeError.wrap { try store.read { try $0.zones(in: databaseScope) } }
+        let others = known.filter { $0.sync.zoneState.exists && !$0.key.zoneID.isDefault }.map { Zone(zoneID: $0.key.zoneID) }
+        return [Zone.default] + others
+    }
+
+    /// Whether records can be written to the zone now.
+    func zoneExists(_ zoneID: Zone.ID, in snapshot: StoreSnapshot) throws -> Bool {
+        if zoneID.isDefault { return true }
+        return try snapshot.syncState(of: key(zoneID))?.zoneState.exists ?? false
+    }
+
+    // MARK: Records
+
+    /// Fetches a record; unknownItem if it does not exist.
+    public func record(for recordID: Record.ID) throws(LatticeError) -> Record {
+        let state = try LatticeError.wrap { () throws -> RecordState? in
+            try store.read { snapshot in
+                guard try zoneExists(recordID.zoneID, in: snapshot) else {
+                    throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
+                }
+                return try snapshot.record(recordID.recordName, in: key(recordID.zoneID))
+            }
+        }
+        guard let state, state.isAlive else { throw LatticeError(.unknownItem, "record \(recordID) does not exist") }
+        return Record(state: state, zoneID: recordID.zoneID)
+    }
+
+    /// Saves one record with the ifServerRecordUnchanged policy, as `CKDatabase.save`.
+    @discardableResult
+    public func save(_ record: Record, savePolicy: SavePolicy = .ifServerRecordUnchanged) throws(LatticeError) -> Record {
+        let results = try modifyRecords(saving: [record], deleting: [], savePolicy: savePolicy, atomically: true)
+        return try results.saveResults[record.recordID]!.get()
+    }
+
+    /// Deletes one record (and what references it with deleteSelf).
+    @discardableResult
+    public func deleteRecord(withID recordID: Record.ID) throws(LatticeError) -> Record.ID {
+        let results = try modifyRecords(saving: [], deleting: [recordID], atomically: true)
+        try results.deleteResults[recordID]!.get()
+        return recordID
+    }
+
+    /// The results of `modifyRecords`, per record.
+    public struct ModifyResults: Sendable {
+        public var saveResults: [Record.ID: Result<Record, LatticeError>]
+        public var deleteResults: [Record.ID: Result<Void, LatticeError>]
+    }
+
+    /// Saves and deletes records in one transaction, as `CKDatabase.modifyRecords`.
+    ///
+    /// Every item is checked before anything is written. Atomically, one
+    /// failure fails the whole call (the others get batchRequestFailed) and
+    /// nothing is written; otherwise the items that pass are written and each
+    /// result says how its item fared.
+    public func modifyRecords(
+        saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
+        savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
+    ) throws(LatticeError) -> ModifyResults {
+        var saveIDs = Set<Record.ID>()
+        for record in recordsToSave {
+            guard saveIDs.insert(record.recordID).inserted, !recordIDsToDelete.contains(record.recordID) else {
+                throw LatticeError(.invalidArguments, "record \(record.recordID) appears twice in one request")
+            }
+        }
+        return try LatticeError.wrap {
+            try store.write { transaction in
+                var writer = try RecordWriter(database: self, transaction: transaction, savePolicy: savePolicy)
+                let saves = try recordsToSave.map { record in (record, Result { () throws(LatticeError) in try writer.check(record) }) }
+                let deletes = try recordIDsToDelete.map { id in (id, Result { () throws(LatticeError) in try writer.checkDelete(id) }) }
+                let failed = saves.contains { (try? $0.1.get()) == nil } || deletes.contains { (try? $0.1.get()) == nil }
+                if atomically && failed {
+                    var results = ModifyResults(saveResults: [:], deleteResults: [:])
+                    var partial: [String: LatticeError] = [:]
+                    for (record, check) in saves {
+                        let error = check.failure ?? LatticeError(.batchRequestFailed, "not saved: another record of the atomic batch failed")
+                        results.saveResults[record.recordID] = .failure(error)
+                        partial[record.recordID.description] = error
+                    }
+                    for (id, check) in deletes {
+                        let error = check.failure ?? LatticeError(.batchRequestFailed, "not deleted: another record of the atomic batch failed")
+                        results.deleteResults[id] = .failure(error)
+                        partial[id.description] = error
+                    }
+                    let culprit = partial.values.first { $0.code != .batchRequestFailed }
+                    throw LatticeError(culprit?.code ?? .partialFailure, culprit?.message ?? "the atomic batch failed", serverRecord: culprit?.serverRecord, partialErrors: partial)
+                }
+                var results = ModifyResults(saveResults: [:], deleteResults: [:])
+                for (record, check) in saves {
+                    if case .failure(let error) = check { results.saveResults[record.recordID] = .failure(error); continue }
+                    results.saveResults[record.recordID] = .success(try writer.write(record))
+                }
+                for (id, check) in deletes {
+                    if case .failure(let error) = check { results.deleteResults[id] = .failure(error); continue }
+                    try writer.delete(id)
+                    results.deleteResults[id] = .success(())
+                }
+                return results
+            }
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? { if case .failure(let error) = self { return error } else { return nil } }
+}

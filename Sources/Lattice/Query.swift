@@ -1,0 +1,88 @@
+import Foundation
+import LatticeCore
+
+/// A query, as `CKQuery`: a record type, a predicate and sort descriptors.
+public struct Query: Hashable, Sendable {
+    public var recordType: String
+    public var predicate: QueryPredicate
+    public var sortDescriptors: [QuerySort]
+
+    public init(recordType: String, predicate: QueryPredicate = .all, sortDescriptors: [QuerySort] = []) {
+        self.recordType = recordType
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+    }
+
+    /// Where a page of results ended, as `CKQueryOperation.Cursor`. Opaque; its
+    /// `stringValue` round-trips through scripts.
+    public struct Cursor: Hashable, Sendable {
+        let query: Query
+        let zoneID: Zone.ID
+        let position: QueryPosition
+
+        /// A printable form (base64url) that `init(stringValue:query:)` accepts.
+        public var stringValue: String {
+            var bytes = position.encoded()
+            bytes.append(contentsOf: Array(query.fingerprint.utf8))
+            return Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+
+        /// Rebuilds a cursor printed by `stringValue` for the same query and zone.
+        public init(stringValue: String, query: Query, zoneID: Zone.ID = .default) throws(LatticeError) {
+            var base64 = stringValue.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while base64.count % 4 != 0 { base64 += "=" }
+            let fingerprint = Array(query.fingerprint.utf8)
+            guard let data = Data(base64Encoded: base64), data.count > fingerprint.count,
+                  Array(data.suffix(fingerprint.count)) == fingerprint,
+                  let position = try? QueryPosition(decoding: Array(data.dropLast(fingerprint.count)))
+            else {
+                throw LatticeError(.invalidArguments, "the cursor is malformed or belongs to another query")
+            }
+            self.init(query: query, zoneID: zoneID, position: position)
+        }
+
+        init(query: Query, zoneID: Zone.ID, position: QueryPosition) {
+            self.query = query
+            self.zoneID = zoneID
+            self.position = position
+        }
+    }
+
+    /// A short digest of what the query asks, so a cursor cannot be reused for another.
+    var fingerprint: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "\(recordType)|\(predicate)|\(sortDescriptors)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 36)
+    }
+}
+
+extension Database {
+    /// The default number of records per page, as CloudKit's maximum.
+    public static let maximumResults = 100
+
+    /// One page of records matching `query` in a zone, and the cursor to the next page.
+    public func records(matching query: Query, inZoneWith zoneID: Zone.ID = .default, resultsLimit: Int = Database.maximumResults) throws(LatticeError) -> (matchResults: [Record], queryCursor: Query.Cursor?) {
+        try page(query, zoneID: zoneID, after: nil, limit: resultsLimit)
+    }
+
+    /// The page after `cursor`. Records saved or deleted meanwhile are neither repeated nor skipped.
+    public func records(continuingMatchFrom cursor: Query.Cursor, resultsLimit: Int = Database.maximumResults) throws(LatticeError) -> (matchResults: [Record], queryCursor: Query.Cursor?) {
+        try page(cursor.query, zoneID: cursor.zoneID, after: cursor.position, limit: resultsLimit)
+    }
+
+    private func page(_ query: Query, zoneID: Zone.ID, after: QueryPosition?, limit: Int) throws(LatticeError) -> (matchResults: [Record], queryCursor: Query.Cursor?) {
+        guard limit > 0 else { throw LatticeError(.invalidArguments, "resultsLimit must be at least 1, got \(limit)") }
+        try RecordValidation.checkIdentifier(query.recordType, what: "record type")
+        if let problem = query.predicate.validationError() { throw LatticeError(.invalidArguments, "invalid predicate: \(problem)") }
+        let engine = QueryEngine(recordType: query.recordType, predicate: query.predicate, sorts: query.sortDescriptors)
+        let states = try LatticeError.wrap {
+            try store.read { snapshot in
+                guard try zoneExists(zoneID, in: snapshot) else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
+                return try snapshot.records(ofType: query.recordType, in: key(zoneID))
+            }
+        }
+        let (page, next) = engine.page(states, after: after, limit: limit)
+        return (page.map { Record(state: $0, zoneID: zoneID) }, next.map { Query.Cursor(query: query, zoneID: zoneID, position: $0) })
+    }
+}

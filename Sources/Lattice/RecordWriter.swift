@@ -1,0 +1,90 @@
+import LatticeCore
+import LatticeStore
+
+/// Carries out one `modifyRecords` inside its transaction: checks every item
+/// first, then turns saves and deletes into local writes.
+struct RecordWriter {
+    let database: Database
+    let transaction: StoreTransaction
+    let savePolicy: SavePolicy
+    var schema: Schema
+
+    init(database: Database, transaction: StoreTransaction, savePolicy: SavePolicy) throws {
+        self.database = database
+        self.transaction = transaction
+        self.savePolicy = savePolicy
+        schema = try transaction.schema()
+    }
+
+    private func requireZone(_ zoneID: Zone.ID) throws(LatticeError) {
+        let exists = try LatticeError.wrap { try database.zoneExists(zoneID, in: transaction) }
+        guard exists else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist; create it first") }
+    }
+
+    private func current(_ id: Record.ID) throws(LatticeError) -> RecordState? {
+        try LatticeError.wrap { try transaction.record(id.recordName, in: database.key(id.zoneID)) }
+    }
+
+    mutating func check(_ record: Record) throws(LatticeError) {
+        try requireZone(record.recordID.zoneID)
+        try RecordValidation.check(record, schema: schema)
+        let existing = try current(record.recordID)
+        if let existing, existing.isAlive, existing.recordType != record.recordType {
+            throw LatticeError(.invalidArguments, "record \(record.recordID) is a \(existing.recordType); cannot save it as a \(record.recordType)")
+        }
+        guard savePolicy == .ifServerRecordUnchanged else { return }
+        let alive = existing?.isAlive == true
+        switch (record.recordChangeTag, alive) {
+        case (nil, false):
+            return
+        case (nil, true):
+            throw LatticeError(.serverRecordChanged, "record \(record.recordID) already exists; fetch it and save your changes onto it, or save with the changedKeys or allKeys policy",
+                               serverRecord: Record(state: existing!, zoneID: record.recordID.zoneID))
+        case (_?, false):
+            throw LatticeError(.unknownItem, "record \(record.recordID) was deleted since it was fetched")
+        case (let tag?, true):
+            guard tag == existing!.changeTag else {
+                throw LatticeError(.serverRecordChanged, "record \(record.recordID) changed since it was fetched (tag \(tag), now \(existing!.changeTag)); merge with the server record and retry",
+                                   serverRecord: Record(state: existing!, zoneID: record.recordID.zoneID))
+            }
+        }
+    }
+
+    mutating func checkDelete(_ id: Record.ID) throws(LatticeError) {
+        try requireZone(id.zoneID)
+        guard let existing = try current(id), existing.isAlive else {
+            throw LatticeError(.unknownItem, "record \(id) does not exist")
+        }
+    }
+
+    mutating func write(_ record: Record) throws -> Record {
+        let key = database.key(record.recordID.zoneID)
+        if record.recordID.zoneID.isDefault, try transaction.syncState(of: key) == nil {
+            try transaction.createZone(key)
+        }
+        let previous = try transaction.record(record.recordID.recordName, in: key)
+        let keys = savePolicy == .allKeys || record.recordChangeTag == nil ? record.allKeys() + record.changedKeys() : record.changedKeys()
+        let changes = Set(keys).sorted().map { (name: $0, value: record[$0]) }
+        let stamp = transaction.nextStamp()
+        var definitions = Schema()
+        definitions.addRecordType(record.recordType)
+        for change in changes {
+            if let value = change.value, schema.field(change.name, of: record.recordType) == nil {
+                definitions.merge(SchemaField(recordType: record.recordType, field: change.name, type: value.type, stamp: stamp))
+            }
+        }
+        if !definitions.fields.isEmpty || !schema.recordTypes.contains(record.recordType) {
+            try transaction.mergeSchema(definitions)
+            schema.merge(definitions)
+        }
+        let state = LocalWrite.save(
+            previous: previous, recordName: record.recordID.recordName, recordType: record.recordType,
+            changes: changes, replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, stamp: stamp)
+        try transaction.commitLocal(state, previous: previous, stamp: stamp, in: key)
+        return Record(state: state, zoneID: record.recordID.zoneID)
+    }
+
+    mutating func delete(_ id: Record.ID) throws {
+        try transaction.deleteCascading([id.recordName], in: database.key(id.zoneID))
+    }
+}

@@ -1,0 +1,13 @@
+extension FieldValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int64(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+extension FieldValue {
+    public var stringValue: String? { if case .string(let value) = self { return value } else { return nil } }
+    public var int64Value: Int64? { if case .int64(let value) = self { return value } else { return nil } }
+    public var doubleValue: Double? { if case .double(let value) = self { return value } else { return nil } }
+    public var boolValue: Bool? { if case .bool(let value) = self { return value } else { return nil } }
+}

@@ -1,0 +1,79 @@
+/// A record state as one self-contained blob, for storage. Replica IDs are
+/// written as indexes into a table the caller keeps (the store's `replicas`).
+public enum RecordBlob {
+    public static func encode(_ state: RecordState, replicas: inout ReplicaTable) -> [UInt8] {
+        var codec = RecordCodec()
+        var writer = BinaryWriter(capacity: 128)
+        codec.encode(state, into: &writer, replicas: &replicas)
+        return writer.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8], replicas: [ReplicaID]) throws -> RecordState {
+        var codec = RecordCodec()
+        var reader = BinaryReader(bytes)
+        let state = try codec.decode(from: &reader, replicas: replicas)
+        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes after record", offset: reader.offset) }
+        return state
+    }
+
+    public static func encodeVector(_ vector: VersionVector) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.varint(vector.entries.count)
+        for entry in vector.entries {
+            writer.raw(entry.replica.bytes)
+            writer.varint(entry.time.rawValue)
+        }
+        return writer.bytes
+    }
+
+    public static func decodeVector(_ bytes: [UInt8]) throws -> VersionVector {
+        var reader = BinaryReader(bytes)
+        var vector = VersionVector()
+        for _ in 0..<(try reader.count(below: bytes.count / 17 + 1, "vector length")) {
+            let replica = ReplicaID(bytes: try reader.raw(16))
+            vector.advance(replica, to: HLCTimestamp(rawValue: try reader.varint()))
+        }
+        return vector
+    }
+
+    public static func encodeStamp(_ stamp: Stamp) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.raw(stamp.replica.bytes)
+        writer.varint(stamp.time.rawValue)
+        return writer.bytes
+    }
+
+    public static func decodeStamp(_ bytes: [UInt8]) throws -> Stamp {
+        var reader = BinaryReader(bytes)
+        let replica = ReplicaID(bytes: try reader.raw(16))
+        return Stamp(time: HLCTimestamp(rawValue: try reader.varint()), replica: replica)
+    }
+
+    public static func encodeValue(_ value: FieldValue?) -> [UInt8] {
+        var writer = BinaryWriter()
+        ValueCodec.encode(value, into: &writer)
+        return writer.bytes
+    }
+
+    public static func decodeValue(_ bytes: [UInt8]) throws -> FieldValue? {
+        var reader = BinaryReader(bytes)
+        return try ValueCodec.decode(from: &reader)
+    }
+}
+
+extension RecordState {
+    /// Names of the records this one references with `deleteSelf`.
+    public var cascadeTargets: [String] {
+        var targets: [String] = []
+        for field in fields {
+            switch field.value {
+            case .reference(let reference)? where reference.action == .deleteSelf:
+                targets.append(reference.recordName)
+            case .list(let items)?:
+                for case .reference(let reference) in items where reference.action == .deleteSelf { targets.append(reference.recordName) }
+            default: break
+            }
+        }
+        return targets
+    }
+}

@@ -1,0 +1,34 @@
+import CSodium
+
+/// BLAKE2b-256 of content, the address assets are stored under. Streaming, so
+/// a large file is hashed without being read into memory at once.
+public final class ContentHasher {
+    public static let length = 32
+    // libsodium's state is a 64-byte-aligned struct Swift imports as opaque.
+    private let state: UnsafeMutableRawPointer
+
+    public init() throws {
+        try Sodium.ready()
+        state = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+        try Sodium.check(crypto_generichash_init(OpaquePointer(state), nil, 0, Self.length), "crypto_generichash_init")
+    }
+
+    deinit { state.deallocate() }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        try Sodium.check(crypto_generichash_update(OpaquePointer(state), base, UInt64(bytes.count)), "crypto_generichash_update")
+    }
+
+    public func finish() throws -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Self.length)
+        try Sodium.check(crypto_generichash_final(OpaquePointer(state), &digest, Self.length), "crypto_generichash_final")
+        return digest
+    }
+
+    public static func hash(_ bytes: [UInt8]) throws -> [UInt8] {
+        let hasher = try ContentHasher()
+        try bytes.withUnsafeBytes { try hasher.update($0) }
+        return try hasher.finish()
+    }
+}

@@ -1,0 +1,44 @@
+import CSodium
+
+/// A device's Ed25519 identity. The secret stays in this value and in the
+/// store's key file; everything else uses the public key or the device ID.
+public struct Identity: Sendable {
+    public static let seedLength = 32
+    public let publicKey: [UInt8]
+    private let secretKey: [UInt8]
+
+    /// A new identity from the system's entropy.
+    public static func generate() throws -> Identity {
+        try Sodium.ready()
+        var seed = [UInt8](repeating: 0, count: seedLength)
+        randombytes_buf(&seed, seedLength)
+        return try Identity(seed: seed)
+    }
+
+    /// The identity a 32-byte seed determines (what the key file stores).
+    public init(seed: [UInt8]) throws {
+        try Sodium.ready()
+        guard seed.count == Self.seedLength else { throw CryptoError.invalidKey("a seed has \(Self.seedLength) bytes, got \(seed.count)") }
+        var publicKey = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
+        var secretKey = [UInt8](repeating: 0, count: Int(crypto_sign_SECRETKEYBYTES))
+        try Sodium.check(crypto_sign_seed_keypair(&publicKey, &secretKey, seed), "crypto_sign_seed_keypair")
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+    }
+
+    /// The seed, for the key file.
+    public var seed: [UInt8] { Array(secretKey.prefix(Self.seedLength)) }
+
+    public var deviceID: DeviceID { DeviceID(publicKey: publicKey) }
+
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))
+        try Sodium.check(crypto_sign_detached(&signature, nil, message, UInt64(message.count), secretKey), "crypto_sign_detached")
+        return signature
+    }
+
+    public static func verify(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
+        guard (try? Sodium.ready()) != nil, signature.count == Int(crypto_sign_BYTES), publicKey.count == Int(crypto_sign_PUBLICKEYBYTES) else { return false }
+        return crypto_sign_verify_detached(signature, message, UInt64(message.count), publicKey) == 0
+    }
+}

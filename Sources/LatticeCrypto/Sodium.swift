@@ -1,0 +1,30 @@
+import CSodium
+
+/// Why a libsodium operation failed.
+public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+    case initializationFailed
+    case operationFailed(String)
+    case invalidKey(String)
+
+    public var description: String {
+        switch self {
+        case .initializationFailed: return "libsodium could not initialize (no entropy source?)"
+        case .operationFailed(let what): return "libsodium \(what) failed"
+        case .invalidKey(let why): return "invalid key: \(why)"
+        }
+    }
+}
+
+/// The one place libsodium is called from: initializes it once and turns
+/// return codes into typed errors.
+enum Sodium {
+    private static let initialized: Bool = sodium_init() >= 0
+
+    static func ready() throws {
+        guard initialized else { throw CryptoError.initializationFailed }
+    }
+
+    static func check(_ code: Int32, _ what: String) throws {
+        guard code == 0 else { throw CryptoError.operationFailed(what) }
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import GRDB
+import LatticeCore
+import LatticeCrypto
+
+/// One container's replica on disk: SQLite (WAL) through GRDB, plus the
+/// device identity and the asset files.
+///
+/// Safe to share between threads, and several processes may open the same
+/// directory at once: every write is an immediate transaction that reads the
+/// clock and sequence it advances, so writers serialize through SQLite.
+public final class RecordStore: Sendable {
+    public static let databaseFileName = "lattice.sqlite"
+    public static let identityFileName = "identity.key"
+
+    public let directory: URL
+    public let identity: Identity
+    public let replica: ReplicaID
+    /// Random per store: change tokens from another store are recognized as such.
+    public let storeID: [UInt8]
+    public let maximumSkewMilliseconds: UInt64
+    let pool: DatabasePool
+
+    /// Opens the store in `directory`, creating it when `create` is set and the
+    /// directory is missing or empty.
+    public init(directory: URL, create: Bool = true, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds) throws {
+        self.directory = directory
+        self.maximumSkewMilliseconds = maximumSkewMilliseconds
+        let fileManager = FileManager.default
+        let databasePath = directory.appendingPathComponent(Self.databaseFileName).path
+        let identityPath = directory.appendingPathComponent(Self.identityFileName).path
+        var isDirectory: ObjCBool = false
+        let exists = fileManager.fileExists(atPath: directory.path, isDirectory: &isDirectory)
+        if exists && !isDirectory.boolValue { throw StoreError.notAStore(path: directory.path) }
+        let hasDatabase = fileManager.fileExists(atPath: databasePath)
+        if !hasDatabase {
+            guard create else { throw exists ? StoreError.notAStore(path: directory.path) : StoreError.noStore(path: directory.path) }
+            let contents = (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
+            if exists, !contents.isEmpty { throw StoreError.notAStore(path: directory.path) }
+            do {
+                try fileManager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StoreError.io(path: directory.path, reason: "cannot create the store directory (\(error.localizedDescription))")
+            }
+        }
+        identity = try Self.loadOrCreateIdentity(at: identityPath, create: !hasDatabase)
+        let fingerprint = identity.deviceID.digest
+        replica = ReplicaID(bytes: fingerprint)
+
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.foreignKeysEnabled = true
+        configuration.prepareDatabase { db in
+            // A commit is durable when it returns, power loss included.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            pool = try DatabasePool(path: databasePath, configuration: configuration)
+            try StoreSchema.migrator.migrate(pool)
+            storeID = try pool.write { db in
+                if let existing = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store_id'") { return [UInt8](existing) }
+                let id = (0..<16).map { _ in UInt8.random(in: 0...255) }
+                try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('store_id', ?)", arguments: [Data(id)])
+                return id
+            }
+        } catch let error as DatabaseError {
+            throw StoreError.corrupt(path: databasePath, reason: error.message ?? "\(error)")
+        }
+    }
+
+    private static func loadOrCreateIdentity(at path: String, create: Bool) throws -> Identity {
+        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            let hex = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard hex.count == 64, let seed = hexBytes(hex) else {
+                throw StoreError.corrupt(path: path, reason: "the identity key file is damaged")
+            }
+            return try Identity(seed: seed)
+        }
+        guard create else { throw StoreError.corrupt(path: path, reason: "the identity key file is missing") }
+        let identity = try Identity.generate()
+        let hex = identity.seed.map { String(format: "%02x", $0) }.joined() + "\n"
+        guard FileManager.default.createFile(atPath: path, contents: Data(hex.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw StoreError.io(path: path, reason: "cannot write the identity key file")
+        }
+        return identity
+    }
+
+    static func hexBytes(_ hex: String) -> [UInt8]? {
+        let utf8 = Array(hex.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: utf8.count, by: 2) {
+            guard let byte = UInt8(String(decoding: utf8[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    /// Milliseconds since 1970 by the wall clock.
+    static func wallClock() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one immediate write transaction; it commits when `body`
+    /// returns and rolls back when it throws. Checkpoints, the clock and the
+    /// change sequence are saved with the data.
+    public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        var result: T?
+        try mapDatabaseErrors {
+            try pool.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    let transaction = try StoreTransaction(writing: db, store: self)
+                    result = try body(transaction)
+                    try transaction.finish()
+                    return .commit
+                }
+            }
+        }
+        return result!
+    }
+
+    /// Runs `body` on a consistent snapshot.
+    public func read<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
+        try mapDatabaseErrors {
+            try pool.read { db in try body(StoreSnapshot(db: db, store: self)) }
+        }
+    }
+
+    func mapDatabaseErrors<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+                throw StoreError.corrupt(path: directory.path, reason: error.message ?? "\(error)")
+            default:
+                throw StoreError.io(path: directory.path, reason: error.message ?? "\(error)")
+            }
+        }
+    }
+
+    /// The last committed change sequence: it moves on every commit by any
+    /// process, which is what watchers poll.
+    public func currentSequence() throws -> UInt64 {
+        try read { try $0.sequence() }
+    }
+}

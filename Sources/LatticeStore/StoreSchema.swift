@@ -1,0 +1,74 @@
+import GRDB
+
+/// The store's tables, as named forward-only migrations. Constraints live in
+/// the schema so SQLite guards them even against our own bugs.
+enum StoreSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+                -- Replica IDs by the small index record blobs use.
+                CREATE TABLE replicas (idx INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE);
+                CREATE TABLE zones (
+                    id INTEGER PRIMARY KEY,
+                    scope INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    owner TEXT NOT NULL,
+                    causal_length INTEGER NOT NULL CHECK (causal_length > 0),
+                    stamp BLOB NOT NULL,
+                    vector BLOB NOT NULL,
+                    knowledge BLOB NOT NULL,
+                    UNIQUE (scope, name, owner)
+                );
+                CREATE TABLE records (
+                    id INTEGER PRIMARY KEY,
+                    zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    alive INTEGER NOT NULL CHECK (alive IN (0, 1)),
+                    change_seq INTEGER NOT NULL,
+                    state BLOB NOT NULL,
+                    UNIQUE (zone, name)
+                );
+                CREATE INDEX records_by_change ON records (zone, change_seq);
+                CREATE INDEX records_by_type ON records (zone, type) WHERE alive = 1;
+                -- Per commit and zone: the knowledge the zone had (anti-entropy).
+                CREATE TABLE checkpoints (
+                    zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    change_seq INTEGER NOT NULL,
+                    knowledge BLOB NOT NULL,
+                    PRIMARY KEY (zone, change_seq)
+                ) WITHOUT ROWID;
+                -- deleteSelf references, to find what a delete cascades to.
+                CREATE TABLE cascades (
+                    zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    target TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    PRIMARY KEY (zone, target, source)
+                ) WITHOUT ROWID;
+                CREATE TABLE conflicts (
+                    id INTEGER PRIMARY KEY,
+                    zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    record TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    losing_value BLOB NOT NULL,
+                    losing_stamp BLOB NOT NULL,
+                    winning_value BLOB NOT NULL,
+                    winning_stamp BLOB NOT NULL,
+                    UNIQUE (zone, record, field, losing_stamp)
+                );
+                CREATE TABLE schema_fields (
+                    record_type TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    type INTEGER NOT NULL,
+                    stamp BLOB NOT NULL,
+                    PRIMARY KEY (record_type, field)
+                ) WITHOUT ROWID;
+                CREATE TABLE schema_types (record_type TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                CREATE TABLE assets (hash BLOB PRIMARY KEY NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import GRDB
+import LatticeCore
+
+/// Read access to the store inside `RecordStore.read` or `write`.
+public class StoreSnapshot {
+    let db: GRDB.Database
+    let store: RecordStore
+    private var replicaIDs: [ReplicaID]?
+
+    init(db: GRDB.Database, store: RecordStore) {
+        self.db = db
+        self.store = store
+    }
+
+    // MARK: Meta
+
+    func metaInteger(_ key: String) throws -> UInt64 {
+        UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) ?? 0)
+    }
+
+    /// The last committed change sequence.
+    public func sequence() throws -> UInt64 { try metaInteger("sequence") }
+
+    /// Change tokens before this sequence have expired (a compaction dropped their history).
+    public func horizon() throws -> UInt64 { try metaInteger("horizon") }
+
+    // MARK: Replicas
+
+    var replicas: [ReplicaID] {
+        get throws {
+            if let replicaIDs { return replicaIDs }
+            let rows = try Row.fetchAll(db, sql: "SELECT idx, id FROM replicas ORDER BY idx")
+            var ids: [ReplicaID] = []
+            for row in rows {
+                let index: Int = row[0]
+                let id: Data = row[1]
+                guard index == ids.count, id.count == 16 else { throw StoreError.corrupt(path: store.directory.path, reason: "replica table out of order") }
+                ids.append(ReplicaID(bytes: [UInt8](id)))
+            }
+            replicaIDs = ids
+            return ids
+        }
+    }
+
+    func invalidateReplicas() { replicaIDs = nil }
+
+    func decode(_ blob: Data) throws -> RecordState {
+        do { return try RecordBlob.decode([UInt8](blob), replicas: try replicas) } catch let error as LatticeCore.DecodingError {
+            throw StoreError.corrupt(path: store.directory.path, reason: "a stored record cannot be decoded (\(error))")
+        }
+    }
+
+    // MARK: Zones
+
+    struct ZoneRow {
+        var id: Int64
+        var key: ZoneKey
+        var sync: ZoneSyncState
+    }
+
+    func zoneRow(_ key: ZoneKey) throws -> ZoneRow? {
+        let row = try Row.fetchOne(db, sql: """
+            SELECT id, causal_length, stamp, vector, knowledge FROM zones WHERE scope = ? AND name = ? AND owner = ?
+            """, arguments: [Int(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName])
+        return try row.map { try zoneRow(from: $0, key: key) }
+    }
+
+    private func zoneRow(from row: Row, key: ZoneKey) throws -> ZoneRow {
+        let causalLength: Int64 = row["causal_length"]
+        let state = ZoneState(causalLength: UInt64(causalLength), stamp: try RecordBlob.decodeStamp([UInt8](row["stamp"] as Data)))
+        let sync = ZoneSyncState(
+            zoneState: state,
+            vector: try RecordBlob.decodeVector([UInt8](row["vector"] as Data)),
+            knowledge: try RecordBlob.decodeVector([UInt8](row["knowledge"] as Data)))
+        return ZoneRow(id: row["id"], key: key, sync: sync)
+    }
+
+    /// The zone's state and vectors, nil if this store never heard of it.
+    public func syncState(of key: ZoneKey) throws -> ZoneSyncState? { try zoneRow(key)?.sync }
+
+    /// Every zone this store knows in `scope`, deleted ones included.
+    public func zones(in scope: DatabaseScope) throws -> [(key: ZoneKey, sync: ZoneSyncState)] {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT id, name, owner, causal_length, stamp, vector, knowledge FROM zones WHERE scope = ? ORDER BY name, owner
+            """, arguments: [Int(scope.rawValue)])
+        return try rows.map { row in
+            let key = ZoneKey(scope: scope, zoneID: ZoneID(zoneName: row["name"], ownerName: row["owner"]))
+            return (key, try zoneRow(from: row, key: key).sync)
+        }
+    }
+
+    // MARK: Records
+
+    /// The record's state, tombstones included; nil if never seen.
+    public func record(_ name: String, in key: ZoneKey) throws -> RecordState? {
+        guard let zone = try zoneRow(key) else { return nil }
+        return try record(name, zoneID: zone.id)
+    }
+
+    func record(_ name: String, zoneID: Int64) throws -> RecordState? {
+        let statement = try db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND name = ?")
+        guard let blob = try Data.fetchOne(statement, arguments: [zoneID, name]) else { return nil }
+        return try decode(blob)
+    }
+
+    /// Live records of one type, for queries.
+    public func records(ofType type: String, in key: ZoneKey) throws -> [RecordState] {
+        guard let zone = try zoneRow(key) else { return [] }
+        let blobs = try Data.fetchAll(db, sql: "SELECT state FROM records WHERE zone = ? AND type = ? AND alive = 1", arguments: [zone.id, type])
+        return try blobs.map(decode)
+    }
+
+    /// Records (live and deleted) changed after `sequence`, in change order.
+    public func records(changedAfter sequence: UInt64, in key: ZoneKey, limit: Int = Int.max) throws -> [(state: RecordState, sequence: UInt64)] {
+        guard let zone = try zoneRow(key) else { return [] }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT state, change_seq FROM records WHERE zone = ? AND change_seq > ? ORDER BY change_seq, id LIMIT ?
+            """, arguments: [zone.id, Int64(sequence), Int64(min(limit, Int(Int64.max)))])
+        return try rows.map { row in (try decode(row[0]), UInt64(row[1] as Int64)) }
+    }
+
+    /// Calls `body` with each record changed after `sequence` without loading them all.
+    func forEachRecord(changedAfter sequence: UInt64, zoneID: Int64, _ body: (RecordState) throws -> Void) throws {
+        let cursor = try Data.fetchCursor(db, sql: "SELECT state FROM records WHERE zone = ? AND change_seq > ? ORDER BY change_seq, id", arguments: [zoneID, Int64(sequence)])
+        while let blob = try cursor.next() { try body(try decode(blob)) }
+    }
+
+    /// Live records that reference `target` with `deleteSelf`.
+    func cascadeSources(of target: String, zoneID: Int64) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT source FROM cascades WHERE zone = ? AND target = ?", arguments: [zoneID, target])
+    }
+
+    // MARK: Conflicts and schema
+
+    /// The losing values of concurrent writes to `name`'s fields, oldest first.
+    public func conflicts(of name: String, in key: ZoneKey) throws -> [FieldConflict] {
+        guard let zone = try zoneRow(key) else { return [] }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT field, losing_value, losing_stamp, winning_value, winning_stamp FROM conflicts WHERE zone = ? AND record = ? ORDER BY id
+            """, arguments: [zone.id, name])
+        return try rows.map { row in
+            FieldConflict(
+                recordName: name, field: row[0],
+                losingValue: try RecordBlob.decodeValue([UInt8](row[1] as Data)),
+                losingStamp: try RecordBlob.decodeStamp([UInt8](row[2] as Data)),
+                winningValue: try RecordBlob.decodeValue([UInt8](row[3] as Data)),
+                winningStamp: try RecordBlob.decodeStamp([UInt8](row[4] as Data)))
+        }
+    }
+
+    public func schema() throws -> Schema {
+        var schema = Schema()
+        for row in try Row.fetchAll(db, sql: "SELECT record_type, field, type, stamp FROM schema_fields") {
+            let code: Int = row[2]
+            guard let type = FieldType(code: UInt8(truncatingIfNeeded: code)) else { continue }
+            schema.merge(SchemaField(recordType: row[0], field: row[1], type: type, stamp: try RecordBlob.decodeStamp([UInt8](row[3] as Data))))
+        }
+        for type in try String.fetchAll(db, sql: "SELECT record_type FROM schema_types") { schema.addRecordType(type) }
+        if let deployed = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'deployed'") {
+            schema.merge(deployed: try RecordBlob.decodeStamp([UInt8](deployed)))
+        }
+        return schema
+    }
+
+    /// Whether an asset's content is in the store.
+    public func hasAsset(_ hash: [UInt8]) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM assets WHERE hash = ?", arguments: [Data(hash)]) ?? false
+    }
+
+    // MARK: Anti-entropy
+
+    /// The sequence after which a peer at `vector` may lack records of the zone.
+    func deltaStart(zoneID: Int64, for vector: VersionVector) throws -> UInt64 {
+        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM checkpoints WHERE zone = ?", arguments: [zoneID]) ?? 0
+        let statement = try db.cachedStatement(sql: "SELECT change_seq, knowledge FROM checkpoints WHERE zone = ? ORDER BY change_seq LIMIT 1 OFFSET ?")
+        func checkpoint(_ index: Int) throws -> Checkpoint {
+            let row = try Row.fetchOne(statement, arguments: [zoneID, index])!
+            return Checkpoint(sequence: UInt64(row[0] as Int64), knowledge: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
+        }
+        // Knowledge grows along the checkpoints: find the last one `vector` covers.
+        var low = 0
+        var high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if vector.dominates(try checkpoint(mid).knowledge) { low = mid + 1 } else { high = mid }
+        }
+        return low == 0 ? 0 : try checkpoint(low - 1).sequence
+    }
+}
