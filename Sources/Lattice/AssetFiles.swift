@@ -40,7 +40,7 @@ enum AssetFiles {
         if FileManager.default.fileExists(atPath: destination.path) {
             try? FileManager.default.removeItem(at: temporary)
         } else {
-            _ = try FileManager.default.replaceItemAt(destination, withItemAt: temporary)
+            try FileManager.default.moveItem(at: temporary, to: destination)
         }
         return reference
     }

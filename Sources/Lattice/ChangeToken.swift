@@ -72,10 +72,10 @@ extension Database {
                 let changed = try snapshot.records(changedAfter: since, in: key(zoneID), limit: resultsLimit + 1)
                 let more = changed.count > resultsLimit
                 let page = changed.prefix(resultsLimit)
-                let last = more ? page.last!.sequence : max(since, try snapshot.sequence())
                 // Rows share a sequence per commit: never cut a commit in half.
-                let complete = more ? page.filter { $0.sequence < last } : Array(page)
-                let end = more ? (complete.last?.sequence ?? since) : last
+                let boundary = more ? changed[resultsLimit].sequence : UInt64.max
+                let complete = page.filter { $0.sequence < boundary }
+                let end = more ? (complete.last?.sequence ?? since) : max(since, try snapshot.sequence())
                 guard !more || !complete.isEmpty else {
                     throw LatticeError(.limitExceeded, "one commit changed more than \(resultsLimit) records; ask with a larger resultsLimit")
                 }

@@ -30,7 +30,7 @@ public enum QueryKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// CloudKit's query comparators, named as in CloudKit Web Services.
-public enum Comparator: String, Sendable, CaseIterable {
+public enum QueryComparator: String, Sendable, CaseIterable {
     case equals = "EQUALS"
     case notEquals = "NOT_EQUALS"
     case lessThan = "LESS_THAN"
@@ -58,12 +58,12 @@ public enum Comparator: String, Sendable, CaseIterable {
 /// One condition: `key comparator value` (plus a radius for NEAR).
 public struct QueryCondition: Hashable, Sendable {
     public var key: QueryKey
-    public var comparator: Comparator
+    public var comparator: QueryComparator
     public var value: FieldValue
     /// Meters, for `.near` only.
     public var distance: Double?
 
-    public init(_ key: QueryKey, _ comparator: Comparator, _ value: FieldValue, distance: Double? = nil) {
+    public init(_ key: QueryKey, _ comparator: QueryComparator, _ value: FieldValue, distance: Double? = nil) {
         self.key = key
         self.comparator = comparator
         self.value = value

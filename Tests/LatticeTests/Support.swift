@@ -1,0 +1,48 @@
+import Foundation
+import Lattice
+
+/// A fresh directory under the system temp dir, removed by `cleanup`.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() {
+        url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-test-\(UUID().uuidString)")
+    }
+
+    func container(_ name: String = "store") throws -> Container {
+        try Container(identifier: "com.example.test", directory: url.appendingPathComponent(name))
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+func movie(_ name: String, zone: Zone.ID = .default, _ fields: [String: FieldValue]) -> Record {
+    var record = Record(recordType: "Movie", recordName: name, zoneID: zone)
+    for (key, value) in fields { record[key] = value }
+    return record
+}
+
+/// Sends what `to` lacks of every zone `from` knows.
+@discardableResult
+func sync(_ from: Container, to: Container) throws -> ApplySummary {
+    var total = ApplySummary()
+    for zone in try from.allZoneKeys() {
+        total.add(try to.apply(changeSet: from.changeSet(for: zone, since: to.vector(for: zone))))
+    }
+    return total
+}
+
+/// The path of an executable product built beside the tests.
+func builtProduct(_ name: String) -> URL {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+        Bundle.main.bundleURL.deletingLastPathComponent(),
+        Bundle.main.bundleURL,
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug"),
+    ]
+    for directory in candidates {
+        let url = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    return candidates.last!.appendingPathComponent(name)
+}
