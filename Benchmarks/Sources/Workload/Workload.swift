@@ -1,0 +1,87 @@
+import Foundation
+import Lattice
+import LatticeCore
+
+/// The merge workload of the README and of compare/workload.py, value for value:
+/// N "Track" records of 8 fields (3 strings of 20 letters, 2 ints, a double,
+/// a bool, a date), in generations (0 original, 1 edited, 2 the other side's edit).
+public enum Workload {
+    public static func fields(record i: Int, generation g: Int) -> [(name: String, value: FieldValue?)] {
+        var state = UInt64(i) &* 8 &+ UInt64(g) &* 1_000_000_007
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        func letters() -> String { String(decoding: (0..<20).map { _ in UInt8(97 + next() % 26) }, as: UTF8.self) }
+        let title = letters(), artist = letters(), album = letters()
+        let rating = Int64(next() % 1_000_000)
+        return [
+            ("title", .string(title)), ("artist", .string(artist)), ("album", .string(album)),
+            ("plays", .int64(Int64(i + g))), ("rating", .int64(rating)), ("score", .double(Double(i) * 0.5 + Double(g))),
+            ("liked", .bool((i + g) % 2 == 0)), ("released", .date(1_700_000_000_000 + Int64(i) * 1000 + Int64(g))),
+        ]
+    }
+
+    public static func name(_ i: Int) -> String {
+        let digits = String(i)
+        return "r" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits
+    }
+
+    public static let zone = ZoneKey(scope: .private, zoneID: .default)
+
+    public enum Scenario: String, CaseIterable, Sendable {
+        case empty, halfLose = "half-lose", concurrent = "concurrent-10pct"
+    }
+
+    /// A replica in memory whose wall clock the workload sets.
+    public final class Clock: @unchecked Sendable { public var now: UInt64 = 1_700_000_000_000 }
+
+    public static func memoryReplica(_ id: UInt64, clock: Clock) -> MemoryReplica {
+        let replica = MemoryReplica(replica: ReplicaID(high: id, low: id), maximumSkewMilliseconds: UInt64.max / 4, wallClock: { clock.now })
+        replica.createZone(zone)
+        return replica
+    }
+
+    public static func write(_ replica: MemoryReplica, records: some Sequence<Int>, generation: Int) throws {
+        for i in records { try replica.save(name(i), type: "Track", in: zone, changes: fields(record: i, generation: generation)) }
+    }
+
+    /// Sets up a scenario in memory: the receiver and the incoming change set.
+    public static func prepareMemory(_ scenario: Scenario, records n: Int) throws -> (receiver: MemoryReplica, changeSet: [UInt8]) {
+        let clock = Clock()
+        let sender = memoryReplica(1, clock: clock)
+        let receiver = memoryReplica(2, clock: clock)
+        switch scenario {
+        case .empty:
+            try write(sender, records: 0..<n, generation: 0)
+            return (receiver, try sender.makeChangeSet(for: zone, since: VersionVector()))
+        case .halfLose:
+            try write(sender, records: 0..<n, generation: 0)
+            clock.now += 60_000 // the receiver's writes come later: they win
+            try write(receiver, records: stride(from: 0, to: n, by: 2), generation: 2)
+            return (receiver, try sender.makeChangeSet(for: zone, since: VersionVector()))
+        case .concurrent:
+            try write(sender, records: 0..<n, generation: 0)
+            _ = try receiver.apply(try sender.makeChangeSet(for: zone, since: VersionVector()))
+            clock.now += 1_000
+            try write(sender, records: 0..<n, generation: 1)
+            try write(receiver, records: stride(from: 0, to: n, by: 10), generation: 2)
+            let since = receiver.syncState(of: zone)!.vector
+            return (receiver, try sender.makeChangeSet(for: zone, since: since))
+        }
+    }
+
+    /// Sets up a scenario on disk: receiver store in `directory`, change set from a store beside it.
+    public static func prepareStore(_ scenario: Scenario, records n: Int, directory: URL) throws -> (receiver: Container, changeSet: [UInt8]) {
+        let (memoryReceiver, changeSet) = try prepareMemory(scenario, records: n)
+        let receiver = try Container(identifier: "bench", directory: directory)
+        // The receiver's own prior state, copied in through the same merge path.
+        if scenario != .empty {
+            try receiver.apply(changeSet: memoryReceiver.makeChangeSet(for: zone, since: VersionVector()))
+        }
+        return (receiver, changeSet)
+    }
+}
