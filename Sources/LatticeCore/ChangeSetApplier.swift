@@ -68,7 +68,8 @@ public enum ChangeSetApplier {
         while let incoming = try reader.nextRecord() {
             summary.recordsReceived += 1
             if stale || !sync.zoneState.exists { continue }
-            let newest = incoming.vector.entries.map(\.time).max() ?? .zero
+            var newest = HLCTimestamp.zero
+            for entry in incoming.vector.entries where entry.time > newest { newest = entry.time }
             guard acceptable(newest) else {
                 summary.recordsDeferred += 1
                 deferred = true

@@ -53,13 +53,13 @@ public final class MemoryReplica {
     }
 
     public func deleteZone(_ key: ZoneKey) throws {
-        guard var zone = zones[key], zone.sync.zoneState.exists else { throw Failure.zoneNotFound(key) }
-        let stamp = nextStamp()
-        zone.sync.zoneState = ZoneState(causalLength: zone.sync.zoneState.causalLength + 1, stamp: stamp)
-        zone.sync.recordLocalWrite(stamp)
-        zone.records.removeAll()
-        commit(&zone)
-        zones[key] = zone
+        try withLiveZone(key) { zone in
+            let stamp = nextStamp()
+            zone.sync.zoneState = ZoneState(causalLength: zone.sync.zoneState.causalLength + 1, stamp: stamp)
+            zone.sync.recordLocalWrite(stamp)
+            zone.records.removeAll()
+            commit(&zone)
+        }
     }
 
     public func zoneExists(_ key: ZoneKey) -> Bool { zones[key]?.sync.zoneState.exists ?? false }
@@ -77,41 +77,47 @@ public final class MemoryReplica {
         (zones[key]?.records.values.map(\.state) ?? []).sorted { $0.recordName < $1.recordName }
     }
 
+    /// Mutates a live zone in place (a copy would copy every record).
+    private func withLiveZone<T>(_ key: ZoneKey, _ body: (inout Zone) throws -> T) throws -> T {
+        guard zones[key]?.sync.zoneState.exists == true else { throw Failure.zoneNotFound(key) }
+        return try body(&zones[key]!)
+    }
+
     @discardableResult
     public func save(
         _ name: String, type: String, in key: ZoneKey, changes: [(name: String, value: FieldValue?)],
         replacement: FieldReplacement = .changedKeys
     ) throws -> RecordState {
-        guard var zone = zones[key], zone.sync.zoneState.exists else { throw Failure.zoneNotFound(key) }
-        let previous = zone.records[name]?.state
-        if let previous, previous.isAlive, previous.recordType != type {
-            throw Failure.typeMismatch(expected: previous.recordType, got: type)
-        }
-        let stamp = nextStamp()
-        for change in changes {
-            if let value = change.value {
-                schema.merge(SchemaField(recordType: type, field: change.name, type: value.type, stamp: stamp))
+        try withLiveZone(key) { zone in
+            let previous = zone.records[name]?.state
+            if let previous, previous.isAlive, previous.recordType != type {
+                throw Failure.typeMismatch(expected: previous.recordType, got: type)
             }
+            let stamp = nextStamp()
+            for change in changes {
+                if let value = change.value, schema.field(change.name, of: type) == nil {
+                    schema.merge(SchemaField(recordType: type, field: change.name, type: value.type, stamp: stamp))
+                }
+            }
+            schema.addRecordType(type)
+            let state = LocalWrite.save(previous: previous, recordName: name, recordType: type, changes: changes, replacement: replacement, stamp: stamp)
+            zone.sync.recordLocalWrite(stamp)
+            sequence += 1
+            zone.records[name] = (state, sequence)
+            commit(&zone, sequence: sequence)
+            return state
         }
-        schema.addRecordType(type)
-        let state = LocalWrite.save(previous: previous, recordName: name, recordType: type, changes: changes, replacement: replacement, stamp: stamp)
-        zone.sync.recordLocalWrite(stamp)
-        sequence += 1
-        zone.records[name] = (state, sequence)
-        commit(&zone, sequence: sequence)
-        zones[key] = zone
-        return state
     }
 
     public func delete(_ name: String, in key: ZoneKey) throws {
-        guard var zone = zones[key], zone.sync.zoneState.exists else { throw Failure.zoneNotFound(key) }
-        guard let previous = zone.records[name]?.state, previous.isAlive else { throw Failure.unknownRecord(name) }
-        let stamp = nextStamp()
-        zone.sync.recordLocalWrite(stamp)
-        sequence += 1
-        zone.records[name] = (LocalWrite.delete(previous: previous, stamp: stamp), sequence)
-        commit(&zone, sequence: sequence)
-        zones[key] = zone
+        try withLiveZone(key) { zone in
+            guard let previous = zone.records[name]?.state, previous.isAlive else { throw Failure.unknownRecord(name) }
+            let stamp = nextStamp()
+            zone.sync.recordLocalWrite(stamp)
+            sequence += 1
+            zone.records[name] = (LocalWrite.delete(previous: previous, stamp: stamp), sequence)
+            commit(&zone, sequence: sequence)
+        }
     }
 
     private func commit(_ zone: inout Zone, sequence explicit: UInt64? = nil) {

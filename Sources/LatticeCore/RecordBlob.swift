@@ -3,6 +3,7 @@
 public enum RecordBlob {
     public static func encode(_ state: RecordState, replicas: inout ReplicaTable) -> [UInt8] {
         var codec = RecordCodec()
+        codec.names.interning = false
         var writer = BinaryWriter(capacity: 128)
         codec.encode(state, into: &writer, replicas: &replicas)
         return writer.bytes

@@ -22,8 +22,15 @@ public struct ReplicaTable: Sendable {
 struct NameTable {
     private var indexes: [String: Int] = [:]
     private(set) var names: [String] = []
+    /// Off for one-record blobs, where every name is new and a lookup is wasted.
+    var interning = true
 
     mutating func write(_ name: String, into writer: inout BinaryWriter) {
+        guard interning else {
+            writer.varint(0)
+            writer.string(name)
+            return
+        }
         if let index = indexes[name] {
             writer.varint(index + 1)
         } else {

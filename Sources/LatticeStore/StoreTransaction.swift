@@ -49,16 +49,26 @@ public final class StoreTransaction: StoreSnapshot {
             ])
         let row = ZoneRow(id: db.lastInsertedRowID, key: key, sync: sync)
         touchedZones[row.id] = sync
+        zoneCache[key] = row
         return row
     }
 
-    /// Saves a zone's state and vectors; a checkpoint follows at commit.
+    /// Sets a zone's state and vectors; written with a checkpoint at commit,
+    /// once however many records the transaction touched.
     func setSync(_ sync: ZoneSyncState, zoneID: Int64) throws {
-        try db.execute(sql: "UPDATE zones SET causal_length = ?, stamp = ?, vector = ?, knowledge = ? WHERE id = ?", arguments: [
-            Int64(sync.zoneState.causalLength), Data(RecordBlob.encodeStamp(sync.zoneState.stamp)),
-            Data(RecordBlob.encodeVector(sync.vector)), Data(RecordBlob.encodeVector(sync.knowledge)), zoneID,
-        ])
         touchedZones[zoneID] = sync
+        for (key, row) in zoneCache where row.id == zoneID { zoneCache[key]?.sync = sync }
+    }
+
+    private var zoneCache: [ZoneKey: ZoneRow] = [:]
+    private var upsertStatement: Statement?
+
+    override func zoneRow(_ key: ZoneKey) throws -> ZoneRow? {
+        if let cached = zoneCache[key] { return cached }
+        guard var row = try super.zoneRow(key) else { return nil }
+        if let pending = touchedZones[row.id] { row.sync = pending }
+        zoneCache[key] = row
+        return row
     }
 
     /// Creates the zone, or re-creates it after a delete; nothing if it exists.
@@ -101,12 +111,14 @@ public final class StoreTransaction: StoreSnapshot {
     func put(_ state: RecordState, previous: RecordState?, zoneID: Int64) throws {
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, alive = excluded.alive,
-                change_seq = excluded.change_seq, state = excluded.state
-            """)
-        try statement.execute(arguments: [zoneID, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)])
+        if upsertStatement == nil {
+            upsertStatement = try db.makeStatement(sql: """
+                INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, alive = excluded.alive,
+                    change_seq = excluded.change_seq, state = excluded.state
+                """)
+        }
+        try upsertStatement!.execute(arguments: [zoneID, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)])
         let before = previous?.isAlive == true ? previous!.cascadeTargets : []
         let after = state.isAlive ? state.cascadeTargets : []
         if before != after {
@@ -129,7 +141,7 @@ public final class StoreTransaction: StoreSnapshot {
     /// Merges a local write (already turned into a state) into the zone.
     public func commitLocal(_ state: RecordState, previous: RecordState?, stamp: Stamp, in key: ZoneKey) throws {
         guard let row = try zoneRow(key), row.sync.zoneState.exists else { throw StoreError.zoneNotFound(key.description) }
-        var sync = touchedZones[row.id] ?? row.sync
+        var sync = row.sync
         sync.recordLocalWrite(stamp)
         try put(state, previous: previous, zoneID: row.id)
         try setSync(sync, zoneID: row.id)
@@ -212,6 +224,10 @@ public final class StoreTransaction: StoreSnapshot {
     func finish() throws {
         if let sequence = cachedSequence {
             for (zoneID, sync) in touchedZones {
+                try db.execute(sql: "UPDATE zones SET causal_length = ?, stamp = ?, vector = ?, knowledge = ? WHERE id = ?", arguments: [
+                    Int64(sync.zoneState.causalLength), Data(RecordBlob.encodeStamp(sync.zoneState.stamp)),
+                    Data(RecordBlob.encodeVector(sync.vector)), Data(RecordBlob.encodeVector(sync.knowledge)), zoneID,
+                ])
                 try db.execute(sql: "INSERT OR REPLACE INTO checkpoints (zone, change_seq, knowledge) VALUES (?, ?, ?)", arguments: [
                     zoneID, Int64(sequence), Data(RecordBlob.encodeVector(sync.knowledge)),
                 ])

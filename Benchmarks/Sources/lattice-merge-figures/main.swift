@@ -6,13 +6,17 @@ import Workload
 
 var records = 100_000
 var runs = 3
+var modes: Set<String> = ["memory", "store"]
+var scenarios = Workload.Scenario.allCases
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--records": records = Int(arguments.next() ?? "") ?? records
     case "--runs": runs = Int(arguments.next() ?? "") ?? runs
+    case "--mode": modes = [arguments.next() ?? ""]
+    case "--scenario": scenarios = Workload.Scenario.allCases.filter { $0.rawValue == arguments.next() }
     default:
-        FileHandle.standardError.write(Data("usage: lattice-merge-figures [--records N] [--runs R]\n".utf8))
+        FileHandle.standardError.write(Data("usage: lattice-merge-figures [--records N] [--runs R] [--mode memory|store] [--scenario empty|half-lose|concurrent-10pct]\n".utf8))
         exit(64)
     }
 }
@@ -23,28 +27,29 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
-func report(_ scenario: Workload.Scenario, _ mode: String, _ best: Double, _ bytes: Int) {
+@MainActor func report(_ scenario: Workload.Scenario, _ mode: String, _ best: Double, _ bytes: Int) {
     print("{\"system\":\"lattice\",\"scenario\":\"\(scenario.rawValue)\",\"mode\":\"\(mode)\",\"fieldWrites\":\(records * 8),\"seconds\":\(best),\"bytes\":\(bytes)}")
 }
 
 do {
-    for scenario in Workload.Scenario.allCases {
+    for scenario in scenarios {
         var best = Double.infinity
         var size = 0
-        for _ in 0..<runs {
+        for _ in 0..<(modes.contains("memory") ? runs : 0) {
             let (receiver, changeSet) = try Workload.prepareMemory(scenario, records: records)
             size = changeSet.count
             best = min(best, try seconds { _ = try receiver.apply(changeSet) })
         }
-        report(scenario, "memory", best, size)
+        if modes.contains("memory") { report(scenario, "memory", best, size) }
         best = .infinity
-        for _ in 0..<runs {
+        for _ in 0..<(modes.contains("store") ? runs : 0) {
             let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-bench-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
             let (receiver, changeSet) = try Workload.prepareStore(scenario, records: records, directory: directory)
+            size = changeSet.count
             best = min(best, try seconds { _ = try receiver.apply(changeSet: changeSet) })
         }
-        report(scenario, "store", best, size)
+        if modes.contains("store") { report(scenario, "store", best, size) }
     }
 } catch {
     FileHandle.standardError.write(Data("lattice-merge-figures: \(error)\n".utf8))
