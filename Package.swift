@@ -4,6 +4,7 @@
 //
 // Layers (dependencies point inward only):
 //
+//   lattice (CLI entry) -> LatticeCLI   one file per command, JSON output types
 //   lattice-demo, lattice-crash-child   executables
 //          |
 //       Lattice            public API: Container, Database, Zone, Record, Query ...
@@ -21,10 +22,12 @@ let package = Package(
     products: [
         .library(name: "Lattice", targets: ["Lattice"]),
         .library(name: "LatticeCore", targets: ["LatticeCore"]),
+        .executable(name: "lattice", targets: ["lattice"]),
         .executable(name: "lattice-demo", targets: ["lattice-demo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -39,10 +42,13 @@ let package = Package(
             dependencies: ["LatticeCore", "LatticeCrypto", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(name: "Lattice", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeStore"]),
+        .target(name: "LatticeCLI", dependencies: ["Lattice", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(name: "lattice", dependencies: ["LatticeCLI"]),
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore"]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto"]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "lattice-crash-child"]),
+        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice"]),
     ]
 )

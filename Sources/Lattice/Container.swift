@@ -39,6 +39,20 @@ public final class Container: Sendable {
     /// The replica ID this device stamps its writes with.
     public var replicaID: ReplicaID { store.replica }
 
+    /// A name people give this device (`lattice init --name`), if any.
+    public func deviceName() throws(LatticeError) -> String? {
+        try LatticeError.wrap { try store.read { try $0.setting("deviceName") } }
+    }
+
+    public func setDeviceName(_ name: String) throws(LatticeError) {
+        try LatticeError.wrap { try store.write { try $0.setSetting("deviceName", to: name) } }
+    }
+
+    /// The last commit's sequence number; it moves with every commit of any process.
+    public func commitSequence() throws(LatticeError) -> UInt64 {
+        try LatticeError.wrap { try store.currentSequence() }
+    }
+
     public func database(with scope: DatabaseScope) -> Database { Database(container: self, scope: scope) }
     public var privateCloudDatabase: Database { database(with: .private) }
     public var sharedCloudDatabase: Database { database(with: .shared) }

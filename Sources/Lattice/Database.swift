@@ -82,6 +82,29 @@ public struct Database: Sendable {
         return try results.saveResults[record.recordID]!.get()
     }
 
+    /// Deletes one record only if its change tag is still `tag` (serverRecordChanged otherwise).
+    @discardableResult
+    public func deleteRecord(withID recordID: Record.ID, ifChangeTag tag: String) throws(LatticeError) -> Record.ID {
+        try LatticeError.wrap {
+            try store.write { transaction in
+                var writer = try RecordWriter(database: self, transaction: transaction, savePolicy: .ifServerRecordUnchanged)
+                try writer.checkDelete(recordID)
+                let current = try transaction.record(recordID.recordName, in: key(recordID.zoneID))!
+                guard current.changeTag == tag else {
+                    throw LatticeError(.serverRecordChanged, "record \(recordID) changed since tag \(tag) (now \(current.changeTag)); fetch it and decide again",
+                                       serverRecord: Record(state: current, zoneID: recordID.zoneID))
+                }
+                try writer.delete(recordID)
+            }
+        }
+        return recordID
+    }
+
+    /// How many live records a zone holds.
+    public func recordCount(inZoneWith zoneID: Zone.ID) throws(LatticeError) -> Int {
+        try LatticeError.wrap { try store.read { try $0.liveRecordCount(in: key(zoneID)) } }
+    }
+
     /// Deletes one record (and what references it with deleteSelf).
     @discardableResult
     public func deleteRecord(withID recordID: Record.ID) throws(LatticeError) -> Record.ID {

@@ -94,7 +94,7 @@ public indirect enum QueryPredicate: Hashable, Sendable {
 }
 
 extension QueryCondition {
-    func validationError() -> String? {
+    public func validationError() -> String? {
         let isList = { if case .list = value { return true } else { return false } }()
         switch comparator {
         case .near:

@@ -108,6 +108,16 @@ public class StoreSnapshot {
         return try decode(blob)
     }
 
+    public func liveRecordCount(in key: ZoneKey) throws -> Int {
+        guard let zone = try zoneRow(key) else { return 0 }
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE zone = ? AND alive = 1", arguments: [zone.id]) ?? 0
+    }
+
+    /// A text setting of the store (such as the device's name).
+    public func setting(_ key: String) throws -> String? {
+        try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: ["setting." + key]).map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// Live records of one type, for queries.
     public func records(ofType type: String, in key: ZoneKey) throws -> [RecordState] {
         guard let zone = try zoneRow(key) else { return [] }

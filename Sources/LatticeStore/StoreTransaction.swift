@@ -199,6 +199,10 @@ public final class StoreTransaction: StoreSnapshot {
         }
     }
 
+    public func setSetting(_ key: String, to value: String) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: ["setting." + key, Data(value.utf8)])
+    }
+
     public func registerAsset(_ asset: AssetReference) throws {
         try db.execute(sql: "INSERT OR IGNORE INTO assets (hash, size) VALUES (?, ?)", arguments: [Data(asset.hash), asset.size])
     }

@@ -13,6 +13,12 @@ while let argument = arguments.next() {
     switch argument {
     case "--records": records = Int(arguments.next() ?? "") ?? records
     case "--runs": runs = Int(arguments.next() ?? "") ?? runs
+    case "--print-record":
+        // Prints one record of the workload, to check it against compare/workload.py.
+        let index = Int(arguments.next() ?? "") ?? 0
+        let generation = Int(arguments.next() ?? "") ?? 0
+        print(Workload.name(index), Workload.fields(record: index, generation: generation).map { "\($0.name)=\($0.value!)" }.joined(separator: " "))
+        exit(0)
     case "--mode": modes = [arguments.next() ?? ""]
     case "--scenario": scenarios = Workload.Scenario.allCases.filter { $0.rawValue == arguments.next() }
     default:

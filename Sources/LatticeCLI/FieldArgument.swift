@@ -1,0 +1,125 @@
+import Foundation
+import Lattice
+
+/// `FIELD[:TYPE]=VALUE` from the command line.
+///
+/// Types: string (default, unless the schema already says otherwise), int,
+/// double, bool, date (ISO 8601 or milliseconds), bytes (base64), ref and
+/// ref-cascade (a record name of the same zone; cascade = deleteSelf),
+/// location (lat,lon[,alt]), asset (a file path), null (removes the field), and
+/// lists: `TYPE-list` with comma-separated items or a JSON array.
+public struct FieldArgument: Equatable, Sendable {
+    public var name: String
+    public var type: String?
+    public var text: String
+
+    public init(parsing argument: String) throws {
+        guard let equals = argument.firstIndex(of: "=") else {
+            throw CLIError.usage("\"\(argument)\" is not FIELD[:TYPE]=VALUE (missing '=')")
+        }
+        let left = argument[..<equals]
+        text = String(argument[argument.index(after: equals)...])
+        if let colon = left.firstIndex(of: ":") {
+            name = String(left[..<colon])
+            type = String(left[left.index(after: colon)...]).lowercased()
+        } else {
+            name = String(left)
+        }
+        guard !name.isEmpty else { throw CLIError.usage("\"\(argument)\" has an empty field name") }
+        if let type, Self.element(type) == nil, type != "null" {
+            throw CLIError.usage("\"\(argument)\": unknown type \"\(type)\"; use string, int, double, bool, date, bytes, ref, ref-cascade, location, asset, null or TYPE-list")
+        }
+    }
+
+    static func element(_ type: String) -> (FieldType.Element, cascade: Bool, list: Bool)? {
+        let list = type.hasSuffix("-list")
+        let base = list ? String(type.dropLast(5)) : type
+        let table: [String: FieldType.Element] = [
+            "string": .string, "int": .int64, "int64": .int64, "double": .double, "bool": .bool, "date": .date,
+            "bytes": .bytes, "ref": .reference, "ref-cascade": .reference, "location": .location, "asset": .asset,
+        ]
+        guard let element = table[base] else { return nil }
+        return (element, base == "ref-cascade", list)
+    }
+
+    /// The value, typed by the argument's TYPE, else by the schema, else a string. Nil removes.
+    func value(schemaType: FieldType?, container: Container) throws -> FieldValue? {
+        if type == "null" { return nil }
+        let (element, cascade, list): (FieldType.Element, Bool, Bool)
+        if let type, let parsed = Self.element(type) {
+            (element, cascade, list) = parsed
+        } else if let schemaType {
+            (element, cascade, list) = (schemaType.element, false, schemaType.isList)
+        } else {
+            (element, cascade, list) = (.string, false, false)
+        }
+        if list {
+            let items: [String]
+            if text.hasPrefix("["), let data = text.data(using: .utf8), let array = try? JSONSerialization.jsonObject(with: data) as? [Any] {
+                items = array.map { "\($0)" }
+            } else {
+                items = text.isEmpty ? [] : text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
+            }
+            return .list(try items.map { try scalar($0, element, cascade: cascade, container: container) })
+        }
+        return try scalar(text, element, cascade: cascade, container: container)
+    }
+
+    private func scalar(_ text: String, _ element: FieldType.Element, cascade: Bool, container: Container) throws -> FieldValue {
+        func bad(_ expected: String) -> CLIError {
+            CLIError.corrupt("field \(name): \"\(text)\" is not \(expected)")
+        }
+        switch element {
+        case .string: return .string(text)
+        case .int64:
+            guard let number = Int64(text) else { throw bad("an integer") }
+            return .int64(number)
+        case .double:
+            guard let number = Double(text), number.isFinite else { throw bad("a finite number") }
+            return .double(number)
+        case .bool:
+            switch text.lowercased() {
+            case "true", "yes", "1": return .bool(true)
+            case "false", "no", "0": return .bool(false)
+            default: throw bad("true or false")
+            }
+        case .date:
+            if let milliseconds = ISO8601.parse(text) ?? Int64(text) { return .date(milliseconds) }
+            throw bad("an ISO 8601 date (2024-05-01T12:00:00Z) or milliseconds")
+        case .bytes:
+            guard let data = Data(base64Encoded: text) else { throw bad("base64") }
+            return .bytes([UInt8](data))
+        case .reference:
+            let target = text.split(separator: "/").last.map(String.init) ?? text
+            guard !target.isEmpty else { throw bad("a record name") }
+            return .reference(RecordReference(recordName: target, action: cascade ? .deleteSelf : .none))
+        case .location:
+            let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard (2...3).contains(parts.count), parts.allSatisfy({ $0 != nil }) else { throw bad("lat,lon[,alt]") }
+            return .location(Location(latitude: parts[0]!, longitude: parts[1]!, altitude: parts.count == 3 ? parts[2] : nil))
+        case .asset:
+            return try library { try container.importAsset(fileAt: URL(fileURLWithPath: text)) }
+        }
+    }
+}
+
+/// `ZONE/NAME`, or `NAME` in the default zone.
+struct RecordPath {
+    var zoneID: Zone.ID
+    var recordName: String
+
+    init(parsing text: String) throws {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        if parts.count == 2 {
+            guard !parts[0].isEmpty, !parts[1].isEmpty else { throw CLIError.usage("\"\(text)\" is not ZONE/NAME") }
+            zoneID = Zone.ID(zoneName: parts[0])
+            recordName = parts[1]
+        } else {
+            guard !text.isEmpty else { throw CLIError.usage("a record needs a name (ZONE/NAME)") }
+            zoneID = .default
+            recordName = text
+        }
+    }
+
+    var recordID: Record.ID { Record.ID(recordName: recordName, zoneID: zoneID) }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct InitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "init", abstract: "Create a store (and this device's identity).",
+        discussion: "Example: lattice init --store ~/movies --name laptop")
+
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "A name for this device.") var name: String?
+
+    func run() throws {
+        let directory = options.storeDirectory
+        let existed = FileManager.default.fileExists(atPath: directory.appendingPathComponent("lattice.sqlite").path)
+        let container = try library { try Container(identifier: options.container, directory: directory, create: true) }
+        if let name { try library { try container.setDeviceName(name) } }
+        if options.json {
+            Output.json(["store": directory.path, "deviceID": container.deviceID, "replicaID": container.replicaID.description, "created": !existed, "name": ((try? container.deviceName()) ?? nil).map { $0 as Any } ?? NSNull()])
+        } else {
+            Output.line(existed ? "store already exists at \(directory.path)" : "created store at \(directory.path)")
+            Output.line("device ID \(container.deviceID)")
+        }
+    }
+}
+
+struct IDCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "id", abstract: "Print this device's ID.", discussion: "Example: lattice id")
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let container = try options.openContainer()
+        let name = try library { try container.deviceName() }
+        if options.json {
+            Output.json(["deviceID": container.deviceID, "replicaID": container.replicaID.description, "name": name.map { $0 as Any } ?? NSNull()])
+        } else {
+            Output.line(container.deviceID)
+        }
+    }
+}

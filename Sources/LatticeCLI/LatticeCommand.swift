@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+/// The `lattice` command: a thin shell over the library.
+public struct LatticeCommand: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "lattice",
+        abstract: "CloudKit's data model, replicated between devices without a server.",
+        discussion: """
+            The store comes from --store DIR, else $LATTICE_STORE, else $XDG_DATA_HOME/lattice/<container>.
+            Every command takes --store, --container, --database, --json and --log-level.
+
+            \(ExitStatus.helpText)
+            """,
+        subcommands: [
+            InitCommand.self, IDCommand.self, ZoneCommand.self, RecordCommand.self, QueryCommand.self,
+            ChangesCommand.self, WatchCommand.self, ConflictsCommand.self, SchemaCommand.self,
+            StatusCommand.self, VectorCommand.self, BundleCommand.self,
+        ]
+    )
+
+    public init() {}
+
+    /// Runs the command line, mapping every failure to one line (or a JSON error) and its exit code.
+    public static func main(_ arguments: [String]? = nil) {
+        let arguments = arguments ?? Array(CommandLine.arguments.dropFirst())
+        let json = arguments.contains("--json")
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch let error as CLIError {
+            fail(error, json: json)
+        } catch let error as PredicateSyntaxError {
+            fail(CLIError.usage(error.description), json: json)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success || code.rawValue == 0 {
+                exit(withError: error)
+            }
+            if json {
+                fail(CLIError(.usage, code: "BAD_REQUEST", fullMessage(for: error)), json: true)
+            }
+            exit(withError: error)
+        }
+    }
+
+    static func fail(_ error: CLIError, json: Bool) -> Never {
+        if json {
+            Output.json(["error": ["serverErrorCode": error.code, "reason": error.message, "exitCode": Int(error.status.rawValue)]])
+        } else {
+            Output.standardError("lattice: \(error.message)")
+        }
+        Foundation.exit(error.status.rawValue)
+    }
+}

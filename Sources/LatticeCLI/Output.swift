@@ -1,0 +1,32 @@
+import Foundation
+import Lattice
+
+/// Everything the CLI prints goes through here: text for people, JSON for scripts.
+enum Output {
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func standardError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// One JSON document (or JSON line) with sorted keys, so output is stable.
+    static func json(_ object: Any, pretty: Bool = false) {
+        var options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        if pretty { options.insert(.prettyPrinted) }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: options) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    static var standardErrorIsTerminal: Bool { isatty(2) == 1 }
+
+    /// A record in one line per field, for people.
+    static func text(_ record: Record) -> String {
+        var lines = ["\(record.recordID.zoneID.zoneName)/\(record.recordID.recordName)  type=\(record.recordType)  tag=\(record.recordChangeTag ?? "-")"]
+        for key in record.allKeys() {
+            lines.append("  \(key): \(WebServicesJSON.displayValue(record[key]!))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct QueryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query", abstract: "Query records of a type.",
+        discussion: """
+            --where takes the predicate language (see below) or, starting with '[', a CloudKit Web Services filterBy array.
+            --sort FIELD or -FIELD (descending), repeatable, or a sortBy JSON array.
+            Predicates: rating >= 4 AND (title BEGINSWITH "Toy" OR director == "Lasseter"); NOT genre IN ["a","b"];
+            tags CONTAINS "x"; tags CONTAINSANY [..]; tags CONTAINSALL [..]; tags ANYBEGINSWITH "p"; title TOKENS "toy story";
+            title ANYTOKENS "up coco"; self CONTAINS "word"; place NEAR (37.3, -122.0) WITHIN 5000; released > @2020-01-01T00:00:00Z.
+            Example: lattice query Movie --zone Movies --where 'rating >= 4' --sort -rating --limit 50
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "Record type.") var recordType: String
+    @Option(help: "Zone (default _defaultZone).") var zone: String = Zone.ID.defaultZoneName
+    @Option(name: .customLong("where"), help: "Predicate, or a filterBy JSON array.") var predicate: String?
+    @Option(parsing: .unconditionalSingleValue, help: "Sort key: FIELD or -FIELD; repeatable; or a sortBy JSON array.") var sort: [String] = []
+    @Option(help: "Records per page.") var limit: Int = 100
+    @Option(help: "Continue from a cursor (continuationMarker) printed by an earlier page.") var cursor: String?
+
+    func validate() throws {
+        guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
+    }
+
+    func run() throws {
+        let predicate = try predicate.map { text in
+            text.trimmingCharacters(in: .whitespaces).hasPrefix("[") ? try WebServicesJSON.predicate(fromFilterBy: text) : try PredicateParser.parse(text)
+        } ?? .all
+        var sorts: [QuerySort] = []
+        for key in sort {
+            if key.hasPrefix("[") { sorts += try WebServicesJSON.sorts(fromSortBy: key); continue }
+            let descending = key.hasPrefix("-")
+            let name = descending ? String(key.dropFirst()) : (key.hasPrefix("+") ? String(key.dropFirst()) : key)
+            guard !name.isEmpty else { throw CLIError.usage("--sort needs a field name") }
+            sorts.append(QuerySort(QueryKey(name: name), ascending: !descending))
+        }
+        let container = try options.openContainer()
+        let database = container.database(with: options.scope)
+        let query = Query(recordType: recordType, predicate: predicate, sortDescriptors: sorts)
+        let zoneID = Zone.ID(zoneName: zone)
+        let page = try library {
+            if let cursor {
+                return try database.records(continuingMatchFrom: Query.Cursor(stringValue: cursor, query: query, zoneID: zoneID), resultsLimit: limit)
+            }
+            return try database.records(matching: query, inZoneWith: zoneID, resultsLimit: limit)
+        }
+        if options.json {
+            var object: [String: Any] = ["records": page.matchResults.map { WebServicesJSON.record($0, container: container) }]
+            if let next = page.queryCursor { object["continuationMarker"] = next.stringValue }
+            Output.json(object)
+        } else {
+            for record in page.matchResults { Output.line(Output.text(record)) }
+            Output.line("\(page.matchResults.count) records" + (page.queryCursor.map { "; more with --cursor \($0.stringValue)" } ?? ""))
+        }
+    }
+}
+
+struct ChangesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "changes", abstract: "Records changed and deleted in a zone since a token.",
+        discussion: "Example: lattice changes Movies --since $(cat token) --json")
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "Zone.") var zone: String
+    @Option(help: "A change token printed by an earlier call (syncToken).") var since: String?
+    @Option(help: "At most this many records per call.") var limit: Int = 10_000
+
+    func run() throws {
+        let container = try options.openContainer()
+        let database = container.database(with: options.scope)
+        let token = try since.map { text in try library { try ChangeToken(stringValue: text) } }
+        let changes = try library { try database.recordZoneChanges(inZoneWith: Zone.ID(zoneName: zone), since: token, resultsLimit: limit) }
+        if options.json {
+            let deleted = changes.deletions.map { ["recordName": $0.recordID.recordName, "recordType": $0.recordType, "deleted": true] as [String: Any] }
+            Output.json([
+                "records": changes.modifications.map { WebServicesJSON.record($0, container: container) } + deleted,
+                "syncToken": changes.changeToken.description, "moreComing": changes.moreComing,
+                "zoneID": WebServicesJSON.zone(Zone.ID(zoneName: zone)),
+            ])
+        } else {
+            for record in changes.modifications { Output.line("changed \(zone)/\(record.recordID.recordName) \(record.recordType) tag=\(record.recordChangeTag ?? "-")") }
+            for deletion in changes.deletions { Output.line("deleted \(zone)/\(deletion.recordID.recordName) \(deletion.recordType)") }
+            Output.line("token \(changes.changeToken)" + (changes.moreComing ? " (more coming)" : ""))
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+/// Version vectors as JSON: `{"vectors":[{"database":"private","zoneName":"Movies","ownerName":"…","vector":{"<replica hex>":<hlc>}}]}`.
+/// `lattice vector --json > mine.json` on one side, `lattice bundle create --since mine.json` on the other.
+enum VectorFile {
+    static func object(_ vectors: [(ZoneKey, VersionVector)]) -> [String: Any] {
+        ["vectors": vectors.map { key, vector in
+            [
+                "database": key.scope.description, "zoneName": key.zoneID.zoneName, "ownerName": key.zoneID.ownerName,
+                "vector": Dictionary(uniqueKeysWithValues: vector.entries.map { ($0.replica.description, $0.time.rawValue) }),
+            ] as [String: Any]
+        }]
+    }
+
+    static func read(_ path: String) throws -> [ZoneKey: VersionVector] {
+        guard let data = FileManager.default.contents(atPath: path) else { throw CLIError(.notFound, code: "NOT_FOUND", "cannot read vector file \(path)") }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let list = object["vectors"] as? [Any] else {
+            throw CLIError.corrupt("\(path) is not a vector file (make one with `lattice vector --json`)")
+        }
+        var vectors: [ZoneKey: VersionVector] = [:]
+        for (index, item) in list.enumerated() {
+            guard let entry = item as? [String: Any], let scopeName = entry["database"] as? String, let scope = DatabaseScope(name: scopeName),
+                  let zoneName = entry["zoneName"] as? String, let times = entry["vector"] as? [String: Any] else {
+                throw CLIError.corrupt("\(path): vectors[\(index)] needs database, zoneName and vector")
+            }
+            var vector = VersionVector()
+            for (hex, time) in times {
+                guard let replica = ReplicaID(hex: hex), let number = time as? NSNumber, number.doubleValue >= 0 else {
+                    throw CLIError.corrupt("\(path): vectors[\(index)] has a malformed entry \"\(hex)\"")
+                }
+                vector.advance(replica, to: HLCTimestamp(rawValue: number.uint64Value))
+            }
+            let owner = entry["ownerName"] as? String ?? Zone.ID.defaultOwnerName
+            vectors[ZoneKey(scope: scope, zoneID: Zone.ID(zoneName: zoneName, ownerName: owner))] = vector
+        }
+        return vectors
+    }
+}
+
+struct VectorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "vector", abstract: "Print this store's version vectors (what to ask a bundle for).",
+        discussion: "Example: lattice vector --json > have.json")
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let container = try options.openContainer()
+        let keys = try library { try container.allZoneKeys() }
+        let vectors = try keys.map { key in (key, try library { try container.vector(for: key) }) }
+        if options.json {
+            Output.json(VectorFile.object(vectors))
+        } else {
+            for (key, vector) in vectors {
+                Output.line("\(key): " + vector.entries.map { "\($0.replica.description.prefix(8))=\($0.time)" }.joined(separator: " "))
+            }
+        }
+    }
+}
+
+struct BundleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "bundle", abstract: "Change sets as files: sync by USB stick.",
+        subcommands: [Create.self, Apply.self])
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write what the other side lacks to a file.",
+            discussion: "Example: lattice bundle create -o for-phone.ltb --since phone-vector.json Movies")
+        @OptionGroup var options: GlobalOptions
+        @Option(name: .shortAndLong, help: "Bundle file to write.") var output: String
+        @Option(help: "The other side's `lattice vector --json` file (default: everything).") var since: String?
+        @Argument(help: "Zones to include (default: all).") var zones: [String] = []
+
+        func run() throws {
+            let container = try options.openContainer()
+            let vectors = try since.map(VectorFile.read) ?? [:]
+            var keys = try library { try container.allZoneKeys() }
+            if !zones.isEmpty {
+                keys = try zones.map { name in
+                    guard let key = keys.first(where: { $0.zoneID.zoneName == name && $0.scope == options.scope }) else {
+                        throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "zone \(name) does not exist in the \(options.scope) database")
+                    }
+                    return key
+                }
+            }
+            let temporary = output + ".partial"
+            guard FileManager.default.createFile(atPath: temporary, contents: nil), let handle = FileHandle(forWritingAtPath: temporary) else {
+                throw CLIError.io("cannot write \(output)")
+            }
+            var records = 0
+            var bytes = 0
+            do {
+                for key in keys {
+                    let written = try library { try container.writeChangeSet(for: key, since: vectors[key] ?? VersionVector()) { try handle.write(contentsOf: $0) } }
+                    records += written.records
+                    bytes += written.bytes
+                }
+                try handle.synchronize()
+                try handle.close()
+                if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
+                try FileManager.default.moveItem(atPath: temporary, toPath: output)
+            } catch let error as CLIError {
+                try? FileManager.default.removeItem(atPath: temporary)
+                throw error
+            } catch {
+                try? FileManager.default.removeItem(atPath: temporary)
+                throw CLIError.io("writing \(output): \(error.localizedDescription)")
+            }
+            if options.json { Output.json(["file": output, "zones": keys.count, "records": records, "bytes": bytes]) } else {
+                Output.line("wrote \(records) records of \(keys.count) zones to \(output) (\(bytes) bytes)")
+            }
+        }
+    }
+
+    struct Apply: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Apply a bundle; each zone's change set is atomic.",
+            discussion: "Example: lattice bundle apply from-laptop.ltb")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "Bundle file.") var file: String
+
+        func run() throws {
+            let container = try options.openContainer()
+            guard let handle = FileHandle(forReadingAtPath: file) else { throw CLIError(.notFound, code: "NOT_FOUND", "cannot read bundle \(file)") }
+            let summary: ApplySummary
+            do {
+                summary = try container.apply(changeSetsFrom: FileByteSource(handle))
+            } catch {
+                // Typed throws: `error` is a LatticeError here.
+                guard error.code == .invalidArguments else { throw CLIError(error) }
+                throw CLIError.corrupt("\(file) is not a usable bundle: \(error.message); nothing from the damaged part was applied")
+            }
+            if options.json {
+                Output.json(["file": file, "recordsReceived": summary.recordsReceived, "recordsChanged": summary.recordsChanged,
+                             "conflicts": summary.conflicts, "recordsDeferred": summary.recordsDeferred])
+            } else {
+                Output.line("applied \(file): \(summary.recordsChanged) records changed of \(summary.recordsReceived) received, \(summary.conflicts) conflicts"
+                    + (summary.recordsDeferred > 0 ? ", \(summary.recordsDeferred) deferred (their clock is too far ahead)" : ""))
+            }
+        }
+    }
+}
+
+/// A change-set byte source over a file.
+struct FileByteSource: ByteSource {
+    let handle: FileHandle
+
+    init(_ handle: FileHandle) { self.handle = handle }
+
+    mutating func read(upTo count: Int) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        while bytes.count < count {
+            guard let chunk = try handle.read(upToCount: count - bytes.count), !chunk.isEmpty else { break }
+            bytes.append(contentsOf: chunk)
+        }
+        return bytes
+    }
+}

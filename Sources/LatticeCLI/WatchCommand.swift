@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct WatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Stream changed and deleted records as JSON lines until interrupted.",
+        discussion: "Sees commits of every process on the store within milliseconds.\nExample: lattice watch Movies --type Movie --where 'rating >= 4'")
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "Zone (default _defaultZone).") var zone: String = Zone.ID.defaultZoneName
+    @Option(name: .customLong("type"), help: "Only records of this type.") var recordType: String?
+    @Option(name: .customLong("where"), help: "Only records matching this predicate (needs --type).") var predicate: String?
+
+    func validate() throws {
+        if predicate != nil && recordType == nil { throw ValidationError("--where needs --type") }
+    }
+
+    func run() throws {
+        let container = try options.openContainer()
+        let database = container.database(with: options.scope)
+        let zoneID = Zone.ID(zoneName: zone)
+        let subscription: Subscription
+        if let recordType {
+            let parsed = try predicate.map(PredicateParser.parse) ?? .all
+            subscription = .query(recordType: recordType, predicate: parsed, zoneID: zoneID)
+        } else {
+            subscription = .zone(zoneID)
+        }
+        let stream = try library { try database.notifications(for: subscription, interval: 0.01) }
+        let finished = DispatchSemaphore(value: 0)
+        let failure = FailureBox()
+        Task {
+            do {
+                for try await notification in stream {
+                    var line: [String: Any] = ["reason": notification.reason.rawValue, "recordName": notification.recordID.recordName,
+                                               "recordType": notification.recordType, "zoneID": WebServicesJSON.zone(zoneID)]
+                    if let record = notification.record { line["record"] = WebServicesJSON.record(record, container: container) }
+                    Output.json(line)
+                }
+            } catch let error as LatticeError {
+                failure.error = CLIError(error)
+            } catch {
+                failure.error = CLIError(.internalError, code: "INTERNAL_ERROR", "\(error)")
+            }
+            finished.signal()
+        }
+        finished.wait()
+        if let error = failure.error { throw error }
+    }
+}
+
+final class FailureBox: @unchecked Sendable {
+    var error: CLIError?
+}

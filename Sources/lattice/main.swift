@@ -1,0 +1,3 @@
+import LatticeCLI
+
+LatticeCommand.main()

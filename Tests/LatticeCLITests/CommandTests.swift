@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+
+/// Every command through the built binary, on real store directories.
+@Suite struct CommandTests {
+    let cli = CLI()
+
+    func setUpStore() throws {
+        try cli.ok(["init", "--name", "laptop"])
+        try cli.ok(["zone", "create", "Movies"])
+    }
+
+    @Test func initIdAndStatus() throws {
+        let created = try cli.ok(["init", "--name", "laptop", "--json"]).json
+        #expect(created["created"] as? Bool == true)
+        let id = try cli.ok(["id"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(id == created["deviceID"] as? String)
+        #expect(id.split(separator: "-").count == 8)
+        #expect(try cli.ok(["id", "--json"]).json["name"] as? String == "laptop")
+        let again = try cli.ok(["init", "--json"]).json
+        #expect(again["created"] as? Bool == false && again["deviceID"] as? String == id)
+        let status = try cli.ok(["status", "--json"]).json
+        #expect(status["deviceID"] as? String == id)
+        #expect(try cli.ok(["status"]).stdout.contains("device     \(id)"))
+        // LATTICE_STORE picks the store when --store is absent.
+        let viaEnvironment = try cli.run(["id"], store: nil, environment: ["LATTICE_STORE": cli.path("a")])
+        #expect(viaEnvironment.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id)
+    }
+
+    @Test func zonesCreateListDelete() throws {
+        try setUpStore()
+        try cli.ok(["zone", "create", "Music"])
+        let list = try cli.ok(["zone", "list", "--json"]).json["zones"] as? [[String: Any]] ?? []
+        #expect(list.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String } == ["_defaultZone", "Movies", "Music"])
+        #expect(try cli.ok(["zone", "list"]).stdout.contains("Music\t0 records"))
+        try cli.ok(["zone", "delete", "Music"])
+        #expect(!(try cli.ok(["zone", "list"]).stdout.contains("Music")))
+        #expect(try cli.run(["zone", "delete", "Nope"]).status == 66)
+    }
+
+    @Test func recordSaveGetDeleteWithEveryType() throws {
+        try setUpStore()
+        let asset = cli.path("poster.txt")
+        try Data("poster".utf8).write(to: URL(fileURLWithPath: asset))
+        let saved = try cli.ok(["record", "save", "Movies/toy-story", "--type", "Movie", "--json",
+            "title=Toy Story", "rating:int=5", "score:double=8.3", "seen:bool=true", "released:date=1995-11-22T00:00:00Z",
+            "thumb:bytes=AQID", "sequel:ref=Movies/toy-story-2", "studio:ref-cascade=pixar", "where:location=37.8,-122.3,10",
+            "poster:asset=\(asset)", "tags:string-list=pixar,toys", "years:int-list=[1995,1999]"]).json
+        let record = (saved["records"] as? [[String: Any]])?.first ?? [:]
+        let fields = record["fields"] as? [String: [String: Any]] ?? [:]
+        #expect(fields["title"]?["value"] as? String == "Toy Story" && fields["title"]?["type"] as? String == "STRING")
+        #expect(fields["rating"]?["type"] as? String == "INT64" && fields["rating"]?["value"] as? Int == 5)
+        #expect(fields["released"]?["type"] as? String == "TIMESTAMP" && fields["released"]?["value"] as? Int64 == 816_998_400_000)
+        #expect(fields["thumb"]?["value"] as? String == "AQID")
+        #expect((fields["studio"]?["value"] as? [String: Any])?["action"] as? String == "DELETE_SELF")
+        #expect(fields["tags"]?["type"] as? String == "STRING_LIST")
+        #expect((fields["poster"]?["value"] as? [String: Any])?["size"] as? Int == 6)
+        let tag = record["recordChangeTag"] as? String
+        #expect(tag != nil)
+        // The schema types later untyped values.
+        try cli.ok(["record", "save", "Movies/up", "--type", "Movie", "title=Up", "rating=4"])
+        let up = try cli.ok(["record", "get", "Movies/up", "--json"]).json
+        #expect((((up["records"] as? [[String: Any]])?.first?["fields"] as? [String: [String: Any]])?["rating"]?["type"]) as? String == "INT64")
+        #expect(try cli.ok(["record", "get", "Movies/up"]).stdout.contains("rating: 4"))
+        // --if-tag: current tag passes, stale tag is a conflict (75) and changes nothing.
+        try cli.ok(["record", "save", "Movies/toy-story", "--type", "Movie", "--if-tag", tag!, "rating=4"])
+        let stale = try cli.run(["record", "save", "Movies/toy-story", "--type", "Movie", "--if-tag", tag!, "rating=1"])
+        #expect(stale.status == 75)
+        #expect(try cli.ok(["record", "get", "Movies/toy-story"]).stdout.contains("rating: 4"))
+        // --all-keys replaces the field set.
+        try cli.ok(["record", "save", "Movies/up", "--type", "Movie", "--all-keys", "title=Up!"])
+        #expect(!(try cli.ok(["record", "get", "Movies/up"]).stdout.contains("rating")))
+        // null removes a field.
+        try cli.ok(["record", "save", "Movies/toy-story", "--type", "Movie", "score:null="])
+        #expect(!(try cli.ok(["record", "get", "Movies/toy-story"]).stdout.contains("score")))
+        // Delete with a stale tag is refused; without, it goes.
+        #expect(try cli.run(["record", "delete", "Movies/up", "--if-tag", "stale"]).status == 75)
+        try cli.ok(["record", "delete", "Movies/up"])
+        #expect(try cli.run(["record", "get", "Movies/up"]).status == 66)
+    }
+
+    @Test func queryWithPredicateSortLimitCursorAndWebServicesJSON() throws {
+        try setUpStore()
+        let movies: [(String, String, Int, String)] = [
+            ("toy-story", "Toy Story", 5, "Lasseter"), ("toy-story-2", "Toy Story 2", 4, "Lasseter"), ("up", "Up", 5, "Docter"),
+            ("cars", "Cars", 3, "Lasseter"), ("coco", "Coco", 4, "Unkrich"), ("brave", "Brave", 3, "Andrews"),
+        ]
+        for (name, title, rating, director) in movies {
+            try cli.ok(["record", "save", "Movies/\(name)", "--type", "Movie", "title=\(title)", "rating:int=\(rating)", "director=\(director)", "watchedDate:date=2024-01-0\(rating)T00:00:00Z"])
+        }
+        func names(_ arguments: [String]) throws -> [String] {
+            let result = try cli.ok(["query", "Movie", "--zone", "Movies", "--json"] + arguments).json
+            return (result["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
+        }
+        #expect(try names(["--where", #"rating >= 4 AND (title BEGINSWITH "Toy" OR director == "Lasseter")"#, "--sort", "title"]) == ["toy-story", "toy-story-2"])
+        #expect(try names(["--where", #"NOT director IN ["Lasseter", "Docter"]"#, "--sort", "title"]) == ["brave", "coco"])
+        #expect(try names(["--sort", "-rating", "--sort", "title", "--limit", "3"]) == ["toy-story", "up", "coco"])
+        #expect(try names(["--where", "watchedDate < @2024-01-04T00:00:00Z"]) == ["brave", "cars"])
+        // filterBy / sortBy dictionaries.
+        let filterBy = #"[{"fieldName":"rating","comparator":"GREATER_THAN","fieldValue":{"value":4,"type":"INT64"}}]"#
+        #expect(try names(["--where", filterBy, "--sort", #"[{"fieldName":"title","ascending":false}]"#]) == ["up", "toy-story"])
+        // Pages with continuationMarker cover everything once.
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try cli.ok(["query", "Movie", "--zone", "Movies", "--json", "--sort", "title", "--limit", "4"] + (cursor.map { ["--cursor", $0] } ?? [])).json
+            seen += (page["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
+            cursor = page["continuationMarker"] as? String
+        } while cursor != nil
+        #expect(seen == ["brave", "cars", "coco", "toy-story", "toy-story-2", "up"])
+        #expect(try cli.ok(["query", "Movie", "--zone", "Movies", "--where", "rating == 3"]).stdout.contains("2 records"))
+    }
+
+    @Test func changesWithTokens() throws {
+        try setUpStore()
+        try cli.ok(["record", "save", "Movies/a", "--type", "Movie", "title=A"])
+        let first = try cli.ok(["changes", "Movies", "--json"]).json
+        let token = try #require(first["syncToken"] as? String)
+        try cli.ok(["record", "save", "Movies/b", "--type", "Movie", "title=B"])
+        try cli.ok(["record", "delete", "Movies/a"])
+        let next = try cli.ok(["changes", "Movies", "--since", token, "--json"]).json
+        let records = next["records"] as? [[String: Any]] ?? []
+        #expect(records.compactMap { $0["recordName"] as? String }.sorted() == ["a", "b"])
+        #expect(records.first { $0["recordName"] as? String == "a" }?["deleted"] as? Bool == true)
+        #expect(try cli.run(["changes", "Movies", "--since", "garbage!"]).status == 65)
+        #expect(try cli.ok(["changes", "Movies", "--since", token]).stdout.contains("changed Movies/b"))
+    }
+
+    @Test func conflictsSchemaAndVector() throws {
+        try setUpStore()
+        try cli.ok(["record", "save", "Movies/m", "--type", "Movie", "rating:int=4"])
+        let schema = try cli.ok(["schema", "show", "--json"]).json
+        #expect(schema["environment"] as? String == "development")
+        #expect(try cli.ok(["schema", "show"]).stdout.contains("rating: INT64"))
+        let wrongType = try cli.run(["record", "save", "Movies/n", "--type", "Movie", "rating:string=four"])
+        #expect(wrongType.status == 65 && wrongType.stderr.contains("INT64"))
+        try cli.ok(["schema", "deploy"])
+        #expect(try cli.run(["record", "save", "Movies/n", "--type", "Movie", "brandNew=1"]).status == 65)
+        #expect(try cli.ok(["schema", "show", "--json"]).json["environment"] as? String == "production")
+        #expect(try cli.ok(["conflicts", "Movies/m"]).stdout.contains("no conflicts"))
+        let vector = try cli.ok(["vector", "--json"]).json["vectors"] as? [[String: Any]] ?? []
+        #expect(vector.contains { $0["zoneName"] as? String == "Movies" })
+    }
+
+    @Test func watchStreamsCommitsOfAnotherProcess() throws {
+        try setUpStore()
+        let output = cli.path("watch.jsonl")
+        FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["watch", "Movies", "--store", cli.path("a")]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        var text = ""
+        // Keep saving until the watcher reports it (it may take a moment to start).
+        for attempt in 0..<50 {
+            try cli.ok(["record", "save", "Movies/w\(attempt)", "--type", "Movie", "title=W"])
+            usleep(100_000)
+            text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if text.contains("\"recordName\":\"w") { break }
+        }
+        #expect(text.contains("\"reason\":\"recordCreated\""))
+        let line = text.split(separator: "\n").first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(line?["recordType"] as? String == "Movie")
+    }
+}
