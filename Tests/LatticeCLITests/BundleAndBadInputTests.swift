@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+
+/// Stores syncing by bundle files, and every kind of bad input.
+@Suite struct BundleAndBadInputTests {
+    let cli = CLI()
+
+    func store(_ name: String) throws {
+        try cli.ok(["init"], store: name)
+        try cli.ok(["zone", "create", "Movies"], store: name)
+    }
+
+    /// Sends from `from` what `to` lacks, through files, as a USB stick would.
+    func bundle(from: String, to: String) throws -> CLI.Result {
+        let vector = cli.path("\(to)-vector.json")
+        try cli.ok(["vector", "--json"], store: to).stdout.write(toFile: vector, atomically: true, encoding: .utf8)
+        let file = cli.path("\(from)-to-\(to)-\(UUID().uuidString).ltb")
+        try cli.ok(["bundle", "create", "-o", file, "--since", vector], store: from)
+        return try cli.ok(["bundle", "apply", file, "--json"], store: to)
+    }
+
+    @Test(arguments: [UInt64(1), 2, 3]) func threeStoresConvergeWhateverTheBundleOrder(seed: UInt64) throws {
+        let stores = ["a", "b", "c"]
+        for name in stores { try store(name) }
+        try cli.ok(["record", "save", "Movies/up", "--type", "Movie", "title=Up", "rating:int=3"], store: "a")
+        try cli.ok(["record", "save", "Movies/gone", "--type", "Movie", "title=Gone"], store: "a")
+        for other in ["b", "c"] { _ = try bundle(from: "a", to: other) }
+        // Concurrent edits on all three, a delete racing an edit, and a re-creation.
+        try cli.ok(["record", "save", "Movies/up", "--type", "Movie", "rating=4"], store: "a")
+        try cli.ok(["record", "save", "Movies/up", "--type", "Movie", "rating=5", "note=kids"], store: "b")
+        try cli.ok(["record", "save", "Movies/up", "--type", "Movie", "title=Up!"], store: "c")
+        try cli.ok(["record", "delete", "Movies/gone"], store: "b")
+        try cli.ok(["record", "save", "Movies/gone", "--type", "Movie", "title=Edited"], store: "c")
+        try cli.ok(["record", "save", "Movies/new", "--type", "Movie", "title=New"], store: "c")
+        var generator = SplitMix(seed: seed)
+        var pairs = stores.flatMap { from in stores.filter { $0 != from }.map { (from, $0) } }
+        for _ in 0..<2 {
+            pairs.shuffle(using: &generator)
+            for (from, to) in pairs { _ = try bundle(from: from, to: to) }
+        }
+        let snapshots = try stores.map { try cli.snapshot($0) }
+        #expect(snapshots[0] == snapshots[1] && snapshots[1] == snapshots[2], "seed \(seed): stores differ after exchanging bundles")
+        let records = (try JSONSerialization.jsonObject(with: Data(snapshots[0].utf8)) as? [String: Any])?["records"] as? [[String: Any]] ?? []
+        // Delete wins over the concurrent edit of "gone".
+        #expect(records.compactMap { $0["recordName"] as? String }.sorted() == ["new", "up"])
+        let up = records.first { $0["recordName"] as? String == "up" }?["fields"] as? [String: [String: Any]] ?? [:]
+        #expect(up["title"]?["value"] as? String == "Up!" && up["note"]?["value"] as? String == "kids")
+        // The losing rating is in some store's conflict log.
+        let logs = try stores.map { try cli.ok(["conflicts", "Movies/up", "--json"], store: $0).json["conflicts"] as? [[String: Any]] ?? [] }
+        #expect(logs.flatMap { $0 }.contains { $0["fieldName"] as? String == "rating" })
+        // A write after seeing the delete re-creates the record.
+        try cli.ok(["record", "save", "Movies/gone", "--type", "Movie", "title=Back"], store: "a")
+        _ = try bundle(from: "a", to: "b")
+        #expect(try cli.ok(["record", "get", "Movies/gone"], store: "b").stdout.contains("\"Back\""))
+        #expect(!(try cli.ok(["record", "get", "Movies/gone"], store: "b").stdout.contains("Edited")))
+    }
+
+    @Test func importJSONLinesAndStopAtABadLine() throws {
+        try store("a")
+        var lines = (0..<25).map { #"{"recordName":"m\#($0)","recordType":"Movie","fields":{"title":{"value":"T\#($0)","type":"STRING"},"rating":{"value":\#($0 % 5),"type":"INT64"}}}"# }
+        let summary = try cli.ok(["record", "import", "Movies", "-", "--batch-size", "10", "--json"], input: lines.joined(separator: "\n")).json
+        #expect(summary["imported"] as? Int == 25)
+        lines = (100..<120).map { #"{"recordName":"n\#($0)","recordType":"Movie","fields":{"title":{"value":"N","type":"STRING"}}}"# }
+        lines.insert("{not json", at: 15)
+        let file = cli.path("bad.jsonl")
+        try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let failed = try cli.run(["record", "import", "Movies", file, "--batch-size", "10"])
+        #expect(failed.status == 65)
+        #expect(failed.stderr.contains("line 16"))
+        let count = (try cli.ok(["query", "Movie", "--zone", "Movies", "--json", "--limit", "1000"]).json["records"] as? [Any])?.count
+        // The first batch of 10 and the 5 valid lines before the bad one stay.
+        #expect(count == 25 + 15)
+        // A value of the wrong type for the schema names the line too.
+        let wrong = try cli.run(["record", "import", "Movies", "-"], input: #"{"recordName":"w","recordType":"Movie","fields":{"rating":{"value":"high","type":"STRING"}}}"#)
+        #expect(wrong.status == 65 && wrong.stderr.contains("INT64"))
+    }
+
+    @Test func badInputGetsItsExitCodeAndChangesNothing() throws {
+        try store("a")
+        try cli.ok(["record", "save", "Movies/keep", "--type", "Movie", "title=Keep", "rating:int=4"])
+        let before = try cli.snapshot()
+        let cases: [([String], Int32, String)] = [
+            (["frobnicate"], 64, ""),
+            (["record", "save", "Movies/x", "--type", "Movie", "--bogus-flag"], 64, ""),
+            (["record", "save", "Movies/x", "--type", "Movie", "title"], 64, "FIELD[:TYPE]=VALUE"),
+            (["record", "save", "Movies/x", "--type", "Movie", "rating:int=four"], 65, "integer"),
+            (["record", "save", "Movies/x", "--type", "Movie", "rating:wat=1"], 64, "unknown type"),
+            (["record", "save", "Movies/x", "--type", "Movie", "rating=4.5"], 65, "integer"),
+            (["record", "save", "Movies/x", "--type", "Movie", "where:location=1"], 65, "lat,lon"),
+            (["record", "save", "Nope/x", "--type", "Movie", "title=x"], 66, "zone"),
+            (["record", "get", "Movies/missing"], 66, "does not exist"),
+            (["query", "Movie", "--zone", "Movies", "--where", "rating >= "], 64, "column"),
+            (["query", "Movie", "--zone", "Movies", "--where", "rating ~ 4"], 64, "column 8"),
+            (["query", "Movie", "--zone", "Movies", "--where", "(rating > 1"], 64, "')'"),
+            (["query", "Movie", "--zone", "Movies", "--cursor", "garbage"], 65, "cursor"),
+            (["bundle", "apply", cli.path("missing.ltb")], 66, ""),
+            (["--database", "secret", "status"], 64, ""),
+        ]
+        for (arguments, status, message) in cases {
+            let result = try cli.run(arguments)
+            #expect(result.status == status, "lattice \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+            #expect(message.isEmpty || result.stderr.contains(message), "lattice \(arguments.joined(separator: " ")) said: \(result.stderr)")
+        }
+        // --json gives an error object.
+        let json = try cli.run(["record", "get", "Movies/missing", "--json"])
+        #expect((json.json["error"] as? [String: Any])?["serverErrorCode"] as? String == "UNKNOWN_ITEM")
+        // A store directory that is not a store, and no store at all.
+        let notAStore = cli.path("plain")
+        try FileManager.default.createDirectory(atPath: notAStore, withIntermediateDirectories: true)
+        try "x".write(toFile: notAStore + "/file", atomically: true, encoding: .utf8)
+        let refused = try cli.run(["status"], store: "plain")
+        #expect(refused.status == 66 && refused.stderr.contains("not a Lattice store"))
+        #expect(try cli.run(["status"], store: "nothing-here").status == 66)
+        // Damaged, truncated and foreign bundles.
+        try store("b")
+        try cli.ok(["record", "save", "Movies/other", "--type", "Movie", "title=Other"], store: "b")
+        let good = cli.path("good.ltb")
+        try cli.ok(["bundle", "create", "-o", good], store: "b")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: good))
+        var flipped = bytes
+        flipped[bytes.count / 2] ^= 0x20
+        let damaged: [(String, Data)] = [("truncated", bytes.prefix(bytes.count - 7)), ("flipped", flipped), ("foreign", Data("PK\u{3}\u{4} a zip file".utf8))]
+        for (name, data) in damaged {
+            let file = cli.path("\(name).ltb")
+            try data.write(to: URL(fileURLWithPath: file))
+            let result = try cli.run(["bundle", "apply", file])
+            #expect(result.status == 65, "\(name) bundle: \(result.stderr)")
+        }
+        #expect(try cli.snapshot() == before, "bad input changed the store")
+    }
+}
+
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
