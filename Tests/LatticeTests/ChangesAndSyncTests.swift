@@ -171,7 +171,7 @@ import Testing
                 return received
             }
             group.addTask {
-                try await Task.sleep(nanoseconds: 20_000_000_000)
+                try await Task.sleep(nanoseconds: 300_000_000_000)
                 return []
             }
             let first = try await group.next()!
