@@ -1,5 +1,5 @@
 // A child process for the crash tests: it writes to a store until it is killed.
-//   lattice-crash-child DIR batches        commit batches of 500 records forever, printing each commit
+//   lattice-crash-child DIR batches [PREFIX]   commit batches of 500 records forever, printing each commit
 //   lattice-crash-child DIR apply FILE     apply a change-set file over and over, printing each commit
 import Foundation
 import Lattice
@@ -18,9 +18,11 @@ do {
     switch arguments[2] {
     case "batches":
         var batch = 0
+        let prefix = arguments.count > 3 ? arguments[3] : "b"
         while true {
             let records = (0..<500).map { index -> Record in
-                var record = Record(recordType: "Item", recordName: "b\(batch)-\(index)")
+                var record = Record(recordType: "Item", recordName: "\(prefix)\(batch)-\(index)")
+                record["writer"] = .string(prefix)
                 record["batch"] = .int64(Int64(batch))
                 record["payload"] = .string(String(repeating: "x", count: 200))
                 return record

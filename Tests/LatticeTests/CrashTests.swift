@@ -56,6 +56,51 @@ import Testing
         }
     }
 
+    @Test func twoProcessesWriteOneStoreAtOnce() throws {
+        let store = directory.url.appendingPathComponent("shared")
+        _ = try Container(identifier: "crash", directory: store)
+        func start(_ prefix: String) throws -> (Process, Pipe) {
+            let child = Process()
+            child.executableURL = builtProduct("lattice-crash-child")
+            child.arguments = [store.path, "batches", prefix]
+            let output = Pipe()
+            child.standardOutput = output
+            child.standardError = FileHandle.nullDevice
+            try child.run()
+            return (child, output)
+        }
+        let writers = try [start("x"), start("y")]
+        var reported: [String: Int] = [:]
+        for ((child, output), prefix) in zip(writers, ["x", "y"]) {
+            var text = ""
+            while text.split(separator: "\n").count < 5 {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            reported[prefix] = text.split(separator: "\n").count
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
+        }
+        let container = try Container(identifier: "crash", directory: store, create: false)
+        var counts: [String: Int] = [:]
+        var token: ChangeToken?
+        repeat {
+            let page = try container.privateCloudDatabase.recordZoneChanges(inZoneWith: .default, since: token, resultsLimit: 5_000)
+            for record in page.modifications { counts["\(record["writer"]!.stringValue!)\(record["batch"]!.int64Value!)", default: 0] += 1 }
+            token = page.changeToken
+            if !page.moreComing { break }
+        } while true
+        for prefix in ["x", "y"] {
+            #expect((reported[prefix] ?? 0) >= 5)
+            for batch in 0..<(reported[prefix] ?? 0) { #expect(counts["\(prefix)\(batch)"] == 500, "writer \(prefix) batch \(batch)") }
+        }
+        #expect(counts.values.allSatisfy { $0 == 500 })
+        // Both writers' commits got distinct stamps from one clock: the zone vector has one entry, this device.
+        let vector = try container.vector(for: ZoneKey(scope: .private, zoneID: .default))
+        #expect(vector.entries.count == 1 && vector.entries.first?.replica == container.replicaID)
+    }
+
     @Test func killDuringChangeSetApplyLeavesTheStoreWholeAndOpenable() throws {
         let source = try directory.container("source")
         let records = (0..<3_000).map { movie("r\($0)", ["title": .string("Title \($0)"), "n": .int64(Int64($0))]) }
