@@ -47,17 +47,15 @@ enum StoreSchema {
                     source TEXT NOT NULL,
                     PRIMARY KEY (zone, target, source)
                 ) WITHOUT ROWID;
+                -- One row per merge that observed concurrent writes to a record:
+                -- the losing and winning registers of each field, encoded together.
                 CREATE TABLE conflicts (
                     id INTEGER PRIMARY KEY,
                     zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
                     record TEXT NOT NULL,
-                    field TEXT NOT NULL,
-                    losing_value BLOB NOT NULL,
-                    losing_stamp BLOB NOT NULL,
-                    winning_value BLOB NOT NULL,
-                    winning_stamp BLOB NOT NULL,
-                    UNIQUE (zone, record, field, losing_stamp)
+                    entries BLOB NOT NULL
                 );
+                CREATE INDEX conflicts_by_record ON conflicts (zone, record);
                 CREATE TABLE schema_fields (
                     record_type TEXT NOT NULL,
                     field TEXT NOT NULL,

@@ -150,16 +150,11 @@ public class StoreSnapshot {
     /// The losing values of concurrent writes to `name`'s fields, oldest first.
     public func conflicts(of name: String, in key: ZoneKey) throws -> [FieldConflict] {
         guard let zone = try zoneRow(key) else { return [] }
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT field, losing_value, losing_stamp, winning_value, winning_stamp FROM conflicts WHERE zone = ? AND record = ? ORDER BY id
-            """, arguments: [zone.id, name])
-        return try rows.map { row in
-            FieldConflict(
-                recordName: name, field: row[0],
-                losingValue: try RecordBlob.decodeValue([UInt8](row[1] as Data)),
-                losingStamp: try RecordBlob.decodeStamp([UInt8](row[2] as Data)),
-                winningValue: try RecordBlob.decodeValue([UInt8](row[3] as Data)),
-                winningStamp: try RecordBlob.decodeStamp([UInt8](row[4] as Data)))
+        let blobs = try Data.fetchAll(db, sql: "SELECT entries FROM conflicts WHERE zone = ? AND record = ? ORDER BY id", arguments: [zone.id, name])
+        do {
+            return try blobs.flatMap { try ConflictCodec.decode([UInt8]($0), recordName: name) }
+        } catch let error as LatticeCore.DecodingError {
+            throw StoreError.corrupt(path: store.directory.path, reason: "a conflict log entry cannot be decoded (\(error))")
         }
     }
 

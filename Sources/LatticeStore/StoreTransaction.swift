@@ -62,6 +62,7 @@ public final class StoreTransaction: StoreSnapshot {
 
     private var zoneCache: [ZoneKey: ZoneRow] = [:]
     private var upsertStatement: Statement?
+    private var conflictStatement: Statement?
 
     override func zoneRow(_ key: ZoneKey) throws -> ZoneRow? {
         if let cached = zoneCache[key] { return cached }
@@ -154,16 +155,9 @@ public final class StoreTransaction: StoreSnapshot {
     }
 
     func logConflicts(_ conflicts: [FieldConflict], zoneID: Int64) throws {
-        for conflict in conflicts {
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO conflicts (zone, record, field, losing_value, losing_stamp, winning_value, winning_stamp)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [
-                    zoneID, conflict.recordName, conflict.field,
-                    Data(RecordBlob.encodeValue(conflict.losingValue)), Data(RecordBlob.encodeStamp(conflict.losingStamp)),
-                    Data(RecordBlob.encodeValue(conflict.winningValue)), Data(RecordBlob.encodeStamp(conflict.winningStamp)),
-                ])
-        }
+        guard let first = conflicts.first else { return }
+        if conflictStatement == nil { conflictStatement = try db.makeStatement(sql: "INSERT INTO conflicts (zone, record, entries) VALUES (?, ?, ?)") }
+        try conflictStatement!.execute(arguments: [zoneID, first.recordName, Data(ConflictCodec.encode(conflicts))])
     }
 
     /// Forgets the conflicts logged for a record (the app resolved them).
