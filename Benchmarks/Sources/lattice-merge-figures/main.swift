@@ -20,7 +20,9 @@ while let argument = arguments.next() {
         print(Workload.name(index), Workload.fields(record: index, generation: generation).map { "\($0.name)=\($0.value!)" }.joined(separator: " "))
         exit(0)
     case "--mode": modes = [arguments.next() ?? ""]
-    case "--scenario": scenarios = Workload.Scenario.allCases.filter { $0.rawValue == arguments.next() }
+    case "--scenario":
+        let name = arguments.next() ?? ""
+        scenarios = Workload.Scenario.allCases.filter { $0.rawValue == name }
     default:
         FileHandle.standardError.write(Data("usage: lattice-merge-figures [--records N] [--runs R] [--mode memory|store] [--scenario empty|half-lose|concurrent-10pct]\n".utf8))
         exit(64)
