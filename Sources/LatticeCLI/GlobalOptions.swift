@@ -41,6 +41,7 @@ public struct GlobalOptions: ParsableArguments {
     /// Opens the existing store; a missing one is "not found" with the fix in the message.
     func openContainer() throws -> Container {
         let directory = storeDirectory
+        debug("opening store \(directory.path) (container \(container), \(scope) database)")
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("lattice.sqlite").path) else {
             if FileManager.default.fileExists(atPath: directory.path) {
                 throw CLIError(.notFound, code: "BAD_CONTAINER", "\(directory.path) is not a Lattice store; run `lattice init --store \(directory.path)` on an empty directory")

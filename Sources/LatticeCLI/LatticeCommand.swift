@@ -34,11 +34,8 @@ public struct LatticeCommand: ParsableCommand {
         } catch let error as PredicateSyntaxError {
             fail(CLIError.usage(error.description), json: json)
         } catch {
-            let code = exitCode(for: error)
-            if code == .success || code.rawValue == 0 {
-                exit(withError: error)
-            }
-            if json {
+            // Argument-parser errors (usage 64, help 0) keep its own messages and codes.
+            if json, exitCode(for: error) != .success {
                 fail(CLIError(.usage, code: "BAD_REQUEST", fullMessage(for: error)), json: true)
             }
             exit(withError: error)
