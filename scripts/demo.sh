@@ -11,7 +11,8 @@ trap 'rm -rf "$work"' EXIT
 laptop=(--store "$work/laptop")
 phone=(--store "$work/phone")
 say() { printf '\n$ %s\n' "$*"; }
-run() { say "lattice $*"; "$lattice" "$@"; }
+# Echo each command quoted as it must be typed.
+run() { say "lattice $(printf '%q ' "$@")"; "$lattice" "$@"; }
 
 run init --name laptop "${laptop[@]}"
 run init --name phone "${phone[@]}"

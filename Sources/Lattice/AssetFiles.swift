@@ -11,7 +11,9 @@ enum AssetFiles {
     }
 
     static func importFile(at url: URL, into store: URL) throws -> AssetReference {
-        guard let input = FileHandle(forReadingAtPath: url.path) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let input = FileHandle(forReadingAtPath: url.path) else {
             throw LatticeError(.assetFileNotFound, "asset file \(url.path) does not exist or cannot be read")
         }
         defer { try? input.close() }

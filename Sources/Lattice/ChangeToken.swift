@@ -74,16 +74,28 @@ extension Database {
                 let page = changed.prefix(resultsLimit)
                 // Rows share a sequence per commit: never cut a commit in half.
                 let boundary = more ? changed[resultsLimit].sequence : UInt64.max
-                let complete = page.filter { $0.sequence < boundary }
-                let end = more ? (complete.last?.sequence ?? since) : max(since, try snapshot.sequence())
-                guard !more || !complete.isEmpty else {
-                    throw LatticeError(.limitExceeded, "one commit changed more than \(resultsLimit) records; ask with a larger resultsLimit")
+                var complete = Array(page.filter { $0.sequence < boundary })
+                if more, complete.isEmpty {
+                    // One commit larger than the limit: deliver it whole rather than cut it or fail.
+                    complete = try snapshot.records(committedAt: changed[0].sequence, in: key(zoneID))
                 }
+                let end = more ? complete.last!.sequence : max(since, try snapshot.sequence())
                 return ZoneChanges(
                     modifications: complete.filter { $0.state.isAlive }.map { Record(state: $0.state, zoneID: zoneID) },
                     deletions: complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: $0.state.recordName, zoneID: zoneID), $0.state.recordType) },
                     changeToken: ChangeToken(storeID: store.storeID, zoneIncarnation: incarnation, sequence: end),
                     moreComing: more)
+            }
+        }
+    }
+
+    /// A token for "now" in a zone: changes after it are those still to come.
+    public func currentChangeToken(inZoneWith zoneID: Zone.ID) throws(LatticeError) -> ChangeToken {
+        try LatticeError.wrap {
+            try store.read { snapshot in
+                let sync = try snapshot.syncState(of: key(zoneID))
+                guard zoneID.isDefault || sync?.zoneState.exists == true else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
+                return ChangeToken(storeID: store.storeID, zoneIncarnation: sync?.zoneState.causalLength ?? 1, sequence: try snapshot.sequence())
             }
         }
     }

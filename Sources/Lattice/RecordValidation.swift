@@ -4,6 +4,8 @@ import LatticeCore
 enum RecordValidation {
     static let maximumRecordBytes = 1_000_000
     static let maximumNameLength = 255
+    /// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in milliseconds.
+    static let dateRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
 
     static func checkIdentifier(_ name: String, what: String) throws(LatticeError) {
         guard let first = name.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII,
@@ -30,9 +32,14 @@ enum RecordValidation {
         switch value {
         case .double(let number) where !number.isFinite:
             throw LatticeError(.invalidArguments, "field \(field): \(number) is not a finite number")
+        case .date(let milliseconds) where !dateRange.contains(milliseconds):
+            throw LatticeError(.invalidArguments, "field \(field): dates must fall in the years 1 to 9999")
         case .location(let location):
-            guard (-90...90).contains(location.latitude), (-180...180).contains(location.longitude), location.altitude?.isFinite ?? true else {
+            guard (-90...90).contains(location.latitude), (-180...180).contains(location.longitude) else {
                 throw LatticeError(.invalidArguments, "field \(field): latitude must be within ±90 and longitude within ±180")
+            }
+            guard location.altitude?.isFinite ?? true else {
+                throw LatticeError(.invalidArguments, "field \(field): the altitude must be a finite number")
             }
         case .reference(let reference):
             try checkRecordName(reference.recordName)

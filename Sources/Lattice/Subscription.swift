@@ -36,14 +36,8 @@ extension Database {
             if let problem = predicate.validationError() { throw LatticeError(.invalidArguments, "invalid predicate: \(problem)") }
             zoneID = id
         }
-        var token = try recordZoneChanges(inZoneWith: zoneID, since: nil, resultsLimit: 1).changeToken
-        // Start from now: skip what is already there.
-        while true {
-            let changes = try recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: 10_000)
-            token = changes.changeToken
-            if !changes.moreComing { break }
-        }
-        let start = token
+        // Start from now: what is already there is not news.
+        let start = try currentChangeToken(inZoneWith: zoneID)
         let database = self
         return AsyncThrowingStream { continuation in
             let task = Task {

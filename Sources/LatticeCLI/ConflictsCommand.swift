@@ -14,6 +14,10 @@ struct ConflictsCommand: ParsableCommand {
         let target = try RecordPath(parsing: path)
         let database = try options.openContainer().database(with: options.scope)
         let conflicts = try library { try database.conflicts(for: target.recordID) }
+        if conflicts.isEmpty {
+            // No log for a record that is not there: say so (exit 66) rather than "no conflicts".
+            _ = try library { try database.record(for: target.recordID) }
+        }
         if clear { try library { try database.clearConflicts(for: target.recordID) } }
         if options.json {
             var entries: [[String: Any]] = []

@@ -26,6 +26,11 @@ public struct FieldArgument: Equatable, Sendable {
             name = String(left)
         }
         guard !name.isEmpty else { throw CLIError.usage("\"\(argument)\" has an empty field name") }
+        guard let first = name.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic,
+              name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") })
+        else {
+            throw CLIError.usage("field name \"\(name)\" is invalid: it must start with a letter and hold only letters, digits and _")
+        }
         if let type, Self.element(type) == nil, type != "null" {
             throw CLIError.usage("\"\(argument)\": unknown type \"\(type)\"; use string, int, double, bool, date, bytes, ref, ref-cascade, location, asset, null or TYPE-list")
         }
@@ -111,7 +116,7 @@ struct RecordPath {
     init(parsing text: String) throws {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         if parts.count == 2 {
-            guard !parts[0].isEmpty, !parts[1].isEmpty else { throw CLIError.usage("\"\(text)\" is not ZONE/NAME") }
+            guard !parts[0].isEmpty, !parts[1].isEmpty, !parts[1].contains("/") else { throw CLIError.usage("\"\(text)\" is not ZONE/NAME (a record name holds no '/')") }
             zoneID = Zone.ID(zoneName: parts[0])
             recordName = parts[1]
         } else {

@@ -30,6 +30,7 @@ struct RecordCommand: ParsableCommand {
 
         func validate() throws {
             if ifTag != nil && allKeys { throw ValidationError("--if-tag and --all-keys cannot be combined") }
+            if ifTag?.isEmpty == true { throw ValidationError("--if-tag needs the record's change tag (see `lattice record get`)") }
         }
 
         func run() throws {
@@ -119,8 +120,15 @@ struct RecordCommand: ParsableCommand {
             if file == "-" {
                 input = FileHandle.standardInput
             } else {
-                guard let handle = FileHandle(forReadingAtPath: file) else { throw CLIError(.notFound, code: "NOT_FOUND", "cannot read \(file)") }
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue,
+                      let handle = FileHandle(forReadingAtPath: file) else {
+                    throw CLIError(.notFound, code: "NOT_FOUND", "cannot read \(file): no such file")
+                }
                 input = handle
+            }
+            guard try library({ try database.allRecordZones() }).contains(where: { $0.zoneID == zoneID }) else {
+                throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "zone \(zone) does not exist; create it with `lattice zone create \(zone)`")
             }
             let progress = Output.standardErrorIsTerminal && !options.json
             var imported = 0
@@ -144,17 +152,17 @@ struct RecordCommand: ParsableCommand {
             }
             for line in LineReader(input) {
                 lineNumber += 1
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
                 if trimmed.isEmpty { continue }
+                // A bad line fails its whole batch (batches are atomic); earlier batches stay.
+                let kept = "\(imported) records imported in the batches before line \(batchStartLine); lines \(batchStartLine)–\(lineNumber) were not saved"
                 guard let data = trimmed.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) else {
-                    try flush()
-                    throw CLIError.corrupt("line \(lineNumber): not valid JSON; \(imported) records imported before it")
+                    throw CLIError.corrupt("line \(lineNumber): not valid JSON; \(kept)")
                 }
                 do {
                     batch.append(try WebServicesJSON.record(from: object, zoneID: zoneID, container: container))
                 } catch var error as CLIError {
-                    try flush()
-                    error.message = "line \(lineNumber): \(error.message); \(imported) records imported before it"
+                    error.message = "line \(lineNumber): \(error.message); \(kept)"
                     throw error
                 }
                 if batch.count >= batchSize { try flush() }
@@ -186,8 +194,9 @@ struct LineReader: Sequence, IteratorProtocol {
                 defer { buffer.removeAll() }
                 return String(decoding: buffer, as: UTF8.self)
             }
-            let chunk = handle.readData(ofLength: 1 << 16)
-            if chunk.isEmpty { finished = true } else { buffer.append(chunk) }
+            // The throwing read: readData(ofLength:) traps on an I/O error.
+            let chunk = (try? handle.read(upToCount: 1 << 16)) ?? nil
+            if let chunk, !chunk.isEmpty { buffer.append(chunk) } else { finished = true }
         }
     }
 }

@@ -82,13 +82,18 @@ struct BundleCommand: ParsableCommand {
                     return key
                 }
             }
-            let temporary = output + ".partial"
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw CLIError.usage("-o \(output) is a directory; give the bundle a file name, such as \(output)/out.ltb")
+            }
+            let temporary = output + ".partial-\(getpid())"
             guard FileManager.default.createFile(atPath: temporary, contents: nil), let handle = FileHandle(forWritingAtPath: temporary) else {
                 throw CLIError.io("cannot write \(output)")
             }
             var records = 0
-            var bytes = 0
+            var bytes = BundleFormat.header.count
             do {
+                try handle.write(contentsOf: BundleFormat.header)
                 for key in keys {
                     let written = try library { try container.writeChangeSet(for: key, since: vectors[key] ?? VersionVector()) { try handle.write(contentsOf: $0) } }
                     records += written.records
@@ -96,8 +101,10 @@ struct BundleCommand: ParsableCommand {
                 }
                 try handle.synchronize()
                 try handle.close()
-                if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
-                try FileManager.default.moveItem(atPath: temporary, toPath: output)
+                // rename(2) replaces a file atomically and refuses to replace a directory.
+                guard rename(temporary, output) == 0 else {
+                    throw CLIError.io("cannot move the bundle into \(output): \(String(cString: strerror(errno)))")
+                }
             } catch let error as CLIError {
                 try? FileManager.default.removeItem(atPath: temporary)
                 throw error
@@ -112,21 +119,31 @@ struct BundleCommand: ParsableCommand {
     }
 
     struct Apply: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Apply a bundle; each zone's change set is atomic.",
+        static let configuration = CommandConfiguration(abstract: "Apply a bundle, all or nothing.",
             discussion: "Example: lattice bundle apply from-laptop.ltb")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "Bundle file.") var file: String
 
         func run() throws {
             let container = try options.openContainer()
-            guard let handle = FileHandle(forReadingAtPath: file) else { throw CLIError(.notFound, code: "NOT_FOUND", "cannot read bundle \(file)") }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue,
+                  let handle = FileHandle(forReadingAtPath: file) else {
+                throw CLIError(.notFound, code: "NOT_FOUND", "cannot read bundle \(file): no such file")
+            }
+            var source = FileByteSource(handle)
+            let header: [UInt8]
+            do { header = try source.read(upTo: BundleFormat.header.count) } catch { throw CLIError.io("reading \(file): \(error.localizedDescription)") }
+            guard header == BundleFormat.header else {
+                throw CLIError.corrupt("\(file) is not a Lattice bundle (make one with `lattice bundle create`); nothing was applied")
+            }
             let summary: ApplySummary
             do {
-                summary = try container.apply(changeSetsFrom: FileByteSource(handle))
+                summary = try container.apply(changeSetsFrom: source)
             } catch {
                 // Typed throws: `error` is a LatticeError here.
                 guard error.code == .invalidArguments else { throw CLIError(error) }
-                throw CLIError.corrupt("\(file) is not a usable bundle: \(error.message); nothing from the damaged part was applied")
+                throw CLIError.corrupt("\(file) is not a usable bundle: \(error.message); nothing from it was applied")
             }
             if options.json {
                 Output.json(["file": file, "recordsReceived": summary.recordsReceived, "recordsChanged": summary.recordsChanged,
@@ -137,6 +154,12 @@ struct BundleCommand: ParsableCommand {
             }
         }
     }
+}
+
+/// A bundle file: this header, then one change set per zone. The header tells
+/// a bundle (even one with no zones) from an empty or foreign file.
+enum BundleFormat {
+    static let header: [UInt8] = Array("LTBN".utf8) + [1]
 }
 
 /// A change-set byte source over a file.

@@ -64,7 +64,25 @@ public enum WebServicesJSON {
     /// A value for people: strings quoted, dates in ISO 8601.
     static func displayValue(_ value: FieldValue) -> String {
         switch value {
-        case .string(let text): return "\"\(text)\""
+        case .string(let text):
+            // Quoted and escaped, so quotes, newlines and control characters stay visible.
+            var escaped = ""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": escaped += "\\\""
+                case "\\": escaped += "\\\\"
+                case "\n": escaped += "\\n"
+                case "\t": escaped += "\\t"
+                case "\r": escaped += "\\r"
+                default:
+                    if scalar.properties.generalCategory == .control {
+                        escaped += "\\u{\(String(scalar.value, radix: 16))}"
+                    } else {
+                        escaped.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return "\"\(escaped)\""
         case .int64(let number): return String(number)
         case .double(let number): return String(number)
         case .bool(let flag): return String(flag)
@@ -117,7 +135,7 @@ public enum WebServicesJSON {
             guard let text = raw as? String else { throw bad() }
             return .string(text)
         case .int64:
-            guard let number = raw as? NSNumber, !isBool(number), let exact = Int64(exactly: number.doubleValue) ?? (raw as? Int64) else { throw bad() }
+            guard let number = raw as? NSNumber, !isBool(number), let exact = exactInteger(number) else { throw bad() }
             return .int64(exact)
         case .double:
             guard let number = raw as? NSNumber, !isBool(number) else { throw bad() }
@@ -126,7 +144,10 @@ public enum WebServicesJSON {
             if let number = raw as? NSNumber, isBool(number) { return .bool(number.boolValue) }
             throw bad()
         case .date:
-            if let number = raw as? NSNumber, !isBool(number) { return .date(number.int64Value) }
+            if let number = raw as? NSNumber, !isBool(number) {
+                guard let milliseconds = exactInteger(number) else { throw bad() }
+                return .date(milliseconds)
+            }
             if let text = raw as? String, let milliseconds = ISO8601.parse(text) { return .date(milliseconds) }
             throw bad()
         case .bytes:
@@ -151,10 +172,19 @@ public enum WebServicesJSON {
         if let text = raw as? String { return .string(text) }
         if let number = raw as? NSNumber {
             if isBool(number) { return .bool(number.boolValue) }
-            if let exact = Int64(exactly: number.doubleValue), !"\(number)".contains(".") { return .int64(exact) }
+            if let exact = Int64(number.stringValue) { return .int64(exact) }
             return .double(number.doubleValue)
         }
         throw CLIError.corrupt("field \(field): give a \"type\" for this value")
+    }
+
+    /// The number as an Int64 only if it is one exactly: no rounding, no clamping.
+    private static func exactInteger(_ number: NSNumber) -> Int64? {
+        if let exact = Int64(number.stringValue) { return exact }
+        let value = number.doubleValue
+        // Doubles are exact integers only up to 2^53.
+        guard value.rounded() == value, value.magnitude <= 9_007_199_254_740_992 else { return nil }
+        return Int64(value)
     }
 
     private static func isBool(_ number: NSNumber) -> Bool {

@@ -31,20 +31,15 @@ extension RecordStore {
         return bytes
     }
 
-    /// Applies every change set `source` holds, each in one transaction: a
-    /// change set that turns out truncated or corrupt is rolled back whole, and
-    /// those before it stay applied.
+    /// Applies every change set `source` holds (one per zone, as in a bundle)
+    /// in one transaction: if any turns out truncated or corrupt, nothing of
+    /// any of them is applied.
     @discardableResult
     public func apply<Source: ByteSource>(from source: Source) throws -> ApplySummary {
         var reader = ChangeSetReader(source: source)
-        var total = ApplySummary()
-        while true {
-            var more = true
-            let summary: ApplySummary = try write { transaction in
-                guard try reader.readHeader() != nil else {
-                    more = false
-                    return ApplySummary()
-                }
+        return try write { transaction in
+            var total = ApplySummary()
+            while try reader.readHeader() != nil {
                 var target = StoreApplyTarget(transaction: transaction)
                 var clock = transaction.clockState
                 var summary = try ChangeSetApplier.apply(&reader, into: &target, clock: &clock, wallClock: RecordStore.wallClock())
@@ -52,11 +47,10 @@ extension RecordStore {
                 if let zone = summary.zone {
                     summary.recordsChanged += try transaction.cascadeAfterMerge(died: target.died, references: target.references, in: zone)
                 }
-                return summary
+                total.add(summary)
+                reader = ChangeSetReader(source: reader.source)
             }
-            guard more else { return total }
-            total.add(summary)
-            reader = ChangeSetReader(source: reader.source)
+            return total
         }
     }
 

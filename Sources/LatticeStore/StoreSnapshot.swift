@@ -134,6 +134,13 @@ public class StoreSnapshot {
         return try rows.map { row in (try decode(row[0]), UInt64(row[1] as Int64)) }
     }
 
+    /// The records one commit changed.
+    public func records(committedAt sequence: UInt64, in key: ZoneKey) throws -> [(state: RecordState, sequence: UInt64)] {
+        guard let zone = try zoneRow(key) else { return [] }
+        let blobs = try Data.fetchAll(db, sql: "SELECT state FROM records WHERE zone = ? AND change_seq = ? ORDER BY id", arguments: [zone.id, Int64(sequence)])
+        return try blobs.map { (try decode($0), sequence) }
+    }
+
     /// Calls `body` with each record changed after `sequence` without loading them all.
     func forEachRecord(changedAfter sequence: UInt64, zoneID: Int64, _ body: (RecordState) throws -> Void) throws {
         let cursor = try Data.fetchCursor(db, sql: "SELECT state FROM records WHERE zone = ? AND change_seq > ? ORDER BY change_seq, id", arguments: [zoneID, Int64(sequence)])

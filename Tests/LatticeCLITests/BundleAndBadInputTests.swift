@@ -68,8 +68,8 @@ import Testing
         #expect(failed.status == 65)
         #expect(failed.stderr.contains("line 16"))
         let count = (try cli.ok(["query", "Movie", "--zone", "Movies", "--json", "--limit", "1000"]).json["records"] as? [Any])?.count
-        // The first batch of 10 and the 5 valid lines before the bad one stay.
-        #expect(count == 25 + 15)
+        // The first batch of 10 stays; the batch holding the bad line is not saved.
+        #expect(count == 25 + 10)
         // A value of the wrong type for the schema names the line too.
         let wrong = try cli.run(["record", "import", "Movies", "-"], input: #"{"recordName":"w","recordType":"Movie","fields":{"rating":{"value":"high","type":"STRING"}}}"#)
         #expect(wrong.status == 65 && wrong.stderr.contains("INT64"))
@@ -126,7 +126,42 @@ import Testing
             let result = try cli.run(["bundle", "apply", file])
             #expect(result.status == 65, "\(name) bundle: \(result.stderr)")
         }
+        // An empty file is not a bundle; a directory is neither a bundle nor an import file.
+        let empty = cli.path("empty.ltb")
+        FileManager.default.createFile(atPath: empty, contents: nil)
+        #expect(try cli.run(["bundle", "apply", empty]).status == 65)
+        let folder = cli.path("folder")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "keep me".write(toFile: folder + "/precious.txt", atomically: true, encoding: .utf8)
+        #expect(try cli.run(["bundle", "apply", folder]).status == 66)
+        #expect(try cli.run(["record", "import", "Movies", folder]).status == 66)
+        // `bundle create -o DIR` refuses, and the directory keeps its files.
+        #expect(try cli.run(["bundle", "create", "-o", folder]).status == 64)
+        #expect(try String(contentsOfFile: folder + "/precious.txt", encoding: .utf8) == "keep me")
+        #expect(try cli.run(["conflicts", "Movies/missing"]).status == 66)
+        #expect(try cli.run(["record", "save", "Movies/x", "--type", "Movie", "1x=5"]).status == 64)
+        #expect(try cli.run(["record", "save", "Movies/x", "--type", "Movie", "d:date=-99999999999999999"]).status == 65)
         #expect(try cli.snapshot() == before, "bad input changed the store")
+    }
+
+    @Test func aBundleDamagedInItsLastZoneAppliesNothing() throws {
+        try store("a")
+        try cli.ok(["zone", "create", "Music"])
+        try cli.ok(["record", "save", "Movies/m", "--type", "Movie", "title=M"])
+        try cli.ok(["record", "save", "Music/s", "--type", "Song", "title=S"])
+        let file = cli.path("two-zones.ltb")
+        try cli.ok(["bundle", "create", "-o", file])
+        try store("b")
+        let before = try cli.snapshot("b")
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        bytes[bytes.count - 3] ^= 0x01
+        let damaged = cli.path("damaged.ltb")
+        try bytes.write(to: URL(fileURLWithPath: damaged))
+        #expect(try cli.run(["bundle", "apply", damaged], store: "b").status == 65)
+        #expect(try cli.snapshot("b") == before)
+        #expect(try cli.ok(["zone", "list"], store: "b").stdout.contains("Movies\t0 records"))
+        try cli.ok(["bundle", "apply", file], store: "b")
+        #expect(try cli.ok(["record", "get", "Music/s"], store: "b").stdout.contains("\"S\""))
     }
 }
 

@@ -144,6 +144,11 @@ import Testing
 
     @Test func watchStreamsCommitsOfAnotherProcess() throws {
         try setUpStore()
+        // A commit of several records before the watch starts must not trouble it.
+        try cli.ok(["record", "import", "Movies", "-"], input: """
+            {"recordName":"p1","recordType":"Movie","fields":{"title":{"value":"P1","type":"STRING"}}}
+            {"recordName":"p2","recordType":"Movie","fields":{"title":{"value":"P2","type":"STRING"}}}
+            """)
         let output = cli.path("watch.jsonl")
         FileManager.default.createFile(atPath: output, contents: nil)
         let process = Process()
