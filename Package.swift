@@ -46,9 +46,10 @@ let package = Package(
         .executableTarget(name: "lattice", dependencies: ["LatticeCLI"]),
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
-        .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore"]),
-        .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto"]),
+        .target(name: "LatticeTestSupport", path: "Tests/LatticeTestSupport"),
+        .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeTestSupport"]),
+        .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "lattice-crash-child"]),
-        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice"]),
+        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "LatticeTestSupport"]),
     ]
 )

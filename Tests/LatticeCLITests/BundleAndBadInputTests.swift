@@ -1,4 +1,5 @@
 import Foundation
+import LatticeTestSupport
 import Testing
 
 /// Stores syncing by bundle files, and every kind of bad input.
@@ -32,7 +33,7 @@ import Testing
         try cli.ok(["record", "delete", "Movies/gone"], store: "b")
         try cli.ok(["record", "save", "Movies/gone", "--type", "Movie", "title=Edited"], store: "c")
         try cli.ok(["record", "save", "Movies/new", "--type", "Movie", "title=New"], store: "c")
-        var generator = SplitMix(seed: seed)
+        var generator = SeededGenerator(seed: seed)
         var pairs = stores.flatMap { from in stores.filter { $0 != from }.map { (from, $0) } }
         for _ in 0..<2 {
             pairs.shuffle(using: &generator)
@@ -162,17 +163,5 @@ import Testing
         #expect(try cli.ok(["zone", "list"], store: "b").stdout.contains("Movies\t0 records"))
         try cli.ok(["bundle", "apply", file], store: "b")
         #expect(try cli.ok(["record", "get", "Music/s"], store: "b").stdout.contains("\"S\""))
-    }
-}
-
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeStore
+import LatticeTestSupport
 import Testing
 
 /// The store persists exactly what the core's merge decides: the same change
@@ -17,7 +18,7 @@ import Testing
     final class Clock: @unchecked Sendable { var now: UInt64 = 1_700_000_000_000 }
 
     @Test(arguments: 0..<20 as Range<UInt64>) func storeAndMemoryAgreeOnRandomHistories(seed: UInt64) throws {
-        var rng = Generator(state: seed)
+        var rng = SeededGenerator(seed: seed)
         let clock = Clock()
         let writers = (1...3).map { index -> MemoryReplica in
             let replica = MemoryReplica(replica: ReplicaID(high: UInt64(index), low: 0), wallClock: { clock.now })
@@ -87,16 +88,5 @@ import Testing
         // Nothing at all once the peer is up to date.
         let upToDate = try b.read { try $0.syncState(of: zone)!.vector }
         #expect(try b.apply(try a.changeSet(for: zone, since: upToDate)).recordsReceived == 0)
-    }
-}
-
-struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
