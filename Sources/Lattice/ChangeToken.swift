@@ -5,6 +5,8 @@ import LatticeStore
 /// A point in a zone's history on one store, as `CKServerChangeToken`.
 public struct ChangeToken: Hashable, Sendable, CustomStringConvertible {
     let storeID: [UInt8]
+    /// The zone it belongs to, so a token is never read against another zone.
+    let zone: String
     let zoneIncarnation: UInt64
     let sequence: UInt64
 
@@ -12,27 +14,31 @@ public struct ChangeToken: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         var writer = BinaryWriter()
         writer.raw(storeID)
+        writer.string(zone)
         writer.varint(zoneIncarnation)
         writer.varint(sequence)
-        return Data(writer.bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return Base64URL.encode(writer.bytes)
     }
 
     public init(stringValue: String) throws(LatticeError) {
-        var base64 = stringValue.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), data.count > 16 else {
+        guard let bytes = Base64URL.decode(stringValue), bytes.count > 16 else {
             throw LatticeError(.invalidArguments, "\"\(stringValue)\" is not a change token")
         }
-        var reader = BinaryReader([UInt8](data))
-        guard let id = try? reader.raw(16), let incarnation = try? reader.varint(), let sequence = try? reader.varint(), reader.isAtEnd else {
+        var reader = BinaryReader(bytes)
+        guard let id = try? reader.raw(16), let zone = try? reader.string(), let incarnation = try? reader.varint(),
+              let sequence = try? reader.varint(), reader.isAtEnd else {
             throw LatticeError(.invalidArguments, "\"\(stringValue)\" is not a change token")
         }
-        self.init(storeID: Array(id), zoneIncarnation: incarnation, sequence: sequence)
+        self.init(storeID: Array(id), zone: zone, zoneIncarnation: incarnation, sequence: sequence)
     }
 
-    init(storeID: [UInt8], zoneIncarnation: UInt64, sequence: UInt64) {
+    init(storeID: [UInt8], zone: ZoneKey, zoneIncarnation: UInt64, sequence: UInt64) {
+        self.init(storeID: storeID, zone: zone.description, zoneIncarnation: zoneIncarnation, sequence: sequence)
+    }
+
+    private init(storeID: [UInt8], zone: String, zoneIncarnation: UInt64, sequence: UInt64) {
         self.storeID = storeID
+        self.zone = zone
         self.zoneIncarnation = zoneIncarnation
         self.sequence = sequence
     }
@@ -61,6 +67,9 @@ extension Database {
                     guard token.storeID == store.storeID else {
                         throw LatticeError(.changeTokenExpired, "the change token comes from another store; fetch all changes again (no token)")
                     }
+                    guard token.zone == key(zoneID).description else {
+                        throw LatticeError(.invalidArguments, "the change token belongs to zone \(token.zone), not \(key(zoneID))")
+                    }
                     guard token.zoneIncarnation == incarnation else {
                         throw LatticeError(.changeTokenExpired, "zone \(zoneID) was deleted and re-created since the token; fetch all changes again")
                     }
@@ -83,7 +92,7 @@ extension Database {
                 return ZoneChanges(
                     modifications: complete.filter { $0.state.isAlive }.map { Record(state: $0.state, zoneID: zoneID) },
                     deletions: complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: $0.state.recordName, zoneID: zoneID), $0.state.recordType) },
-                    changeToken: ChangeToken(storeID: store.storeID, zoneIncarnation: incarnation, sequence: end),
+                    changeToken: ChangeToken(storeID: store.storeID, zone: key(zoneID), zoneIncarnation: incarnation, sequence: end),
                     moreComing: more)
             }
         }
@@ -95,7 +104,7 @@ extension Database {
             try store.read { snapshot in
                 let sync = try snapshot.syncState(of: key(zoneID))
                 guard zoneID.isDefault || sync?.zoneState.exists == true else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
-                return ChangeToken(storeID: store.storeID, zoneIncarnation: sync?.zoneState.causalLength ?? 1, sequence: try snapshot.sequence())
+                return ChangeToken(storeID: store.storeID, zone: key(zoneID), zoneIncarnation: sync?.zoneState.causalLength ?? 1, sequence: try snapshot.sequence())
             }
         }
     }

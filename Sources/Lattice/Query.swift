@@ -24,16 +24,13 @@ public struct Query: Hashable, Sendable {
         public var stringValue: String {
             var bytes = position.encoded()
             bytes.append(contentsOf: Array(query.fingerprint.utf8))
-            return Data(bytes).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            return Base64URL.encode(bytes)
         }
 
         /// Rebuilds a cursor printed by `stringValue` for the same query and zone.
         public init(stringValue: String, query: Query, zoneID: Zone.ID = .default) throws(LatticeError) {
-            var base64 = stringValue.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            while base64.count % 4 != 0 { base64 += "=" }
             let fingerprint = Array(query.fingerprint.utf8)
-            guard let data = Data(base64Encoded: base64), data.count > fingerprint.count,
+            guard let data = Base64URL.decode(stringValue), data.count > fingerprint.count,
                   Array(data.suffix(fingerprint.count)) == fingerprint,
                   let position = try? QueryPosition(decoding: Array(data.dropLast(fingerprint.count)))
             else {

@@ -18,6 +18,9 @@ import Testing
         let second = try db.recordZoneChanges(inZoneWith: .default, since: token)
         #expect(second.modifications.map(\.recordID.recordName) == ["c"])
         #expect(second.deletions.map(\.recordID.recordName) == ["a"])
+        // A token of one zone is refused in another.
+        try db.save(Zone(zoneName: "Other"))
+        expectError(.invalidArguments) { _ = try db.recordZoneChanges(inZoneWith: Zone.ID(zoneName: "Other"), since: second.changeToken) }
         let none = try db.recordZoneChanges(inZoneWith: .default, since: second.changeToken)
         #expect(none.modifications.isEmpty && none.deletions.isEmpty)
         // Paged: at most one record per page, never losing any.
@@ -33,9 +36,9 @@ import Testing
         // Another store's token, and a token from before a compaction, expire.
         let other = try directory.container("other")
         try other.privateCloudDatabase.save(movie("z", [:]))
-        do { _ = try db.recordZoneChanges(inZoneWith: .default, since: other.privateCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil).changeToken) } catch { #expect(error.code == .changeTokenExpired) }
+        expectError(.changeTokenExpired) { _ = try db.recordZoneChanges(inZoneWith: .default, since: other.privateCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil).changeToken) }
         try container.compact()
-        do { _ = try db.recordZoneChanges(inZoneWith: .default, since: first.changeToken) } catch { #expect(error.code == .changeTokenExpired) }
+        expectError(.changeTokenExpired) { _ = try db.recordZoneChanges(inZoneWith: .default, since: first.changeToken) }
     }
 
     @Test func twoStoresConvergeAndKeepConflicts() throws {

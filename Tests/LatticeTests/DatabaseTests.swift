@@ -22,8 +22,8 @@ import Testing
     @Test func missingRecordIsUnknownItem() throws {
         let database = try directory.container().privateCloudDatabase
         #expect(throws: LatticeError.self) { try database.record(for: Record.ID(recordName: "nope")) }
-        do { _ = try database.record(for: Record.ID(recordName: "nope")) } catch { #expect(error.code == .unknownItem) }
-        do { try database.deleteRecord(withID: Record.ID(recordName: "nope")) } catch { #expect(error.code == .unknownItem) }
+        expectError(.unknownItem) { _ = try database.record(for: Record.ID(recordName: "nope")) }
+        expectError(.unknownItem) { try database.deleteRecord(withID: Record.ID(recordName: "nope")) }
     }
 
     @Test func staleChangeTagGivesServerRecordChangedWithTheCurrentRecord() throws {
@@ -42,7 +42,7 @@ import Testing
             #expect(error.serverRecord?["rating"] == .int64(4))
         }
         // Saving a brand-new record over an existing one is a conflict too.
-        do { try database.save(movie("coco", ["title": "Other"])) } catch { #expect(error.code == .serverRecordChanged) }
+        expectError(.serverRecordChanged) { try database.save(movie("coco", ["title": "Other"])) }
         #expect(try database.record(for: saved.recordID)["rating"] == .int64(4))
     }
 
@@ -84,16 +84,16 @@ import Testing
     @Test func zonesAreCreatedListedAndDeletedWithTheirRecords() throws {
         let database = try directory.container().privateCloudDatabase
         let zone = Zone(zoneName: "Shelf")
-        do { try database.save(movie("x", zone: zone.zoneID, [:])) } catch { #expect(error.code == .zoneNotFound) }
+        expectError(.zoneNotFound) { try database.save(movie("x", zone: zone.zoneID, [:])) }
         try database.save(zone)
         try database.save(movie("x", zone: zone.zoneID, ["title": "X"]))
         #expect(try database.allRecordZones().map(\.zoneID.zoneName) == ["_defaultZone", "Shelf"])
         try database.deleteZone(withID: zone.zoneID)
         #expect(try database.allRecordZones().map(\.zoneID.zoneName) == ["_defaultZone"])
-        do { _ = try database.record(for: Record.ID(recordName: "x", zoneID: zone.zoneID)) } catch { #expect(error.code == .zoneNotFound) }
+        expectError(.zoneNotFound) { _ = try database.record(for: Record.ID(recordName: "x", zoneID: zone.zoneID)) }
         try database.save(zone)
-        do { _ = try database.record(for: Record.ID(recordName: "x", zoneID: zone.zoneID)) } catch { #expect(error.code == .unknownItem) }
-        do { try database.deleteZone(withID: .default) } catch { #expect(error.code == .invalidArguments) }
+        expectError(.unknownItem) { _ = try database.record(for: Record.ID(recordName: "x", zoneID: zone.zoneID)) }
+        expectError(.invalidArguments) { try database.deleteZone(withID: .default) }
     }
 
     @Test func schemaIsFixedByFirstWriteAndFrozenByDeploy() throws {
@@ -106,8 +106,8 @@ import Testing
         }
         try container.deploySchema()
         #expect(try container.schema().isProduction)
-        do { try database.save(movie("o", ["newField": 1])) } catch { #expect(error.code == .invalidArguments) }
-        do { try database.save(Record(recordType: "Song", recordName: "s")) } catch { #expect(error.code == .invalidArguments) }
+        expectError(.invalidArguments) { try database.save(movie("o", ["newField": 1])) }
+        expectError(.invalidArguments) { try database.save(Record(recordType: "Song", recordName: "s")) }
         try database.save(movie("p", ["rating": 2]))
     }
 
@@ -139,14 +139,14 @@ import Testing
         let stored = try #require(container.fileURL(for: asset))
         #expect(try Data(contentsOf: stored) == Data("poster bytes".utf8))
         try container.privateCloudDatabase.save(movie("withPoster", ["poster": value]))
-        do { _ = try container.importAsset(fileAt: directory.url.appendingPathComponent("missing")) } catch { #expect(error.code == .assetFileNotFound) }
+        expectError(.assetFileNotFound) { _ = try container.importAsset(fileAt: directory.url.appendingPathComponent("missing")) }
     }
 
     @Test func storeDirectoryThatIsNotAStoreIsRefused() throws {
         let other = directory.url.appendingPathComponent("notastore")
         try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
         try Data("hello".utf8).write(to: other.appendingPathComponent("file.txt"))
-        do { _ = try Container(identifier: "x", directory: other) } catch { #expect(error.code == .badContainer) }
+        expectError(.badContainer) { _ = try Container(identifier: "x", directory: other) }
         #expect(try String(contentsOf: other.appendingPathComponent("file.txt"), encoding: .utf8) == "hello")
     }
 }

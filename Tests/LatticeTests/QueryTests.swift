@@ -92,7 +92,7 @@ import Testing
     @Test func invalidPredicatesAreRejected() throws {
         let db = try seeded()
         let bad = QueryPredicate.condition(QueryCondition(.field("tags"), .in, "notAList"))
-        do { _ = try db.records(matching: Query(recordType: "Movie", predicate: bad)) } catch { #expect(error.code == .invalidArguments) }
-        do { _ = try db.records(matching: Query(recordType: "Movie"), resultsLimit: 0) } catch { #expect(error.code == .invalidArguments) }
+        expectError(.invalidArguments) { _ = try db.records(matching: Query(recordType: "Movie", predicate: bad)) }
+        expectError(.invalidArguments) { _ = try db.records(matching: Query(recordType: "Movie"), resultsLimit: 0) }
     }
 }

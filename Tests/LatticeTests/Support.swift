@@ -1,5 +1,6 @@
 import Foundation
 import Lattice
+import Testing
 
 /// A fresh directory under the system temp dir, removed by `cleanup`.
 final class TemporaryDirectory {
@@ -45,4 +46,16 @@ func builtProduct(_ name: String) -> URL {
         if FileManager.default.isExecutableFile(atPath: url.path) { return url }
     }
     return candidates.last!.appendingPathComponent(name)
+}
+
+/// Expects `body` to fail with `code`; succeeding is a test failure too.
+func expectError<T>(_ code: LatticeError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {
+    do {
+        _ = try body()
+        Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
+    } catch let error as LatticeError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+    }
 }
