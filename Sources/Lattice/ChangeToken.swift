@@ -111,13 +111,27 @@ extension Database {
 
     // MARK: Conflicts
 
-    /// Losing values of concurrent writes to the record's fields, kept until cleared.
+    /// Losing values of concurrent writes to the record's fields. They are part
+    /// of the record, the same on every replica holding it, and stay until a
+    /// write to the field or `clearConflicts` resolves them.
     public func conflicts(for recordID: Record.ID) throws(LatticeError) -> [FieldConflict] {
         try LatticeError.wrap { try store.read { try $0.conflicts(of: recordID.recordName, in: key(recordID.zoneID)) } }
     }
 
-    /// Marks the record's conflicts resolved.
-    public func clearConflicts(for recordID: Record.ID) throws(LatticeError) {
-        try LatticeError.wrap { try store.write { try $0.clearConflicts(of: recordID.recordName, in: key(recordID.zoneID)) } }
+    /// Resolves the record's conflicts as they stand: a write that reaches
+    /// every replica like any other. Returns false when there were none.
+    @discardableResult
+    public func clearConflicts(for recordID: Record.ID) throws(LatticeError) -> Bool {
+        try LatticeError.wrap {
+            try store.write { transaction in
+                guard try zoneExists(recordID.zoneID, in: transaction) else {
+                    throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
+                }
+                guard try transaction.record(named: recordID.recordName, in: key(recordID.zoneID))?.isAlive == true else {
+                    throw LatticeError(.unknownItem, "record \(recordID) does not exist")
+                }
+                return try transaction.clearConflicts(of: recordID.recordName, in: key(recordID.zoneID))
+            }
+        }
     }
 }

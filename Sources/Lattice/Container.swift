@@ -67,14 +67,7 @@ public final class Container: Sendable {
     /// Moves the container to production: from now on unknown record types and
     /// fields are rejected, here and on every replica this reaches.
     public func deploySchema() throws(LatticeError) {
-        try LatticeError.wrap {
-            try store.write { transaction in
-                var schema = try transaction.schema()
-                guard !schema.isProduction else { return }
-                schema.merge(deployed: transaction.nextStamp())
-                try transaction.mergeSchema(schema)
-            }
-        }
+        try LatticeError.wrap { try store.write { _ = try $0.deploySchema() } }
     }
 
     // MARK: Change sets

@@ -34,7 +34,7 @@ public struct Database: Sendable {
     @discardableResult
     public func save(_ zone: Zone) throws(LatticeError) -> Zone {
         try RecordValidation.checkZoneName(zone.zoneID.zoneName)
-        try LatticeError.wrap { try store.write { try $0.createZone(key(zone.zoneID)) } }
+        try LatticeError.wrap { try store.write { _ = try $0.createZone(key(zone.zoneID)) } }
         return zone
     }
 

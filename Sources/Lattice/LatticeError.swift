@@ -38,6 +38,12 @@ public struct LatticeError: Error, CustomStringConvertible, Sendable {
             case .corrupt: throw LatticeError(.badDatabase, error.description)
             case .io: throw LatticeError(.internalError, error.description)
             }
+        } catch let error as ReplicaError {
+            switch error {
+            case .zoneNotFound: throw LatticeError(.zoneNotFound, error.description)
+            case .unknownRecord: throw LatticeError(.unknownItem, error.description)
+            case .recordTypeMismatch, .schema: throw LatticeError(.invalidArguments, error.description)
+            }
         } catch let error as ChangeSetError {
             throw LatticeError(.invalidArguments, error.description)
         } catch {

@@ -63,23 +63,16 @@ enum RecordValidation {
     static func check(_ record: Record, schema: Schema) throws(LatticeError) {
         try checkIdentifier(record.recordType, what: "record type")
         try checkRecordName(record.recordID.recordName)
-        if schema.isProduction, !schema.recordTypes.contains(record.recordType) {
-            throw LatticeError(.invalidArguments, "record type \(record.recordType) does not exist in the production schema; add it in development before deploying")
-        }
         var size = 0
         for (name, value) in record.fields {
             try checkIdentifier(name, what: "field name")
             try checkValue(value, field: name)
             size += value.approximateSize + name.utf8.count
-            if let defined = schema.field(name, of: record.recordType) {
-                // An empty list fits any list type.
-                let emptyList = { if case .list(let items) = value { return items.isEmpty && defined.type.isList } else { return false } }()
-                guard defined.type == value.type || emptyList else {
-                    throw LatticeError(.invalidArguments, "field \(name) of \(record.recordType) is \(defined.type); cannot save a \(value.type)")
-                }
-            } else if schema.isProduction {
-                throw LatticeError(.invalidArguments, "field \(name) does not exist on \(record.recordType) in the production schema")
-            }
+        }
+        do {
+            try schema.check(recordType: record.recordType, values: record.fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        } catch {
+            throw LatticeError(.invalidArguments, error.description)
         }
         guard size <= maximumRecordBytes else {
             throw LatticeError(.limitExceeded, "record \(record.recordID.recordName) holds \(size) bytes of fields; the limit is \(maximumRecordBytes) — put large data in an asset")

@@ -59,32 +59,17 @@ struct RecordWriter {
 
     mutating func write(_ record: Record) throws -> Record {
         let key = database.key(record.recordID.zoneID)
-        if record.recordID.zoneID.isDefault, try transaction.syncState(of: key) == nil {
-            try transaction.createZone(key)
-        }
-        let previous = try transaction.record(record.recordID.recordName, in: key)
+        if record.recordID.zoneID.isDefault { try transaction.createZone(key) }
         let keys = savePolicy == .allKeys || record.recordChangeTag == nil ? record.allKeys() + record.changedKeys() : record.changedKeys()
         let changes = Set(keys).sorted().map { (name: $0, value: record[$0]) }
-        let stamp = transaction.nextStamp()
-        var definitions = Schema()
-        definitions.addRecordType(record.recordType)
-        for change in changes {
-            if let value = change.value, schema.field(change.name, of: record.recordType) == nil {
-                definitions.merge(SchemaField(recordType: record.recordType, field: change.name, type: value.type, stamp: stamp))
-            }
-        }
-        if !definitions.fields.isEmpty || !schema.recordTypes.contains(record.recordType) {
-            try transaction.mergeSchema(definitions)
-            schema.merge(definitions)
-        }
-        let state = LocalWrite.save(
-            previous: previous, recordName: record.recordID.recordName, recordType: record.recordType,
-            changes: changes, replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, stamp: stamp)
-        try transaction.commitLocal(state, previous: previous, stamp: stamp, in: key)
-        return Record(state: state, zoneID: record.recordID.zoneID)
+        let outcome = try transaction.save(
+            record.recordID.recordName, type: record.recordType, in: key, changes: changes,
+            replacement: savePolicy == .allKeys ? .allKeys : .changedKeys)
+        if outcome.changed { try schema.merge(transaction.schema()) }
+        return Record(state: outcome.state, zoneID: record.recordID.zoneID)
     }
 
     mutating func delete(_ id: Record.ID) throws {
-        try transaction.deleteCascading([id.recordName], in: database.key(id.zoneID))
+        try transaction.delete([id.recordName], in: database.key(id.zoneID))
     }
 }

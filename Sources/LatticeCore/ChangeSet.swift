@@ -25,6 +25,23 @@ public struct ChangeSetHeader: Hashable, Sendable {
     }
 }
 
+extension ChangeSetHeader {
+    /// The header a replica sends for `zone`, whose state is `sync`, to a peer at
+    /// `base`: the one builder the store and the in-memory replica share.
+    ///
+    /// Its replica table names every replica a stamp of the header or of the
+    /// zone's records can carry: every record's stamps are covered by the
+    /// record's vector, and every merged or written vector by the zone's knowledge.
+    public init(zone: ZoneKey, sync: ZoneSyncState, base: VersionVector, schema: Schema, claimsTop: Bool = true) {
+        var replicas = Set<ReplicaID>()
+        for vector in [sync.knowledge, sync.vector, base] { replicas.formUnion(vector.entries.lazy.map(\.replica)) }
+        replicas.insert(sync.zoneState.stamp.replica)
+        for definition in schema.fields.values { replicas.insert(definition.stamp.replica) }
+        if let deployed = schema.deployed { replicas.insert(deployed.replica) }
+        self.init(zone: zone, zoneState: sync.zoneState, base: base, top: sync.vector, claimsTop: claimsTop, replicas: replicas.sorted(), schema: schema)
+    }
+}
+
 /// Why a change set was refused.
 public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible {
     case notAChangeSet
@@ -33,6 +50,8 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
     case truncated
     case malformed(String)
     case frameTooLarge(Int)
+    /// A stamp names a replica the header's table lacks (a writer's bug, refused rather than sent).
+    case replicaMissingFromHeader(String)
 
     public var description: String {
         switch self {
@@ -42,6 +61,7 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
         case .truncated: return "change set is truncated"
         case .malformed(let what): return "change set is malformed: \(what)"
         case .frameTooLarge(let size): return "change set frame of \(size) bytes exceeds the \(ChangeSetFormat.maximumFrameSize)-byte limit"
+        case .replicaMissingFromHeader(let what): return "cannot write the change set: \(what) names a replica missing from its header"
         }
     }
 }
@@ -54,10 +74,20 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
 /// the record count closes the change set; without it nothing is applied.
 public enum ChangeSetFormat {
     public static let magic: [UInt8] = Array("LTCS".utf8)
-    public static let version: UInt8 = 1
+    /// Version 2 added conflicts and target incarnations to record states;
+    /// version 1 change sets are still read.
+    public static let version: UInt8 = 2
+    public static let readableVersions: ClosedRange<UInt8> = 1...2
     /// Frames are cut near this size, so writer and reader hold one frame at a time.
     public static let targetFrameSize = 64 * 1024
     public static let maximumFrameSize = 16 * 1024 * 1024
+
+    /// The CRC chain starts from the opening bytes (from version 2), so a
+    /// flipped version byte is caught like any other.
+    static func chainSeed(_ opening: [UInt8]) -> UInt32 {
+        guard opening[4] >= 2 else { return 0 }
+        return opening.withUnsafeBufferPointer { CRC32C.checksum($0, seed: 0) }
+    }
 
     enum Kind: UInt8 {
         case header = 1, records = 2, end = 3
@@ -72,22 +102,30 @@ public struct ChangeSetWriter {
     private var frame = BinaryWriter(capacity: ChangeSetFormat.targetFrameSize + 4096)
     private var frameRecords = 0
     private var chain: UInt32 = 0
+    private var failure: ChangeSetError?
     public private(set) var recordCount = 0
     public private(set) var byteCount = 0
 
     public init(header: ChangeSetHeader, sink: @escaping ([UInt8]) throws -> Void) throws {
         self.sink = sink
         replicas = ReplicaTable(header.replicas)
-        try emit(ChangeSetFormat.magic + [ChangeSetFormat.version])
+        let opening = ChangeSetFormat.magic + [ChangeSetFormat.version]
+        chain = ChangeSetFormat.chainSeed(opening)
+        try emit(opening)
         var payload = BinaryWriter()
-        HeaderCodec.encode(header, into: &payload)
+        try HeaderCodec.encode(header, into: &payload)
         try writeFrame(.header, payload.bytes)
     }
 
     public mutating func append(_ state: RecordState) throws {
+        if let failure { throw failure }
         let before = replicas.replicas.count
         codec.encode(state, into: &frame, replicas: &replicas)
-        precondition(replicas.replicas.count == before, "a record names a replica missing from the change set header")
+        guard replicas.replicas.count == before else {
+            // The frame now holds what no reader could decode: nothing more goes out.
+            failure = .replicaMissingFromHeader("record \"\(state.recordName)\"")
+            throw failure!
+        }
         frameRecords += 1
         recordCount += 1
         if frame.count >= ChangeSetFormat.targetFrameSize { try flushRecords() }
@@ -95,6 +133,7 @@ public struct ChangeSetWriter {
 
     /// Writes the last records and the end frame. Nothing may be appended after.
     public mutating func finish() throws {
+        if let failure { throw failure }
         try flushRecords()
         var payload = BinaryWriter()
         payload.varint(recordCount)
@@ -170,7 +209,8 @@ public struct ChangeSetReader<Source: ByteSource> {
         let magic = try source.read(upTo: 5)
         if magic.isEmpty { return nil }
         guard magic.count == 5, Array(magic.prefix(4)) == ChangeSetFormat.magic else { throw ChangeSetError.notAChangeSet }
-        guard magic[4] == ChangeSetFormat.version else { throw ChangeSetError.unsupportedVersion(magic[4]) }
+        guard ChangeSetFormat.readableVersions.contains(magic[4]) else { throw ChangeSetError.unsupportedVersion(magic[4]) }
+        chain = ChangeSetFormat.chainSeed(magic)
         let (kind, payload) = try readFrame()
         guard kind == .header else { throw ChangeSetError.malformed("first frame is not a header") }
         var reader = BinaryReader(payload)
@@ -237,7 +277,7 @@ public struct ChangeSetReader<Source: ByteSource> {
 
 /// The header frame's payload.
 enum HeaderCodec {
-    static func encode(_ header: ChangeSetHeader, into writer: inout BinaryWriter) {
+    static func encode(_ header: ChangeSetHeader, into writer: inout BinaryWriter) throws {
         writer.byte(header.zone.scope.rawValue)
         writer.string(header.zone.zoneID.zoneName)
         writer.string(header.zone.zoneID.ownerName)
@@ -245,34 +285,38 @@ enum HeaderCodec {
         writer.varint(header.replicas.count)
         for replica in header.replicas { writer.raw(replica.bytes) }
         let table = ReplicaTable(header.replicas)
-        func stamp(_ stamp: Stamp) {
-            writer.varint(table.existingIndex(of: stamp.replica)!)
+        func index(_ replica: ReplicaID, _ what: @autoclosure () -> String) throws -> Int {
+            guard let index = table.existingIndex(of: replica) else { throw ChangeSetError.replicaMissingFromHeader(what()) }
+            return index
+        }
+        func stamp(_ stamp: Stamp, _ what: @autoclosure () -> String) throws {
+            writer.varint(try index(stamp.replica, what()))
             writer.varint(stamp.time.rawValue)
         }
-        func vector(_ vector: VersionVector) {
+        func vector(_ vector: VersionVector, _ what: String) throws {
             writer.varint(vector.entries.count)
             for entry in vector.entries {
-                writer.varint(table.existingIndex(of: entry.replica)!)
+                writer.varint(try index(entry.replica, what))
                 writer.varint(entry.time.rawValue)
             }
         }
         writer.varint(header.zoneState.causalLength)
-        stamp(header.zoneState.stamp)
-        vector(header.base)
-        vector(header.top)
+        try stamp(header.zoneState.stamp, "the zone's stamp")
+        try vector(header.base, "the base vector")
+        try vector(header.top, "the top vector")
         let fields = header.schema.sortedFields
         writer.varint(fields.count)
         for field in fields {
             writer.string(field.recordType)
             writer.string(field.field)
             writer.byte(field.type.code)
-            stamp(field.stamp)
+            try stamp(field.stamp, "the schema definition of \(field.recordType).\(field.field)")
         }
         let types = header.schema.recordTypes.sorted()
         writer.varint(types.count)
         for type in types { writer.string(type) }
         writer.byte(header.schema.deployed == nil ? 0 : 1)
-        if let deployed = header.schema.deployed { stamp(deployed) }
+        if let deployed = header.schema.deployed { try stamp(deployed, "the schema deployment") }
     }
 
     static func decode(from reader: inout BinaryReader) throws -> ChangeSetHeader {

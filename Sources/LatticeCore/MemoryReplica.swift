@@ -1,28 +1,28 @@
-/// A whole replica in memory: the merge engine without storage.
+/// A whole replica in memory: the replica's logic without SQLite.
 ///
-/// It runs the same rules as the store (`LocalWrite`, `Merge`,
-/// `ChangeSetApplier`), which lets property tests and benchmarks exercise the
-/// engine without SQLite, and lets the store be compared against it.
-public final class MemoryReplica {
-    public enum Failure: Error, Equatable {
-        case zoneNotFound(ZoneKey)
-        case unknownRecord(String)
-        case typeMismatch(expected: String, got: String)
-    }
-
+/// It runs exactly the code the store runs (`ReplicaStorage`'s operations),
+/// which lets property tests and benchmarks exercise the engine without
+/// disk, and lets the store be compared against it. Every operation is a
+/// transaction: it applies whole or not at all, and one that changes nothing
+/// takes no commit sequence.
+public final class MemoryReplica: ReplicaStorage {
     struct Zone {
         var sync: ZoneSyncState
         var records: [String: (state: RecordState, sequence: UInt64)] = [:]
         var checkpoints: [Checkpoint] = []
+        /// deleteSelf targets → live records referencing them.
+        var cascadeIndex: [String: Set<String>] = [:]
     }
 
     public let replica: ReplicaID
-    public private(set) var clock: HybridLogicalClock
+    public var clock: HybridLogicalClock
     public var wallClock: () -> UInt64
-    public private(set) var schema = Schema()
-    public private(set) var conflicts: [FieldConflict] = []
+    public private(set) var currentSchema = Schema()
     var zones: [ZoneKey: Zone] = [:]
-    private var sequence: UInt64 = 0
+    /// The last committed sequence.
+    public private(set) var sequence: UInt64 = 0
+    private var touchedZones: Set<ZoneKey> = []
+    private var changed = false
 
     public init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
         self.replica = replica
@@ -30,57 +30,101 @@ public final class MemoryReplica {
         clock = HybridLogicalClock(maximumSkewMilliseconds: maximumSkewMilliseconds)
     }
 
-    private func nextStamp() -> Stamp {
-        Stamp(time: clock.tick(wallClock: wallClock()), replica: replica)
-    }
+    // MARK: Transactions
 
-    // MARK: Zones
-
-    public func createZone(_ key: ZoneKey) {
-        let stamp = nextStamp()
-        if var zone = zones[key] {
-            guard !zone.sync.zoneState.exists else { return }
-            zone.sync.zoneState = ZoneState(causalLength: zone.sync.zoneState.causalLength + 1, stamp: stamp)
-            zone.sync.recordLocalWrite(stamp)
-            commit(&zone)
-            zones[key] = zone
-        } else {
-            var zone = Zone(sync: ZoneSyncState(zoneState: ZoneState(causalLength: 1, stamp: stamp)))
-            zone.sync.recordLocalWrite(stamp)
-            commit(&zone)
-            zones[key] = zone
+    /// Runs `body` as one commit: undone whole if it throws, no sequence taken
+    /// if it changed no zone (as in the store).
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        let saved = (zones, currentSchema, clock)
+        touchedZones = []
+        changed = false
+        do {
+            let result = try body()
+            // Schema changes alone are kept but take no sequence: it counts zone commits.
+            if !touchedZones.isEmpty {
+                sequence += 1
+                for key in touchedZones { zones[key]!.checkpoints.append(Checkpoint(sequence: sequence, knowledge: zones[key]!.sync.knowledge)) }
+            }
+            if !changed { clock = saved.2 }
+            return result
+        } catch {
+            (zones, currentSchema, clock) = saved
+            throw error
         }
     }
 
-    public func deleteZone(_ key: ZoneKey) throws {
-        try withLiveZone(key) { zone in
-            let stamp = nextStamp()
-            zone.sync.zoneState = ZoneState(causalLength: zone.sync.zoneState.causalLength + 1, stamp: stamp)
-            zone.sync.recordLocalWrite(stamp)
-            zone.records.removeAll()
-            commit(&zone)
-        }
+    // MARK: ReplicaStorage
+
+    public func wallClockNow() -> UInt64 { wallClock() }
+
+    public func syncState(of zone: ZoneKey) -> ZoneSyncState? { zones[zone]?.sync }
+
+    public func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
+        if zones[zone] == nil { zones[zone] = Zone(sync: state) } else { zones[zone]!.sync = state }
+        touch(zone)
     }
+
+    public func removeAllRecords(in zone: ZoneKey) {
+        guard zones[zone]?.records.isEmpty == false else { return }
+        zones[zone]!.records.removeAll()
+        zones[zone]!.cascadeIndex.removeAll()
+        touch(zone)
+    }
+
+    public func record(named name: String, in zone: ZoneKey) -> RecordState? { zones[zone]?.records[name]?.state }
+
+    public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
+        let name = state.recordName
+        zones[zone]!.records[name] = (state, sequence + 1)
+        let before = previous?.isAlive == true ? Set(previous!.cascadeReferences.map(\.target)) : []
+        let after = state.isAlive ? Set(state.cascadeReferences.map(\.target)) : []
+        if before != after {
+            for target in before.subtracting(after) { zones[zone]!.cascadeIndex[target]?.remove(name) }
+            for target in after.subtracting(before) { zones[zone]!.cascadeIndex[target, default: []].insert(name) }
+        }
+        touch(zone)
+    }
+
+    public func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {
+        guard let sources = zones[zone]?.cascadeIndex[target] else { return [] }
+        return Array(sources)
+    }
+
+    public func schema() -> Schema { currentSchema }
+
+    public func persistSchemaChanges(_ changes: Schema) {
+        currentSchema.merge(changes)
+        changed = true
+    }
+
+    private func touch(_ zone: ZoneKey) {
+        touchedZones.insert(zone)
+        changed = true
+    }
+
+    // MARK: Reading
+
+    public var schemaState: Schema { currentSchema }
 
     public func zoneExists(_ key: ZoneKey) -> Bool { zones[key]?.sync.zoneState.exists ?? false }
 
     public var zoneKeys: [ZoneKey] { Array(zones.keys) }
 
-    public func syncState(of key: ZoneKey) -> ZoneSyncState? { zones[key]?.sync }
-
-    // MARK: Records
-
-    public func record(_ name: String, in key: ZoneKey) -> RecordState? { zones[key]?.records[name]?.state }
+    public func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
 
     /// Every record of a zone, tombstones included, by name.
     public func records(in key: ZoneKey) -> [RecordState] {
         (zones[key]?.records.values.map(\.state) ?? []).sorted { $0.recordName < $1.recordName }
     }
 
-    /// Mutates a live zone in place (a copy would copy every record).
-    private func withLiveZone<T>(_ key: ZoneKey, _ body: (inout Zone) throws -> T) throws -> T {
-        guard zones[key]?.sync.zoneState.exists == true else { throw Failure.zoneNotFound(key) }
-        return try body(&zones[key]!)
+    // MARK: Operations, each a transaction
+
+    public func createZone(_ key: ZoneKey) {
+        _ = try? transaction { try (self as any ReplicaStorage).createZone(key) }
+    }
+
+    public func deleteZone(_ key: ZoneKey) throws {
+        try transaction { try (self as any ReplicaStorage).deleteZone(key) }
     }
 
     @discardableResult
@@ -88,63 +132,35 @@ public final class MemoryReplica {
         _ name: String, type: String, in key: ZoneKey, changes: [(name: String, value: FieldValue?)],
         replacement: FieldReplacement = .changedKeys
     ) throws -> RecordState {
-        try withLiveZone(key) { zone in
-            let previous = zone.records[name]?.state
-            if let previous, previous.isAlive, previous.recordType != type {
-                throw Failure.typeMismatch(expected: previous.recordType, got: type)
-            }
-            let stamp = nextStamp()
-            for change in changes {
-                if let value = change.value, schema.field(change.name, of: type) == nil {
-                    schema.merge(SchemaField(recordType: type, field: change.name, type: value.type, stamp: stamp))
-                }
-            }
-            schema.addRecordType(type)
-            let state = LocalWrite.save(previous: previous, recordName: name, recordType: type, changes: changes, replacement: replacement, stamp: stamp)
-            zone.sync.recordLocalWrite(stamp)
-            sequence += 1
-            zone.records[name] = (state, sequence)
-            commit(&zone, sequence: sequence)
-            return state
-        }
+        try transaction { try (self as any ReplicaStorage).save(name, type: type, in: key, changes: changes, replacement: replacement).state }
     }
 
+    /// Deletes a live record (and what it cascades to); unknownRecord otherwise.
     public func delete(_ name: String, in key: ZoneKey) throws {
-        try withLiveZone(key) { zone in
-            guard let previous = zone.records[name]?.state, previous.isAlive else { throw Failure.unknownRecord(name) }
-            let stamp = nextStamp()
-            zone.sync.recordLocalWrite(stamp)
-            sequence += 1
-            zone.records[name] = (LocalWrite.delete(previous: previous, stamp: stamp), sequence)
-            commit(&zone, sequence: sequence)
+        try transaction {
+            guard record(named: name, in: key)?.isAlive == true else { throw ReplicaError.unknownRecord(name) }
+            try (self as any ReplicaStorage).delete([name], in: key)
         }
     }
 
-    private func commit(_ zone: inout Zone, sequence explicit: UInt64? = nil) {
-        if explicit == nil { sequence += 1 }
-        zone.checkpoints.append(Checkpoint(sequence: explicit ?? sequence, knowledge: zone.sync.knowledge))
+    @discardableResult
+    public func clearConflicts(of name: String, in key: ZoneKey) throws -> Bool {
+        try transaction { try (self as any ReplicaStorage).clearConflicts(of: name, in: key) }
+    }
+
+    @discardableResult
+    public func deploySchema() throws -> Bool {
+        try transaction { try (self as any ReplicaStorage).deploySchema() }
     }
 
     // MARK: Change sets
 
     /// A change set of what this replica has in `key` that `vector` lacks.
     public func makeChangeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
-        guard let zone = zones[key] else { throw Failure.zoneNotFound(key) }
+        guard let zone = zones[key] else { throw ReplicaError.zoneNotFound(key) }
         let start = Checkpoint.deltaStart(in: zone.checkpoints, for: vector)
-        let changed = zone.records.values.filter { $0.sequence > start }.sorted { $0.sequence < $1.sequence }.map(\.state)
-        return try Self.encode(header: header(for: key, zone: zone, base: vector, claims: true), records: changed)
-    }
-
-    /// The header this replica would send for `key`.
-    func header(for key: ZoneKey, zone: Zone, base: VersionVector, claims: Bool) -> ChangeSetHeader {
-        var replicas = Set(zone.sync.knowledge.entries.map(\.replica))
-        replicas.insert(zone.sync.zoneState.stamp.replica)
-        for field in schema.fields.values { replicas.insert(field.stamp.replica) }
-        if let deployed = schema.deployed { replicas.insert(deployed.replica) }
-        for entry in base.entries { replicas.insert(entry.replica) }
-        return ChangeSetHeader(
-            zone: key, zoneState: zone.sync.zoneState, base: base, top: zone.sync.vector,
-            claimsTop: claims, replicas: replicas.sorted(), schema: schema)
+        let changed = zone.records.values.filter { $0.sequence > start }.sorted { ($0.sequence, $0.state.recordName) < ($1.sequence, $1.state.recordName) }.map(\.state)
+        return try Self.encode(header: ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: currentSchema), records: changed)
     }
 
     public static func encode(header: ChangeSetHeader, records: [RecordState]) throws -> [UInt8] {
@@ -162,89 +178,9 @@ public final class MemoryReplica {
         var reader = ChangeSetReader(source: ArrayByteSource(bytes))
         var total = ApplySummary()
         while try reader.readHeader() != nil {
-            var target = Target(replica: self)
-            var clock = self.clock
-            do {
-                let summary = try ChangeSetApplier.apply(&reader, into: &target, clock: &clock, wallClock: wallClock())
-                target.commit()
-                self.clock = clock
-                total.add(summary)
-            } catch {
-                target.rollback()
-                throw error
-            }
+            total.add(try transaction { try (self as any ReplicaStorage).apply(&reader) })
             reader = ChangeSetReader(source: reader.source)
         }
         return total
-    }
-
-    /// Applies straight into the replica, keeping what it overwrote to undo a
-    /// change set that turns out truncated or corrupt.
-    private struct Target: ChangeSetTarget {
-        typealias Entry = (state: RecordState, sequence: UInt64)
-        let replica: MemoryReplica
-        var touchedZones: [ZoneKey: ZoneSyncState?] = [:]
-        var purgedRecords: [ZoneKey: [String: Entry]] = [:]
-        var undoRecords: [(ZoneKey, String, Entry?)] = []
-        var undoSchema: Schema?
-        var newConflicts: [FieldConflict] = []
-        let sequence: UInt64
-
-        init(replica: MemoryReplica) {
-            self.replica = replica
-            sequence = replica.sequence + 1
-        }
-
-        mutating func syncState(of zone: ZoneKey) throws -> ZoneSyncState? {
-            let state = replica.zones[zone]?.sync
-            if touchedZones[zone] == nil { touchedZones[zone] = .some(state) }
-            return state
-        }
-
-        mutating func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) throws {
-            if replica.zones[zone] == nil { replica.zones[zone] = Zone(sync: state) }
-            replica.zones[zone]!.sync = state
-        }
-
-        mutating func removeAllRecords(in zone: ZoneKey) throws {
-            guard let records = replica.zones[zone]?.records, !records.isEmpty else { return }
-            if purgedRecords[zone] == nil { purgedRecords[zone] = records }
-            replica.zones[zone]!.records.removeAll()
-        }
-
-        mutating func record(named name: String, in zone: ZoneKey) throws -> RecordState? {
-            replica.zones[zone]?.records[name]?.state
-        }
-
-        mutating func store(_ outcome: MergeOutcome, previous: RecordState?, in zone: ZoneKey) throws {
-            if replica.zones[zone] == nil {
-                replica.zones[zone] = Zone(sync: ZoneSyncState(zoneState: ZoneState(causalLength: 1, stamp: outcome.state.created)))
-            }
-            let name = outcome.state.recordName
-            undoRecords.append((zone, name, replica.zones[zone]!.records.updateValue((outcome.state, sequence), forKey: name)))
-            newConflicts.append(contentsOf: outcome.conflicts)
-        }
-
-        mutating func mergeSchema(_ schema: Schema) throws {
-            if undoSchema == nil { undoSchema = replica.schema }
-            replica.schema.merge(schema)
-        }
-
-        func commit() {
-            replica.sequence = sequence
-            replica.conflicts.append(contentsOf: newConflicts)
-            for key in touchedZones.keys where replica.zones[key] != nil {
-                replica.zones[key]!.checkpoints.append(Checkpoint(sequence: sequence, knowledge: replica.zones[key]!.sync.knowledge))
-            }
-        }
-
-        func rollback() {
-            for (zone, name, entry) in undoRecords.reversed() { replica.zones[zone]?.records[name] = entry }
-            for (zone, records) in purgedRecords { replica.zones[zone]?.records = records }
-            for (zone, saved) in touchedZones {
-                if let saved { replica.zones[zone]?.sync = saved } else { replica.zones[zone] = nil }
-            }
-            if let undoSchema { replica.schema = undoSchema }
-        }
     }
 }

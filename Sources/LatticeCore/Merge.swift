@@ -1,30 +1,10 @@
-/// A losing value of a concurrent write to one field, kept for the app to resolve.
-public struct FieldConflict: Hashable, Sendable {
-    public var recordName: String
-    public var field: String
-    /// The losing value; nil when the loser was a removal.
-    public var losingValue: FieldValue?
-    public var losingStamp: Stamp
-    public var winningValue: FieldValue?
-    public var winningStamp: Stamp
-
-    public init(recordName: String, field: String, losingValue: FieldValue?, losingStamp: Stamp, winningValue: FieldValue?, winningStamp: Stamp) {
-        self.recordName = recordName
-        self.field = field
-        self.losingValue = losingValue
-        self.losingStamp = losingStamp
-        self.winningValue = winningValue
-        self.winningStamp = winningStamp
-    }
-}
-
 /// The outcome of merging one incoming record state into the local one.
 public struct MergeOutcome: Sendable {
     public var state: RecordState
     /// Whether `state` differs from the local state (nothing to persist otherwise).
     public var changed: Bool
-    /// Concurrent field writes whose losers this merge observed.
-    public var conflicts: [FieldConflict]
+    /// How many losing writes the merge added to the record's conflicts.
+    public var newConflicts: Int
 }
 
 /// The merge rule of the contract (DESIGN §2), written once and used for every
@@ -32,17 +12,25 @@ public struct MergeOutcome: Sendable {
 ///
 /// `merge` is commutative, associative and idempotent on states: that is what
 /// makes replicas converge whatever the order, batching or duplication of
-/// delivery. The conflict list is a by-product observed locally, not state.
+/// delivery.
+///
+/// Per field it is a multi-value register read as last-writer-wins: a field
+/// holds the writes no replica has overwritten yet; the one with the largest
+/// stamp is the value, the others are its conflicts. A write that the other
+/// side's vector covers but that side no longer holds was overwritten (or its
+/// conflict cleared) there, so it is dropped. This needs every stamp of a
+/// state to be covered by its vector, which `RecordCodec` checks on decode.
 public enum Merge {
     public static func merge(local: RecordState?, incoming: RecordState) -> MergeOutcome {
-        guard let local else { return MergeOutcome(state: incoming, changed: true, conflicts: []) }
+        guard let local else { return MergeOutcome(state: incoming, changed: true, newConflicts: incoming.conflictCount) }
         if local.causalLength != incoming.causalLength {
             var winner = local.causalLength > incoming.causalLength ? local : incoming
             winner.vector = local.vector.joined(with: incoming.vector)
-            return MergeOutcome(state: winner, changed: winner != local, conflicts: [])
+            let changed = winner != local
+            return MergeOutcome(state: winner, changed: changed, newConflicts: changed && winner.causalLength != local.causalLength ? winner.conflictCount : 0)
         }
         var merged = local
-        var conflicts: [FieldConflict] = []
+        var newConflicts = 0
         if incoming.typeStamp > local.typeStamp || (incoming.typeStamp == local.typeStamp && incoming.recordType > local.recordType) {
             merged.recordType = incoming.recordType
             merged.typeStamp = incoming.typeStamp
@@ -52,14 +40,14 @@ public enum Merge {
             merged.deleted = local.deleted.map { max($0, incomingDeleted) } ?? incomingDeleted
         }
         if local.fields != incoming.fields {
-            merged.fields = mergeFields(local: local, incoming: incoming, conflicts: &conflicts)
+            merged.fields = mergeFields(local: local, incoming: incoming, newConflicts: &newConflicts)
         }
         merged.vector = local.vector.joined(with: incoming.vector)
-        return MergeOutcome(state: merged, changed: merged != local, conflicts: conflicts)
+        return MergeOutcome(state: merged, changed: merged != local, newConflicts: newConflicts)
     }
 
-    /// Merges two sorted register lists by name; per name the larger stamp wins.
-    private static func mergeFields(local: RecordState, incoming: RecordState, conflicts: inout [FieldConflict]) -> [FieldRegister] {
+    /// Merges two sorted register lists by name.
+    private static func mergeFields(local: RecordState, incoming: RecordState, newConflicts: inout Int) -> [FieldRegister] {
         let mine = local.fields
         let theirs = incoming.fields
         var result: [FieldRegister] = []
@@ -72,22 +60,12 @@ public enum Merge {
                 i += 1
             } else if i == mine.count || theirs[j].name < mine[i].name {
                 result.append(theirs[j])
+                newConflicts += theirs[j].losers.count
                 j += 1
             } else {
-                let a = mine[i]
-                let b = theirs[j]
-                let incomingWins = wins(b, over: a)
-                let winner = incomingWins ? b : a
-                let loser = incomingWins ? a : b
-                result.append(winner)
-                // Concurrent: the side holding the winner never saw the loser's write.
-                let winnerSide = incomingWins ? incoming.vector : local.vector
-                if a != b, !winnerSide.covers(loser.stamp) {
-                    conflicts.append(FieldConflict(
-                        recordName: local.recordName, field: a.name,
-                        losingValue: loser.value, losingStamp: loser.stamp,
-                        winningValue: winner.value, winningStamp: winner.stamp))
-                }
+                let register = mine[i] == theirs[j] ? mine[i]
+                    : mergeRegister(mine[i], seen: local.vector, theirs[j], seen: incoming.vector, newConflicts: &newConflicts)
+                result.append(register)
                 i += 1
                 j += 1
             }
@@ -95,13 +73,37 @@ public enum Merge {
         return result
     }
 
+    /// One field of two states whose vectors are `seenA` and `seenB`.
+    static func mergeRegister(_ a: FieldRegister, seen seenA: VersionVector, _ b: FieldRegister, seen seenB: VersionVector, newConflicts: inout Int) -> FieldRegister {
+        let versionsA = [a.winner] + a.losers
+        let versionsB = [b.winner] + b.losers
+        var kept: [FieldVersion] = []
+        kept.reserveCapacity(versionsA.count + versionsB.count)
+        for version in versionsA {
+            if let twin = versionsB.first(where: { $0.stamp == version.stamp }) {
+                // The same write on both sides; different values only from a lying peer.
+                kept.append(wins(twin, over: version) ? twin : version)
+            } else if !seenB.covers(version.stamp) {
+                kept.append(version)
+            }
+        }
+        for version in versionsB where !versionsA.contains(where: { $0.stamp == version.stamp }) && !seenA.covers(version.stamp) {
+            kept.append(version)
+        }
+        // Both sides dropped each other's writes: impossible for honest states,
+        // so settle it by the plain last-writer-wins rule, still deterministically.
+        if kept.isEmpty { kept = [wins(b.winner, over: a.winner) ? b.winner : a.winner] }
+        kept.sort { wins($0, over: $1) }
+        newConflicts += kept.dropFirst().filter { loser in !a.losers.contains { $0.stamp == loser.stamp } }.count
+        return FieldRegister(name: a.name, winner: kept[0], losers: Array(kept.dropFirst()))
+    }
+
     /// Larger stamp wins; equal stamps (only a buggy or lying peer makes them
     /// with different values) fall back to a total order on values so every
     /// replica still picks the same one.
-    static func wins(_ candidate: FieldRegister, over current: FieldRegister) -> Bool {
+    static func wins(_ candidate: FieldVersion, over current: FieldVersion) -> Bool {
         if candidate.stamp != current.stamp { return candidate.stamp > current.stamp }
-        if candidate.value == current.value { return false }
-        return ValueOrder.canonicalBytes(candidate.value).lexicographicallyPrecedes(ValueOrder.canonicalBytes(current.value)) == false
+        return ValueOrder.canonicalBytes(current).lexicographicallyPrecedes(ValueOrder.canonicalBytes(candidate))
     }
 
     public static func merge(_ states: [RecordState]) -> RecordState? {
@@ -111,11 +113,22 @@ public enum Merge {
     }
 }
 
+extension RecordState {
+    var conflictCount: Int { fields.reduce(0) { $0 + $1.losers.count } }
+}
+
 /// A total order on values used only to break exact stamp ties deterministically.
 enum ValueOrder {
     static func canonicalBytes(_ value: FieldValue?) -> [UInt8] {
         var writer = BinaryWriter()
         ValueCodec.encode(value, into: &writer)
+        return writer.bytes
+    }
+
+    static func canonicalBytes(_ version: FieldVersion) -> [UInt8] {
+        var writer = BinaryWriter()
+        ValueCodec.encode(version.value, into: &writer)
+        for incarnation in version.targetIncarnations { writer.varint(incarnation) }
         return writer.bytes
     }
 }

@@ -17,6 +17,13 @@ public enum RecordBlob {
         return state
     }
 
+    /// The causal length and vector of a stored record, read without its fields.
+    public static func decodeVersion(_ bytes: [UInt8], replicas: [ReplicaID]) throws -> RecordVersion {
+        var codec = RecordCodec()
+        var reader = BinaryReader(bytes)
+        return try codec.decodeVersion(from: &reader, replicas: replicas)
+    }
+
     public static func encodeVector(_ vector: VersionVector) -> [UInt8] {
         var writer = BinaryWriter()
         writer.varint(vector.entries.count)
@@ -59,22 +66,5 @@ public enum RecordBlob {
     public static func decodeValue(_ bytes: [UInt8]) throws -> FieldValue? {
         var reader = BinaryReader(bytes)
         return try ValueCodec.decode(from: &reader)
-    }
-}
-
-extension RecordState {
-    /// Names of the records this one references with `deleteSelf`.
-    public var cascadeTargets: [String] {
-        var targets: [String] = []
-        for field in fields {
-            switch field.value {
-            case .reference(let reference)? where reference.action == .deleteSelf:
-                targets.append(reference.recordName)
-            case .list(let items)?:
-                for case .reference(let reference) in items where reference.action == .deleteSelf { targets.append(reference.recordName) }
-            default: break
-            }
-        }
-        return targets
     }
 }

@@ -68,6 +68,15 @@ struct RecordCodec {
         static let typeIsLatest: UInt8 = 4
         static let createdIsLatest: UInt8 = 8
         static let deletedIsLatest: UInt8 = 16
+        /// Each field is followed by a byte saying whether target incarnations
+        /// and losing writes follow (absent in most records, and in older blobs).
+        static let fieldExtras: UInt8 = 32
+        static let known: UInt8 = 63
+    }
+
+    private struct Extras {
+        static let targetIncarnations: UInt8 = 1
+        static let losers: UInt8 = 2
     }
 
     var names = NameTable()
@@ -85,6 +94,7 @@ struct RecordCodec {
         if state.typeStamp == latest { flags |= Flags.typeIsLatest }
         if state.created == latest { flags |= Flags.createdIsLatest }
         if state.deleted == latest { flags |= Flags.deletedIsLatest }
+        if state.fields.contains(where: { !$0.targetIncarnations.isEmpty || !$0.losers.isEmpty }) { flags |= Flags.fieldExtras }
         writer.byte(flags)
         writer.string(state.recordName)
         writer.varint(state.causalLength)
@@ -110,15 +120,33 @@ struct RecordCodec {
             writer.byte(state.deleted == nil ? 0 : 2)
         }
         writer.varint(state.fields.count)
+        func incarnations(_ list: [UInt64]) {
+            writer.varint(list.count)
+            for incarnation in list { writer.varint(incarnation) }
+        }
         for field in state.fields {
             names.write(field.name, into: &writer)
             if flags & Flags.fieldsShareLatest == 0 { stamp(field.stamp) }
             ValueCodec.encode(field.value, into: &writer)
+            guard flags & Flags.fieldExtras != 0 else { continue }
+            let extras = (field.targetIncarnations.isEmpty ? 0 : Extras.targetIncarnations) | (field.losers.isEmpty ? 0 : Extras.losers)
+            writer.byte(extras)
+            if extras & Extras.targetIncarnations != 0 { incarnations(field.targetIncarnations) }
+            if extras & Extras.losers != 0 {
+                writer.varint(field.losers.count)
+                for loser in field.losers {
+                    stamp(loser.stamp)
+                    ValueCodec.encode(loser.value, into: &writer)
+                    incarnations(loser.targetIncarnations)
+                }
+            }
         }
     }
 
-    mutating func decode(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> RecordState {
+    /// What precedes the fields: enough to tell whether a merge would change anything.
+    private mutating func decodePrefix(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> (flags: UInt8, recordName: String, causalLength: UInt64, latest: Stamp, vector: VersionVector) {
         let flags = try reader.byte()
+        guard flags & ~Flags.known == 0 else { throw DecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
         let recordName = try reader.string()
         let causalLength = try reader.varint()
         guard causalLength > 0, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
@@ -132,6 +160,17 @@ struct RecordCodec {
             let replica = replicas[try reader.count(below: replicas.count, "replica index")]
             vector.advance(replica, to: HLCTimestamp(rawValue: latestTime &- UInt64(bitPattern: try reader.zigzag())))
         }
+        return (flags, recordName, causalLength, latest, vector)
+    }
+
+    mutating func decodeVersion(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> RecordVersion {
+        let prefix = try decodePrefix(from: &reader, replicas: replicas)
+        return RecordVersion(causalLength: prefix.causalLength, vector: prefix.vector)
+    }
+
+    mutating func decode(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> RecordState {
+        let (flags, recordName, causalLength, latest, vector) = try decodePrefix(from: &reader, replicas: replicas)
+        let latestTime = latest.time.rawValue
         let recordType = try names.read(from: &reader)
         func stamp() throws -> Stamp {
             let replica = replicas[try reader.count(below: replicas.count, "replica index")]
@@ -148,6 +187,14 @@ struct RecordCodec {
         case 2: deleted = latest
         case let other: throw DecodingError.malformed("unknown deletion marker \(other)", offset: reader.offset)
         }
+        func incarnations(for value: FieldValue?) throws -> [UInt64] {
+            let count = try reader.count(below: reader.remaining + 1, "incarnation count")
+            let list = try (0..<count).map { _ in try reader.varint() }
+            guard list.isEmpty || list.count == value.cascadeTargetCount else {
+                throw DecodingError.malformed("record \"\(recordName)\" has \(list.count) target incarnations for \(value.cascadeTargetCount) deleteSelf references", offset: reader.offset)
+            }
+            return list
+        }
         let fieldCount = try reader.count(below: reader.remaining + 1, "field count")
         var fields: [FieldRegister] = []
         fields.reserveCapacity(fieldCount)
@@ -157,7 +204,30 @@ struct RecordCodec {
                 throw DecodingError.malformed("fields out of order at \"\(name)\"", offset: reader.offset)
             }
             let fieldStamp = flags & Flags.fieldsShareLatest != 0 ? latest : try stamp()
-            fields.append(FieldRegister(name: name, value: try ValueCodec.decode(from: &reader), stamp: fieldStamp))
+            var register = FieldRegister(name: name, value: try ValueCodec.decode(from: &reader), stamp: fieldStamp)
+            if flags & Flags.fieldExtras != 0 {
+                let extras = try reader.byte()
+                guard extras & ~(Extras.targetIncarnations | Extras.losers) == 0 else {
+                    throw DecodingError.malformed("unknown field extras \(extras)", offset: reader.offset)
+                }
+                if extras & Extras.targetIncarnations != 0 { register.targetIncarnations = try incarnations(for: register.value) }
+                if extras & Extras.losers != 0 {
+                    let count = try reader.count(below: reader.remaining + 1, "loser count")
+                    guard count > 0 else { throw DecodingError.malformed("empty loser list", offset: reader.offset) }
+                    var previous = register.winner
+                    for _ in 0..<count {
+                        let loserStamp = try stamp()
+                        let value = try ValueCodec.decode(from: &reader)
+                        let loser = FieldVersion(value: value, stamp: loserStamp, targetIncarnations: try incarnations(for: value))
+                        guard loserStamp < previous.stamp else {
+                            throw DecodingError.malformed("record \"\(recordName)\" field \(name): losing writes out of order", offset: reader.offset)
+                        }
+                        register.losers.append(loser)
+                        previous = loser
+                    }
+                }
+            }
+            fields.append(register)
         }
         let state = RecordState(
             recordName: recordName, causalLength: causalLength, recordType: recordType, typeStamp: typeStamp,
@@ -165,7 +235,7 @@ struct RecordCodec {
         guard state.isAlive || fields.isEmpty, state.isAlive == (deleted == nil) else {
             throw DecodingError.malformed("record \"\(recordName)\" mixes a deletion with live fields", offset: reader.offset)
         }
-        guard vector.covers(latest) else {
+        guard state.vectorCoversEveryStamp else {
             throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
         }
         guard state.lastModified == latest else {

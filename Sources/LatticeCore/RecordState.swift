@@ -1,15 +1,48 @@
+/// One write to a field: the value (nil removes the field) and its stamp.
+public struct FieldVersion: Hashable, Sendable {
+    public var value: FieldValue?
+    public var stamp: Stamp
+    /// For each `deleteSelf` reference in `value`, in order: the causal length
+    /// of the target record its writer saw (see `RecordState.cascadeReferences`).
+    public var targetIncarnations: [UInt64]
+
+    public init(value: FieldValue?, stamp: Stamp, targetIncarnations: [UInt64] = []) {
+        self.value = value
+        self.stamp = stamp
+        self.targetIncarnations = targetIncarnations
+    }
+}
+
 /// One field's last-writer-wins register. `value == nil` records a removal,
 /// which must win or lose against concurrent writes like any other value.
+///
+/// The register also keeps the writes that lost to the winner while being
+/// concurrent with it (`losers`): they are replicated state, so every replica
+/// holding the record shows the same conflicts, until a write to the field
+/// or a clear resolves them (DESIGN §2.5).
 public struct FieldRegister: Hashable, Sendable {
     public var name: String
     public var value: FieldValue?
     public var stamp: Stamp
+    /// See `FieldVersion.targetIncarnations`.
+    public var targetIncarnations: [UInt64]
+    /// Concurrent writes that lost to this one and are not resolved yet, latest first.
+    public var losers: [FieldVersion]
 
-    public init(name: String, value: FieldValue?, stamp: Stamp) {
+    public init(name: String, value: FieldValue?, stamp: Stamp, targetIncarnations: [UInt64] = [], losers: [FieldVersion] = []) {
         self.name = name
         self.value = value
         self.stamp = stamp
+        self.targetIncarnations = targetIncarnations
+        self.losers = losers
     }
+
+    public init(name: String, winner: FieldVersion, losers: [FieldVersion] = []) {
+        self.init(name: name, value: winner.value, stamp: winner.stamp, targetIncarnations: winner.targetIncarnations, losers: losers)
+    }
+
+    /// The winning write.
+    public var winner: FieldVersion { FieldVersion(value: value, stamp: stamp, targetIncarnations: targetIncarnations) }
 }
 
 /// Everything a replica knows of one record: the merge unit, what change sets
@@ -59,6 +92,10 @@ public struct RecordState: Hashable, Sendable {
         return latest
     }
 
+    /// The record's causal length and vector: all a merge needs to tell that
+    /// an incoming state brings nothing new.
+    public var version: RecordVersion { RecordVersion(causalLength: causalLength, vector: vector) }
+
     public func register(named name: String) -> FieldRegister? {
         var low = 0
         var high = fields.count
@@ -95,6 +132,24 @@ public struct RecordState: Hashable, Sendable {
             mix(entry.time.rawValue)
         }
         return String(hash, radix: 36)
+    }
+}
+
+/// A record's causal length and version vector, readable without its fields.
+public struct RecordVersion: Hashable, Sendable {
+    public var causalLength: UInt64
+    public var vector: VersionVector
+
+    public init(causalLength: UInt64, vector: VersionVector) {
+        self.causalLength = causalLength
+        self.vector = vector
+    }
+
+    /// Whether a state of this version already holds everything `incoming` holds,
+    /// so merging it would change nothing (for states that keep the invariants
+    /// `RecordCodec` checks: every stamp of a state is covered by its vector).
+    public func covers(_ incoming: RecordVersion) -> Bool {
+        causalLength >= incoming.causalLength && vector.dominates(incoming.vector)
     }
 }
 

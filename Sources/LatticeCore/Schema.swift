@@ -22,6 +22,11 @@ public struct Schema: Hashable, Sendable {
         public var recordType: String
         public var field: String
 
+        public init(recordType: String, field: String) {
+            self.recordType = recordType
+            self.field = field
+        }
+
         public static func < (lhs: Key, rhs: Key) -> Bool { (lhs.recordType, lhs.field) < (rhs.recordType, rhs.field) }
     }
 
@@ -60,14 +65,66 @@ public struct Schema: Hashable, Sendable {
         return true
     }
 
-    public mutating func merge(_ other: Schema) {
-        for definition in other.fields.values { merge(definition) }
-        for recordType in other.recordTypes { addRecordType(recordType) }
-        merge(deployed: other.deployed)
+    /// Merges `other` in and returns what changed: the definitions, record
+    /// types and deployment to persist (empty when nothing did).
+    @discardableResult
+    public mutating func merge(_ other: Schema) -> Schema {
+        var changes = Schema()
+        for definition in other.fields.values where merge(definition) { changes.merge(definition) }
+        for recordType in other.recordTypes where addRecordType(recordType) { changes.addRecordType(recordType) }
+        if merge(deployed: other.deployed) { changes.merge(deployed: other.deployed) }
+        return changes
+    }
+
+    public var isEmpty: Bool { fields.isEmpty && recordTypes.isEmpty && deployed == nil }
+
+    /// The part of the schema whose stamps `accepts` takes (the clock-skew bound).
+    public func filter(_ accepts: (Stamp) -> Bool) -> Schema {
+        var kept = Schema()
+        for definition in fields.values where accepts(definition.stamp) { kept.merge(definition) }
+        for recordType in recordTypes { kept.addRecordType(recordType) }
+        if let deployed, accepts(deployed) { kept.merge(deployed: deployed) }
+        return kept
+    }
+
+    /// Checks a write of `values` to a record of `recordType`: a field's type
+    /// is fixed by its first definition, and production refuses new types and fields.
+    public func check(recordType: String, values: [(name: String, value: FieldValue?)]) throws(SchemaViolation) {
+        if isProduction, !recordTypes.contains(recordType) { throw .unknownRecordType(recordType) }
+        for (name, value) in values {
+            guard let value else { continue }
+            if let defined = field(name, of: recordType) {
+                // An empty list fits any list type.
+                let emptyList = { if case .list(let items) = value { return items.isEmpty && defined.type.isList } else { return false } }()
+                guard defined.type == value.type || emptyList else {
+                    throw .typeMismatch(recordType: recordType, field: name, defined: defined.type, written: value.type)
+                }
+            } else if isProduction {
+                throw .unknownField(recordType: recordType, field: name)
+            }
+        }
     }
 
     /// Definitions in a stable order.
     public var sortedFields: [SchemaField] {
         fields.sorted { $0.key < $1.key }.map(\.value)
+    }
+}
+
+/// Why a write breaks the schema.
+public enum SchemaViolation: Error, Equatable, Sendable, CustomStringConvertible {
+    case unknownRecordType(String)
+    case unknownField(recordType: String, field: String)
+    case typeMismatch(recordType: String, field: String, defined: FieldType, written: FieldType)
+
+    public var description: String {
+        switch self {
+        case .unknownRecordType(let type):
+            return "record type \(type) does not exist in the production schema; add it in development before deploying"
+        case .unknownField(let type, let field):
+            return "field \(field) does not exist on \(type) in the production schema"
+        case .typeMismatch(let type, let field, let defined, let written):
+            return "field \(field) of \(type) is \(defined); cannot save a \(written)"
+        }
     }
 }

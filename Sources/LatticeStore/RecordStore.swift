@@ -19,13 +19,19 @@ public final class RecordStore: Sendable {
     /// Random per store: change tokens from another store are recognized as such.
     public let storeID: [UInt8]
     public let maximumSkewMilliseconds: UInt64
+    /// Milliseconds since 1970: the system clock, or a test's.
+    let wallClock: @Sendable () -> UInt64
     let pool: DatabasePool
 
     /// Opens the store in `directory`, creating it when `create` is set and the
     /// directory is missing or empty.
-    public init(directory: URL, create: Bool = true, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds) throws {
+    public init(
+        directory: URL, create: Bool = true, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds,
+        wallClock: @escaping @Sendable () -> UInt64 = RecordStore.systemWallClock
+    ) throws {
         self.directory = directory
         self.maximumSkewMilliseconds = maximumSkewMilliseconds
+        self.wallClock = wallClock
         let fileManager = FileManager.default
         let databasePath = directory.appendingPathComponent(Self.databaseFileName).path
         let identityPath = directory.appendingPathComponent(Self.identityFileName).path
@@ -96,14 +102,15 @@ public final class RecordStore: Sendable {
         return bytes
     }
 
-    /// Milliseconds since 1970 by the wall clock.
-    static func wallClock() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
+    /// Milliseconds since 1970 by the system's wall clock.
+    @Sendable public static func systemWallClock() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
 
     // MARK: Transactions
 
     /// Runs `body` in one immediate write transaction; it commits when `body`
-    /// returns and rolls back when it throws. Checkpoints, the clock and the
-    /// change sequence are saved with the data.
+    /// returns having changed something, and rolls back when it throws or
+    /// changed nothing (a no-op is not a commit). Checkpoints, the clock and
+    /// the change sequence are saved with the data.
     public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         var result: T?
         try mapDatabaseErrors {
@@ -111,8 +118,7 @@ public final class RecordStore: Sendable {
                 try db.inTransaction(.immediate) {
                     let transaction = try StoreTransaction(writing: db, store: self)
                     result = try body(transaction)
-                    try transaction.finish()
-                    return .commit
+                    return try transaction.finish() ? .commit : .rollback
                 }
             }
         }

@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import LatticeCore
 
 /// The store's tables, as named forward-only migrations. Constraints live in
 /// the schema so SQLite guards them even against our own bugs.
@@ -67,6 +69,38 @@ enum StoreSchema {
                 CREATE TABLE assets (hash BLOB PRIMARY KEY NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2: conflicts replicated in record states") { db in
+            try foldConflictLog(db)
+            try db.execute(sql: "DROP TABLE conflicts")
+        }
         return migrator
+    }
+
+    /// Moves the per-replica conflict log of v1 into the records' registers,
+    /// where conflicts now live: a logged loser is kept if the field still has
+    /// the winner it lost to.
+    private static func foldConflictLog(_ db: GRDB.Database) throws {
+        var replicas = ReplicaTable(try Data.fetchAll(db, sql: "SELECT id FROM replicas ORDER BY idx").map { ReplicaID(bytes: [UInt8]($0)) })
+        let logged = try Row.fetchAll(db, sql: """
+            SELECT r.id, r.state, c.entries FROM conflicts c JOIN records r ON r.zone = c.zone AND r.name = c.record WHERE r.alive = 1 ORDER BY c.id
+            """)
+        var states: [Int64: RecordState] = [:]
+        for row in logged {
+            let id: Int64 = row[0]
+            var state = try states[id] ?? RecordBlob.decode([UInt8](row[1] as Data), replicas: replicas.replicas)
+            for conflict in try ConflictCodec.decode([UInt8](row[2] as Data), recordName: state.recordName) {
+                guard let index = state.fields.firstIndex(where: { $0.name == conflict.field }) else { continue }
+                var register = state.fields[index]
+                guard register.stamp == conflict.winningStamp, conflict.losingStamp < register.stamp, state.vector.covers(conflict.losingStamp),
+                      !register.losers.contains(where: { $0.stamp == conflict.losingStamp }) else { continue }
+                register.losers.append(FieldVersion(value: conflict.losingValue, stamp: conflict.losingStamp))
+                register.losers.sort { $0.stamp > $1.stamp }
+                state.fields[index] = register
+            }
+            states[id] = state
+        }
+        for (id, state) in states {
+            try db.execute(sql: "UPDATE records SET state = ? WHERE id = ?", arguments: [Data(RecordBlob.encode(state, replicas: &replicas)), id])
+        }
     }
 }

@@ -51,6 +51,12 @@ public class StoreSnapshot {
         }
     }
 
+    func decodeVersion(_ blob: Data) throws -> RecordVersion {
+        do { return try RecordBlob.decodeVersion([UInt8](blob), replicas: try replicas) } catch let error as LatticeCore.DecodingError {
+            throw StoreError.corrupt(path: store.directory.path, reason: "a stored record cannot be decoded (\(error))")
+        }
+    }
+
     // MARK: Zones
 
     struct ZoneRow {
@@ -103,9 +109,12 @@ public class StoreSnapshot {
     private var recordStatement: Statement?
 
     func record(_ name: String, zoneID: Int64) throws -> RecordState? {
+        try recordBlob(name, zoneID: zoneID).map(decode)
+    }
+
+    func recordBlob(_ name: String, zoneID: Int64) throws -> Data? {
         if recordStatement == nil { recordStatement = try db.makeStatement(sql: "SELECT state FROM records WHERE zone = ? AND name = ?") }
-        guard let blob = try Data.fetchOne(recordStatement!, arguments: [zoneID, name]) else { return nil }
-        return try decode(blob)
+        return try Data.fetchOne(recordStatement!, arguments: [zoneID, name])
     }
 
     public func liveRecordCount(in key: ZoneKey) throws -> Int {
@@ -154,15 +163,9 @@ public class StoreSnapshot {
 
     // MARK: Conflicts and schema
 
-    /// The losing values of concurrent writes to `name`'s fields, oldest first.
+    /// The unresolved conflicts of `name`'s fields (replicated with the record).
     public func conflicts(of name: String, in key: ZoneKey) throws -> [FieldConflict] {
-        guard let zone = try zoneRow(key) else { return [] }
-        let blobs = try Data.fetchAll(db, sql: "SELECT entries FROM conflicts WHERE zone = ? AND record = ? ORDER BY id", arguments: [zone.id, name])
-        do {
-            return try blobs.flatMap { try ConflictCodec.decode([UInt8]($0), recordName: name) }
-        } catch let error as LatticeCore.DecodingError {
-            throw StoreError.corrupt(path: store.directory.path, reason: "a conflict log entry cannot be decoded (\(error))")
-        }
+        try record(name, in: key)?.conflicts ?? []
     }
 
     public func schema() throws -> Schema {

@@ -2,22 +2,44 @@ import Foundation
 import GRDB
 import LatticeCore
 
-/// Write access inside `RecordStore.write`: the primitives the library's
-/// CloudKit operations and the change-set applier are built from.
-public final class StoreTransaction: StoreSnapshot {
-    private var clock: HybridLogicalClock
+/// Write access inside `RecordStore.write`: the `ReplicaStorage` the replica's
+/// logic (in LatticeCore) runs on, persisted in SQLite.
+///
+/// It only persists what the core decides. A transaction that changed
+/// nothing is rolled back: it takes no commit sequence and no checkpoint.
+public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
+    private var hybridClock: HybridLogicalClock
     private var replicaTable: ReplicaTable
+    /// Zones whose state or records changed, with their state, written at commit with a checkpoint.
     private var touchedZones: [Int64: ZoneSyncState] = [:]
+    private var zoneCache: [ZoneKey: ZoneRow] = [:]
+    private var hasCascades: [Int64: Bool] = [:]
+    private var cachedSchema: Schema?
     private var cachedSequence: UInt64?
     private var clockMoved = false
+    private var upsertStatement: Statement?
+    /// Whether anything was written: a transaction without changes is not a commit.
+    public private(set) var hasChanges = false
 
     init(writing db: GRDB.Database, store: RecordStore) throws {
         let last = HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'hlc'") ?? 0))
-        clock = HybridLogicalClock(last: last, maximumSkewMilliseconds: store.maximumSkewMilliseconds)
+        hybridClock = HybridLogicalClock(last: last, maximumSkewMilliseconds: store.maximumSkewMilliseconds)
         replicaTable = ReplicaTable()
         super.init(db: db, store: store)
         replicaTable = ReplicaTable(try replicas)
     }
+
+    public var replica: ReplicaID { store.replica }
+
+    public var clock: HybridLogicalClock {
+        get { hybridClock }
+        set {
+            if newValue.last != hybridClock.last { clockMoved = true }
+            hybridClock = newValue
+        }
+    }
+
+    public func wallClockNow() -> UInt64 { store.wallClock() }
 
     /// The sequence this commit's changes get.
     public var commitSequence: UInt64 {
@@ -29,40 +51,7 @@ public final class StoreTransaction: StoreSnapshot {
         }
     }
 
-    /// A fresh stamp for a local write, later than every stamp this store has seen.
-    public func nextStamp() -> Stamp {
-        clockMoved = true
-        return Stamp(time: clock.tick(wallClock: RecordStore.wallClock()), replica: store.replica)
-    }
-
     // MARK: Zones
-
-    /// The zone's row id, creating the zone's row (with `state`) if missing.
-    func ensureZone(_ key: ZoneKey, initial sync: ZoneSyncState) throws -> ZoneRow {
-        if let existing = try zoneRow(key) { return existing }
-        try db.execute(sql: """
-            INSERT INTO zones (scope, name, owner, causal_length, stamp, vector, knowledge) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [
-                Int(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Int64(sync.zoneState.causalLength),
-                Data(RecordBlob.encodeStamp(sync.zoneState.stamp)), Data(RecordBlob.encodeVector(sync.vector)),
-                Data(RecordBlob.encodeVector(sync.knowledge)),
-            ])
-        let row = ZoneRow(id: db.lastInsertedRowID, key: key, sync: sync)
-        touchedZones[row.id] = sync
-        zoneCache[key] = row
-        return row
-    }
-
-    /// Sets a zone's state and vectors; written with a checkpoint at commit,
-    /// once however many records the transaction touched.
-    func setSync(_ sync: ZoneSyncState, zoneID: Int64) throws {
-        touchedZones[zoneID] = sync
-        for (key, row) in zoneCache where row.id == zoneID { zoneCache[key]?.sync = sync }
-    }
-
-    private var zoneCache: [ZoneKey: ZoneRow] = [:]
-    private var upsertStatement: Statement?
-    private var conflictStatement: Statement?
 
     override func zoneRow(_ key: ZoneKey) throws -> ZoneRow? {
         if let cached = zoneCache[key] { return cached }
@@ -72,44 +61,67 @@ public final class StoreTransaction: StoreSnapshot {
         return row
     }
 
-    /// Creates the zone, or re-creates it after a delete; nothing if it exists.
-    public func createZone(_ key: ZoneKey) throws {
-        if let row = try zoneRow(key) {
-            guard !row.sync.zoneState.exists else { return }
-            var sync = row.sync
-            let stamp = nextStamp()
-            sync.zoneState = ZoneState(causalLength: sync.zoneState.causalLength + 1, stamp: stamp)
-            sync.recordLocalWrite(stamp)
-            try setSync(sync, zoneID: row.id)
+    private func existingZoneID(_ key: ZoneKey) throws -> Int64 {
+        guard let row = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
+        return row.id
+    }
+
+    public func setSyncState(_ state: ZoneSyncState, of key: ZoneKey) throws {
+        if var row = try zoneRow(key) {
+            guard row.sync != state else { return }
+            row.sync = state
+            zoneCache[key] = row
+            touchedZones[row.id] = state
         } else {
-            let stamp = nextStamp()
-            var sync = ZoneSyncState(zoneState: ZoneState(causalLength: 1, stamp: stamp))
-            sync.recordLocalWrite(stamp)
-            _ = try ensureZone(key, initial: sync)
+            try db.execute(sql: """
+                INSERT INTO zones (scope, name, owner, causal_length, stamp, vector, knowledge) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [
+                    Int(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Int64(state.zoneState.causalLength),
+                    Data(RecordBlob.encodeStamp(state.zoneState.stamp)), Data(RecordBlob.encodeVector(state.vector)),
+                    Data(RecordBlob.encodeVector(state.knowledge)),
+                ])
+            let row = ZoneRow(id: db.lastInsertedRowID, key: key, sync: state)
+            zoneCache[key] = row
+            touchedZones[row.id] = state
+            hasCascades[row.id] = false
         }
+        hasChanges = true
     }
 
-    /// Ends the zone's incarnation and removes its records.
-    public func deleteZone(_ key: ZoneKey) throws {
-        guard let row = try zoneRow(key), row.sync.zoneState.exists else { throw StoreError.zoneNotFound(key.description) }
-        var sync = row.sync
-        let stamp = nextStamp()
-        sync.zoneState = ZoneState(causalLength: sync.zoneState.causalLength + 1, stamp: stamp)
-        sync.recordLocalWrite(stamp)
-        try removeAllRecords(zoneID: row.id)
-        try setSync(sync, zoneID: row.id)
+    public func removeAllRecords(in key: ZoneKey) throws {
+        guard let row = try zoneRow(key) else { return }
+        try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [row.id])
+        guard db.changesCount > 0 else { return }
+        try db.execute(sql: "DELETE FROM cascades WHERE zone = ?", arguments: [row.id])
+        hasCascades[row.id] = false
+        touch(row)
     }
 
-    func removeAllRecords(zoneID: Int64) throws {
-        try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [zoneID])
-        try db.execute(sql: "DELETE FROM cascades WHERE zone = ?", arguments: [zoneID])
-        try db.execute(sql: "DELETE FROM conflicts WHERE zone = ?", arguments: [zoneID])
+    private func touch(_ row: ZoneRow) {
+        if touchedZones[row.id] == nil { touchedZones[row.id] = row.sync }
+        hasChanges = true
     }
 
     // MARK: Records
 
-    /// Persists a record's new state as changed in this commit.
-    func put(_ state: RecordState, previous: RecordState?, zoneID: Int64) throws {
+    public func record(named name: String, in key: ZoneKey) throws -> RecordState? {
+        guard let row = try zoneRow(key) else { return nil }
+        return try record(name, zoneID: row.id)
+    }
+
+    public func recordVersion(named name: String, in key: ZoneKey) throws -> RecordVersion? {
+        guard let row = try zoneRow(key), let blob = try recordBlob(name, zoneID: row.id) else { return nil }
+        return try decodeVersion(blob)
+    }
+
+    public func recordToMerge(named name: String, in key: ZoneKey, incoming: RecordVersion) throws -> RecordLookup {
+        guard let row = try zoneRow(key), let blob = try recordBlob(name, zoneID: row.id) else { return .absent }
+        if try decodeVersion(blob).covers(incoming) { return .covers }
+        return .state(try decode(blob))
+    }
+
+    public func store(_ state: RecordState, previous: RecordState?, in key: ZoneKey) throws {
+        guard let row = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
         if upsertStatement == nil {
@@ -119,15 +131,27 @@ public final class StoreTransaction: StoreSnapshot {
                     change_seq = excluded.change_seq, state = excluded.state
                 """)
         }
-        try upsertStatement!.execute(arguments: [zoneID, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)])
-        let before = previous?.isAlive == true ? previous!.cascadeTargets : []
-        let after = state.isAlive ? state.cascadeTargets : []
+        try upsertStatement!.execute(arguments: [row.id, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)])
+        let before = previous?.isAlive == true ? Set(previous!.cascadeReferences.map(\.target)) : []
+        let after = state.isAlive ? Set(state.cascadeReferences.map(\.target)) : []
         if before != after {
-            try db.execute(sql: "DELETE FROM cascades WHERE zone = ? AND source = ?", arguments: [zoneID, state.recordName])
-            for target in Set(after) {
-                try db.execute(sql: "INSERT INTO cascades (zone, target, source) VALUES (?, ?, ?)", arguments: [zoneID, target, state.recordName])
+            try db.execute(sql: "DELETE FROM cascades WHERE zone = ? AND source = ?", arguments: [row.id, state.recordName])
+            for target in after {
+                try db.execute(sql: "INSERT INTO cascades (zone, target, source) VALUES (?, ?, ?)", arguments: [row.id, target, state.recordName])
+                hasCascades[row.id] = true
             }
         }
+        touch(row)
+    }
+
+    public func cascadeSources(of target: String, in key: ZoneKey) throws -> [String] {
+        guard let row = try zoneRow(key) else { return [] }
+        if hasCascades[row.id] == nil {
+            hasCascades[row.id] = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM cascades WHERE zone = ?)", arguments: [row.id]) ?? false
+        }
+        // Most zones hold no deleteSelf reference: spare every merged record a query.
+        guard hasCascades[row.id] == true else { return [] }
+        return try cascadeSources(of: target, zoneID: row.id)
     }
 
     private func saveNewReplicas() throws {
@@ -139,66 +163,44 @@ public final class StoreTransaction: StoreSnapshot {
         invalidateReplicas()
     }
 
-    /// Merges a local write (already turned into a state) into the zone.
-    public func commitLocal(_ state: RecordState, previous: RecordState?, stamp: Stamp, in key: ZoneKey) throws {
-        guard let row = try zoneRow(key), row.sync.zoneState.exists else { throw StoreError.zoneNotFound(key.description) }
-        var sync = row.sync
-        sync.recordLocalWrite(stamp)
-        try put(state, previous: previous, zoneID: row.id)
-        try setSync(sync, zoneID: row.id)
+    // MARK: Schema
+
+    override public func schema() throws -> Schema {
+        if let cachedSchema { return cachedSchema }
+        let schema = try super.schema()
+        cachedSchema = schema
+        return schema
     }
 
-    /// Records referencing `name` with deleteSelf, to delete with it.
-    public func cascadeSources(of name: String, in key: ZoneKey) throws -> [String] {
-        guard let row = try zoneRow(key) else { return [] }
-        return try cascadeSources(of: name, zoneID: row.id)
-    }
-
-    func logConflicts(_ conflicts: [FieldConflict], zoneID: Int64) throws {
-        guard let first = conflicts.first else { return }
-        if conflictStatement == nil { conflictStatement = try db.makeStatement(sql: "INSERT INTO conflicts (zone, record, entries) VALUES (?, ?, ?)") }
-        try conflictStatement!.execute(arguments: [zoneID, first.recordName, Data(ConflictCodec.encode(conflicts))])
-    }
-
-    /// Forgets the conflicts logged for a record (the app resolved them).
-    public func clearConflicts(of name: String, in key: ZoneKey) throws {
-        guard let row = try zoneRow(key) else { return }
-        try db.execute(sql: "DELETE FROM conflicts WHERE zone = ? AND record = ?", arguments: [row.id, name])
-    }
-
-    // MARK: Schema and assets
-
-    public func mergeSchema(_ schema: Schema) throws {
-        for field in schema.fields.values {
+    public func persistSchemaChanges(_ changes: Schema) throws {
+        for field in changes.fields.values {
             try db.execute(sql: """
                 INSERT INTO schema_fields (record_type, field, type, stamp) VALUES (?, ?, ?, ?)
-                ON CONFLICT (record_type, field) DO NOTHING
+                ON CONFLICT (record_type, field) DO UPDATE SET type = excluded.type, stamp = excluded.stamp
                 """, arguments: [field.recordType, field.field, Int(field.type.code), Data(RecordBlob.encodeStamp(field.stamp))])
-            // The earliest definition wins a race (Schema.merge): replace a later one.
-            if let existing = try Data.fetchOne(db, sql: "SELECT stamp FROM schema_fields WHERE record_type = ? AND field = ?", arguments: [field.recordType, field.field]),
-               try RecordBlob.decodeStamp([UInt8](existing)) > field.stamp {
-                try db.execute(sql: "UPDATE schema_fields SET type = ?, stamp = ? WHERE record_type = ? AND field = ?", arguments: [
-                    Int(field.type.code), Data(RecordBlob.encodeStamp(field.stamp)), field.recordType, field.field,
-                ])
-            }
         }
-        for type in schema.recordTypes {
+        for type in changes.recordTypes {
             try db.execute(sql: "INSERT OR IGNORE INTO schema_types (record_type) VALUES (?)", arguments: [type])
         }
-        if let deployed = schema.deployed {
-            let current = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'deployed'").map { try RecordBlob.decodeStamp([UInt8]($0)) }
-            if current == nil || current! > deployed {
-                try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('deployed', ?)", arguments: [Data(RecordBlob.encodeStamp(deployed))])
-            }
+        if let deployed = changes.deployed {
+            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('deployed', ?)", arguments: [Data(RecordBlob.encodeStamp(deployed))])
         }
+        var schema = try self.schema()
+        schema.merge(changes)
+        cachedSchema = schema
+        hasChanges = true
     }
+
+    // MARK: Settings and assets
 
     public func setSetting(_ key: String, to value: String) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: ["setting." + key, Data(value.utf8)])
+        hasChanges = true
     }
 
     public func registerAsset(_ asset: AssetReference) throws {
         try db.execute(sql: "INSERT OR IGNORE INTO assets (hash, size) VALUES (?, ?)", arguments: [Data(asset.hash), asset.size])
+        if db.changesCount > 0 { hasChanges = true }
     }
 
     /// Drops the anti-entropy history and expires older change tokens.
@@ -208,19 +210,17 @@ public final class StoreTransaction: StoreSnapshot {
             DELETE FROM checkpoints WHERE change_seq < (SELECT MAX(c.change_seq) FROM checkpoints c WHERE c.zone = checkpoints.zone)
             """)
         try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('horizon', ?)", arguments: [Int64(try sequence())])
+        hasChanges = true
     }
 
     // MARK: Commit
 
-    func observe(_ time: HLCTimestamp) {
-        clock.observe(time)
-        clockMoved = true
-    }
-
-    var clockState: HybridLogicalClock { clock }
-
-    func finish() throws {
-        if let sequence = cachedSequence {
+    /// Writes the zones' states, their checkpoints, the sequence and the clock.
+    /// Returns false when nothing changed: then the transaction rolls back.
+    func finish() throws -> Bool {
+        guard hasChanges else { return false }
+        if !touchedZones.isEmpty {
+            let sequence = try commitSequence
             for (zoneID, sync) in touchedZones {
                 try db.execute(sql: "UPDATE zones SET causal_length = ?, stamp = ?, vector = ?, knowledge = ? WHERE id = ?", arguments: [
                     Int64(sync.zoneState.causalLength), Data(RecordBlob.encodeStamp(sync.zoneState.stamp)),
@@ -231,13 +231,10 @@ public final class StoreTransaction: StoreSnapshot {
                 ])
             }
             try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('sequence', ?)", arguments: [Int64(sequence)])
-        } else if !touchedZones.isEmpty {
-            cachedSequence = try commitSequence
-            try finish()
-            return
         }
         if clockMoved {
-            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", arguments: [Int64(bitPattern: clock.last.rawValue)])
+            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", arguments: [Int64(bitPattern: hybridClock.last.rawValue)])
         }
+        return true
     }
 }

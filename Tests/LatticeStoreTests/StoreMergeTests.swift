@@ -65,12 +65,7 @@ import Testing
         }
         try a.write { try $0.createZone(zone) }
         func save(_ name: String, on store: RecordStore) throws {
-            try store.write { transaction in
-                let stamp = transaction.nextStamp()
-                let previous = try transaction.record(name, in: zone)
-                let state = LocalWrite.save(previous: previous, recordName: name, recordType: "T", changes: [("v", .string(name))], replacement: .changedKeys, stamp: stamp)
-                try transaction.commitLocal(state, previous: previous, stamp: stamp, in: zone)
-            }
+            try store.write { try $0.save(name, type: "T", in: zone, changes: [("v", .string("\(name) \(UUID())"))]) }
         }
         for index in 0..<100 { try save("r\(index)", on: a) }
         var summary = try b.apply(try a.changeSet(for: zone, since: VersionVector()))

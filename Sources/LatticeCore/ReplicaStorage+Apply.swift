@@ -1,0 +1,105 @@
+/// What applying a change set did.
+public struct ApplySummary: Hashable, Sendable {
+    public var zone: ZoneKey?
+    public var recordsReceived = 0
+    /// Records whose state changed, cascade deletes included.
+    public var recordsChanged = 0
+    /// Losing writes the change set added to the records' conflicts.
+    public var conflicts = 0
+    /// Records refused because their stamps were too far in the future.
+    public var recordsDeferred = 0
+    /// Whether the whole change set was refused: it moves the zone to a state
+    /// stamped too far in the future (a deletion or re-creation).
+    public var zoneDeferred = false
+    /// Whether the zone's vector advanced to the sender's.
+    public var claimTaken = false
+    /// Whether the whole change set was for an older incarnation of the zone.
+    public var zoneIncarnationStale = false
+
+    public init() {}
+
+    public mutating func add(_ other: ApplySummary) {
+        recordsReceived += other.recordsReceived
+        recordsChanged += other.recordsChanged
+        conflicts += other.conflicts
+        recordsDeferred += other.recordsDeferred
+        zoneDeferred = zoneDeferred || other.zoneDeferred
+        claimTaken = claimTaken || other.claimTaken
+        zoneIncarnationStale = zoneIncarnationStale || other.zoneIncarnationStale
+    }
+}
+
+extension ReplicaStorage {
+    /// Applies the change set `reader` is positioned at (header already read):
+    /// the one place where remote state enters a replica. Zone incarnations,
+    /// the clock-skew bound, the merge, cascades and the vector claim are
+    /// decided here for the store and for memory alike.
+    ///
+    /// The caller commits only if this returns: a truncated or corrupt change
+    /// set throws before its end and must leave nothing behind. Nothing is
+    /// written when the change set brings nothing new.
+    public func apply<Source: ByteSource>(_ reader: inout ChangeSetReader<Source>) throws -> ApplySummary {
+        guard let header = reader.header else { throw ChangeSetError.malformed("no header read") }
+        let zone = header.zone
+        var summary = ApplySummary()
+        summary.zone = zone
+        let wallClock = wallClockNow()
+        let bound = clock
+        let acceptable = { (time: HLCTimestamp) in bound.accepts(time, wallClock: wallClock) }
+
+        let before = try syncState(of: zone)
+        var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
+        let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState
+        if zoneState != before?.zoneState {
+            guard acceptable(header.zoneState.stamp.time) else {
+                // A deletion or re-creation from the future: all of it waits, none of it half-applies.
+                while try reader.nextRecord() != nil { summary.recordsReceived += 1 }
+                summary.recordsDeferred = summary.recordsReceived
+                summary.zoneDeferred = true
+                return summary
+            }
+            clock.observe(header.zoneState.stamp.time)
+            if let before, zoneState.causalLength > before.zoneState.causalLength { try removeAllRecords(in: zone) }
+            sync.zoneState = zoneState
+            try setSyncState(sync, of: zone)
+        }
+        try mergeSchema(header.schema.filter { acceptable($0.time) })
+
+        let stale = header.zoneState.causalLength < zoneState.causalLength
+        var deferred = false
+        var candidates = Set<String>()
+        while let incoming = try reader.nextRecord() {
+            summary.recordsReceived += 1
+            if stale || !zoneState.exists { continue }
+            let newest = incoming.vector.entries.lazy.map(\.time).max() ?? .zero
+            guard acceptable(newest) else {
+                summary.recordsDeferred += 1
+                deferred = true
+                continue
+            }
+            let name = incoming.recordName
+            let previous: RecordState?
+            switch try recordToMerge(named: name, in: zone, incoming: incoming.version) {
+            case .covers: continue
+            case .absent: previous = nil
+            case .state(let state): previous = state
+            }
+            let outcome = Merge.merge(local: previous, incoming: incoming)
+            guard outcome.changed else { continue }
+            clock.observe(newest)
+            sync.knowledge.join(incoming.vector)
+            summary.recordsChanged += 1
+            summary.conflicts += outcome.newConflicts
+            try store(outcome.state, previous: previous, in: zone)
+            if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: name, in: zone)) }
+            if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
+        }
+        summary.zoneIncarnationStale = stale
+        if !stale, !deferred, header.top.entries.allSatisfy({ acceptable($0.time) }) {
+            summary.claimTaken = sync.applyClaim(of: header)
+        }
+        if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }
+        summary.recordsChanged += try cascade(from: candidates, in: zone).count
+        return summary
+    }
+}

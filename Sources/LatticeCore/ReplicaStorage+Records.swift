@@ -1,0 +1,123 @@
+/// What a local save did.
+public struct SaveOutcome: Sendable {
+    /// The record as stored after the save.
+    public var state: RecordState
+    /// False when the save would have changed nothing and was not written.
+    public var changed: Bool
+}
+
+extension ReplicaStorage {
+    /// Saves fields of a record (nil values remove fields): the local write of
+    /// DESIGN §2, checked against the schema, which grows just in time.
+    /// A save that changes nothing a reader can see is not written.
+    @discardableResult
+    public func save(
+        _ name: String, type: String, in zone: ZoneKey, changes: [(name: String, value: FieldValue?)],
+        replacement: FieldReplacement = .changedKeys
+    ) throws -> SaveOutcome {
+        let sync = try liveSyncState(of: zone)
+        let previous = try record(named: name, in: zone)
+        if let previous, previous.isAlive, previous.recordType != type {
+            throw ReplicaError.recordTypeMismatch(record: name, stored: previous.recordType, requested: type)
+        }
+        let schema = try self.schema()
+        do { try schema.check(recordType: type, values: changes) } catch { throw ReplicaError.schema(error) }
+        let incarnations = try targetIncarnations(of: changes, in: zone)
+        let incarnation = { (target: String) in incarnations[target] ?? 1 }
+        if LocalWrite.changesNothing(previous: previous, recordType: type, changes: changes, replacement: replacement, targetIncarnation: incarnation) {
+            return SaveOutcome(state: previous!, changed: false)
+        }
+        let stamp = nextStamp()
+        var definitions = Schema()
+        definitions.addRecordType(type)
+        for (field, value) in changes {
+            if let value, schema.field(field, of: type) == nil {
+                definitions.merge(SchemaField(recordType: type, field: field, type: value.type, stamp: stamp))
+            }
+        }
+        try mergeSchema(definitions)
+        let state = LocalWrite.save(
+            previous: previous, recordName: name, recordType: type, changes: changes,
+            replacement: replacement, stamp: stamp, targetIncarnation: incarnation)
+        try store(state, previous: previous, in: zone)
+        try recordLocalWrite(stamp, in: zone, sync: sync)
+        return SaveOutcome(state: state, changed: true)
+    }
+
+    /// For each `deleteSelf` target the changes name: the incarnation a reference
+    /// to it is written against — the live one, else the next one to be created.
+    private func targetIncarnations(of changes: [(name: String, value: FieldValue?)], in zone: ZoneKey) throws -> [String: UInt64] {
+        var incarnations: [String: UInt64] = [:]
+        for change in changes {
+            for target in change.value.cascadeTargets where incarnations[target] == nil {
+                let length = try recordVersion(named: target, in: zone)?.causalLength ?? 0
+                incarnations[target] = length % 2 == 1 ? length : length + 1
+            }
+        }
+        return incarnations
+    }
+
+    /// Deletes the live records among `names`, in order, then every record the
+    /// deletes cascade to. Returns the names deleted, the requested ones first.
+    @discardableResult
+    public func delete(_ names: [String], in zone: ZoneKey) throws -> [String] {
+        var sync = try liveSyncState(of: zone)
+        var deleted: [String] = []
+        var candidates = Set<String>()
+        for name in names {
+            guard let previous = try record(named: name, in: zone), previous.isAlive else { continue }
+            let stamp = nextStamp()
+            try store(LocalWrite.delete(previous: previous, stamp: stamp), previous: previous, in: zone)
+            sync.recordLocalWrite(stamp)
+            deleted.append(name)
+            candidates.formUnion(try cascadeSources(of: name, in: zone))
+        }
+        if !deleted.isEmpty { try setSyncState(sync, of: zone) }
+        return deleted + (try cascade(from: candidates, in: zone))
+    }
+
+    /// Resolves the record's conflicts as they stand (a write that syncs).
+    /// Returns false when it has none.
+    @discardableResult
+    public func clearConflicts(of name: String, in zone: ZoneKey) throws -> Bool {
+        let sync = try liveSyncState(of: zone)
+        guard let previous = try record(named: name, in: zone), previous.isAlive, previous.hasConflicts else { return false }
+        let stamp = nextStamp()
+        try store(LocalWrite.clearConflicts(previous: previous, stamp: stamp), previous: previous, in: zone)
+        try recordLocalWrite(stamp, in: zone, sync: sync)
+        return true
+    }
+
+    /// Deletes, level by level, the live candidates whose `deleteSelf` target
+    /// lost the incarnation they referenced, then what references those.
+    /// Each level goes in name order, so the stamps a cascade takes are a
+    /// function of the state alone. Returns the names deleted.
+    func cascade(from candidates: Set<String>, in zone: ZoneKey) throws -> [String] {
+        var deleted: [String] = []
+        var level = candidates
+        while !level.isEmpty {
+            var victims: [RecordState] = []
+            for name in level.sorted() {
+                guard let state = try record(named: name, in: zone), state.isAlive else { continue }
+                for (target, incarnation) in state.cascadeReferences
+                where (try recordVersion(named: target, in: zone)?.causalLength ?? 0) > incarnation {
+                    victims.append(state)
+                    break
+                }
+            }
+            guard !victims.isEmpty else { break }
+            var sync = try liveSyncState(of: zone)
+            var next = Set<String>()
+            for victim in victims {
+                let stamp = nextStamp()
+                try store(LocalWrite.delete(previous: victim, stamp: stamp), previous: victim, in: zone)
+                sync.recordLocalWrite(stamp)
+                deleted.append(victim.recordName)
+                next.formUnion(try cascadeSources(of: victim.recordName, in: zone))
+            }
+            try setSyncState(sync, of: zone)
+            level = next
+        }
+        return deleted
+    }
+}

@@ -1,0 +1,101 @@
+/// Where a replica keeps its state: a store transaction on disk, or memory.
+///
+/// The replica's logic — local saves and deletes, cascades, conflicts, zones,
+/// schema and the application of change sets — is written once over these
+/// primitives (`ReplicaStorage+*.swift`), so the store and the in-memory
+/// replica run the same code and what the fuzzer proves of one holds for the
+/// other. Implementations only persist; they decide nothing.
+public protocol ReplicaStorage: AnyObject {
+    /// The replica this storage belongs to: the writer of its local stamps.
+    var replica: ReplicaID { get }
+    /// The hybrid clock, persisted with the rest when the storage commits.
+    var clock: HybridLogicalClock { get set }
+    /// Milliseconds since 1970 by the wall clock.
+    func wallClockNow() -> UInt64
+
+    func syncState(of zone: ZoneKey) throws -> ZoneSyncState?
+    /// Persists a zone's state, creating the zone's entry if needed. Called
+    /// only with a state that differs from the stored one.
+    func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) throws
+    /// Removes every record of the zone: it was deleted, or a newer incarnation of it won.
+    func removeAllRecords(in zone: ZoneKey) throws
+
+    /// The record's state, tombstones included; nil if never seen.
+    func record(named name: String, in zone: ZoneKey) throws -> RecordState?
+    /// The record's causal length and vector, cheaper than the whole state where it can be.
+    func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion?
+    /// The record's state for a merge of `incoming`, or `.covers` when the
+    /// stored version already holds all of it (the state need not be decoded).
+    func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordVersion) throws -> RecordLookup
+    /// Persists a record's new state; `previous` is what `record(named:in:)` returned.
+    func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) throws
+    /// Live records whose fields reference `target` with `deleteSelf`.
+    func cascadeSources(of target: String, in zone: ZoneKey) throws -> [String]
+
+    func schema() throws -> Schema
+    /// Persists what a schema merge changed (never empty).
+    func persistSchemaChanges(_ changes: Schema) throws
+}
+
+/// What `recordToMerge` found.
+public enum RecordLookup {
+    case absent
+    /// The stored state already holds everything the incoming one does.
+    case covers
+    case state(RecordState)
+}
+
+extension ReplicaStorage {
+    public func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
+        try record(named: name, in: zone)?.version
+    }
+
+    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordVersion) throws -> RecordLookup {
+        guard let state = try record(named: name, in: zone) else { return .absent }
+        return state.version.covers(incoming) ? .covers : .state(state)
+    }
+
+    /// A fresh stamp for a local write, later than every stamp this replica has seen.
+    public func nextStamp() -> Stamp {
+        Stamp(time: clock.tick(wallClock: wallClockNow()), replica: replica)
+    }
+
+    /// Merges `schema` into the stored one; returns what changed.
+    @discardableResult
+    func mergeSchema(_ schema: Schema) throws -> Schema {
+        var current = try self.schema()
+        let changes = current.merge(schema)
+        if !changes.isEmpty { try persistSchemaChanges(changes) }
+        return changes
+    }
+
+    func liveSyncState(of zone: ZoneKey) throws -> ZoneSyncState {
+        guard let sync = try syncState(of: zone), sync.zoneState.exists else { throw ReplicaError.zoneNotFound(zone) }
+        return sync
+    }
+
+    /// Accounts for a local write to a zone.
+    func recordLocalWrite(_ stamp: Stamp, in zone: ZoneKey, sync: ZoneSyncState) throws {
+        var sync = sync
+        sync.recordLocalWrite(stamp)
+        try setSyncState(sync, of: zone)
+    }
+}
+
+/// Why the replica refused a local operation.
+public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
+    case zoneNotFound(ZoneKey)
+    case unknownRecord(String)
+    case recordTypeMismatch(record: String, stored: String, requested: String)
+    case schema(SchemaViolation)
+
+    public var description: String {
+        switch self {
+        case .zoneNotFound(let zone): return "zone \(zone.zoneID) does not exist; create it first"
+        case .unknownRecord(let name): return "record \(name) does not exist"
+        case .recordTypeMismatch(let name, let stored, let requested):
+            return "record \(name) is a \(stored); cannot save it as a \(requested)"
+        case .schema(let violation): return violation.description
+        }
+    }
+}

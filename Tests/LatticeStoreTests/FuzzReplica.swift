@@ -1,0 +1,98 @@
+import Foundation
+import LatticeCore
+import LatticeStore
+
+/// A wall clock the test moves by hand.
+final class ManualClock: @unchecked Sendable {
+    var now: UInt64
+    init(_ now: UInt64) { self.now = now }
+}
+
+/// One replica under test, on disk or in memory, driven through the same operations.
+protocol FuzzReplica: AnyObject {
+    var replicaID: ReplicaID { get }
+    var kind: String { get }
+    func createZone(_ zone: ZoneKey) throws
+    func deleteZone(_ zone: ZoneKey) throws
+    func save(_ name: String, type: String, in zone: ZoneKey, changes: [(name: String, value: FieldValue?)], replacement: FieldReplacement) throws -> Bool
+    func delete(_ name: String, in zone: ZoneKey) throws -> [String]
+    func clearConflicts(of name: String, in zone: ZoneKey) throws -> Bool
+    func deploySchema() throws -> Bool
+    func apply(_ bytes: [UInt8]) throws -> ApplySummary
+    func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8]
+    func syncState(of zone: ZoneKey) throws -> ZoneSyncState?
+    func records(in zone: ZoneKey) throws -> [RecordState]
+    func record(_ name: String, in zone: ZoneKey) throws -> RecordState?
+    func schema() throws -> Schema
+    /// The last commit's sequence: it must not move on a no-op.
+    func commitSequence() throws -> UInt64
+}
+
+final class MemoryFuzzReplica: FuzzReplica {
+    let replica: MemoryReplica
+    var replicaID: ReplicaID { replica.replica }
+    let kind = "memory"
+
+    init(_ id: ReplicaID, clock: ManualClock) {
+        replica = MemoryReplica(replica: id, wallClock: { clock.now })
+    }
+
+    func createZone(_ zone: ZoneKey) throws { replica.createZone(zone) }
+    func deleteZone(_ zone: ZoneKey) throws { try replica.deleteZone(zone) }
+    func save(_ name: String, type: String, in zone: ZoneKey, changes: [(name: String, value: FieldValue?)], replacement: FieldReplacement) throws -> Bool {
+        let before = replica.sequence
+        _ = try replica.save(name, type: type, in: zone, changes: changes, replacement: replacement)
+        return replica.sequence != before
+    }
+    func delete(_ name: String, in zone: ZoneKey) throws -> [String] {
+        try replica.transaction { try (replica as any ReplicaStorage).delete([name], in: zone) }
+    }
+    func clearConflicts(of name: String, in zone: ZoneKey) throws -> Bool { try replica.clearConflicts(of: name, in: zone) }
+    func deploySchema() throws -> Bool { try replica.deploySchema() }
+    func apply(_ bytes: [UInt8]) throws -> ApplySummary { try replica.apply(bytes) }
+    func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8] { try replica.makeChangeSet(for: zone, since: vector) }
+    func syncState(of zone: ZoneKey) -> ZoneSyncState? { replica.syncState(of: zone) }
+    func records(in zone: ZoneKey) -> [RecordState] { replica.records(in: zone) }
+    func record(_ name: String, in zone: ZoneKey) -> RecordState? { replica.record(name, in: zone) }
+    func schema() -> Schema { replica.schema() }
+    func commitSequence() -> UInt64 { replica.sequence }
+}
+
+final class StoreFuzzReplica: FuzzReplica {
+    let store: RecordStore
+    let directory: URL
+    var replicaID: ReplicaID { store.replica }
+    let kind = "store"
+
+    /// On tmpfs where there is one: the same SQLite code, without waiting on a disk.
+    static let root: URL = {
+        let shm = URL(fileURLWithPath: "/dev/shm")
+        let base = FileManager.default.isWritableFile(atPath: shm.path) ? shm : URL(fileURLWithPath: NSTemporaryDirectory())
+        return base.appendingPathComponent("lattice-fuzz-\(getpid())")
+    }()
+
+    init(clock: ManualClock) throws {
+        directory = Self.root.appendingPathComponent(UUID().uuidString)
+        store = try RecordStore(directory: directory, wallClock: { clock.now })
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    func createZone(_ zone: ZoneKey) throws { try store.write { _ = try $0.createZone(zone) } }
+    func deleteZone(_ zone: ZoneKey) throws { try store.write { try $0.deleteZone(zone) } }
+    func save(_ name: String, type: String, in zone: ZoneKey, changes: [(name: String, value: FieldValue?)], replacement: FieldReplacement) throws -> Bool {
+        try store.write { try $0.save(name, type: type, in: zone, changes: changes, replacement: replacement).changed }
+    }
+    func delete(_ name: String, in zone: ZoneKey) throws -> [String] { try store.write { try $0.delete([name], in: zone) } }
+    func clearConflicts(of name: String, in zone: ZoneKey) throws -> Bool { try store.write { try $0.clearConflicts(of: name, in: zone) } }
+    func deploySchema() throws -> Bool { try store.write { try $0.deploySchema() } }
+    func apply(_ bytes: [UInt8]) throws -> ApplySummary { try store.apply(bytes) }
+    func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8] { try store.changeSet(for: zone, since: vector) }
+    func syncState(of zone: ZoneKey) throws -> ZoneSyncState? { try store.read { try $0.syncState(of: zone) } }
+    func records(in zone: ZoneKey) throws -> [RecordState] {
+        try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }
+    }
+    func record(_ name: String, in zone: ZoneKey) throws -> RecordState? { try store.read { try $0.record(name, in: zone) } }
+    func schema() throws -> Schema { try store.read { try $0.schema() } }
+    func commitSequence() throws -> UInt64 { try store.currentSequence() }
+}
