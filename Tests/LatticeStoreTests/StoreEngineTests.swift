@@ -1,0 +1,204 @@
+import Foundation
+import LatticeCore
+import LatticeStore
+import LatticeTestSupport
+import Testing
+
+/// The scenarios that once broke the store on disk, each written out: a store
+/// that accepted a change set can send it on, no-ops take no commit,
+/// conflicts travel with records, and cascades end the same in any order.
+@Suite struct StoreEngineTests {
+    let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-engine-\(UUID().uuidString)")
+
+    func store(_ name: String, clock: ManualClock? = nil) throws -> RecordStore {
+        let url = directory.appendingPathComponent(name)
+        if let clock { return try RecordStore(directory: url, wallClock: { clock.now }) }
+        return try RecordStore(directory: url)
+    }
+
+    func save(_ store: RecordStore, _ name: String, _ changes: [(name: String, value: FieldValue?)], type: String = "Movie") throws {
+        try store.write { _ = try $0.save(name, type: type, in: zone, changes: changes) }
+    }
+
+    /// Sends everything `from` has that `to` lacks; returns what applying did.
+    @discardableResult
+    func sync(_ from: RecordStore, to: RecordStore) throws -> ApplySummary {
+        let since = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
+        return try to.apply(try from.changeSet(for: zone, since: since))
+    }
+
+    func record(_ store: RecordStore, _ name: String) throws -> RecordState? { try store.read { try $0.record(name, in: zone) } }
+
+    @Test func aStoreThatDeployedItsSchemaCanStillSendWhatItReceived() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        let b = try store("b")
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "m1", [("title", "x")])
+        try sync(a, to: b)
+        try b.write { _ = try $0.deploySchema() }
+        // The deployment is stamped by b, a replica none of b's records names.
+        let bytes = try b.changeSet(for: zone, since: VersionVector())
+        try a.apply(bytes)
+        #expect(try a.read { try $0.schema() }.isProduction)
+    }
+
+    @Test func aDeletedZoneCanBeSent() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        let b = try store("b")
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "m1", [("title", "x")])
+        try sync(a, to: b)
+        try b.write { try $0.deleteZone(zone) }
+        try sync(b, to: a)
+        #expect(try a.read { try $0.syncState(of: zone) }?.zoneState.exists == false)
+        #expect(try record(a, "m1") == nil)
+        _ = try b.changeSet(for: zone, since: VersionVector())
+    }
+
+    @Test func aWriterRefusesARecordItsHeaderCannotName() throws {
+        let stranger = ReplicaID(high: 9, low: 9)
+        let known = ReplicaID(high: 1, low: 1)
+        let stamp = Stamp(time: HLCTimestamp(milliseconds: 1_700_000_000_000, counter: 0), replica: stranger)
+        let state = LocalWrite.save(previous: nil, recordName: "r", recordType: "T", changes: [("f", .int64(1))], replacement: .changedKeys, stamp: stamp)
+        let header = ChangeSetHeader(
+            zone: zone, zoneState: ZoneState(causalLength: 1, stamp: Stamp(time: .zero, replica: known)),
+            base: VersionVector(), top: VersionVector(), claimsTop: true, replicas: [known], schema: Schema())
+        var writer = try ChangeSetWriter(header: header) { _ in }
+        #expect(throws: ChangeSetError.replicaMissingFromHeader("record \"r\"")) { try writer.append(state) }
+        #expect(throws: ChangeSetError.self) { try writer.finish() }
+        // A header whose own stamps name a replica it lacks is refused too.
+        var schema = Schema()
+        schema.merge(deployed: stamp)
+        let lying = ChangeSetHeader(zone: zone, zoneState: header.zoneState, base: VersionVector(), top: VersionVector(), claimsTop: true, replicas: [known], schema: schema)
+        #expect(throws: ChangeSetError.self) { _ = try ChangeSetWriter(header: lying) { _ in } }
+    }
+
+    @Test func applyingWhatIsAlreadyHeldTakesNoCommit() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        let b = try store("b")
+        try a.write { _ = try $0.createZone(zone) }
+        for index in 0..<20 { try save(a, "m\(index)", [("title", .string("t\(index)"))]) }
+        let everything = try a.changeSet(for: zone, since: VersionVector())
+        #expect(try b.apply(everything).recordsChanged == 20)
+        let sequence = try b.currentSequence()
+        let checkpoints = try b.read { try $0.syncState(of: zone) }
+        let again = try b.apply(everything)
+        #expect(again.recordsReceived == 20 && again.recordsChanged == 0)
+        #expect(try b.currentSequence() == sequence)
+        #expect(try b.read { try $0.syncState(of: zone) } == checkpoints)
+        // A save that changes nothing is no commit either.
+        try save(b, "m3", [("title", "t3")])
+        #expect(try b.currentSequence() == sequence)
+        try save(b, "m3", [("title", "changed")])
+        #expect(try b.currentSequence() == sequence + 1)
+    }
+
+    @Test func conflictsReachEveryReplicaAndTheirClearingSyncs() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock(1_700_000_000_000)
+        let a = try store("a", clock: clock)
+        let b = try store("b", clock: clock)
+        let c = try store("c", clock: clock)
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "m1", [("rating", .int64(1))])
+        try sync(a, to: b)
+        clock.now += 1
+        try save(a, "m1", [("rating", .int64(2))])
+        clock.now += 1
+        try save(b, "m1", [("rating", .int64(3))])
+        // A → B: B's merge sees the concurrency; B → C: C never met A.
+        let merged = try sync(a, to: b)
+        #expect(merged.conflicts == 1)
+        try sync(b, to: c)
+        let onB = try #require(try record(b, "m1"))
+        let onC = try #require(try record(c, "m1"))
+        #expect(onB == onC && onC.conflicts.count == 1)
+        #expect(onC[field: "rating"] == .int64(3) && onC.conflicts.first?.losingValue == .int64(2))
+        // A has not seen B's write yet: after it does, it shows the same conflict.
+        try sync(b, to: a)
+        #expect(try record(a, "m1") == onB)
+        // Clearing on C is a write that reaches A and B.
+        #expect(try c.write { try $0.clearConflicts(of: "m1", in: zone) })
+        try sync(c, to: b)
+        try sync(b, to: a)
+        for store in [a, b, c] { #expect(try record(store, "m1")?.conflicts.isEmpty == true) }
+        #expect(try record(a, "m1") == (try record(c, "m1")))
+        // Writing a merged value resolves too.
+        clock.now += 1
+        try save(a, "m1", [("rating", .int64(4))])
+        clock.now += 1
+        try save(c, "m1", [("rating", .int64(5))])
+        try sync(a, to: c)
+        #expect(try record(c, "m1")?.conflicts.count == 1)
+        try save(c, "m1", [("rating", .int64(5))]) // the same value, written over the conflict
+        try sync(c, to: a)
+        #expect(try record(a, "m1")?.conflicts.isEmpty == true && (try record(a, "m1")) == (try record(c, "m1")))
+    }
+
+    /// The case: a target deleted and re-created on one replica, a
+    /// deleteSelf reference to the old incarnation written on another. A
+    /// replica that gets the re-created target first must still delete the
+    /// reference, as one that got the delete first does.
+    @Test func cascadesEndTheSameWhateverTheArrivalOrder() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock(1_700_000_000_000)
+        let a = try store("a", clock: clock)
+        let b = try store("b", clock: clock)
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "target", [("title", "v1")])
+        try sync(a, to: b)
+        clock.now += 1
+        try save(b, "child", [("parent", .reference(RecordReference(recordName: "target", action: .deleteSelf)))], type: "Part")
+        let child = try b.changeSet(for: zone, since: try a.read { try $0.syncState(of: zone)!.vector })
+        clock.now += 1
+        try a.write { _ = try $0.delete(["target"], in: zone) }
+        let deletion = try a.changeSet(for: zone, since: VersionVector())
+        clock.now += 1
+        try save(a, "target", [("title", "v2")])
+        let recreation = try a.changeSet(for: zone, since: VersionVector())
+
+        let early = try store("early", clock: clock)
+        for bytes in [deletion, child, recreation] { try early.apply(bytes) }
+        let late = try store("late", clock: clock)
+        for bytes in [child, recreation, deletion] { try late.apply(bytes) }
+        try a.apply(child)
+        for replica in [early, late, a] {
+            #expect(try record(replica, "child")?.isAlive == false)
+            #expect(try record(replica, "target")?.isAlive == true)
+        }
+        // A reference written against the new incarnation survives the old delete.
+        clock.now += 1
+        try save(late, "child2", [("parent", .reference(RecordReference(recordName: "target", action: .deleteSelf)))], type: "Part")
+        try sync(late, to: early)
+        try early.apply(deletion)
+        #expect(try record(early, "child2")?.isAlive == true)
+        for replica in [early, late, a] { for other in [early, late, a] { try sync(other, to: replica) } }
+        #expect(try late.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }
+            == (try early.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }))
+    }
+
+    @Test func aZoneRecreationFromTheFutureWaitsWhole() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock(1_700_000_000_000)
+        let ahead = ManualClock(1_700_000_000_000 + 3_600_000)
+        let a = try store("a", clock: clock)
+        let future = try store("future", clock: ahead)
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "m1", [("title", "kept")])
+        try sync(a, to: future)
+        try future.write { try $0.deleteZone(zone) }
+        try future.write { _ = try $0.createZone(zone) }
+        let sequence = try a.currentSequence()
+        let summary = try sync(future, to: a)
+        #expect(summary.zoneDeferred)
+        #expect(try record(a, "m1")?[field: "title"] == "kept")
+        #expect(try a.currentSequence() == sequence)
+        clock.now = ahead.now
+        #expect(try sync(future, to: a).zoneDeferred == false)
+        #expect(try record(a, "m1") == nil)
+    }
+}
