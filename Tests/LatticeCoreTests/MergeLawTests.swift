@@ -2,7 +2,8 @@ import LatticeCore
 import Testing
 
 /// The laws that make replicas converge, checked on random states of one
-/// record written by several replicas (random saves, removals and deletes).
+/// record written by several replicas (random saves, removals, deletes and
+/// conflict clears, so states carry conflicts too).
 @Suite struct MergeLawTests {
     /// Random states of record "r", each a replica's view after random local writes and merges.
     static func randomStates(seed: UInt64) throws -> [RecordState] {
@@ -11,15 +12,17 @@ import Testing
         let replicas = (1...3).map { makeReplica(UInt64($0), clock: clock) }
         for replica in replicas { replica.createZone(testZone) }
         var states: [RecordState] = []
-        for _ in 0..<12 {
+        while states.count < 12 {
             let replica = replicas.randomElement(using: &rng)!
             clock.now += UInt64.random(in: 0...2, using: &rng)
             switch Int.random(in: 0..<10, using: &rng) {
             case 0..<6:
                 let fields = ["a", "b", "c"].shuffled(using: &rng).prefix(Int.random(in: 1...3, using: &rng))
                 try replica.save("r", type: "T", in: testZone, changes: fields.map { ($0, Bool.random(using: &rng) ? .int64(Int64.random(in: 0...9, using: &rng)) : nil) })
-            case 6..<8:
+            case 6:
                 if replica.record("r", in: testZone)?.isAlive == true { try replica.delete("r", in: testZone) }
+            case 7:
+                try replica.clearConflicts(of: "r", in: testZone)
             default:
                 let other = replicas.randomElement(using: &rng)!
                 _ = try replica.apply(try other.makeChangeSet(for: testZone, since: VersionVector()))
@@ -31,7 +34,7 @@ import Testing
 
     @Test(arguments: 0..<300 as Range<UInt64>) func mergeIsCommutativeAssociativeAndIdempotent(seed: UInt64) throws {
         let states = try Self.randomStates(seed: seed)
-        guard states.count >= 3 else { return }
+        try #require(states.count >= 3)
         var rng = SeededGenerator(seed: seed ^ 0xABCDEF)
         let a = states.randomElement(using: &rng)!
         let b = states.randomElement(using: &rng)!

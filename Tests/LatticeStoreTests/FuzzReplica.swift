@@ -1,12 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeStore
-
-/// A wall clock the test moves by hand.
-final class ManualClock: @unchecked Sendable {
-    var now: UInt64
-    init(_ now: UInt64) { self.now = now }
-}
+import LatticeTestSupport
 
 /// One replica under test, on disk or in memory, driven through the same operations.
 protocol FuzzReplica: AnyObject {

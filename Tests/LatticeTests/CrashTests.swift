@@ -101,29 +101,104 @@ import Testing
         #expect(vector.entries.count == 1 && vector.entries.first?.replica == container.replicaID)
     }
 
-    @Test func killDuringChangeSetApplyLeavesTheStoreWholeAndOpenable() throws {
+    /// Runs the child until it says it is inside the apply, kills it there,
+    /// and returns everything it printed.
+    func killInsideApply(_ store: URL, file: URL, pauseAt offset: Int) throws -> [String] {
+        let lines = try runChild([store.path, "apply-pausing", file.path, String(offset)], until: "inside apply")
+        #expect(lines.contains("inside apply"), "the child never reached the middle of the apply: \(lines)")
+        #expect(!lines.contains { $0.hasPrefix("applied") }, "the apply finished before the kill")
+        return lines
+    }
+
+    /// Starts the child and kills it as soon as it prints `marker`.
+    func runChild(_ arguments: [String], until marker: String) throws -> [String] {
+        let child = Process()
+        child.executableURL = builtProduct("lattice-crash-child")
+        child.arguments = arguments
+        let output = Pipe()
+        child.standardOutput = output
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        var text = ""
+        while !text.split(separator: "\n").contains(Substring(marker)) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        #expect(child.terminationReason == .uncaughtSignal, "the child should have been killed, not have exited")
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    func changes(in container: Container, zone: Zone.ID = .default) throws -> ZoneChanges {
+        try container.privateCloudDatabase.recordZoneChanges(inZoneWith: zone, since: nil, resultsLimit: 10_000)
+    }
+
+    @Test func killInsideAChangeSetApplyLeavesNothingOfIt() throws {
         let source = try directory.container("source")
         let records = (0..<3_000).map { movie("r\($0)", ["title": .string("Title \($0)"), "n": .int64(Int64($0))]) }
         _ = try source.privateCloudDatabase.modifyRecords(saving: records, deleting: [])
         let zone = ZoneKey(scope: .private, zoneID: .default)
         let file = directory.url.appendingPathComponent("changes.ltcs")
-        try Data(source.changeSet(for: zone, since: VersionVector())).write(to: file)
+        let bytes = try source.changeSet(for: zone, since: VersionVector())
+        try Data(bytes).write(to: file)
         let target = directory.url.appendingPathComponent("target")
         do {
             let container = try Container(identifier: "crash", directory: target)
             try container.privateCloudDatabase.save(movie("before", ["title": "committed before the crash"]))
         }
-        // Kill at several moments of the first apply: it is all there or not at all.
-        var outcomes = Set<Int>()
-        for delay: UInt32 in [30, 80, 150, 300, 600, 1_200] {
-            _ = try runChild([target.path, "apply", file.path], killAfter: 1, delay: delay)
-            let container = try Container(identifier: "crash", directory: target, create: false)
-            #expect(try container.privateCloudDatabase.record(for: Record.ID(recordName: "before"))["title"] == "committed before the crash")
-            let count = try container.privateCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil, resultsLimit: 10_000).modifications.count
-            #expect(count == 1 || count == 3_001, "a killed apply left \(count - 1) of 3000 records")
-            outcomes.insert(count)
-            if count == 3_001 { break }
+        // Killed with half the records merged inside the open transaction: none of them stays.
+        _ = try killInsideApply(target, file: file, pauseAt: bytes.count / 2)
+        var container = try Container(identifier: "crash", directory: target, create: false)
+        #expect(try container.privateCloudDatabase.record(for: Record.ID(recordName: "before"))["title"] == "committed before the crash")
+        #expect(try changes(in: container).modifications.count == 1, "a killed apply left some of its records")
+        // The same apply, not killed, commits all of them: the kill is what kept them out.
+        #expect(try container.apply(changeSet: bytes).recordsChanged == 3_000)
+        container = try Container(identifier: "crash", directory: target, create: false)
+        #expect(try changes(in: container).modifications.count == 3_001)
+    }
+
+    @Test func killDuringAZoneDeletionKeepsTheZoneWhole() throws {
+        let zoneID = Zone.ID(zoneName: "Doomed")
+        let zone = ZoneKey(scope: .private, zoneID: zoneID)
+        let origin = try directory.container("origin")
+        try origin.privateCloudDatabase.save(Zone(zoneID: zoneID))
+        _ = try origin.privateCloudDatabase.modifyRecords(saving: (0..<2_000).map { movie("r\($0)", zone: zoneID, ["n": .int64(Int64($0))]) }, deleting: [])
+        let target = directory.url.appendingPathComponent("target")
+        do {
+            let container = try Container(identifier: "crash", directory: target)
+            try container.apply(changeSet: origin.changeSet(for: zone, since: VersionVector()))
         }
-        #expect(outcomes.contains(3_001) || outcomes == [1])
+        try origin.privateCloudDatabase.deleteZone(withID: zoneID)
+        let deletion = try origin.changeSet(for: zone, since: VersionVector())
+        let file = directory.url.appendingPathComponent("deletion.ltcs")
+        try Data(deletion).write(to: file)
+        // The end frame is read after the header's deletion has removed the records, in the open transaction.
+        _ = try killInsideApply(target, file: file, pauseAt: deletion.count - 10)
+        var container = try Container(identifier: "crash", directory: target, create: false)
+        #expect(try container.privateCloudDatabase.allRecordZones().contains(Zone(zoneID: zoneID)))
+        #expect(try container.privateCloudDatabase.recordCount(inZoneWith: zoneID) == 2_000, "a killed zone deletion removed some records")
+        try container.apply(changeSet: deletion)
+        container = try Container(identifier: "crash", directory: target, create: false)
+        #expect(try !container.privateCloudDatabase.allRecordZones().contains(Zone(zoneID: zoneID)))
+        #expect(try container.privateCloudDatabase.recordCount(inZoneWith: zoneID) == 0)
+    }
+
+    @Test func killDuringLocalZoneDeletionsLeavesEachZoneWholeOrGone() throws {
+        let store = directory.url.appendingPathComponent("zones")
+        let lines = try runChild([store.path, "zones"], until: "deleting 3")
+        let container = try Container(identifier: "crash", directory: store, create: false)
+        let database = container.privateCloudDatabase
+        let zones = Set(try database.allRecordZones().map(\.zoneID.zoneName))
+        for round in 0..<4 {
+            let name = Zone.ID(zoneName: "z\(round)")
+            let deleted = lines.contains("deleted \(round)")
+            if deleted { #expect(!zones.contains(name.zoneName), "zone \(round) was reported deleted") }
+            if zones.contains(name.zoneName) {
+                #expect(try database.recordCount(inZoneWith: name) == 1_000, "zone \(round) is half deleted")
+            }
+        }
+        #expect(lines.contains("deleted 2"))
     }
 }
