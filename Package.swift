@@ -14,6 +14,7 @@
 //      LatticeCore         pure: values, clocks, vectors, merge, change sets, queries (no I/O)
 //
 //  CSodium                 system-library shim for libsodium
+//  LatticeFuzzing          the change-set fuzz target (store + core), for lattice-fuzz-changeset and the tests
 import PackageDescription
 
 let package = Package(
@@ -46,9 +47,12 @@ let package = Package(
         .executableTarget(name: "lattice", dependencies: ["LatticeCLI"]),
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
+        // The change-set fuzzer: a library the tests replay crashers with, and its binary (scripts/fuzz.sh).
+        .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeStore"]),
+        .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
         .target(name: "LatticeTestSupport", path: "Tests/LatticeTestSupport"),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeTestSupport"]),
-        .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
+        .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing"]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "lattice-crash-child"]),
         .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "LatticeTestSupport"]),
     ]

@@ -139,8 +139,15 @@ public struct BinaryReader {
         return bytes[offset..<offset + count]
     }
 
+    /// A length prefix, checked against what is left after it.
+    public mutating func length(_ what: String) throws -> Int {
+        let value = try varint()
+        guard value <= UInt64(remaining) else { throw DecodingError.malformed("\(what) \(value) runs past the end", offset: offset) }
+        return Int(value)
+    }
+
     public mutating func string() throws -> String {
-        let length = try count(below: remaining + 1, "string length")
+        let length = try length("string length")
         let start = offset
         offset += length
         guard let text = String(validating: bytes[start..<start + length], as: UTF8.self) else {
@@ -150,7 +157,7 @@ public struct BinaryReader {
     }
 
     public mutating func blob() throws -> [UInt8] {
-        let length = try count(below: remaining + 1, "blob length")
+        let length = try length("blob length")
         return Array(try raw(length))
     }
 }

@@ -197,7 +197,7 @@ struct RecordCodec {
         }
         let fieldCount = try reader.count(below: reader.remaining + 1, "field count")
         var fields: [FieldRegister] = []
-        fields.reserveCapacity(fieldCount)
+        fields.reserveCapacity(min(fieldCount, 256)) // a count read off the wire reserves no more than that
         for _ in 0..<fieldCount {
             let name = try names.read(from: &reader)
             if let last = fields.last, last.name >= name {

@@ -30,6 +30,18 @@ public struct ApplySummary: Hashable, Sendable {
 }
 
 extension ReplicaStorage {
+    /// Applies every change set `source` holds (one per zone, as in a bundle),
+    /// all within the caller's transaction.
+    public func applyChangeSets<Source: ByteSource>(from source: Source) throws -> ApplySummary {
+        var reader = ChangeSetReader(source: source)
+        var total = ApplySummary()
+        while try reader.readHeader() != nil {
+            total.add(try apply(&reader))
+            reader = ChangeSetReader(source: reader.source)
+        }
+        return total
+    }
+
     /// Applies the change set `reader` is positioned at (header already read):
     /// the one place where remote state enters a replica. Zone incarnations,
     /// the clock-skew bound, the merge, cascades and the vector claim are

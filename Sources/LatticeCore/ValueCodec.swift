@@ -75,7 +75,7 @@ enum ValueCodec {
             }
             let count = try reader.count(below: reader.remaining + 1, "list length")
             var items: [FieldValue] = []
-            items.reserveCapacity(count)
+            items.reserveCapacity(min(count, 256)) // a count read off the wire reserves no more than that
             for _ in 0..<count { items.append(try decodePayload(element, from: &reader)) }
             return .list(items)
         }

@@ -6,15 +6,7 @@ extension RecordStore {
     /// lacks to `sink`, a frame at a time, from one consistent snapshot.
     @discardableResult
     public func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
-        try read { snapshot in
-            guard let zone = try snapshot.zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
-            let header = ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: try snapshot.schema())
-            var writer = try ChangeSetWriter(header: header, sink: sink)
-            let start = try snapshot.deltaStart(zoneID: zone.id, for: vector)
-            try snapshot.forEachRecord(changedAfter: start, zoneID: zone.id) { try writer.append($0) }
-            try writer.finish()
-            return (writer.recordCount, writer.byteCount)
-        }
+        try read { try $0.writeChangeSet(for: key, since: vector, to: sink) }
     }
 
     /// The change set as bytes in memory (small zones, tests).
@@ -30,18 +22,29 @@ extension RecordStore {
     /// committed: the sequence, checkpoints and change tokens stay as they were.
     @discardableResult
     public func apply<Source: ByteSource>(from source: Source) throws -> ApplySummary {
-        var reader = ChangeSetReader(source: source)
-        return try write { transaction in
-            var total = ApplySummary()
-            while try reader.readHeader() != nil {
-                total.add(try transaction.apply(&reader))
-                reader = ChangeSetReader(source: reader.source)
-            }
-            return total
-        }
+        try write { try $0.applyChangeSets(from: source) }
     }
 
     public func apply(_ bytes: [UInt8]) throws -> ApplySummary {
         try apply(from: ArrayByteSource(bytes))
+    }
+}
+
+extension StoreSnapshot {
+    /// Streams the change set of what this snapshot holds in `key` that `vector` lacks.
+    @discardableResult
+    public func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
+        guard let zone = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
+        let header = ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: try schema())
+        var writer = try ChangeSetWriter(header: header, sink: sink)
+        let start = try deltaStart(zoneID: zone.id, for: vector)
+        try forEachRecord(changedAfter: start, zoneID: zone.id) { try writer.append($0) }
+        try writer.finish()
+        return (writer.recordCount, writer.byteCount)
+    }
+
+    /// Every zone this snapshot knows, in every database.
+    public func allZoneKeys() throws -> [ZoneKey] {
+        try DatabaseScope.allCases.flatMap { try zones(in: $0).map(\.key) }
     }
 }
