@@ -25,7 +25,7 @@ public final class ChangeSetFuzzTarget {
         self.directory = directory
         base = FuzzHistories.make().base
         store = try RecordStore(directory: directory, wallClock: { ChangeSetFuzzTarget.now })
-        try store.apply(base)
+        _ = try store.apply(base)
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }

@@ -35,7 +35,7 @@ public enum FuzzCommand {
             let url = URL(fileURLWithPath: directory)
             try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             for (index, seed) in FuzzHistories.make().seeds.enumerated() {
-                FileManager.default.createFile(atPath: url.appendingPathComponent(String(format: "seed-%02d.ltcs", index)).path, contents: Data(seed))
+                _ = FileManager.default.createFile(atPath: url.appendingPathComponent(String(format: "seed-%02d.ltcs", index)).path, contents: Data(seed))
             }
             return 0
         default:
