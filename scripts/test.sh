@@ -9,6 +9,12 @@ swift build --build-tests
 swift test --skip-build "$@"
 fuzz_seconds="${LATTICE_FUZZ_SECONDS:-45}"
 if [ "$fuzz_seconds" -gt 0 ]; then
-  scripts/fuzz.sh "$fuzz_seconds" 20261124 2>&1 | grep -E "^(Done|stat::|==[0-9]+==|SUMMARY|artifact_prefix|Test unit written)" || true
-  test "${PIPESTATUS[0]}" -eq 0
+  log="$(mktemp)"
+  status=0
+  scripts/fuzz.sh "$fuzz_seconds" 20261124 > "$log" 2>&1 || status=$?
+  grep -E "^(Done|stat::|==[0-9]+==|SUMMARY|artifact_prefix|Test unit written|.*Fatal error)" "$log" || true
+  if [ "$status" -ne 0 ]; then tail -n 60 "$log"; fi
+  rm -f "$log"
+  echo "libFuzzer run of the change-set target: $([ "$status" -eq 0 ] && echo "no crash" || echo "FAILED (exit $status)")"
+  exit "$status"
 fi
