@@ -23,6 +23,9 @@ public final class MemoryReplica: ReplicaStorage {
     public private(set) var sequence: UInt64 = 0
     private var touchedZones: Set<ZoneKey> = []
     private var changed = false
+    /// How to take back each change of the running transaction, newest last.
+    /// (A copy of the zones would be simpler, but writing to it copies every record.)
+    private var undo: [() -> Void] = []
 
     public init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
         self.replica = replica
@@ -35,9 +38,11 @@ public final class MemoryReplica: ReplicaStorage {
     /// Runs `body` as one commit: undone whole if it throws, no sequence taken
     /// if it changed no zone (as in the store).
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        let saved = (zones, currentSchema, clock)
+        let savedClock = clock
         touchedZones = []
         changed = false
+        undo = []
+        defer { undo = [] }
         do {
             let result = try body()
             // Schema changes alone are kept but take no sequence: it counts zone commits.
@@ -45,10 +50,11 @@ public final class MemoryReplica: ReplicaStorage {
                 sequence += 1
                 for key in touchedZones { zones[key]!.checkpoints.append(Checkpoint(sequence: sequence, knowledge: zones[key]!.sync.knowledge)) }
             }
-            if !changed { clock = saved.2 }
+            if !changed { clock = savedClock }
             return result
         } catch {
-            (zones, currentSchema, clock) = saved
+            for step in undo.reversed() { step() }
+            clock = savedClock
             throw error
         }
     }
@@ -60,14 +66,26 @@ public final class MemoryReplica: ReplicaStorage {
     public func syncState(of zone: ZoneKey) -> ZoneSyncState? { zones[zone]?.sync }
 
     public func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
-        if zones[zone] == nil { zones[zone] = Zone(sync: state) } else { zones[zone]!.sync = state }
+        if let previous = zones[zone]?.sync {
+            undo.append { [unowned self] in zones[zone]!.sync = previous }
+            zones[zone]!.sync = state
+        } else {
+            undo.append { [unowned self] in zones[zone] = nil }
+            zones[zone] = Zone(sync: state)
+        }
         touch(zone)
     }
 
     public func removeAllRecords(in zone: ZoneKey) {
         guard zones[zone]?.records.isEmpty == false else { return }
-        zones[zone]!.records.removeAll()
-        zones[zone]!.cascadeIndex.removeAll()
+        let records = zones[zone]!.records
+        let cascadeIndex = zones[zone]!.cascadeIndex
+        undo.append { [unowned self] in
+            zones[zone]!.records = records
+            zones[zone]!.cascadeIndex = cascadeIndex
+        }
+        zones[zone]!.records = [:]
+        zones[zone]!.cascadeIndex = [:]
         touch(zone)
     }
 
@@ -75,12 +93,19 @@ public final class MemoryReplica: ReplicaStorage {
 
     public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
         let name = state.recordName
-        zones[zone]!.records[name] = (state, sequence + 1)
+        let replaced = zones[zone]!.records.updateValue((state, sequence + 1), forKey: name)
+        undo.append { [unowned self] in zones[zone]!.records[name] = replaced }
         let before = previous?.isAlive == true ? Set(previous!.cascadeReferences.map(\.target)) : []
         let after = state.isAlive ? Set(state.cascadeReferences.map(\.target)) : []
         if before != after {
-            for target in before.subtracting(after) { zones[zone]!.cascadeIndex[target]?.remove(name) }
-            for target in after.subtracting(before) { zones[zone]!.cascadeIndex[target, default: []].insert(name) }
+            for target in before.subtracting(after) {
+                zones[zone]!.cascadeIndex[target]?.remove(name)
+                undo.append { [unowned self] in zones[zone]!.cascadeIndex[target, default: []].insert(name) }
+            }
+            for target in after.subtracting(before) {
+                zones[zone]!.cascadeIndex[target, default: []].insert(name)
+                undo.append { [unowned self] in zones[zone]!.cascadeIndex[target]?.remove(name) }
+            }
         }
         touch(zone)
     }
@@ -93,6 +118,8 @@ public final class MemoryReplica: ReplicaStorage {
     public func schema() -> Schema { currentSchema }
 
     public func persistSchemaChanges(_ changes: Schema) {
+        let previous = currentSchema
+        undo.append { [unowned self] in currentSchema = previous }
         currentSchema.merge(changes)
         changed = true
     }
