@@ -29,5 +29,5 @@ extension RecordState {
         }
     }
 
-    public var hasConflicts: Bool { fields.contains { !$0.losers.isEmpty } }
+    public var hasConflicts: Bool { fields.contains { $0.hasLosers } }
 }

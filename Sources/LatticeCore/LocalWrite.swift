@@ -96,5 +96,5 @@ public enum LocalWrite {
 
 extension FieldRegister {
     /// A value or a conflict: something an allKeys save must overwrite.
-    var holdsAnything: Bool { value != nil || !losers.isEmpty }
+    var holdsAnything: Bool { value != nil || hasLosers }
 }

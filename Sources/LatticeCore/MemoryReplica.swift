@@ -18,19 +18,38 @@ public final class MemoryReplica: ReplicaStorage {
     public var clock: HybridLogicalClock
     public var wallClock: () -> UInt64
     public private(set) var currentSchema = Schema()
-    var zones: [ZoneKey: Zone] = [:]
+    /// Zones in slots, found by key; a merge asks for one zone many times per
+    /// record, so the last one found is kept rather than hashed again.
+    private var slots: [Zone] = []
+    private var slotOfZone: [ZoneKey: Int] = [:]
+    private var lastZone: (key: ZoneKey, slot: Int)?
     /// The last committed sequence.
     public private(set) var sequence: UInt64 = 0
-    private var touchedZones: Set<ZoneKey> = []
+    private var touchedSlots: [Int] = []
     private var changed = false
     /// How to take back each change of the running transaction, newest last.
-    /// (A copy of the zones would be simpler, but writing to it copies every record.)
-    private var undo: [() -> Void] = []
+    private var undo: [Undo] = []
+
+    private enum Undo {
+        case sync(slot: Int, ZoneSyncState)
+        case newZone(ZoneKey)
+        case records(slot: Int, [String: (state: RecordState, sequence: UInt64)], [String: Set<String>])
+        case record(slot: Int, name: String, (state: RecordState, sequence: UInt64)?)
+        case cascade(slot: Int, target: String, source: String, wasIndexed: Bool)
+        case schema(Schema)
+    }
 
     public init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
         self.replica = replica
         self.wallClock = wallClock
         clock = HybridLogicalClock(maximumSkewMilliseconds: maximumSkewMilliseconds)
+    }
+
+    private func slot(_ key: ZoneKey) -> Int? {
+        if let lastZone, lastZone.key == key { return lastZone.slot }
+        guard let slot = slotOfZone[key] else { return nil }
+        lastZone = (key, slot)
+        return slot
     }
 
     // MARK: Transactions
@@ -39,23 +58,40 @@ public final class MemoryReplica: ReplicaStorage {
     /// if it changed no zone (as in the store).
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         let savedClock = clock
-        touchedZones = []
+        touchedSlots = []
         changed = false
         undo = []
         defer { undo = [] }
         do {
             let result = try body()
             // Schema changes alone are kept but take no sequence: it counts zone commits.
-            if !touchedZones.isEmpty {
+            if !touchedSlots.isEmpty {
                 sequence += 1
-                for key in touchedZones { zones[key]!.checkpoints.append(Checkpoint(sequence: sequence, knowledge: zones[key]!.sync.knowledge)) }
+                for slot in touchedSlots { slots[slot].checkpoints.append(Checkpoint(sequence: sequence, knowledge: slots[slot].sync.knowledge)) }
             }
             if !changed { clock = savedClock }
             return result
         } catch {
-            for step in undo.reversed() { step() }
+            for step in undo.reversed() { takeBack(step) }
             clock = savedClock
             throw error
+        }
+    }
+
+    private func takeBack(_ step: Undo) {
+        switch step {
+        case .sync(let slot, let sync): slots[slot].sync = sync
+        case .newZone(let key):
+            slots.removeLast()
+            slotOfZone[key] = nil
+            lastZone = nil
+        case .records(let slot, let records, let cascadeIndex):
+            slots[slot].records = records
+            slots[slot].cascadeIndex = cascadeIndex
+        case .record(let slot, let name, let entry): slots[slot].records[name] = entry
+        case .cascade(let slot, let target, let source, let wasIndexed):
+            if wasIndexed { slots[slot].cascadeIndex[target, default: []].insert(source) } else { slots[slot].cascadeIndex[target]?.remove(source) }
+        case .schema(let schema): currentSchema = schema
         }
     }
 
@@ -63,69 +99,73 @@ public final class MemoryReplica: ReplicaStorage {
 
     public func wallClockNow() -> UInt64 { wallClock() }
 
-    public func syncState(of zone: ZoneKey) -> ZoneSyncState? { zones[zone]?.sync }
+    public func syncState(of zone: ZoneKey) -> ZoneSyncState? { slot(zone).map { slots[$0].sync } }
 
     public func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
-        if let previous = zones[zone]?.sync {
-            undo.append { [unowned self] in zones[zone]!.sync = previous }
-            zones[zone]!.sync = state
+        if let slot = slot(zone) {
+            undo.append(.sync(slot: slot, slots[slot].sync))
+            slots[slot].sync = state
+            touch(slot)
         } else {
-            undo.append { [unowned self] in zones[zone] = nil }
-            zones[zone] = Zone(sync: state)
+            undo.append(.newZone(zone))
+            slotOfZone[zone] = slots.count
+            slots.append(Zone(sync: state))
+            touch(slots.count - 1)
         }
-        touch(zone)
     }
 
     public func removeAllRecords(in zone: ZoneKey) {
-        guard zones[zone]?.records.isEmpty == false else { return }
-        let records = zones[zone]!.records
-        let cascadeIndex = zones[zone]!.cascadeIndex
-        undo.append { [unowned self] in
-            zones[zone]!.records = records
-            zones[zone]!.cascadeIndex = cascadeIndex
-        }
-        zones[zone]!.records = [:]
-        zones[zone]!.cascadeIndex = [:]
-        touch(zone)
+        guard let slot = slot(zone), !slots[slot].records.isEmpty else { return }
+        undo.append(.records(slot: slot, slots[slot].records, slots[slot].cascadeIndex))
+        slots[slot].records = [:]
+        slots[slot].cascadeIndex = [:]
+        touch(slot)
     }
 
-    public func record(named name: String, in zone: ZoneKey) -> RecordState? { zones[zone]?.records[name]?.state }
+    public func record(named name: String, in zone: ZoneKey) -> RecordState? {
+        guard let slot = slot(zone) else { return nil }
+        return slots[slot].records[name]?.state
+    }
+
+    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordVersion) -> RecordLookup {
+        guard let slot = slot(zone), let state = slots[slot].records[name]?.state else { return .absent }
+        return state.causalLength >= incoming.causalLength && state.vector.dominates(incoming.vector) ? .covers : .state(state)
+    }
 
     public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
+        let slot = slot(zone)!
         let name = state.recordName
-        let replaced = zones[zone]!.records.updateValue((state, sequence + 1), forKey: name)
-        undo.append { [unowned self] in zones[zone]!.records[name] = replaced }
-        let before = previous?.isAlive == true ? Set(previous!.cascadeReferences.map(\.target)) : []
-        let after = state.isAlive ? Set(state.cascadeReferences.map(\.target)) : []
+        undo.append(.record(slot: slot, name: name, slots[slot].records.updateValue((state, sequence + 1), forKey: name)))
+        let before = previous?.liveCascadeTargets ?? []
+        let after = state.liveCascadeTargets
         if before != after {
             for target in before.subtracting(after) {
-                zones[zone]!.cascadeIndex[target]?.remove(name)
-                undo.append { [unowned self] in zones[zone]!.cascadeIndex[target, default: []].insert(name) }
+                slots[slot].cascadeIndex[target]?.remove(name)
+                undo.append(.cascade(slot: slot, target: target, source: name, wasIndexed: true))
             }
             for target in after.subtracting(before) {
-                zones[zone]!.cascadeIndex[target, default: []].insert(name)
-                undo.append { [unowned self] in zones[zone]!.cascadeIndex[target]?.remove(name) }
+                slots[slot].cascadeIndex[target, default: []].insert(name)
+                undo.append(.cascade(slot: slot, target: target, source: name, wasIndexed: false))
             }
         }
-        touch(zone)
+        touch(slot)
     }
 
     public func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {
-        guard let sources = zones[zone]?.cascadeIndex[target] else { return [] }
+        guard let slot = slot(zone), !slots[slot].cascadeIndex.isEmpty, let sources = slots[slot].cascadeIndex[target] else { return [] }
         return Array(sources)
     }
 
     public func schema() -> Schema { currentSchema }
 
     public func persistSchemaChanges(_ changes: Schema) {
-        let previous = currentSchema
-        undo.append { [unowned self] in currentSchema = previous }
+        undo.append(.schema(currentSchema))
         currentSchema.merge(changes)
         changed = true
     }
 
-    private func touch(_ zone: ZoneKey) {
-        touchedZones.insert(zone)
+    private func touch(_ slot: Int) {
+        if !touchedSlots.contains(slot) { touchedSlots.append(slot) }
         changed = true
     }
 
@@ -133,15 +173,15 @@ public final class MemoryReplica: ReplicaStorage {
 
     public var schemaState: Schema { currentSchema }
 
-    public func zoneExists(_ key: ZoneKey) -> Bool { zones[key]?.sync.zoneState.exists ?? false }
+    public func zoneExists(_ key: ZoneKey) -> Bool { syncState(of: key)?.zoneState.exists ?? false }
 
-    public var zoneKeys: [ZoneKey] { Array(zones.keys) }
+    public var zoneKeys: [ZoneKey] { Array(slotOfZone.keys) }
 
     public func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
 
     /// Every record of a zone, tombstones included, by name.
     public func records(in key: ZoneKey) -> [RecordState] {
-        (zones[key]?.records.values.map(\.state) ?? []).sorted { $0.recordName < $1.recordName }
+        (slot(key).map { slots[$0].records.values.map(\.state) } ?? []).sorted { $0.recordName < $1.recordName }
     }
 
     // MARK: Operations, each a transaction
@@ -184,7 +224,8 @@ public final class MemoryReplica: ReplicaStorage {
 
     /// A change set of what this replica has in `key` that `vector` lacks.
     public func makeChangeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
-        guard let zone = zones[key] else { throw ReplicaError.zoneNotFound(key) }
+        guard let slot = slot(key) else { throw ReplicaError.zoneNotFound(key) }
+        let zone = slots[slot]
         let start = Checkpoint.deltaStart(in: zone.checkpoints, for: vector)
         let changed = zone.records.values.filter { $0.sequence > start }.sorted { ($0.sequence, $0.state.recordName) < ($1.sequence, $1.state.recordName) }.map(\.state)
         return try Self.encode(header: ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: currentSchema), records: changed)

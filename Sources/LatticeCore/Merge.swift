@@ -75,6 +75,19 @@ public enum Merge {
 
     /// One field of two states whose vectors are `seenA` and `seenB`.
     static func mergeRegister(_ a: FieldRegister, seen seenA: VersionVector, _ b: FieldRegister, seen seenB: VersionVector, newConflicts: inout Int) -> FieldRegister {
+        if !a.hasLosers, !b.hasLosers, a.stamp != b.stamp {
+            // The common case, one write on each side: the rule below without building version lists.
+            let keepA = !seenB.covers(a.stamp)
+            let keepB = !seenA.covers(b.stamp)
+            if keepA != keepB { return keepA ? a : b }
+            let aWins = a.stamp > b.stamp
+            let winner = aWins ? a : b
+            guard keepA else { return winner } // both dropped: only a lying peer gets here
+            var register = winner
+            register.losers = [aWins ? b.winner : a.winner]
+            newConflicts += 1
+            return register
+        }
         let versionsA = [a.winner] + a.losers
         let versionsB = [b.winner] + b.losers
         var kept: [FieldVersion] = []

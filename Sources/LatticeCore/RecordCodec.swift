@@ -94,7 +94,7 @@ struct RecordCodec {
         if state.typeStamp == latest { flags |= Flags.typeIsLatest }
         if state.created == latest { flags |= Flags.createdIsLatest }
         if state.deleted == latest { flags |= Flags.deletedIsLatest }
-        if state.fields.contains(where: { !$0.targetIncarnations.isEmpty || !$0.losers.isEmpty }) { flags |= Flags.fieldExtras }
+        if state.fields.contains(where: \.hasExtras) { flags |= Flags.fieldExtras }
         writer.byte(flags)
         writer.string(state.recordName)
         writer.varint(state.causalLength)
@@ -176,7 +176,15 @@ struct RecordCodec {
             let replica = replicas[try reader.count(below: replicas.count, "replica index")]
             let delta = try reader.varint()
             guard delta <= latestTime else { throw DecodingError.malformed("stamp before the epoch", offset: reader.offset) }
-            return Stamp(time: HLCTimestamp(rawValue: latestTime - delta), replica: replica)
+            let stamp = Stamp(time: HLCTimestamp(rawValue: latestTime - delta), replica: replica)
+            // The merge tells overwritten writes from unseen ones by the vector: it must cover every stamp.
+            guard vector.covers(stamp) else {
+                throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
+            }
+            return stamp
+        }
+        guard vector.covers(latest) else {
+            throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
         }
         let typeStamp = flags & Flags.typeIsLatest != 0 ? latest : try stamp()
         let created = flags & Flags.createdIsLatest != 0 ? latest : try stamp()
@@ -234,9 +242,6 @@ struct RecordCodec {
             created: created, deleted: deleted, fields: fields, vector: vector)
         guard state.isAlive || fields.isEmpty, state.isAlive == (deleted == nil) else {
             throw DecodingError.malformed("record \"\(recordName)\" mixes a deletion with live fields", offset: reader.offset)
-        }
-        guard state.vectorCoversEveryStamp else {
-            throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
         }
         guard state.lastModified == latest else {
             throw DecodingError.malformed("record \"\(recordName)\" carries a latest stamp it does not hold", offset: reader.offset)

@@ -24,6 +24,11 @@ extension RecordState {
 
     public var hasCascadeReferences: Bool { fields.contains { $0.value.cascadeTargetCount > 0 } }
 
+    /// The deleteSelf targets of a live state (none for a tombstone): what a cascade index holds for it.
+    public var liveCascadeTargets: Set<String> {
+        isAlive && hasCascadeReferences ? Set(cascadeReferences.map(\.target)) : []
+    }
+
     /// Whether every stamp the state holds is covered by its vector: the
     /// invariant the merge relies on to tell an overwritten write from one it never saw.
     public var vectorCoversEveryStamp: Bool {

@@ -24,17 +24,45 @@ public struct FieldRegister: Hashable, Sendable {
     public var name: String
     public var value: FieldValue?
     public var stamp: Stamp
+    /// Target incarnations and losers, out of line: most registers have
+    /// neither, and then copying one copies no extra arrays.
+    private var extras: Extras?
+
+    private struct Extras: Hashable, Sendable {
+        var targetIncarnations: [UInt64] = []
+        var losers: [FieldVersion] = []
+    }
+
     /// See `FieldVersion.targetIncarnations`.
-    public var targetIncarnations: [UInt64]
+    public var targetIncarnations: [UInt64] {
+        get { extras?.targetIncarnations ?? [] }
+        set { updateExtras { $0.targetIncarnations = newValue } }
+    }
+
     /// Concurrent writes that lost to this one and are not resolved yet, latest first.
-    public var losers: [FieldVersion]
+    public var losers: [FieldVersion] {
+        get { extras?.losers ?? [] }
+        set { updateExtras { $0.losers = newValue } }
+    }
 
     public init(name: String, value: FieldValue?, stamp: Stamp, targetIncarnations: [UInt64] = [], losers: [FieldVersion] = []) {
         self.name = name
         self.value = value
         self.stamp = stamp
-        self.targetIncarnations = targetIncarnations
-        self.losers = losers
+        if !targetIncarnations.isEmpty || !losers.isEmpty { extras = Extras(targetIncarnations: targetIncarnations, losers: losers) }
+    }
+
+    /// Whether there are losers: cheaper than `losers.isEmpty`.
+    public var hasLosers: Bool { extras.map { !$0.losers.isEmpty } ?? false }
+
+    /// Whether there are target incarnations or losers to encode.
+    var hasExtras: Bool { extras != nil }
+
+    private mutating func updateExtras(_ change: (inout Extras) -> Void) {
+        var updated = extras ?? Extras()
+        change(&updated)
+        // Empty extras are stored as none, so equal registers compare equal.
+        extras = updated.targetIncarnations.isEmpty && updated.losers.isEmpty ? nil : updated
     }
 
     public init(name: String, winner: FieldVersion, losers: [FieldVersion] = []) {

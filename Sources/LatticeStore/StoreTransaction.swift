@@ -12,7 +12,11 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var replicaTable: ReplicaTable
     /// Zones whose state or records changed, with their state, written at commit with a checkpoint.
     private var touchedZones: [Int64: ZoneSyncState] = [:]
-    private var zoneCache: [ZoneKey: ZoneRow] = [:]
+    private var zoneCache: [ZoneKey: ZoneRow] = [:] {
+        didSet { lastZone = nil }
+    }
+    private var lastZone: ZoneRow?
+    private var lastZoneID: (key: ZoneKey, id: Int64)?
     private var hasCascades: [Int64: Bool] = [:]
     private var cachedSchema: Schema?
     private var cachedSequence: UInt64?
@@ -54,16 +58,25 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     // MARK: Zones
 
     override func zoneRow(_ key: ZoneKey) throws -> ZoneRow? {
-        if let cached = zoneCache[key] { return cached }
+        // A merge asks for the same zone several times per record: spare it hashing the key each time.
+        if let lastZone, lastZone.key == key { return lastZone }
+        if let cached = zoneCache[key] {
+            lastZone = cached
+            return cached
+        }
         guard var row = try super.zoneRow(key) else { return nil }
         if let pending = touchedZones[row.id] { row.sync = pending }
         zoneCache[key] = row
+        lastZone = row
         return row
     }
 
-    private func existingZoneID(_ key: ZoneKey) throws -> Int64 {
-        guard let row = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
-        return row.id
+    /// The zone's row id: what record access needs, without copying the zone's vectors.
+    private func zoneID(_ key: ZoneKey) throws -> Int64? {
+        if let lastZoneID, lastZoneID.key == key { return lastZoneID.id }
+        guard let id = try zoneRow(key)?.id else { return nil }
+        lastZoneID = (key, id) // a zone's row id never changes
+        return id
     }
 
     public func setSyncState(_ state: ZoneSyncState, of key: ZoneKey) throws {
@@ -102,26 +115,31 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         hasChanges = true
     }
 
+    private func touch(_ key: ZoneKey, _ zone: Int64) throws {
+        if touchedZones[zone] == nil, let row = try zoneRow(key) { touch(row) }
+        hasChanges = true
+    }
+
     // MARK: Records
 
     public func record(named name: String, in key: ZoneKey) throws -> RecordState? {
-        guard let row = try zoneRow(key) else { return nil }
-        return try record(name, zoneID: row.id)
+        guard let zone = try zoneID(key) else { return nil }
+        return try record(name, zoneID: zone)
     }
 
     public func recordVersion(named name: String, in key: ZoneKey) throws -> RecordVersion? {
-        guard let row = try zoneRow(key), let blob = try recordBlob(name, zoneID: row.id) else { return nil }
+        guard let zone = try zoneID(key), let blob = try recordBlob(name, zoneID: zone) else { return nil }
         return try decodeVersion(blob)
     }
 
     public func recordToMerge(named name: String, in key: ZoneKey, incoming: RecordVersion) throws -> RecordLookup {
-        guard let row = try zoneRow(key), let blob = try recordBlob(name, zoneID: row.id) else { return .absent }
+        guard let zone = try zoneID(key), let blob = try recordBlob(name, zoneID: zone) else { return .absent }
         if try decodeVersion(blob).covers(incoming) { return .covers }
         return .state(try decode(blob))
     }
 
     public func store(_ state: RecordState, previous: RecordState?, in key: ZoneKey) throws {
-        guard let row = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
+        guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
         if upsertStatement == nil {
@@ -131,27 +149,27 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
                     change_seq = excluded.change_seq, state = excluded.state
                 """)
         }
-        try upsertStatement!.execute(arguments: [row.id, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)])
-        let before = previous?.isAlive == true ? Set(previous!.cascadeReferences.map(\.target)) : []
-        let after = state.isAlive ? Set(state.cascadeReferences.map(\.target)) : []
+        try upsertStatement!.execute(arguments: [zone, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)])
+        let before = previous?.liveCascadeTargets ?? []
+        let after = state.liveCascadeTargets
         if before != after {
-            try db.execute(sql: "DELETE FROM cascades WHERE zone = ? AND source = ?", arguments: [row.id, state.recordName])
+            try db.execute(sql: "DELETE FROM cascades WHERE zone = ? AND source = ?", arguments: [zone, state.recordName])
             for target in after {
-                try db.execute(sql: "INSERT INTO cascades (zone, target, source) VALUES (?, ?, ?)", arguments: [row.id, target, state.recordName])
-                hasCascades[row.id] = true
+                try db.execute(sql: "INSERT INTO cascades (zone, target, source) VALUES (?, ?, ?)", arguments: [zone, target, state.recordName])
+                hasCascades[zone] = true
             }
         }
-        touch(row)
+        try touch(key, zone)
     }
 
     public func cascadeSources(of target: String, in key: ZoneKey) throws -> [String] {
-        guard let row = try zoneRow(key) else { return [] }
-        if hasCascades[row.id] == nil {
-            hasCascades[row.id] = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM cascades WHERE zone = ?)", arguments: [row.id]) ?? false
+        guard let zone = try zoneID(key) else { return [] }
+        if hasCascades[zone] == nil {
+            hasCascades[zone] = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM cascades WHERE zone = ?)", arguments: [zone]) ?? false
         }
         // Most zones hold no deleteSelf reference: spare every merged record a query.
-        guard hasCascades[row.id] == true else { return [] }
-        return try cascadeSources(of: target, zoneID: row.id)
+        guard hasCascades[zone] == true else { return [] }
+        return try cascadeSources(of: target, zoneID: zone)
     }
 
     private func saveNewReplicas() throws {
