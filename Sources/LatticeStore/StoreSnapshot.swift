@@ -194,7 +194,9 @@ public class StoreSnapshot {
         let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM checkpoints WHERE zone = ?", arguments: [zoneID]) ?? 0
         let statement = try db.cachedStatement(sql: "SELECT change_seq, knowledge FROM checkpoints WHERE zone = ? ORDER BY change_seq LIMIT 1 OFFSET ?")
         func checkpoint(_ index: Int) throws -> Checkpoint {
-            let row = try Row.fetchOne(statement, arguments: [zoneID, index])!
+            guard let row = try Row.fetchOne(statement, arguments: [zoneID, index]) else {
+                throw StoreError.corrupt(path: store.directory.path, reason: "checkpoint \(index) of zone \(zoneID) vanished inside one snapshot")
+            }
             return Checkpoint(sequence: UInt64(row[0] as Int64), knowledge: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
         }
         // Knowledge grows along the checkpoints: find the last one `vector` covers.
