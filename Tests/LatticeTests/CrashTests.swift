@@ -8,9 +8,9 @@ import Testing
 @Suite struct CrashTests {
     let directory = TemporaryDirectory()
 
-    /// Starts the child and returns it once it has printed `lines` lines.
-    /// Or, with `delay`, kills it that many milliseconds after it starts.
-    func runChild(_ arguments: [String], killAfter lines: Int, delay: UInt32? = nil) throws -> [String] {
+    /// Starts the child, kills it with SIGKILL once what it printed satisfies
+    /// `done`, and returns the lines it printed.
+    func runChild(_ arguments: [String], killWhen done: ([String]) -> Bool) throws -> [String] {
         let child = Process()
         child.executableURL = builtProduct("lattice-crash-child")
         child.arguments = arguments
@@ -19,13 +19,8 @@ import Testing
         child.standardError = FileHandle.nullDevice
         try child.run()
         var text = ""
-        let reader = output.fileHandleForReading
-        if let delay {
-            usleep(delay * 1000)
-            kill(child.processIdentifier, SIGKILL)
-        }
-        while text.split(separator: "\n").count < lines {
-            let chunk = reader.availableData
+        while !done(text.split(separator: "\n").map(String.init)) {
+            let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
@@ -33,6 +28,14 @@ import Testing
         child.waitUntilExit()
         #expect(child.terminationReason == .uncaughtSignal, "the child should have been killed, not have exited")
         return text.split(separator: "\n").map(String.init)
+    }
+
+    func runChild(_ arguments: [String], killAfter lines: Int) throws -> [String] {
+        try runChild(arguments) { $0.count >= lines }
+    }
+
+    func runChild(_ arguments: [String], until marker: String) throws -> [String] {
+        try runChild(arguments) { $0.contains(marker) }
     }
 
     @Test func killDuringBatchWritesLosesNoCommittedBatch() throws {
@@ -108,27 +111,6 @@ import Testing
         #expect(lines.contains("inside apply"), "the child never reached the middle of the apply: \(lines)")
         #expect(!lines.contains { $0.hasPrefix("applied") }, "the apply finished before the kill")
         return lines
-    }
-
-    /// Starts the child and kills it as soon as it prints `marker`.
-    func runChild(_ arguments: [String], until marker: String) throws -> [String] {
-        let child = Process()
-        child.executableURL = builtProduct("lattice-crash-child")
-        child.arguments = arguments
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        var text = ""
-        while !text.split(separator: "\n").contains(Substring(marker)) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
-        #expect(child.terminationReason == .uncaughtSignal, "the child should have been killed, not have exited")
-        return text.split(separator: "\n").map(String.init)
     }
 
     func changes(in container: Container, zone: Zone.ID = .default) throws -> ZoneChanges {
