@@ -47,6 +47,16 @@ if [ "$("$lattice" query Movie --zone Movies --json "${laptop[@]}")" = "$("$latt
 else
   echo; echo "NOT converged" >&2; exit 1
 fi
-echo; echo "# The losing value stays readable until cleared."
+echo; echo "# The losing value travels with the record: both stores show the same conflict."
 run conflicts Movies/toy-story "${phone[@]}"
+run conflicts Movies/toy-story "${laptop[@]}"
+if [ "$("$lattice" conflicts Movies/toy-story --json "${laptop[@]}")" != "$("$lattice" conflicts Movies/toy-story --json "${phone[@]}")" ]; then
+  echo "the stores show different conflicts" >&2; exit 1
+fi
+
+echo; echo "# Resolving is a write like any other: cleared on the phone, gone on the laptop after the next bundle."
+run conflicts Movies/toy-story --clear "${phone[@]}"
+"$lattice" vector --json "${laptop[@]}" > "$work/laptop.json"
+run bundle create -o "$work/cleared.ltb" --since "$work/laptop.json" "${phone[@]}"
+run bundle apply "$work/cleared.ltb" "${laptop[@]}"
 run conflicts Movies/toy-story "${laptop[@]}"

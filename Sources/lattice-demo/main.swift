@@ -59,8 +59,11 @@ do {
     try show("phone ", phone.privateCloudDatabase, id)
     let converged = try laptop.privateCloudDatabase.record(for: id).fields == phone.privateCloudDatabase.record(for: id).fields
     print("converged: \(converged)")
-    for conflict in try laptop.privateCloudDatabase.conflicts(for: id) + phone.privateCloudDatabase.conflicts(for: id) {
-        print("conflict on \(conflict.field): kept \(conflict.winningValue.map { "\($0)" } ?? "nil"), lost \(conflict.losingValue.map { "\($0)" } ?? "nil")")
+    // Conflicts are part of the record: both devices show the same ones.
+    for (name, container) in [("laptop", laptop), ("phone ", phone)] {
+        for conflict in try container.privateCloudDatabase.conflicts(for: id) {
+            print("\(name): conflict on \(conflict.field): kept \(conflict.winningValue.map { "\($0)" } ?? "nil"), lost \(conflict.losingValue.map { "\($0)" } ?? "nil")")
+        }
     }
 
     heading("phone deletes while laptop edits: the delete wins")
