@@ -84,7 +84,7 @@ enum ValueCodec {
         case .removed: return nil
         case .string: return .string(try reader.string())
         case .int64: return .int64(try reader.zigzag())
-        case .double: return .double(try reader.double())
+        case .double: return .double(try finite(&reader))
         case .boolFalse: return .bool(false)
         case .boolTrue: return .bool(true)
         case .date: return .date(try reader.zigzag())
@@ -96,11 +96,18 @@ enum ValueCodec {
         }
     }
 
+    /// A double that is a number: NaN and infinities are refused, as a local save refuses them.
+    private static func finite(_ reader: inout BinaryReader) throws -> Double {
+        let number = try reader.double()
+        guard number.isFinite else { throw DecodingError.malformed("non-finite number \(number)", offset: reader.offset) }
+        return number
+    }
+
     private static func decodePayload(_ element: FieldType.Element, from reader: inout BinaryReader) throws -> FieldValue {
         switch element {
         case .string: return .string(try reader.string())
         case .int64: return .int64(try reader.zigzag())
-        case .double: return .double(try reader.double())
+        case .double: return .double(try finite(&reader))
         case .bool: return .bool(try reader.byte() != 0)
         case .date: return .date(try reader.zigzag())
         case .bytes: return .bytes(try reader.blob())
@@ -118,7 +125,12 @@ enum ValueCodec {
             let latitude = try reader.double()
             let longitude = try reader.double()
             let hasAltitude = try reader.byte() != 0
-            return .location(Location(latitude: latitude, longitude: longitude, altitude: hasAltitude ? try reader.double() : nil))
+            let altitude = hasAltitude ? try finite(&reader) : nil
+            // What a local save refuses is refused from a peer too: a NaN would even break equality.
+            guard (-90...90).contains(latitude), (-180...180).contains(longitude) else {
+                throw DecodingError.malformed("location out of range", offset: reader.offset)
+            }
+            return .location(Location(latitude: latitude, longitude: longitude, altitude: altitude))
         }
     }
 }

@@ -201,4 +201,19 @@ import Testing
         #expect(try sync(future, to: a).zoneDeferred == false)
         #expect(try record(a, "m1") == nil)
     }
+
+    @Test func valuesALocalSaveRefusesAreRefusedFromAPeer() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock(1_700_000_000_000)
+        let peer = MemoryReplica(replica: ReplicaID(high: 7, low: 7), wallClock: { clock.now })
+        peer.createZone(zone)
+        let target = try store("target", clock: clock)
+        for (index, value) in [FieldValue.double(.nan), .double(.infinity), .location(Location(latitude: 91, longitude: 0)), .list([.double(-.infinity)])].enumerated() {
+            try peer.save("bad", type: "Movie", in: zone, changes: [("v\(index)", value)])
+            let sequence = try target.currentSequence()
+            #expect(throws: ChangeSetError.self, "\(value) was accepted") { try target.apply(try peer.makeChangeSet(for: zone, since: VersionVector())) }
+            #expect(try target.currentSequence() == sequence)
+            try peer.save("bad", type: "Movie", in: zone, changes: [("v\(index)", nil)])
+        }
+    }
 }
