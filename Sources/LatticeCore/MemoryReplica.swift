@@ -127,9 +127,10 @@ public final class MemoryReplica: ReplicaStorage {
         return slots[slot].records[name]?.state
     }
 
-    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordVersion) -> RecordLookup {
+    /// The state as it is: in memory there is no decoding to spare, and the merge finds a covered state unchanged.
+    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) -> RecordLookup {
         guard let slot = slot(zone), let state = slots[slot].records[name]?.state else { return .absent }
-        return state.causalLength >= incoming.causalLength && state.vector.dominates(incoming.vector) ? .covers : .state(state)
+        return .state(state)
     }
 
     public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {

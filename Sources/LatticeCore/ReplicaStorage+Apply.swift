@@ -91,7 +91,7 @@ extension ReplicaStorage {
             }
             let name = incoming.recordName
             let previous: RecordState?
-            switch try recordToMerge(named: name, in: zone, incoming: incoming.version) {
+            switch try recordToMerge(named: name, in: zone, incoming: incoming) {
             case .covers: continue
             case .absent: previous = nil
             case .state(let state): previous = state

@@ -26,7 +26,7 @@ public protocol ReplicaStorage: AnyObject {
     func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion?
     /// The record's state for a merge of `incoming`, or `.covers` when the
     /// stored version already holds all of it (the state need not be decoded).
-    func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordVersion) throws -> RecordLookup
+    func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) throws -> RecordLookup
     /// Persists a record's new state; `previous` is what `record(named:in:)` returned.
     func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) throws
     /// Live records whose fields reference `target` with `deleteSelf`.
@@ -50,9 +50,9 @@ extension ReplicaStorage {
         try record(named: name, in: zone)?.version
     }
 
-    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordVersion) throws -> RecordLookup {
+    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) throws -> RecordLookup {
         guard let state = try record(named: name, in: zone) else { return .absent }
-        return state.version.covers(incoming) ? .covers : .state(state)
+        return state.version.covers(incoming.version) ? .covers : .state(state)
     }
 
     /// A fresh stamp for a local write, later than every stamp this replica has seen.

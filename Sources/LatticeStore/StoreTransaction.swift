@@ -132,9 +132,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         return try decodeVersion(blob)
     }
 
-    public func recordToMerge(named name: String, in key: ZoneKey, incoming: RecordVersion) throws -> RecordLookup {
+    public func recordToMerge(named name: String, in key: ZoneKey, incoming: RecordState) throws -> RecordLookup {
         guard let zone = try zoneID(key), let blob = try recordBlob(name, zoneID: zone) else { return .absent }
-        if try decodeVersion(blob).covers(incoming) { return .covers }
+        if try decodeVersion(blob).covers(incoming.version) { return .covers }
         return .state(try decode(blob))
     }
 
