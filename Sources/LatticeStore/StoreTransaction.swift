@@ -12,10 +12,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var replicaTable: ReplicaTable
     /// Zones whose state or records changed, with their state, written at commit with a checkpoint.
     private var touchedZones: [Int64: ZoneSyncState] = [:]
-    private var zoneCache: [ZoneKey: ZoneRow] = [:] {
-        didSet { lastZone = nil }
-    }
-    private var lastZone: ZoneRow?
+    private var zoneCache: [ZoneKey: ZoneRow] = [:]
+    /// A merge asks for one zone several times per record: its id is kept rather than the key hashed again.
     private var lastZoneID: (key: ZoneKey, id: Int64)?
     private var hasCascades: [Int64: Bool] = [:]
     private var cachedSchema: Schema?
@@ -58,16 +56,10 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     // MARK: Zones
 
     override func zoneRow(_ key: ZoneKey) throws -> ZoneRow? {
-        // A merge asks for the same zone several times per record: spare it hashing the key each time.
-        if let lastZone, lastZone.key == key { return lastZone }
-        if let cached = zoneCache[key] {
-            lastZone = cached
-            return cached
-        }
+        if let cached = zoneCache[key] { return cached }
         guard var row = try super.zoneRow(key) else { return nil }
         if let pending = touchedZones[row.id] { row.sync = pending }
         zoneCache[key] = row
-        lastZone = row
         return row
     }
 
