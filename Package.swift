@@ -52,7 +52,7 @@ let package = Package(
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
         .target(name: "LatticeTestSupport", path: "Tests/LatticeTestSupport"),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeTestSupport"]),
-        .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing"]),
+        .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "lattice-crash-child"]),
         .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "LatticeTestSupport"]),
     ]

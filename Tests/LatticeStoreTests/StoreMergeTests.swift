@@ -1,6 +1,7 @@
 import Foundation
 import LatticeCore
-import LatticeStore
+@testable import LatticeStore
+import GRDB
 import LatticeTestSupport
 import Testing
 
@@ -83,5 +84,37 @@ import Testing
         // Nothing at all once the peer is up to date.
         let upToDate = try b.read { try $0.syncState(of: zone)!.vector }
         #expect(try b.apply(try a.changeSet(for: zone, since: upToDate)).recordsReceived == 0)
+    }
+}
+
+/// A store made by a build that kept a local conflict log opens with the
+/// logged losers folded into its records, and without the log table.
+@Suite struct StoreMigrationTests {
+    @Test func theV1ConflictLogIsFoldedIntoRecords() throws {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-migration-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Z"))
+        var stamps: [Stamp] = []
+        do {
+            let store = try RecordStore(directory: url)
+            try store.write { _ = try $0.createZone(zone) }
+            for rating in [1, 2] as [Int64] {
+                let saved = try store.write { try $0.save("m", type: "T", in: zone, changes: [("rating", .int64(rating))]) }
+                stamps.append(saved.state.register(named: "rating")!.stamp)
+            }
+        }
+        // Put the store back to v1: the log table with one entry, the v2 migration not yet run.
+        let logged = FieldConflict(recordName: "m", field: "rating", losingValue: .int64(1), losingStamp: stamps[0], winningValue: .int64(2), winningStamp: stamps[1])
+        let database = try DatabaseQueue(path: url.appendingPathComponent(RecordStore.databaseFileName).path)
+        try database.write { db in
+            try db.execute(sql: "CREATE TABLE conflicts (id INTEGER PRIMARY KEY, zone INTEGER NOT NULL, record TEXT NOT NULL, entries BLOB NOT NULL)")
+            try db.execute(sql: "INSERT INTO conflicts (zone, record, entries) VALUES ((SELECT id FROM zones), 'm', ?)", arguments: [Data(ConflictCodec.encode([logged]))])
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v2%'")
+        }
+        try database.close()
+        let store = try RecordStore(directory: url)
+        let record = try #require(try store.read { try $0.record("m", in: zone) })
+        #expect(record.conflicts == [logged])
+        #expect(try store.read { snapshot in try snapshot.conflicts(of: "m", in: zone) } == [logged])
     }
 }
