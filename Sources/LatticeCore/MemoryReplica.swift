@@ -17,7 +17,7 @@ public final class MemoryReplica: ReplicaStorage {
     public let replica: ReplicaID
     public var clock: HybridLogicalClock
     public var wallClock: () -> UInt64
-    public private(set) var currentSchema = Schema()
+    private var currentSchema = Schema()
     /// Zones in slots, found by key; a merge asks for one zone many times per
     /// record, so the last one found is kept rather than hashed again.
     private var slots: [Zone] = []
@@ -171,8 +171,6 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     // MARK: Reading
-
-    public var schemaState: Schema { currentSchema }
 
     public func zoneExists(_ key: ZoneKey) -> Bool { syncState(of: key)?.zoneState.exists ?? false }
 
