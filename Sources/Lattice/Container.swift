@@ -94,11 +94,12 @@ public final class Container: Sendable {
         try LatticeError.wrap { try store.changeSet(for: zone, since: vector) }
     }
 
-    /// Applies change sets from another replica. Each is atomic; a damaged one
-    /// fails with invalidArguments and changes nothing.
+    /// Applies change sets from another replica, all or nothing: a damaged one
+    /// fails with invalidArguments and changes nothing. With
+    /// `expectedChangeSets`, another number of change sets fails the same way.
     @discardableResult
-    public func apply<Source: ByteSource>(changeSetsFrom source: Source) throws(LatticeError) -> ApplySummary {
-        try LatticeError.wrap { try store.apply(from: source) }
+    public func apply<Source: ByteSource>(changeSetsFrom source: Source, expectedChangeSets: Int? = nil) throws(LatticeError) -> ApplySummary {
+        try LatticeError.wrap { try store.apply(from: source, expectedChangeSets: expectedChangeSets) }
     }
 
     @discardableResult

@@ -31,6 +31,9 @@ public struct PredicateParser {
 
     private var tokens: [(token: Token, column: Int)] = []
     private var index = 0
+    /// Parentheses and NOTs open so far: bounded, so a hostile predicate gets an error, not a stack overflow.
+    private var depth = 0
+    static let maximumDepth = 100
 
     public static func parse(_ text: String) throws -> QueryPredicate {
         var parser = PredicateParser()
@@ -87,6 +90,9 @@ public struct PredicateParser {
     }
 
     private mutating func parseUnary() throws -> QueryPredicate {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else { throw error(expected: "at most \(Self.maximumDepth) nested parentheses and NOTs") }
         if isKeyword("NOT") || current.token == .op("!") {
             advance()
             return .not(try parseUnary())

@@ -91,9 +91,10 @@ struct BundleCommand: ParsableCommand {
                 throw CLIError.io("cannot write \(output)")
             }
             var records = 0
-            var bytes = BundleFormat.header.count
+            let header = BundleFormat.header(zones: keys.count)
+            var bytes = header.count
             do {
-                try handle.write(contentsOf: BundleFormat.header)
+                try handle.write(contentsOf: header)
                 for key in keys {
                     let written = try library { try container.writeChangeSet(for: key, since: vectors[key] ?? VersionVector()) { try handle.write(contentsOf: $0) } }
                     records += written.records
@@ -132,14 +133,17 @@ struct BundleCommand: ParsableCommand {
                 throw CLIError(.notFound, code: "NOT_FOUND", "cannot read bundle \(file): no such file")
             }
             var source = FileByteSource(handle)
-            let header: [UInt8]
-            do { header = try source.read(upTo: BundleFormat.header.count) } catch { throw CLIError.io("reading \(file): \(error.localizedDescription)") }
-            guard header == BundleFormat.header else {
-                throw CLIError.corrupt("\(file) is not a Lattice bundle (make one with `lattice bundle create`); nothing was applied")
+            let opening: BundleFormat.Opening
+            do { opening = try BundleFormat.readHeader(from: &source) } catch { throw CLIError.io("reading \(file): \(error.localizedDescription)") }
+            let expected: Int?
+            switch opening {
+            case .notABundle: throw CLIError.corrupt("\(file) is not a Lattice bundle (make one with `lattice bundle create`); nothing was applied")
+            case .uncounted: expected = nil
+            case .counted(let changeSets): expected = changeSets
             }
             let summary: ApplySummary
             do {
-                summary = try container.apply(changeSetsFrom: source)
+                summary = try container.apply(changeSetsFrom: source, expectedChangeSets: expected)
             } catch {
                 // Typed throws: `error` is a LatticeError here.
                 guard error.code == .invalidArguments else { throw CLIError(error) }
@@ -156,10 +160,36 @@ struct BundleCommand: ParsableCommand {
     }
 }
 
-/// A bundle file: this header, then one change set per zone. The header tells
-/// a bundle (even one with no zones) from an empty or foreign file.
+/// A bundle file: `"LTBN"`, a version byte and (from version 2) the number
+/// of change sets as 4 bytes little-endian, then one change set per zone. The
+/// header tells a bundle (even one with no zones) from an empty or foreign
+/// file, and the count a bundle cut between two change sets from a whole one.
 enum BundleFormat {
-    static let header: [UInt8] = Array("LTBN".utf8) + [1]
+    static let magic: [UInt8] = Array("LTBN".utf8)
+
+    static func header(zones: Int) -> [UInt8] {
+        magic + [2] + (0..<4).map { UInt8(truncatingIfNeeded: UInt32(zones) >> UInt32(8 * $0)) }
+    }
+
+    enum Opening {
+        case notABundle
+        /// Version 1 does not say how many change sets follow.
+        case uncounted
+        case counted(changeSets: Int)
+    }
+
+    static func readHeader(from source: inout FileByteSource) throws -> Opening {
+        let opening = try source.read(upTo: 5)
+        guard opening.count == 5, Array(opening.prefix(4)) == magic else { return .notABundle }
+        switch opening[4] {
+        case 1: return .uncounted
+        case 2:
+            let count = try source.read(upTo: 4)
+            guard count.count == 4 else { return .notABundle }
+            return .counted(changeSets: Int(count.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(8 * $1.offset) }))
+        default: return .notABundle
+        }
+    }
 }
 
 /// A change-set byte source over a file.

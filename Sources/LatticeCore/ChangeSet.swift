@@ -324,6 +324,9 @@ enum HeaderCodec {
         guard let scope = DatabaseScope(rawValue: scopeByte) else { throw DecodingError.malformed("unknown database scope \(scopeByte)", offset: reader.offset) }
         let zoneName = try reader.string()
         let ownerName = try reader.string()
+        guard Limits.isZoneName(zoneName), Limits.isRecordName(ownerName) else {
+            throw DecodingError.malformed("\"\(zoneName)\" of \"\(ownerName)\" is not a zone", offset: reader.offset)
+        }
         let claimsTop = try reader.byte() != 0
         let replicaCount = try reader.count(below: reader.remaining / 16 + 1, "replica count")
         var replicas: [ReplicaID] = []
@@ -342,7 +345,9 @@ enum HeaderCodec {
             return vector
         }
         let causalLength = try reader.varint()
-        guard causalLength > 0 else { throw DecodingError.malformed("zone causal length 0", offset: reader.offset) }
+        guard causalLength > 0, causalLength <= Limits.maximumCausalLength else {
+            throw DecodingError.malformed("zone causal length \(causalLength) is out of range", offset: reader.offset)
+        }
         let zoneState = ZoneState(causalLength: causalLength, stamp: try stamp())
         let base = try vector()
         let top = try vector()
@@ -350,12 +355,17 @@ enum HeaderCodec {
         for _ in 0..<(try reader.count(below: reader.remaining + 1, "schema size")) {
             let recordType = try reader.string()
             let field = try reader.string()
+            guard Limits.isIdentifier(recordType), Limits.isIdentifier(field) else {
+                throw DecodingError.malformed("schema definition \"\(recordType).\(field)\" is not a record type and field name", offset: reader.offset)
+            }
             let code = try reader.byte()
             guard let type = FieldType(code: code) else { throw DecodingError.malformed("unknown field type \(code)", offset: reader.offset) }
             schema.merge(SchemaField(recordType: recordType, field: field, type: type, stamp: try stamp()))
         }
         for _ in 0..<(try reader.count(below: reader.remaining + 1, "record type count")) {
-            schema.addRecordType(try reader.string())
+            let recordType = try reader.string()
+            guard Limits.isIdentifier(recordType) else { throw DecodingError.malformed("\"\(recordType)\" is not a record type", offset: reader.offset) }
+            schema.addRecordType(recordType)
         }
         if try reader.byte() != 0 { schema.merge(deployed: try stamp()) }
         guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in header", offset: reader.offset) }

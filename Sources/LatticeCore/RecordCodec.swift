@@ -41,10 +41,13 @@ struct NameTable {
         }
     }
 
+    /// Field names and record types share the identifier rule: checked once, as each is first read.
     mutating func read(from reader: inout BinaryReader) throws -> String {
         let reference = try reader.count(below: names.count + 1, "name index")
         if reference > 0 { return names[reference - 1] }
+        let at = reader.offset
         let name = try reader.string()
+        guard Limits.isIdentifier(name) else { throw DecodingError.malformed("\"\(name)\" is not a field name or record type", offset: at) }
         names.append(name)
         return name
     }
@@ -148,8 +151,9 @@ struct RecordCodec {
         let flags = try reader.byte()
         guard flags & ~Flags.known == 0 else { throw DecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
         let recordName = try reader.string()
+        guard Limits.isRecordName(recordName) else { throw DecodingError.malformed("\"\(recordName)\" is not a record name", offset: reader.offset) }
         let causalLength = try reader.varint()
-        guard causalLength > 0, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
+        guard causalLength > 0, causalLength <= Limits.maximumCausalLength, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
             throw DecodingError.malformed("causal length \(causalLength) disagrees with the record's liveness", offset: reader.offset)
         }
         let latestTime = previousTime &+ UInt64(bitPattern: try reader.zigzag())

@@ -1,6 +1,8 @@
 /// What applying a change set did.
 public struct ApplySummary: Hashable, Sendable {
     public var zone: ZoneKey?
+    /// How many change sets were read (a bundle holds one per zone).
+    public var changeSets = 0
     public var recordsReceived = 0
     /// Records whose state changed, cascade deletes included.
     public var recordsChanged = 0
@@ -19,6 +21,7 @@ public struct ApplySummary: Hashable, Sendable {
     public init() {}
 
     public mutating func add(_ other: ApplySummary) {
+        changeSets += other.changeSets
         recordsReceived += other.recordsReceived
         recordsChanged += other.recordsChanged
         conflicts += other.conflicts
@@ -55,6 +58,7 @@ extension ReplicaStorage {
         let zone = header.zone
         var summary = ApplySummary()
         summary.zone = zone
+        summary.changeSets = 1
         let wallClock = wallClockNow()
         let bound = clock
         let acceptable = { (time: HLCTimestamp) in bound.accepts(time, wallClock: wallClock) }

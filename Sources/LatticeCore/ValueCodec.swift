@@ -66,7 +66,15 @@ enum ValueCodec {
         }
     }
 
+    /// A value as a peer or the store wrote it, refused if a local save would refuse it.
     static func decode(from reader: inout BinaryReader) throws -> FieldValue? {
+        let at = reader.offset
+        let value = try decodeUnchecked(from: &reader)
+        if let value, let problem = Limits.problem(with: value) { throw DecodingError.malformed(problem, offset: at) }
+        return value
+    }
+
+    private static func decodeUnchecked(from reader: inout BinaryReader) throws -> FieldValue? {
         let at = reader.offset
         let tagByte = try reader.byte()
         if tagByte & Tag.list.rawValue != 0 {
@@ -84,7 +92,7 @@ enum ValueCodec {
         case .removed: return nil
         case .string: return .string(try reader.string())
         case .int64: return .int64(try reader.zigzag())
-        case .double: return .double(try finite(&reader))
+        case .double: return .double(try reader.double())
         case .boolFalse: return .bool(false)
         case .boolTrue: return .bool(true)
         case .date: return .date(try reader.zigzag())
@@ -96,18 +104,11 @@ enum ValueCodec {
         }
     }
 
-    /// A double that is a number: NaN and infinities are refused, as a local save refuses them.
-    private static func finite(_ reader: inout BinaryReader) throws -> Double {
-        let number = try reader.double()
-        guard number.isFinite else { throw DecodingError.malformed("non-finite number \(number)", offset: reader.offset) }
-        return number
-    }
-
     private static func decodePayload(_ element: FieldType.Element, from reader: inout BinaryReader) throws -> FieldValue {
         switch element {
         case .string: return .string(try reader.string())
         case .int64: return .int64(try reader.zigzag())
-        case .double: return .double(try finite(&reader))
+        case .double: return .double(try reader.double())
         case .bool: return .bool(try reader.byte() != 0)
         case .date: return .date(try reader.zigzag())
         case .bytes: return .bytes(try reader.blob())
@@ -125,12 +126,7 @@ enum ValueCodec {
             let latitude = try reader.double()
             let longitude = try reader.double()
             let hasAltitude = try reader.byte() != 0
-            let altitude = hasAltitude ? try finite(&reader) : nil
-            // What a local save refuses is refused from a peer too: a NaN would even break equality.
-            guard (-90...90).contains(latitude), (-180...180).contains(longitude) else {
-                throw DecodingError.malformed("location out of range", offset: reader.offset)
-            }
-            return .location(Location(latitude: latitude, longitude: longitude, altitude: altitude))
+            return .location(Location(latitude: latitude, longitude: longitude, altitude: hasAltitude ? try reader.double() : nil))
         }
     }
 }

@@ -20,9 +20,17 @@ extension RecordStore {
     /// in one transaction: if any turns out truncated or corrupt, nothing of
     /// any of them is applied. If none brings anything new, nothing is
     /// committed: the sequence, checkpoints and change tokens stay as they were.
+    /// With `expectedChangeSets`, a source holding another number of change
+    /// sets (a bundle cut between two of them) is refused whole.
     @discardableResult
-    public func apply<Source: ByteSource>(from source: Source) throws -> ApplySummary {
-        try write { try $0.applyChangeSets(from: source) }
+    public func apply<Source: ByteSource>(from source: Source, expectedChangeSets: Int? = nil) throws -> ApplySummary {
+        try write { transaction in
+            let summary = try transaction.applyChangeSets(from: source)
+            if let expectedChangeSets, summary.changeSets != expectedChangeSets {
+                throw ChangeSetError.malformed("it holds \(summary.changeSets) change sets where its header announces \(expectedChangeSets) (cut short?)")
+            }
+            return summary
+        }
     }
 
     public func apply(_ bytes: [UInt8]) throws -> ApplySummary {

@@ -146,6 +146,34 @@ import Testing
         #expect(try cli.snapshot() == before, "bad input changed the store")
     }
 
+    /// A bundle announces how many change sets it holds: one cut between two
+    /// of them (every frame intact) is refused whole, not half applied.
+    @Test func aBundleCutBetweenTwoChangeSetsAppliesNothing() throws {
+        try store("a")
+        try cli.ok(["record", "save", "Movies/m", "--type", "Movie", "title=M"])
+        let file = cli.path("one-zone.ltb")
+        try cli.ok(["bundle", "create", "-o", file, "Movies"])
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        #expect(Array(bytes.prefix(9)) == Array("LTBN".utf8) + [2, 1, 0, 0, 0])
+        bytes[5] = 2 // as if a second change set had followed
+        let cut = cli.path("cut.ltb")
+        try bytes.write(to: URL(fileURLWithPath: cut))
+        try store("b")
+        let before = try cli.snapshot("b")
+        let refused = try cli.run(["bundle", "apply", cut], store: "b")
+        #expect(refused.status == 65 && refused.stderr.contains("announces 2"), "\(refused.stderr)")
+        #expect(try cli.snapshot("b") == before)
+    }
+
+    @Test func aPredicateNestedTooDeepIsAUsageError() throws {
+        try store("a")
+        let deep = String(repeating: "(", count: 5_000) + "rating == 1" + String(repeating: ")", count: 5_000)
+        let result = try cli.run(["query", "Movie", "--zone", "Movies", "--where", deep])
+        #expect(result.status == 64 && result.stderr.contains("nested"), "\(result.stderr)")
+        let notNot = String(repeating: "NOT ", count: 20_000) + "rating == 1"
+        #expect(try cli.run(["query", "Movie", "--zone", "Movies", "--where", notNot]).status == 64)
+    }
+
     @Test func aBundleDamagedInItsLastZoneAppliesNothing() throws {
         try store("a")
         try cli.ok(["zone", "create", "Music"])

@@ -216,4 +216,48 @@ import Testing
             try peer.save("bad", type: "Movie", in: zone, changes: [("v\(index)", nil)])
         }
     }
+
+    /// What a local write could never make is refused from a peer too, even
+    /// with valid checksums: names the CLI could not address, causal lengths
+    /// that would overflow, values past CloudKit's limits.
+    @Test func whatNoLocalWriteCouldMakeIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock(1_700_000_000_000)
+        let target = try store("target", clock: clock)
+        func peer() -> MemoryReplica {
+            let replica = MemoryReplica(replica: ReplicaID(high: 7, low: 7), wallClock: { clock.now })
+            replica.createZone(zone)
+            return replica
+        }
+        func expectRefused(_ bytes: [UInt8], _ what: String) throws {
+            let sequence = try target.currentSequence()
+            #expect(throws: ChangeSetError.self, "\(what) was accepted") { try target.apply(bytes) }
+            #expect(try target.currentSequence() == sequence)
+        }
+        for (name, type, field) in [("r/rr", "Movie", "title"), ("r\u{1}r", "Movie", "title"), ("r", "1Movie", "title"), ("r", "Movie", "1title"), ("r", "Movie", "ti tle")] {
+            let replica = peer()
+            try replica.save(name, type: type, in: zone, changes: [(field, .string("x"))])
+            try expectRefused(try replica.makeChangeSet(for: zone, since: VersionVector()), "\(name) \(type).\(field)")
+        }
+        for zoneName in ["a/b", "with space", ""] {
+            let replica = MemoryReplica(replica: ReplicaID(high: 7, low: 7), wallClock: { clock.now })
+            let bad = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: zoneName))
+            replica.createZone(bad)
+            try expectRefused(try replica.makeChangeSet(for: bad, since: VersionVector()), "zone \"\(zoneName)\"")
+        }
+        for value in [FieldValue.string(String(repeating: "x", count: Limits.maximumRecordBytes + 1)), .date(Int64.max), .date(Limits.dateRange.lowerBound - 1)] {
+            let replica = peer()
+            try replica.save("r", type: "Movie", in: zone, changes: [("v", value)])
+            try expectRefused(try replica.makeChangeSet(for: zone, since: VersionVector()), "\(value.type) value")
+        }
+        // Causal lengths past the bound: a delete of such a record would overflow.
+        let replica = peer()
+        var state = try replica.save("r", type: "Movie", in: zone, changes: [("v", .int64(1))])
+        state.causalLength = Limits.maximumCausalLength + 1
+        let header = ChangeSetHeader(zone: zone, sync: replica.syncState(of: zone)!, base: VersionVector(), schema: replica.schema())
+        try expectRefused(try MemoryReplica.encode(header: header, records: [state]), "a record's causal length past the bound")
+        var zoneHeader = header
+        zoneHeader.zoneState.causalLength = Limits.maximumCausalLength + 1
+        try expectRefused(try MemoryReplica.encode(header: zoneHeader, records: []), "a zone's causal length past the bound")
+    }
 }
