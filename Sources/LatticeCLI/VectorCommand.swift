@@ -14,28 +14,50 @@ enum VectorFile {
         }]
     }
 
+    private struct File: Decodable {
+        struct Entry: Decodable {
+            var database: String
+            var zoneName: String
+            var ownerName: String?
+            /// Exact unsigned integers: 1.5, true or 1e30 are refused, not rounded.
+            var vector: [String: UInt64]
+        }
+        var vectors: [Entry]
+    }
+
     static func read(_ path: String) throws -> [ZoneKey: VersionVector] {
         guard let data = FileManager.default.contents(atPath: path) else { throw CLIError(.notFound, code: "NOT_FOUND", "cannot read vector file \(path)") }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let list = object["vectors"] as? [Any] else {
-            throw CLIError.corrupt("\(path) is not a vector file (make one with `lattice vector --json`)")
+        let file: File
+        do { file = try JSONDecoder().decode(File.self, from: data) } catch {
+            throw CLIError.corrupt("\(path) is not a vector file (make one with `lattice vector --json`): \(describe(error))")
         }
         var vectors: [ZoneKey: VersionVector] = [:]
-        for (index, item) in list.enumerated() {
-            guard let entry = item as? [String: Any], let scopeName = entry["database"] as? String, let scope = DatabaseScope(name: scopeName),
-                  let zoneName = entry["zoneName"] as? String, let times = entry["vector"] as? [String: Any] else {
-                throw CLIError.corrupt("\(path): vectors[\(index)] needs database, zoneName and vector")
+        for (index, entry) in file.vectors.enumerated() {
+            guard let scope = DatabaseScope(name: entry.database) else {
+                throw CLIError.corrupt("\(path): vectors[\(index)] names an unknown database \"\(entry.database)\"")
             }
             var vector = VersionVector()
-            for (hex, time) in times {
-                guard let replica = ReplicaID(hex: hex), let number = time as? NSNumber, number.doubleValue >= 0 else {
+            for (hex, time) in entry.vector {
+                guard let replica = ReplicaID(hex: hex) else {
                     throw CLIError.corrupt("\(path): vectors[\(index)] has a malformed entry \"\(hex)\"")
                 }
-                vector.advance(replica, to: HLCTimestamp(rawValue: number.uint64Value))
+                vector.advance(replica, to: HLCTimestamp(rawValue: time))
             }
-            let owner = entry["ownerName"] as? String ?? Zone.ID.defaultOwnerName
-            vectors[ZoneKey(scope: scope, zoneID: Zone.ID(zoneName: zoneName, ownerName: owner))] = vector
+            vectors[ZoneKey(scope: scope, zoneID: Zone.ID(zoneName: entry.zoneName, ownerName: entry.ownerName ?? Zone.ID.defaultOwnerName))] = vector
         }
         return vectors
+    }
+
+    /// Where in the file decoding failed, in a line a person can act on.
+    private static func describe(_ error: Error) -> String {
+        guard let error = error as? Swift.DecodingError else { return "\(error)" }
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context):
+            let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return path.isEmpty ? context.debugDescription : "at \(path): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
     }
 }
 

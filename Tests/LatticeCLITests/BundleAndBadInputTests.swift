@@ -165,6 +165,17 @@ import Testing
         #expect(try cli.snapshot("b") == before)
     }
 
+    @Test func aVectorFileWithInexactNumbersIsRefused() throws {
+        try store("a")
+        for time in ["1.5", "true", "1e30", "18446744073709551616", "-1"] {
+            let file = cli.path("vector.json")
+            try #"{"vectors":[{"database":"private","zoneName":"Movies","vector":{"00000000000000000000000000000001":\#(time)}}]}"#
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            let result = try cli.run(["bundle", "create", "-o", cli.path("out.ltb"), "--since", file])
+            #expect(result.status == 65, "a vector entry of \(time) was accepted")
+        }
+    }
+
     @Test func aPredicateNestedTooDeepIsAUsageError() throws {
         try store("a")
         let deep = String(repeating: "(", count: 5_000) + "rating == 1" + String(repeating: ")", count: 5_000)
