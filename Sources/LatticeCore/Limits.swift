@@ -31,27 +31,31 @@ public enum Limits {
         isPrintableName(name, refusingSpaces: true)
     }
 
+    /// A string or bytes value of this size fits in a record.
+    @inlinable public static func accepts(byteCount: Int) -> Bool { byteCount <= maximumRecordBytes }
+    @inlinable public static func accepts(date milliseconds: Int64) -> Bool { dateRange.contains(milliseconds) }
+    public static func accepts(location: Location) -> Bool {
+        (-90...90).contains(location.latitude) && (-180...180).contains(location.longitude) && (location.altitude?.isFinite ?? true)
+    }
+    public static func accepts(asset: AssetReference) -> Bool { asset.hash.count == 32 && asset.size >= 0 }
+
     /// Why a single value cannot be written, nil if it can (the record's total is the caller's to add up).
     public static func problem(with value: FieldValue) -> String? {
         switch value {
-        case .string(let text) where text.utf8.count > maximumRecordBytes:
+        case .string(let text) where !accepts(byteCount: text.utf8.count):
             return "\(text.utf8.count) bytes is more than a record may hold (\(maximumRecordBytes)) — put large data in an asset"
-        case .bytes(let bytes) where bytes.count > maximumRecordBytes:
+        case .bytes(let bytes) where !accepts(byteCount: bytes.count):
             return "\(bytes.count) bytes is more than a record may hold (\(maximumRecordBytes)) — put large data in an asset"
         case .double(let number) where !number.isFinite:
             return "\(number) is not a finite number"
-        case .date(let milliseconds) where !dateRange.contains(milliseconds):
+        case .date(let milliseconds) where !accepts(date: milliseconds):
             return "dates must fall in the years 1 to 9999"
-        case .location(let location):
-            guard (-90...90).contains(location.latitude), (-180...180).contains(location.longitude) else {
-                return "latitude must be within ±90 and longitude within ±180"
-            }
-            guard location.altitude?.isFinite ?? true else { return "the altitude must be a finite number" }
-            return nil
+        case .location(let location) where !accepts(location: location):
+            return location.altitude?.isFinite ?? true ? "latitude must be within ±90 and longitude within ±180" : "the altitude must be a finite number"
         case .reference(let reference):
             return isRecordName(reference.recordName) ? nil : "the referenced record name \"\(reference.recordName)\" is invalid"
         case .asset(let asset):
-            return asset.hash.count == 32 && asset.size >= 0 ? nil : "malformed asset reference"
+            return accepts(asset: asset) ? nil : "malformed asset reference"
         case .list(let items):
             guard let first = items.first else { return nil }
             for item in items {

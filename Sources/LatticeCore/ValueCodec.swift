@@ -66,15 +66,9 @@ enum ValueCodec {
         }
     }
 
-    /// A value as a peer or the store wrote it, refused if a local save would refuse it.
+    /// A value as a peer or the store wrote it, refused where a local save
+    /// would refuse it (`Limits`): each check sits where its payload is read.
     static func decode(from reader: inout BinaryReader) throws -> FieldValue? {
-        let at = reader.offset
-        let value = try decodeUnchecked(from: &reader)
-        if let value, let problem = Limits.problem(with: value) { throw DecodingError.malformed(problem, offset: at) }
-        return value
-    }
-
-    private static func decodeUnchecked(from reader: inout BinaryReader) throws -> FieldValue? {
         let at = reader.offset
         let tagByte = try reader.byte()
         if tagByte & Tag.list.rawValue != 0 {
@@ -85,18 +79,20 @@ enum ValueCodec {
             var items: [FieldValue] = []
             items.reserveCapacity(min(count, 256)) // a count read off the wire reserves no more than that
             for _ in 0..<count { items.append(try decodePayload(element, from: &reader)) }
-            return .list(items)
+            let list = FieldValue.list(items)
+            guard Limits.accepts(byteCount: list.approximateSize) else { throw refusal(list, at: at) }
+            return list
         }
         guard let tag = Tag(rawValue: tagByte) else { throw DecodingError.malformed("unknown value tag \(tagByte)", offset: at) }
         switch tag {
         case .removed: return nil
-        case .string: return .string(try reader.string())
-        case .int64: return .int64(try reader.zigzag())
-        case .double: return .double(try reader.double())
         case .boolFalse: return .bool(false)
         case .boolTrue: return .bool(true)
-        case .date: return .date(try reader.zigzag())
-        case .bytes: return .bytes(try reader.blob())
+        case .string: return try decodePayload(.string, from: &reader)
+        case .int64: return try decodePayload(.int64, from: &reader)
+        case .double: return try decodePayload(.double, from: &reader)
+        case .date: return try decodePayload(.date, from: &reader)
+        case .bytes: return try decodePayload(.bytes, from: &reader)
         case .reference: return try decodePayload(.reference, from: &reader)
         case .asset: return try decodePayload(.asset, from: &reader)
         case .location: return try decodePayload(.location, from: &reader)
@@ -104,29 +100,51 @@ enum ValueCodec {
         }
     }
 
+    private static func refusal(_ value: FieldValue, at offset: Int) -> DecodingError {
+        DecodingError.malformed(Limits.problem(with: value) ?? "a value no local save could write", offset: offset)
+    }
+
     private static func decodePayload(_ element: FieldType.Element, from reader: inout BinaryReader) throws -> FieldValue {
+        let at = reader.offset
         switch element {
-        case .string: return .string(try reader.string())
+        case .string:
+            let text = try reader.string()
+            guard Limits.accepts(byteCount: text.utf8.count) else { throw refusal(.string(text), at: at) }
+            return .string(text)
         case .int64: return .int64(try reader.zigzag())
-        case .double: return .double(try reader.double())
+        case .double:
+            let number = try reader.double()
+            guard number.isFinite else { throw refusal(.double(number), at: at) }
+            return .double(number)
         case .bool: return .bool(try reader.byte() != 0)
-        case .date: return .date(try reader.zigzag())
-        case .bytes: return .bytes(try reader.blob())
+        case .date:
+            let milliseconds = try reader.zigzag()
+            guard Limits.accepts(date: milliseconds) else { throw refusal(.date(milliseconds), at: at) }
+            return .date(milliseconds)
+        case .bytes:
+            let bytes = try reader.blob()
+            guard Limits.accepts(byteCount: bytes.count) else { throw refusal(.bytes(bytes), at: at) }
+            return .bytes(bytes)
         case .reference:
             let name = try reader.string()
-            let at = reader.offset
             guard let action = RecordReference.Action(rawValue: try reader.byte()) else {
                 throw DecodingError.malformed("unknown reference action", offset: at)
             }
-            return .reference(RecordReference(recordName: name, action: action))
+            let reference = FieldValue.reference(RecordReference(recordName: name, action: action))
+            guard Limits.isRecordName(name) else { throw refusal(reference, at: at) }
+            return reference
         case .asset:
             let hash = try reader.blob()
-            return .asset(AssetReference(hash: hash, size: try reader.zigzag()))
+            let asset = AssetReference(hash: hash, size: try reader.zigzag())
+            guard Limits.accepts(asset: asset) else { throw refusal(.asset(asset), at: at) }
+            return .asset(asset)
         case .location:
             let latitude = try reader.double()
             let longitude = try reader.double()
             let hasAltitude = try reader.byte() != 0
-            return .location(Location(latitude: latitude, longitude: longitude, altitude: hasAltitude ? try reader.double() : nil))
+            let location = Location(latitude: latitude, longitude: longitude, altitude: hasAltitude ? try reader.double() : nil)
+            guard Limits.accepts(location: location) else { throw refusal(.location(location), at: at) }
+            return .location(location)
         }
     }
 }
