@@ -172,8 +172,6 @@ public final class MemoryReplica: ReplicaStorage {
 
     // MARK: Reading
 
-    public func zoneExists(_ key: ZoneKey) -> Bool { syncState(of: key)?.zoneState.exists ?? false }
-
     public var zoneKeys: [ZoneKey] { Array(slotOfZone.keys) }
 
     public func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
@@ -238,16 +236,10 @@ public final class MemoryReplica: ReplicaStorage {
         return bytes
     }
 
-    /// Applies every change set in `bytes`, each atomically: a change set that
-    /// fails to decode leaves the replica as it was before it.
+    /// Applies every change set in `bytes` in one transaction, as the store
+    /// does: if any fails to decode, the replica stays as it was.
     @discardableResult
     public func apply(_ bytes: [UInt8]) throws -> ApplySummary {
-        var reader = ChangeSetReader(source: ArrayByteSource(bytes))
-        var total = ApplySummary()
-        while try reader.readHeader() != nil {
-            total.add(try transaction { try (self as any ReplicaStorage).apply(&reader) })
-            reader = ChangeSetReader(source: reader.source)
-        }
-        return total
+        try transaction { try (self as any ReplicaStorage).applyChangeSets(from: ArrayByteSource(bytes)) }
     }
 }

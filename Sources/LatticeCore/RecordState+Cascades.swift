@@ -28,18 +28,6 @@ extension RecordState {
     public var liveCascadeTargets: Set<String> {
         isAlive && hasCascadeReferences ? Set(cascadeReferences.map(\.target)) : []
     }
-
-    /// Whether every stamp the state holds is covered by its vector: the
-    /// invariant the merge relies on to tell an overwritten write from one it never saw.
-    public var vectorCoversEveryStamp: Bool {
-        guard vector.covers(typeStamp), vector.covers(created) else { return false }
-        if let deleted, !vector.covers(deleted) { return false }
-        for field in fields {
-            guard vector.covers(field.stamp) else { return false }
-            for loser in field.losers where !vector.covers(loser.stamp) { return false }
-        }
-        return true
-    }
 }
 
 extension Optional where Wrapped == FieldValue {

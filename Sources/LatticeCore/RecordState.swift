@@ -124,6 +124,18 @@ public struct RecordState: Hashable, Sendable {
     /// an incoming state brings nothing new.
     public var version: RecordVersion { RecordVersion(causalLength: causalLength, vector: vector) }
 
+    /// Whether every stamp the state holds is covered by its vector: the
+    /// invariant the merge relies on to tell an overwritten write from one it never saw.
+    public var vectorCoversEveryStamp: Bool {
+        guard vector.covers(typeStamp), vector.covers(created) else { return false }
+        if let deleted, !vector.covers(deleted) { return false }
+        for field in fields {
+            guard vector.covers(field.stamp) else { return false }
+            for loser in field.losers where !vector.covers(loser.stamp) { return false }
+        }
+        return true
+    }
+
     public func register(named name: String) -> FieldRegister? {
         var low = 0
         var high = fields.count

@@ -66,14 +66,20 @@ extension ReplicaStorage {
         var candidates = Set<String>()
         for name in names {
             guard let previous = try record(named: name, in: zone), previous.isAlive else { continue }
-            let stamp = nextStamp()
-            try store(LocalWrite.delete(previous: previous, stamp: stamp), previous: previous, in: zone)
-            sync.recordLocalWrite(stamp)
+            candidates.formUnion(try delete(previous, in: zone, sync: &sync))
             deleted.append(name)
-            candidates.formUnion(try cascadeSources(of: name, in: zone))
         }
         if !deleted.isEmpty { try setSyncState(sync, of: zone) }
         return deleted + (try cascade(from: candidates, in: zone))
+    }
+
+    /// Ends a live record's incarnation as a local write; returns the records
+    /// referencing it with deleteSelf, which the cascade looks at next.
+    private func delete(_ previous: RecordState, in zone: ZoneKey, sync: inout ZoneSyncState) throws -> [String] {
+        let stamp = nextStamp()
+        try store(LocalWrite.delete(previous: previous, stamp: stamp), previous: previous, in: zone)
+        sync.recordLocalWrite(stamp)
+        return try cascadeSources(of: previous.recordName, in: zone)
     }
 
     /// Resolves the record's conflicts as they stand (a write that syncs).
@@ -109,11 +115,8 @@ extension ReplicaStorage {
             var sync = try liveSyncState(of: zone)
             var next = Set<String>()
             for victim in victims {
-                let stamp = nextStamp()
-                try store(LocalWrite.delete(previous: victim, stamp: stamp), previous: victim, in: zone)
-                sync.recordLocalWrite(stamp)
+                next.formUnion(try delete(victim, in: zone, sync: &sync))
                 deleted.append(victim.recordName)
-                next.formUnion(try cascadeSources(of: victim.recordName, in: zone))
             }
             try setSyncState(sync, of: zone)
             level = next

@@ -5,8 +5,9 @@ extension ReplicaStorage {
         let existing = try syncState(of: zone)
         if existing?.zoneState.exists == true { return false }
         let stamp = nextStamp()
-        var sync = existing ?? ZoneSyncState(zoneState: ZoneState(causalLength: 1, stamp: stamp))
-        sync.zoneState = ZoneState(causalLength: (existing?.zoneState.causalLength ?? 0) + 1, stamp: stamp)
+        let zoneState = ZoneState(causalLength: (existing?.zoneState.causalLength ?? 0) + 1, stamp: stamp)
+        var sync = existing ?? ZoneSyncState(zoneState: zoneState)
+        sync.zoneState = zoneState
         sync.recordLocalWrite(stamp)
         try setSyncState(sync, of: zone)
         return true

@@ -50,11 +50,6 @@ extension ReplicaStorage {
         try record(named: name, in: zone)?.version
     }
 
-    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) throws -> RecordLookup {
-        guard let state = try record(named: name, in: zone) else { return .absent }
-        return state.version.covers(incoming.version) ? .covers : .state(state)
-    }
-
     /// A fresh stamp for a local write, later than every stamp this replica has seen.
     public func nextStamp() -> Stamp {
         Stamp(time: clock.tick(wallClock: wallClockNow()), replica: replica)

@@ -44,7 +44,7 @@ public final class ChangeSetFuzzTarget {
         do { try replica.apply(base) } catch { fatalError("the base state does not apply: \(error)") }
         let before = snapshot(replica)
         do {
-            _ = try replica.transaction { try (replica as any ReplicaStorage).applyChangeSets(from: ArrayByteSource(input)) }
+            _ = try replica.apply(input)
         } catch {
             if snapshot(replica) != before { fatalError("a refused change set changed the memory replica: \(error)") }
         }

@@ -46,13 +46,16 @@ public class StoreSnapshot {
     func invalidateReplicas() { replicaIDs = nil }
 
     func decode(_ blob: Data) throws -> RecordState {
-        do { return try RecordBlob.decode([UInt8](blob), replicas: try replicas) } catch let error as LatticeCore.DecodingError {
-            throw StoreError.corrupt(path: store.directory.path, reason: "a stored record cannot be decoded (\(error))")
-        }
+        try decoding { try RecordBlob.decode([UInt8](blob), replicas: try replicas) }
     }
 
     func decodeVersion(_ blob: Data) throws -> RecordVersion {
-        do { return try RecordBlob.decodeVersion([UInt8](blob), replicas: try replicas) } catch let error as LatticeCore.DecodingError {
+        try decoding { try RecordBlob.decodeVersion([UInt8](blob), replicas: try replicas) }
+    }
+
+    /// A stored record that does not decode means a damaged store, not bad input.
+    private func decoding<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as LatticeCore.DecodingError {
             throw StoreError.corrupt(path: store.directory.path, reason: "a stored record cannot be decoded (\(error))")
         }
     }

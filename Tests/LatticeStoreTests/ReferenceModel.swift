@@ -161,10 +161,6 @@ struct ReferenceModel {
 
     // MARK: Schema
 
-    func schema(of replica: Replica) -> (fields: [Schema.Key: Definition], types: Set<String>, deployed: Stamp?) {
-        (replica.definitions, replica.recordTypes, replica.deployed)
-    }
-
     static func learn(_ definition: Definition, into replica: inout Replica) {
         let key = Schema.Key(recordType: definition.recordType, field: definition.field)
         if let existing = replica.definitions[key], existing.stamp <= definition.stamp { return }
@@ -172,7 +168,7 @@ struct ReferenceModel {
         replica.recordTypes.insert(definition.recordType)
     }
 
-    /// Why the schema refuses a write, as the contract states it; nil if it does not.
+    /// Whether the schema refuses a write, as the contract states it.
     static func schemaRefuses(_ replica: Replica, type: String, changes: [(name: String, value: FieldValue?)]) -> Bool {
         let production = replica.deployed != nil
         if production, !replica.recordTypes.contains(type) { return true }

@@ -30,13 +30,19 @@ import Testing
 
     func record(_ store: RecordStore, _ name: String) throws -> RecordState? { try store.read { try $0.record(name, in: zone) } }
 
-    @Test func aStoreThatDeployedItsSchemaCanStillSendWhatItReceived() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
+    /// Store a with zone and record m1, and store b that received them.
+    func twoStoresHoldingM1() throws -> (a: RecordStore, b: RecordStore) {
         let a = try store("a")
         let b = try store("b")
         try a.write { _ = try $0.createZone(zone) }
         try save(a, "m1", [("title", "x")])
         try sync(a, to: b)
+        return (a, b)
+    }
+
+    @Test func aStoreThatDeployedItsSchemaCanStillSendWhatItReceived() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b) = try twoStoresHoldingM1()
         try b.write { _ = try $0.deploySchema() }
         // The deployment is stamped by b, a replica none of b's records names.
         let bytes = try b.changeSet(for: zone, since: VersionVector())
@@ -46,11 +52,7 @@ import Testing
 
     @Test func aDeletedZoneCanBeSent() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
-        let a = try store("a")
-        let b = try store("b")
-        try a.write { _ = try $0.createZone(zone) }
-        try save(a, "m1", [("title", "x")])
-        try sync(a, to: b)
+        let (a, b) = try twoStoresHoldingM1()
         try b.write { try $0.deleteZone(zone) }
         try sync(b, to: a)
         #expect(try a.read { try $0.syncState(of: zone) }?.zoneState.exists == false)
