@@ -7,11 +7,13 @@
 //   lattice (CLI entry) -> LatticeCLI   one file per command, JSON output types
 //   lattice-demo, lattice-crash-child   executables
 //          |
-//       Lattice            public API: Container, Database, Zone, Record, Query ...
-//        /     \
-//  LatticeStore  LatticeCrypto          GRDB/SQLite persistence | libsodium identities, hashes
-//        \       |
-//      LatticeCore         pure: values, clocks, vectors, merge, change sets, queries (no I/O)
+//       Lattice            public API: Container, Database, Zone, Record, Query ...; the sync node
+//        /      |      \
+//  LatticeStore  |   LatticeTransport   GRDB/SQLite persistence | SwiftNIO: framing, handshake, encryption, sessions
+//       |        |      /
+//       |   LatticeProtocol            pure: sync messages, wire encoding, session state machine, the delegate it needs
+//        \       |   /
+//      LatticeCore + LatticeCrypto     pure: values, clocks, vectors, merge, change sets, queries | libsodium
 //
 //  CSodium                 system-library shim for libsodium
 //  LatticeFuzzing          the change-set fuzz target (store + core), for lattice-fuzz-changeset and the tests
@@ -29,6 +31,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -42,8 +47,27 @@ let package = Package(
             name: "LatticeStore",
             dependencies: ["LatticeCore", "LatticeCrypto", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        .target(name: "Lattice", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeStore"]),
-        .target(name: "LatticeCLI", dependencies: ["Lattice", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .target(name: "LatticeProtocol", dependencies: ["LatticeCore", "LatticeCrypto"]),
+        .target(
+            name: "LatticeTransport",
+            dependencies: [
+                "LatticeCore", "LatticeCrypto", "LatticeProtocol",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "Lattice",
+            dependencies: [
+                "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "LatticeCLI", dependencies: [
+            "Lattice", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .executableTarget(name: "lattice", dependencies: ["LatticeCLI"]),
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
@@ -52,6 +76,12 @@ let package = Package(
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
         .target(name: "LatticeTestSupport", path: "Tests/LatticeTestSupport"),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeTestSupport"]),
+        .testTarget(name: "LatticeCryptoTests", dependencies: ["LatticeCrypto"]),
+        .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto"]),
+        .testTarget(name: "LatticeTransportTests", dependencies: [
+            "LatticeTransport", "LatticeProtocol", "LatticeCrypto", "LatticeCore",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "lattice-crash-child"]),
         .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "LatticeTestSupport"]),

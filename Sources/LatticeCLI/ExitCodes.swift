@@ -8,6 +8,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case usage = 64
     case corruptInput = 65
     case notFound = 66
+    case unavailable = 69
     case internalError = 70
     case io = 74
     case conflict = 75
@@ -19,6 +20,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .usage: return "usage: unknown command or option, malformed argument or predicate"
         case .corruptInput: return "corrupt input: invalid JSON, bundle or value, or a value of the wrong type"
         case .notFound: return "not found: no such store, zone or record"
+        case .unavailable: return "network unavailable: a peer cannot be reached, or a sync was cut off"
         case .internalError: return "internal error"
         case .io: return "I/O error reading or writing files or the store"
         case .conflict: return "conflict: the record changed (serverRecordChanged) or the change token expired"
@@ -61,6 +63,7 @@ public struct CLIError: Error, CustomStringConvertible {
         case .invalidArguments, .limitExceeded, .assetFileNotFound, .batchRequestFailed, .partialFailure:
             self.init(.corruptInput, code: error.code == .limitExceeded ? "LIMIT_EXCEEDED" : "BAD_REQUEST", error.message)
         case .badDatabase: self.init(.io, code: "INTERNAL_ERROR", error.message)
+        case .networkUnavailable: self.init(.unavailable, code: "NETWORK_FAILURE", error.message)
         default: self.init(.internalError, code: "INTERNAL_ERROR", error.message)
         }
     }

@@ -113,15 +113,19 @@ public final class RecordStore: Sendable {
     /// the change sequence are saved with the data.
     public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         var result: T?
+        var advanced = false
         try mapDatabaseErrors {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
                     let transaction = try StoreTransaction(writing: db, store: self)
                     result = try body(transaction)
-                    return try transaction.finish() ? .commit : .rollback
+                    guard try transaction.finish() else { return .rollback }
+                    advanced = transaction.advancesSequence
+                    return .commit
                 }
             }
         }
+        if advanced { CommitSignal.notify(store: directory) }
         return result!
     }
 

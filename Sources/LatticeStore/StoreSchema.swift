@@ -73,6 +73,27 @@ enum StoreSchema {
             try foldConflictLog(db)
             try db.execute(sql: "DROP TABLE conflicts")
         }
+        migrator.registerMigration("v3: peers and resume points") { db in
+            try db.execute(sql: """
+                -- Devices this one has heard of: trusted ones form the account.
+                CREATE TABLE peers (
+                    device_id TEXT PRIMARY KEY NOT NULL,
+                    name TEXT,
+                    trusted INTEGER NOT NULL DEFAULT 0 CHECK (trusted IN (0, 1)),
+                    address TEXT,
+                    last_seen INTEGER
+                ) WITHOUT ROWID;
+                -- Per peer and zone: how far that peer's stream was applied here,
+                -- committed with each batch, so a cut sync resumes.
+                CREATE TABLE resume_points (
+                    peer TEXT NOT NULL,
+                    zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    change_seq INTEGER NOT NULL,
+                    row INTEGER NOT NULL,
+                    PRIMARY KEY (peer, zone)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

@@ -192,23 +192,31 @@ public class StoreSnapshot {
 
     // MARK: Anti-entropy
 
-    /// The sequence after which a peer at `vector` may lack records of the zone.
+    /// The sequence after which a peer at `vector` may lack records of the
+    /// zone: the last checkpoint whose knowledge `vector` covers. Knowledge
+    /// only grows along the checkpoints, so a binary search over sequence
+    /// numbers finds it, each probe one index seek.
     func deltaStart(zoneID: Int64, for vector: VersionVector) throws -> UInt64 {
-        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM checkpoints WHERE zone = ?", arguments: [zoneID]) ?? 0
-        let statement = try db.cachedStatement(sql: "SELECT change_seq, knowledge FROM checkpoints WHERE zone = ? ORDER BY change_seq LIMIT 1 OFFSET ?")
-        func checkpoint(_ index: Int) throws -> Checkpoint {
-            guard let row = try Row.fetchOne(statement, arguments: [zoneID, index]) else {
-                throw StoreError.corrupt(path: store.directory.path, reason: "checkpoint \(index) of zone \(zoneID) vanished inside one snapshot")
-            }
-            return Checkpoint(sequence: UInt64(row[0] as Int64), knowledge: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
-        }
-        // Knowledge grows along the checkpoints: find the last one `vector` covers.
-        var low = 0
-        var high = count
+        let firstFrom = try db.cachedStatement(sql: "SELECT change_seq, knowledge FROM checkpoints WHERE zone = ? AND change_seq >= ? AND change_seq < ? ORDER BY change_seq LIMIT 1")
+        let last = try db.cachedStatement(sql: "SELECT MAX(change_seq) FROM checkpoints WHERE zone = ?")
+        guard let highest = try Int64.fetchOne(last, arguments: [zoneID]) else { return 0 }
+        var low: Int64 = 0
+        var high = highest + 1
+        var best: UInt64 = 0
         while low < high {
-            let mid = (low + high) / 2
-            if vector.dominates(try checkpoint(mid).knowledge) { low = mid + 1 } else { high = mid }
+            let middle = low + (high - low) / 2
+            guard let row = try Row.fetchOne(firstFrom, arguments: [zoneID, middle, high]) else {
+                high = middle
+                continue
+            }
+            let sequence: Int64 = row[0]
+            if vector.dominates(try RecordBlob.decodeVector([UInt8](row[1] as Data))) {
+                best = UInt64(sequence)
+                low = sequence + 1
+            } else {
+                high = middle
+            }
         }
-        return low == 0 ? 0 : try checkpoint(low - 1).sequence
+        return best
     }
 }

@@ -203,6 +203,12 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     // MARK: Settings and assets
 
+    /// Something outside the records changed (settings, peers): commit, without a new sequence.
+    func markChanged() { hasChanges = true }
+
+    /// Whether this commit takes a new change sequence (records or zones changed).
+    var advancesSequence: Bool { !touchedZones.isEmpty }
+
     public func setSetting(_ key: String, to value: String) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: ["setting." + key, Data(value.utf8)])
         hasChanges = true

@@ -1,0 +1,50 @@
+import Foundation
+import LatticeCrypto
+import LatticeStore
+
+/// A device this one knows of: trusted (part of the account) or only seen.
+public struct Peer: Sendable, Hashable {
+    public var deviceID: String
+    public var name: String?
+    public var trusted: Bool
+    /// Where it last connected from or was reached at.
+    public var address: String?
+    /// When it last completed a handshake with this device.
+    public var lastSeen: Date?
+}
+
+extension Container {
+    /// Trusts a device: once it trusts this one too, both form one account
+    /// and sync the private database. Re-trusting renames it.
+    public func trust(deviceID text: String, name: String? = nil) throws(LatticeError) {
+        let id = try Self.parseDeviceID(text)
+        guard id.description != deviceID else { throw LatticeError(.invalidArguments, "\(id) is this device's own ID; trust the other device's ID (it prints it with `lattice id`)") }
+        if let name, name.isEmpty || name.count > 100 || name.contains(where: \.isNewline) {
+            throw LatticeError(.invalidArguments, "a device name has 1 to 100 characters on one line")
+        }
+        try LatticeError.wrap { try store.write { try $0.upsertPeer(id.description, name: name, trusted: true) } }
+    }
+
+    /// Stops trusting a device: it is refused from its next connection on.
+    public func untrust(deviceID text: String) throws(LatticeError) {
+        let id = try Self.parseDeviceID(text)
+        let known = try LatticeError.wrap { try store.write { try $0.untrustPeer(id.description) } }
+        if !known { throw LatticeError(.unknownItem, "device \(id) is not known here; `lattice peers` lists the known ones") }
+    }
+
+    public func peers() throws(LatticeError) -> [Peer] {
+        try LatticeError.wrap {
+            try store.read { try $0.peers() }.map { row in
+                Peer(deviceID: row.deviceID, name: row.name, trusted: row.trusted, address: row.address,
+                     lastSeen: row.lastSeen.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+            }
+        }
+    }
+
+    static func parseDeviceID(_ text: String) throws(LatticeError) -> DeviceID {
+        guard let id = DeviceID(text) else {
+            throw LatticeError(.invalidArguments, "\"\(text)\" is not a device ID: expected eight groups of seven letters and digits as `lattice id` prints them (a typo fails the check characters)")
+        }
+        return id
+    }
+}

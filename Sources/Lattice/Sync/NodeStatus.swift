@@ -1,0 +1,61 @@
+import Foundation
+
+/// What a running node shows other processes (`lattice status`, `lattice peers`):
+/// written to `node-status.json` in the store as it changes.
+public struct NodeStatus: Codable, Sendable, Hashable {
+    public struct ZoneProgress: Codable, Sendable, Hashable {
+        public var zone: String
+        /// "receiving" or "sending".
+        public var direction: String
+        /// "syncing" while a stream runs, "idle" after it.
+        public var state: String
+        public var recordsDone: Int
+        public var recordsTotal: Int
+        public var bytesDone: Int
+        public var bytesTotal: Int
+        /// Milliseconds since 1970 of the last completed stream.
+        public var lastSync: UInt64?
+    }
+
+    public struct PeerStatus: Codable, Sendable, Hashable {
+        public var deviceID: String
+        public var address: String
+        public var connected: Bool
+        public var zones: [ZoneProgress]
+        public var lastError: String?
+
+        /// Records this side still has to receive from the peer in running streams.
+        public var recordsBehind: Int { zones.filter { $0.direction == "receiving" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }
+        /// Records the peer still has to receive from this side in running streams.
+        public var recordsPeerBehind: Int { zones.filter { $0.direction == "sending" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }
+    }
+
+    public var pid: Int32
+    public var startedAt: UInt64
+    public var listeningPort: Int?
+    public var peers: [PeerStatus]
+
+    public static let fileName = "node-status.json"
+
+    /// The status of the node running on the store in `directory`, if one runs.
+    public static func read(store directory: URL) -> NodeStatus? {
+        guard let data = try? Data(contentsOf: directory.appendingPathComponent(fileName)),
+              let status = try? JSONDecoder().decode(NodeStatus.self, from: data) else { return nil }
+        // A node killed with SIGKILL leaves its file behind: only a live process counts.
+        guard kill(status.pid, 0) == 0 || errno == EPERM else { return nil }
+        return status
+    }
+
+    func write(store directory: URL) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(self) else { return }
+        let temporary = directory.appendingPathComponent(".\(Self.fileName).\(pid)")
+        do {
+            try data.write(to: temporary)
+            _ = rename(temporary.path, directory.appendingPathComponent(Self.fileName).path)
+        } catch {
+            // Status is best effort: syncing goes on without it.
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+import LatticeStore
+
+/// The store side of the sync protocol: the delegate `LatticeProtocol`
+/// declares, over a `RecordStore`. Each call is one short read or one write
+/// transaction; none waits on the network.
+struct StoreSyncAdapter: SyncDelegate {
+    let store: RecordStore
+    let container: String
+
+    func isTrusted(_ peer: DeviceID) throws -> Bool {
+        try store.read { try $0.peer(peer.description)?.trusted ?? false }
+    }
+
+    func noteSeen(_ peer: DeviceID, address: String) throws {
+        try store.write { try $0.upsertPeer(peer.description, name: nil, trusted: nil, address: address, lastSeen: RecordStore.systemWallClock()) }
+    }
+
+    func hello(for peer: DeviceID) throws -> Hello {
+        try store.read { snapshot in
+            let resume = try snapshot.resumePoints(of: peer.description)
+            let zones = try snapshot.zones(in: .private).map { zone in
+                ZoneAdvert(zone: zone.key, zoneState: zone.sync.zoneState, vector: zone.sync.vector, resume: resume[zone.key].map(StreamCursor.init))
+            }
+            return Hello(storeID: store.storeID, container: container, zones: zones)
+        }
+    }
+
+    func zones() throws -> [ZoneKey] {
+        try store.read { try $0.zones(in: .private).map(\.key) }
+    }
+
+    func produceBatch(_ request: BatchRequest) throws -> OutgoingBatch? {
+        try store.read { snapshot in
+            guard let batch = try snapshot.streamBatch(
+                for: request.zone, after: ChangeCursor(request.after), peerVector: request.peerVector, peerZoneState: request.peerZoneState,
+                maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes)
+            else { return nil }
+            let totals = request.wantsTotals
+                ? try snapshot.streamTotals(for: request.zone, after: ChangeCursor(request.after), peerVector: request.peerVector) : nil
+            return OutgoingBatch(
+                bytes: batch.bytes, cursor: StreamCursor(batch.cursor), final: batch.final, records: batch.records,
+                zoneState: batch.zoneState, claimedTop: batch.claimedTop, totals: totals)
+        }
+    }
+
+    func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
+        try store.write { transaction in
+            let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes))
+            guard summary.changeSets == 1 else {
+                throw ChangeSetError.malformed("a batch holds \(summary.changeSets) change sets; one of \(batch.zone) was announced")
+            }
+            try transaction.setResumePoint(ChangeCursor(batch.cursor), of: peer.description, for: batch.zone)
+            let vector = try transaction.syncState(of: batch.zone)?.vector ?? VersionVector()
+            return AppliedBatch(vector: vector, recordsChanged: summary.recordsChanged)
+        }
+    }
+}
+
+extension StreamCursor {
+    init(_ cursor: ChangeCursor) { self.init(sequence: cursor.sequence, row: cursor.row) }
+}
+
+extension ChangeCursor {
+    init(_ cursor: StreamCursor) { self.init(sequence: cursor.sequence, row: cursor.row) }
+}

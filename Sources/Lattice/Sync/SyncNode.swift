@@ -1,0 +1,358 @@
+import Foundation
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+import LatticeStore
+import LatticeTransport
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A peer's address: a host name or IP address and a TCP port.
+public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT` or `[IPv6]:PORT`.
+    public init?(_ text: String) {
+        let hostPart: Substring
+        let portPart: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portPart = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+        }
+        guard !hostPart.isEmpty, let port = Int(portPart), (1...65535).contains(port) else { return nil }
+        self.init(host: String(hostPart), port: port)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// The node: it listens, dials its peers (reconnecting with backoff), runs a
+/// sync session per trusted connection, and pushes local commits — from this
+/// process or any other on the store — to every connected peer at once.
+public final class SyncNode: Sendable {
+    public struct Configuration: Sendable {
+        /// Where to listen; nil port: do not listen (`sync --once`).
+        public var listenHost = "0.0.0.0"
+        public var port: Int?
+        public var peers: [PeerAddress] = []
+        /// Dial peers again when a connection ends.
+        public var reconnect = true
+        public var connection = ConnectionSettings()
+        public var maximumConnectionsPerAddress = 8
+        /// Write `node-status.json` for `lattice status` in other processes.
+        public var publishesStatus = true
+
+        public init() {}
+    }
+
+    /// What the node reports, per peer and zone.
+    public enum Event: Sendable, Hashable {
+        case listening(port: Int)
+        case connected(peer: String, address: String)
+        /// A device proved its identity but is not trusted here: it got nothing.
+        case refused(peer: String, address: String)
+        case unreachable(address: String, reason: String)
+        case disconnected(peer: String?, address: String, reason: String?)
+        case syncStarted(peer: String, zone: ZoneKey, direction: Direction, records: Int, bytes: Int)
+        case progress(peer: String, zone: ZoneKey, direction: Direction, recordsDone: Int, recordsTotal: Int, bytesDone: Int, bytesTotal: Int)
+        case syncFinished(peer: String, zone: ZoneKey, direction: Direction)
+        /// Both sides have sent all they had and committed all they got.
+        case caughtUp(peer: String)
+    }
+
+    public enum Direction: String, Sendable, Hashable { case receiving, sending }
+
+    private struct State {
+        var connections: [String: [ConnectionHandle]] = [:]
+        var peerOfAddress: [PeerAddress: String] = [:]
+        var status: NodeStatus
+        var listener: Channel?
+        var dialers: [Task<Void, Never>] = []
+        var watcher: CommitWatcher?
+        var stopped = false
+        var statusDirty = false
+        var statusScheduled = false
+    }
+
+    public let container: Container
+    public let configuration: Configuration
+    let logger: Logger
+    private let group: MultiThreadedEventLoopGroup
+    private let threadPool: NIOThreadPool
+    private let state: NIOLockedValueBox<State>
+    private let continuation: AsyncStream<Event>.Continuation
+    /// Every event, in order; one consumer.
+    public let events: AsyncStream<Event>
+
+    public init(container: Container, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "lattice.node")) {
+        self.container = container
+        self.configuration = configuration
+        self.logger = logger
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        threadPool = NIOThreadPool(numberOfThreads: 2)
+        let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
+        state = NIOLockedValueBox(State(status: status))
+        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
+    }
+
+    private var endpoint: SyncEndpoint {
+        SyncEndpoint(
+            identity: container.store.identity, delegate: StoreSyncAdapter(store: container.store, container: container.containerIdentifier),
+            group: group, threadPool: threadPool, settings: configuration.connection,
+            maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress, logger: logger,
+            onEvent: { [weak self] event in self?.handle(event) })
+    }
+
+    /// Starts listening, watching the store for commits, and dialing peers.
+    /// Fails with networkUnavailable if the port cannot be bound.
+    public func start() async throws(LatticeError) {
+        threadPool.start()
+        let endpoint = endpoint
+        if let port = configuration.port {
+            do {
+                let listener = try await endpoint.listen(host: configuration.listenHost, port: port)
+                let bound = listener.localAddress?.port ?? port
+                state.withLockedValue {
+                    $0.listener = listener
+                    $0.status.listeningPort = bound
+                }
+                logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(bound)"])
+                continuation.yield(.listening(port: bound))
+            } catch {
+                throw LatticeError(.networkUnavailable, "cannot listen on \(configuration.listenHost):\(port): \(error) (is another node using the port? pick one with --port)")
+            }
+        }
+        do {
+            let watcher = try CommitWatcher(store: container.directory) { [weak self] in self?.localCommit() }
+            state.withLockedValue { $0.watcher = watcher }
+        } catch {
+            logger.warning("commits by other processes will not be pushed at once: \(error)")
+        }
+        for peer in configuration.peers { addPeer(peer) }
+        publishStatus()
+    }
+
+    /// Dials `address` (again whenever the connection ends, if the node reconnects).
+    public func addPeer(_ address: PeerAddress) {
+        let task = Task { [weak self] in _ = await self?.dialLoop(address) }
+        state.withLockedValue { $0.dialers.append(task) }
+    }
+
+    /// The port the node listens on, once started.
+    public var listeningPort: Int? { state.withLockedValue { $0.status.listeningPort } }
+
+    /// Devices with a running session.
+    public var connectedPeers: [String] { state.withLockedValue { $0.connections.filter { !$0.value.isEmpty }.map(\.key).sorted() } }
+
+    /// Stops: closes every connection (each ends its stream in order), stops dialing and watching.
+    public func stop() async {
+        let (listener, dialers, watcher, handles) = state.withLockedValue { state in
+            state.stopped = true
+            return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 })
+        }
+        for dialer in dialers { dialer.cancel() }
+        watcher?.stop()
+        for handle in handles { handle.close() }
+        try? await listener?.close()
+        for dialer in dialers { await dialer.value }
+        try? await Task.sleep(nanoseconds: 50_000_000) // let the closes reach the wire
+        try? await threadPool.shutdownGracefully()
+        try? await group.shutdownGracefully()
+        continuation.finish()
+        try? FileManager.default.removeItem(at: container.directory.appendingPathComponent(NodeStatus.fileName))
+    }
+
+    // MARK: Dialing
+
+    private func dialLoop(_ address: PeerAddress) async {
+        var delay = 0.25
+        while !Task.isCancelled, !state.withLockedValue({ $0.stopped }) {
+            let known = state.withLockedValue { state in state.peerOfAddress[address].map { !(state.connections[$0] ?? []).isEmpty } ?? false }
+            if known {
+                // Already connected to that device (it dialed us): check again later.
+                try? await Task.sleep(nanoseconds: 1_000_000_000)
+                continue
+            }
+            let began = Date()
+            do {
+                let channel = try await endpoint.connect(host: address.host, port: address.port)
+                channel.closeFuture.whenSuccess { _ in }
+                try? await channel.closeFuture.get()
+                if Date().timeIntervalSince(began) > 5 { delay = 0.25 }
+            } catch {
+                logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(error)"])
+                continuation.yield(.unreachable(address: address.description, reason: "\(error)"))
+            }
+            guard configuration.reconnect else { return }
+            let jitter = Double.random(in: 0.8...1.2)
+            try? await Task.sleep(nanoseconds: UInt64(delay * jitter * 1e9))
+            delay = min(delay * 2, 30)
+        }
+    }
+
+    // MARK: Events
+
+    private func localCommit() {
+        let handles = state.withLockedValue { $0.connections.values.flatMap { $0 } }
+        for handle in handles { handle.localCommit() }
+    }
+
+    private func handle(_ event: ConnectionEvent) {
+        switch event {
+        case .authenticated(let peer, let address, let handle):
+            let id = peer.description
+            let duplicate = state.withLockedValue { state -> ConnectionHandle? in
+                var handles = state.connections[id] ?? []
+                handles.append(handle)
+                state.connections[id] = handles
+                if handle.initiator, let dialed = configuration.peers.first(where: { "\($0)" == address || $0.host == address.split(separator: ":").first.map(String.init) }) {
+                    state.peerOfAddress[dialed] = id
+                }
+                updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.lastError = nil }
+                // Two connections between the same devices (both dialed): keep the one the smaller ID dialed.
+                guard handles.count > 1 else { return nil }
+                let ourID = container.deviceID
+                let keepInitiatedByUs = ourID < id
+                return handles.first { $0.initiator != keepInitiatedByUs }
+            }
+            if let duplicate { duplicate.close() }
+            logger.info("connected", metadata: ["peer": "\(id)", "address": "\(address)"])
+            continuation.yield(.connected(peer: id, address: address))
+        case .refused(let peer, let address):
+            continuation.yield(.refused(peer: peer.description, address: address))
+        case .closed(let peer, let address, let reason):
+            if let peer {
+                let id = peer.description
+                state.withLockedValue { state in
+                    state.connections[id]?.removeAll { !$0.isActive }
+                    let connected = !(state.connections[id] ?? []).isEmpty
+                    updatePeer(&state, id) { status in
+                        status.connected = connected
+                        if let reason { status.lastError = reason }
+                        if !connected { for index in status.zones.indices { status.zones[index].state = "idle" } }
+                    }
+                }
+            }
+            continuation.yield(.disconnected(peer: peer?.description, address: address, reason: reason))
+        case .session(let peer, let sessionEvent):
+            handleSession(peer.description, sessionEvent)
+        }
+        publishStatus()
+    }
+
+    private func handleSession(_ peer: String, _ event: SyncSession.SessionEvent) {
+        switch event {
+        case .started: break
+        case .receiving(let zone, let records, let bytes):
+            startStream(peer, zone, .receiving, records, bytes)
+        case .sending(let zone, let records, let bytes):
+            startStream(peer, zone, .sending, records, bytes)
+        case .received(let zone, let records, let bytes, let final):
+            advance(peer, zone, .receiving, records, bytes, final)
+        case .delivered(let zone, let records, let bytes, let final):
+            advance(peer, zone, .sending, records, bytes, final)
+        case .quiescent:
+            continuation.yield(.caughtUp(peer: peer))
+        }
+    }
+
+    private func startStream(_ peer: String, _ zone: ZoneKey, _ direction: Direction, _ records: Int, _ bytes: Int) {
+        state.withLockedValue { state in
+            updateZone(&state, peer, zone, direction) { progress in
+                progress.state = "syncing"
+                progress.recordsDone = 0
+                progress.bytesDone = 0
+                progress.recordsTotal = records
+                progress.bytesTotal = bytes
+            }
+        }
+        continuation.yield(.syncStarted(peer: peer, zone: zone, direction: direction, records: records, bytes: bytes))
+    }
+
+    private func advance(_ peer: String, _ zone: ZoneKey, _ direction: Direction, _ records: Int, _ bytes: Int, _ final: Bool) {
+        let progress = state.withLockedValue { state in
+            updateZone(&state, peer, zone, direction) { progress in
+                progress.recordsDone += records
+                progress.bytesDone += bytes
+                progress.recordsTotal = max(progress.recordsTotal, progress.recordsDone)
+                progress.bytesTotal = max(progress.bytesTotal, progress.bytesDone)
+                if final {
+                    progress.recordsTotal = progress.recordsDone
+                    progress.bytesTotal = progress.bytesDone
+                    progress.state = "idle"
+                    progress.lastSync = RecordStore.systemWallClock()
+                }
+            }
+        }
+        if let progress {
+            continuation.yield(.progress(
+                peer: peer, zone: zone, direction: direction, recordsDone: progress.recordsDone, recordsTotal: progress.recordsTotal,
+                bytesDone: progress.bytesDone, bytesTotal: progress.bytesTotal))
+        }
+        if final { continuation.yield(.syncFinished(peer: peer, zone: zone, direction: direction)) }
+    }
+
+    private func updatePeer(_ state: inout State, _ peer: String, _ body: (inout NodeStatus.PeerStatus) -> Void) {
+        if let index = state.status.peers.firstIndex(where: { $0.deviceID == peer }) {
+            body(&state.status.peers[index])
+        } else {
+            var status = NodeStatus.PeerStatus(deviceID: peer, address: "", connected: false, zones: [], lastError: nil)
+            body(&status)
+            state.status.peers.append(status)
+        }
+        state.statusDirty = true
+    }
+
+    @discardableResult
+    private func updateZone(_ state: inout State, _ peer: String, _ zone: ZoneKey, _ direction: Direction, _ body: (inout NodeStatus.ZoneProgress) -> Void) -> NodeStatus.ZoneProgress? {
+        var result: NodeStatus.ZoneProgress?
+        updatePeer(&state, peer) { status in
+            let name = zone.zoneID.zoneName
+            if let index = status.zones.firstIndex(where: { $0.zone == name && $0.direction == direction.rawValue }) {
+                body(&status.zones[index])
+                result = status.zones[index]
+            } else {
+                var progress = NodeStatus.ZoneProgress(zone: name, direction: direction.rawValue, state: "syncing", recordsDone: 0, recordsTotal: 0, bytesDone: 0, bytesTotal: 0, lastSync: nil)
+                body(&progress)
+                status.zones.append(progress)
+                result = progress
+            }
+        }
+        return result
+    }
+
+    /// Writes the status file, at most about ten times a second.
+    private func publishStatus() {
+        guard configuration.publishesStatus else { return }
+        let schedule = state.withLockedValue { state -> Bool in
+            guard !state.statusScheduled, !state.stopped else { return false }
+            state.statusScheduled = true
+            return true
+        }
+        guard schedule else { return }
+        let directory = container.directory
+        group.next().scheduleTask(in: .milliseconds(100)) { [weak self] in
+            guard let self else { return }
+            let status = self.state.withLockedValue { state -> NodeStatus? in
+                state.statusScheduled = false
+                guard !state.stopped else { return nil }
+                return state.status
+            }
+            status?.write(store: directory)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import Lattice
+import Logging
+import ServiceLifecycle
+
+/// Runs the node as a service until SIGINT or SIGTERM, then stops it cleanly.
+struct NodeService: Service {
+    let node: SyncNode
+    let printer: EventPrinter
+
+    func run() async throws {
+        try await node.start()
+        let events = Task { for await event in node.events { printer.print(event) } }
+        try? await gracefulShutdown()
+        await node.stop()
+        await events.value
+    }
+}
+
+/// Prints node events: one line each for people, JSON lines for scripts.
+struct EventPrinter: Sendable {
+    let json: Bool
+
+    func print(_ event: SyncNode.Event) {
+        if json {
+            Output.json(event.dictionary)
+        } else if let text = event.text {
+            Output.line(text)
+        }
+    }
+}
+
+extension SyncNode.Event {
+    var text: String? {
+        switch self {
+        case .listening(let port): return "listening on port \(port)"
+        case .connected(let peer, let address): return "connected to \(peer) at \(address)"
+        case .refused(let peer, let address): return "refused untrusted device \(peer) at \(address) (trust it with `lattice trust \(peer)`)"
+        case .unreachable(let address, let reason): return "cannot reach \(address): \(reason)"
+        case .disconnected(let peer, let address, let reason): return "disconnected from \(peer ?? "unauthenticated peer") at \(address)\(reason.map { ": \($0)" } ?? "")"
+        case .syncFinished(let peer, let zone, let direction): return "\(direction == .receiving ? "received" : "sent") \(zone.zoneID.zoneName) \(direction == .receiving ? "from" : "to") \(peer)"
+        case .syncStarted, .progress, .caughtUp: return nil
+        }
+    }
+
+    var dictionary: [String: Any] {
+        switch self {
+        case .listening(let port): return ["event": "listening", "port": port]
+        case .connected(let peer, let address): return ["event": "connected", "peer": peer, "address": address]
+        case .refused(let peer, let address): return ["event": "refused", "peer": peer, "address": address]
+        case .unreachable(let address, let reason): return ["event": "unreachable", "address": address, "reason": reason]
+        case .disconnected(let peer, let address, let reason):
+            return ["event": "disconnected", "peer": peer ?? NSNull(), "address": address, "reason": reason ?? NSNull()]
+        case .syncStarted(let peer, let zone, let direction, let records, let bytes):
+            return ["event": "syncStarted", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue, "records": records, "bytes": bytes]
+        case .progress(let peer, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):
+            return ["event": "progress", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue,
+                    "recordsDone": recordsDone, "recordsTotal": recordsTotal, "bytesDone": bytesDone, "bytesTotal": bytesTotal]
+        case .syncFinished(let peer, let zone, let direction):
+            return ["event": "syncFinished", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue]
+        case .caughtUp(let peer): return ["event": "caughtUp", "peer": peer]
+        }
+    }
+}
+
+/// Bridges an async body into the synchronous command (the CLI's entry point is synchronous).
+func runBlocking(_ body: @escaping @Sendable () async throws -> Void) throws {
+    let semaphore = DispatchSemaphore(value: 0)
+    let failure = LockedBox<Error?>(nil)
+    Task {
+        do { try await body() } catch { failure.value = error }
+        semaphore.signal()
+    }
+    semaphore.wait()
+    if let error = failure.value { throw error }
+}
+
+final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+extension GlobalOptions {
+    /// swift-log to standard error at --log-level.
+    func bootstrapLogging() -> Logger {
+        let level = Logger.Level(rawValue: logLevel.lowercased()) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: "lattice")
+        logger.logLevel = level
+        return logger
+    }
+}
+
+func parsePeers(_ texts: [String]) throws -> [PeerAddress] {
+    try texts.map { text in
+        guard let address = PeerAddress(text) else { throw CLIError.usage("--peer takes HOST:PORT (or [IPv6]:PORT), not \"\(text)\"") }
+        return address
+    }
+}
+
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the sync node until interrupted: listen, dial peers, push commits.",
+        discussion: """
+            Syncs the private database with every trusted device that connects or that --peer names, and pushes
+            each commit (from any process on this store) at once. Stops cleanly on SIGINT or SIGTERM.
+            Example: lattice serve --port 7766 --peer 192.168.1.20:7766
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "TCP port to listen on (0 picks a free one).") var port: Int = 7766
+    @Option(help: "Address to listen on.") var listen: String = "0.0.0.0"
+    @Option(help: "A peer to dial, HOST:PORT; repeat for more.") var peer: [String] = []
+    @Flag(help: "Do not use mDNS discovery.") var noMdns = false
+
+    func run() throws {
+        guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
+        let peers = try parsePeers(peer)
+        let container = try options.openContainer()
+        let logger = options.bootstrapLogging()
+        if !noMdns { logger.notice("mDNS discovery is not built yet: only --peer addresses and incoming connections sync") }
+        var configuration = SyncNode.Configuration()
+        configuration.port = port
+        configuration.listenHost = listen
+        configuration.peers = peers
+        let node = SyncNode(container: container, configuration: configuration, logger: logger)
+        try runUntilSignalled(node, printer: EventPrinter(json: options.json), logger: logger)
+    }
+}
+
+/// Runs the node in a service group until SIGINT or SIGTERM.
+func runUntilSignalled(_ node: SyncNode, printer: EventPrinter, logger: Logger) throws {
+    let service = NodeService(node: node, printer: printer)
+    let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+    do {
+        try runBlocking { try await group.run() }
+    } catch let error as LatticeError {
+        throw CLIError(error)
+    } catch let error as ServiceGroupError {
+        throw CLIError(.internalError, code: "INTERNAL_ERROR", "\(error)")
+    }
+}

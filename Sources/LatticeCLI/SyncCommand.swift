@@ -1,0 +1,131 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct SyncCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync", abstract: "Sync with peers: once and exit (--once), or until interrupted.",
+        discussion: "Example: lattice sync --peer 192.168.1.20:7766 --once")
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "A peer to sync with, HOST:PORT; repeat for more.") var peer: [String] = []
+    @Flag(help: "Sync until both sides have what the other had, then exit with a summary.") var once = false
+    @Option(help: "With --once: give up after this many seconds.") var timeout: Double = 600
+
+    func validate() throws {
+        if peer.isEmpty { throw ValidationError("name at least one --peer HOST:PORT (discovery by mDNS is not built yet)") }
+        if timeout <= 0 { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() throws {
+        let peers = try parsePeers(peer)
+        let container = try options.openContainer()
+        let logger = options.bootstrapLogging()
+        var configuration = SyncNode.Configuration()
+        configuration.peers = peers
+        configuration.reconnect = !once
+        let node = SyncNode(container: container, configuration: configuration, logger: logger)
+        let printer = EventPrinter(json: options.json)
+        guard once else {
+            try runUntilSignalled(node, printer: printer, logger: logger)
+            return
+        }
+        let outcome = LockedBox(OnceOutcome())
+        let json = options.json
+        let timeout = timeout
+        let peerCount = peers.count
+        try runBlocking {
+            try await node.start()
+            let watchdog = Task {
+                try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+                outcome.value.timedOut = true
+                await node.stop()
+            }
+            var progress = ProgressLine(enabled: !json && Output.standardErrorIsTerminal)
+            var ended = 0
+            for await event in node.events {
+                var state = outcome.value
+                switch event {
+                case .connected(let peer, _): state.peers.insert(peer)
+                case .refused(let peer, let address): state.failures.append(.permission("device \(peer) at \(address) is not trusted here; check its ID and run `lattice trust \(peer)`"))
+                case .unreachable(let address, let reason): state.failures.append(.unavailable("cannot reach \(address): \(reason)"))
+                case .disconnected(let peer, let address, let reason):
+                    if let peer, !state.caughtUp.contains(peer) {
+                        state.failures.append(.unavailable("the connection to \(peer) at \(address) ended before the sync finished\(reason.map { ": \($0)" } ?? "")"))
+                    } else if peer == nil {
+                        state.failures.append(.permission("\(address) ended the connection after the handshake\(reason.map { " (\($0))" } ?? ""): it does not trust this device; on it, run `lattice trust \(container.deviceID)`"))
+                    }
+                    ended += 1
+                case .progress(_, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):
+                    progress.show("\(direction == .receiving ? "receiving" : "sending") \(zone.zoneID.zoneName): \(recordsDone)/\(recordsTotal) records, \(bytesDone / 1024)/\(bytesTotal / 1024) KiB")
+                    if direction == .receiving { state.received[zone.zoneID.zoneName] = recordsDone } else { state.sent[zone.zoneID.zoneName] = recordsDone }
+                case .caughtUp(let peer):
+                    state.caughtUp.insert(peer)
+                case .listening, .syncStarted, .syncFinished: break
+                }
+                outcome.value = state
+                if json, event.isNotable { printer.print(event) }
+                if state.caughtUp.count + ended >= peerCount { break }
+            }
+            progress.finish()
+            watchdog.cancel()
+            await node.stop()
+        }
+        let result = outcome.value
+        if result.timedOut { throw CLIError(.unavailable, code: "NETWORK_FAILURE", "the sync did not finish within \(Int(timeout)) s") }
+        if result.caughtUp.isEmpty, let failure = result.failures.first { throw failure.error }
+        let received = result.received.values.reduce(0, +)
+        let sent = result.sent.values.reduce(0, +)
+        if options.json {
+            Output.json(["synced": result.caughtUp.sorted(), "recordsReceived": received, "recordsSent": sent,
+                         "failures": result.failures.map(\.error.message)])
+        } else {
+            Output.line("synced with \(result.caughtUp.count) of \(peerCount) peer(s): received \(received) record(s), sent \(sent)")
+            for failure in result.failures { Output.standardError("lattice: \(failure.error.message)") }
+        }
+        if result.caughtUp.count < peerCount, let failure = result.failures.first { throw failure.error }
+    }
+}
+
+struct OnceOutcome: Sendable {
+    enum Failure: Sendable {
+        case permission(String)
+        case unavailable(String)
+        var error: CLIError {
+            switch self {
+            case .permission(let message): return CLIError(.permission, code: "ACCESS_DENIED", message)
+            case .unavailable(let message): return CLIError(.unavailable, code: "NETWORK_FAILURE", message)
+            }
+        }
+    }
+    var peers = Set<String>()
+    var caughtUp = Set<String>()
+    var failures: [Failure] = []
+    var received: [String: Int] = [:]
+    var sent: [String: Int] = [:]
+    var timedOut = false
+}
+
+/// One line of progress on a terminal, redrawn in place.
+struct ProgressLine {
+    let enabled: Bool
+    private var shown = false
+    init(enabled: Bool) { self.enabled = enabled }
+
+    mutating func show(_ text: String) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+        shown = true
+    }
+
+    mutating func finish() {
+        if shown { FileHandle.standardError.write(Data("\n".utf8)) }
+        shown = false
+    }
+}
+
+extension SyncNode.Event {
+    var isNotable: Bool {
+        if case .progress = self { return false }
+        return true
+    }
+}

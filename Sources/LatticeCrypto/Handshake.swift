@@ -1,0 +1,191 @@
+import CSodium
+
+/// Why a handshake failed. Every case ends the connection; none is a crash.
+public enum HandshakeError: Error, Equatable, Sendable, CustomStringConvertible {
+    case malformed(String)
+    case unsupportedVersion(theirs: ClosedRange<UInt8>, ours: ClosedRange<UInt8>)
+    case badSignature
+    case unexpectedMessage(String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let why): return "malformed handshake message: \(why)"
+        case .unsupportedVersion(let theirs, let ours):
+            return "no common protocol version (they speak \(theirs.lowerBound)–\(theirs.upperBound), we speak \(ours.lowerBound)–\(ours.upperBound))"
+        case .badSignature: return "the peer's signature over the handshake does not verify"
+        case .unexpectedMessage(let why): return "unexpected handshake message: \(why)"
+        }
+    }
+}
+
+/// What both ends hold after a handshake: the peer's identity, the agreed
+/// protocol version, and one key per direction.
+public struct HandshakeResult: Sendable {
+    public let peerPublicKey: [UInt8]
+    public let version: UInt8
+    public let sendKey: [UInt8]
+    public let receiveKey: [UInt8]
+
+    public var peerDeviceID: DeviceID { DeviceID(publicKey: peerPublicKey) }
+}
+
+/// The handshake, a SIGMA-style exchange of three messages over libsodium:
+///
+///     M1  I → R   "LTHS" · min version · max version · eI
+///     M2  R → I   "LTHS" · version · eR · idR · Sign(idR, "R" · H(M1 · M2 without signature))
+///     M3  I → R   idI · Sign(idI, "I" · H(M1 · M2 · idI))
+///
+/// `eI`, `eR` are fresh X25519 keys (crypto_kx); `idI`, `idR` Ed25519
+/// identities; H is BLAKE2b-256 with a domain label. Each side signs the
+/// transcript including the other's fresh key, so no message can be replayed
+/// into another handshake, and the keys of each direction are the crypto_kx
+/// session keys hashed with the whole transcript. Ephemeral keys live only in
+/// this value: a stolen identity later cannot decrypt a recorded session.
+public enum Handshake {
+    public static let magic: [UInt8] = Array("LTHS".utf8)
+    static let keyLength = Int(crypto_kx_PUBLICKEYBYTES)
+    static let signLength = Int(crypto_sign_BYTES)
+    static let identityLength = Int(crypto_sign_PUBLICKEYBYTES)
+    public static let firstMessageLength = 4 + 2 + keyLength
+    public static let secondMessageLength = 4 + 1 + keyLength + identityLength + signLength
+    public static let thirdMessageLength = identityLength + signLength
+    /// The largest handshake message: a frame decoder may refuse anything bigger before the handshake ends.
+    public static let maximumMessageLength = secondMessageLength
+
+    static func transcriptHash(_ parts: [UInt8]...) -> [UInt8] {
+        let message = Array("lattice handshake transcript v1".utf8) + parts.joined()
+        var out = [UInt8](repeating: 0, count: 32)
+        crypto_generichash(&out, out.count, message, UInt64(message.count), nil, 0)
+        return out
+    }
+
+    /// A direction's key: the crypto_kx key bound to the transcript and the direction.
+    static func directionKey(_ kxKey: [UInt8], transcript: [UInt8], direction: String) -> [UInt8] {
+        let message = transcript + Array(direction.utf8)
+        var out = [UInt8](repeating: 0, count: Int(crypto_secretstream_xchacha20poly1305_KEYBYTES))
+        crypto_generichash(&out, out.count, message, UInt64(message.count), kxKey, kxKey.count)
+        return out
+    }
+
+    static func ephemeralKeyPair() throws -> (public: [UInt8], secret: [UInt8]) {
+        try Sodium.ready()
+        var publicKey = [UInt8](repeating: 0, count: keyLength)
+        var secretKey = [UInt8](repeating: 0, count: Int(crypto_kx_SECRETKEYBYTES))
+        try Sodium.check(crypto_kx_keypair(&publicKey, &secretKey), "crypto_kx_keypair")
+        return (publicKey, secretKey)
+    }
+}
+
+/// The side that connects.
+public struct HandshakeInitiator: Sendable {
+    public let identity: Identity
+    public let versions: ClosedRange<UInt8>
+    private let ephemeral: (public: [UInt8], secret: [UInt8])
+    private var firstMessage: [UInt8] = []
+
+    public init(identity: Identity, versions: ClosedRange<UInt8>) throws {
+        self.identity = identity
+        self.versions = versions
+        ephemeral = try Handshake.ephemeralKeyPair()
+    }
+
+    /// M1, the opening message.
+    public mutating func start() -> [UInt8] {
+        firstMessage = Handshake.magic + [versions.lowerBound, versions.upperBound] + ephemeral.public
+        return firstMessage
+    }
+
+    /// Reads M2; returns M3 to send and the session.
+    public func receive(_ message: [UInt8]) throws -> (reply: [UInt8], result: HandshakeResult) {
+        guard !firstMessage.isEmpty else { throw HandshakeError.unexpectedMessage("a reply before the opening message") }
+        guard message.count == Handshake.secondMessageLength else {
+            throw HandshakeError.malformed("the reply has \(message.count) bytes, expected \(Handshake.secondMessageLength)")
+        }
+        guard Array(message[0..<4]) == Handshake.magic else { throw HandshakeError.malformed("not a Lattice peer (bad magic)") }
+        let version = message[4]
+        guard versions.contains(version) else { throw HandshakeError.unsupportedVersion(theirs: version...version, ours: versions) }
+        var offset = 5
+        func take(_ count: Int) -> [UInt8] {
+            defer { offset += count }
+            return Array(message[offset..<offset + count])
+        }
+        let peerEphemeral = take(Handshake.keyLength)
+        let peerIdentity = take(Handshake.identityLength)
+        let signedPart = Array(message[0..<offset])
+        let signature = take(Handshake.signLength)
+        let responderTranscript = Handshake.transcriptHash(firstMessage, signedPart)
+        guard Identity.verify(signature, of: Array("R".utf8) + responderTranscript, publicKey: peerIdentity) else { throw HandshakeError.badSignature }
+
+        let transcript = Handshake.transcriptHash(firstMessage, message, identity.publicKey)
+        let reply = identity.publicKey + (try identity.sign(Array("I".utf8) + transcript))
+        var receive = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
+        var send = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
+        guard crypto_kx_client_session_keys(&receive, &send, ephemeral.public, ephemeral.secret, peerEphemeral) == 0 else {
+            throw HandshakeError.malformed("the peer's ephemeral key is not a valid X25519 key")
+        }
+        let final = Handshake.transcriptHash(firstMessage, message, reply)
+        let result = HandshakeResult(
+            peerPublicKey: peerIdentity, version: version,
+            sendKey: Handshake.directionKey(send, transcript: final, direction: "I->R"),
+            receiveKey: Handshake.directionKey(receive, transcript: final, direction: "R->I"))
+        return (reply, result)
+    }
+}
+
+/// The side that accepts.
+public struct HandshakeResponder: Sendable {
+    public let identity: Identity
+    public let versions: ClosedRange<UInt8>
+    private let ephemeral: (public: [UInt8], secret: [UInt8])
+    private var firstMessage: [UInt8] = []
+    private var secondMessage: [UInt8] = []
+    private var peerEphemeral: [UInt8] = []
+
+    public init(identity: Identity, versions: ClosedRange<UInt8>) throws {
+        self.identity = identity
+        self.versions = versions
+        ephemeral = try Handshake.ephemeralKeyPair()
+    }
+
+    /// Reads M1; returns M2.
+    public mutating func receiveOpening(_ message: [UInt8]) throws -> [UInt8] {
+        guard firstMessage.isEmpty else { throw HandshakeError.unexpectedMessage("a second opening message") }
+        guard message.count == Handshake.firstMessageLength else {
+            throw HandshakeError.malformed("the opening message has \(message.count) bytes, expected \(Handshake.firstMessageLength)")
+        }
+        guard Array(message[0..<4]) == Handshake.magic else { throw HandshakeError.malformed("not a Lattice peer (bad magic)") }
+        guard message[4] <= message[5] else { throw HandshakeError.malformed("version range \(message[4])–\(message[5]) is empty") }
+        let theirs = message[4]...message[5]
+        guard let version = theirs.clamped(to: versions).max(), theirs.overlaps(versions) else {
+            throw HandshakeError.unsupportedVersion(theirs: theirs, ours: versions)
+        }
+        firstMessage = message
+        peerEphemeral = Array(message[6...])
+        let signedPart = Handshake.magic + [version] + ephemeral.public + identity.publicKey
+        let signature = try identity.sign(Array("R".utf8) + Handshake.transcriptHash(firstMessage, signedPart))
+        secondMessage = signedPart + signature
+        return secondMessage
+    }
+
+    /// Reads M3; returns the session.
+    public func receiveProof(_ message: [UInt8]) throws -> HandshakeResult {
+        guard !secondMessage.isEmpty else { throw HandshakeError.unexpectedMessage("a proof before the opening message") }
+        guard message.count == Handshake.thirdMessageLength else {
+            throw HandshakeError.malformed("the proof has \(message.count) bytes, expected \(Handshake.thirdMessageLength)")
+        }
+        let peerIdentity = Array(message[0..<Handshake.identityLength])
+        let signature = Array(message[Handshake.identityLength...])
+        let transcript = Handshake.transcriptHash(firstMessage, secondMessage, peerIdentity)
+        guard Identity.verify(signature, of: Array("I".utf8) + transcript, publicKey: peerIdentity) else { throw HandshakeError.badSignature }
+        var receive = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
+        var send = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
+        guard crypto_kx_server_session_keys(&receive, &send, ephemeral.public, ephemeral.secret, peerEphemeral) == 0 else {
+            throw HandshakeError.malformed("the peer's ephemeral key is not a valid X25519 key")
+        }
+        let final = Handshake.transcriptHash(firstMessage, secondMessage, message)
+        return HandshakeResult(
+            peerPublicKey: peerIdentity, version: secondMessage[4],
+            sendKey: Handshake.directionKey(send, transcript: final, direction: "R->I"),
+            receiveKey: Handshake.directionKey(receive, transcript: final, direction: "I->R"))
+    }
+}

@@ -1,0 +1,114 @@
+import LatticeCore
+import LatticeCrypto
+
+/// What the sender asks its store for: the next batch of a zone's stream.
+public struct BatchRequest: Hashable, Sendable {
+    public var zone: ZoneKey
+    /// Send records after this point of the local change order.
+    public var after: StreamCursor
+    /// What the peer is known to hold: the change set's base, and records it covers are skipped.
+    public var peerVector: VersionVector
+    /// The zone's state the peer is known to have (a deletion to send even when no record changed).
+    public var peerZoneState: ZoneState?
+    /// Whether to count what is left (the first batch of a stream, for progress).
+    public var wantsTotals: Bool
+    public var maximumRecords: Int
+    public var maximumBytes: Int
+
+    public init(zone: ZoneKey, after: StreamCursor, peerVector: VersionVector, peerZoneState: ZoneState?, wantsTotals: Bool, maximumRecords: Int, maximumBytes: Int) {
+        self.zone = zone
+        self.peerZoneState = peerZoneState
+        self.after = after
+        self.peerVector = peerVector
+        self.wantsTotals = wantsTotals
+        self.maximumRecords = maximumRecords
+        self.maximumBytes = maximumBytes
+    }
+}
+
+/// A batch the store produced: one complete change set.
+public struct OutgoingBatch: Hashable, Sendable {
+    public var bytes: [UInt8]
+    /// The cursor after the batch's last record (or the request's when it holds none).
+    public var cursor: StreamCursor
+    /// The stream reached the end of the zone: the change set claims the zone's vector.
+    public var final: Bool
+    public var records: Int
+    /// The zone's state the change set carries.
+    public var zoneState: ZoneState
+    /// The vector a final batch's change set claims.
+    public var claimedTop: VersionVector?
+    /// What is left to send, counted when asked for.
+    public var totals: (records: Int, bytes: Int)?
+
+    public init(bytes: [UInt8], cursor: StreamCursor, final: Bool, records: Int, zoneState: ZoneState, claimedTop: VersionVector? = nil, totals: (records: Int, bytes: Int)? = nil) {
+        self.bytes = bytes
+        self.claimedTop = claimedTop
+        self.zoneState = zoneState
+        self.cursor = cursor
+        self.final = final
+        self.records = records
+        self.totals = totals
+    }
+
+    public static func == (lhs: OutgoingBatch, rhs: OutgoingBatch) -> Bool {
+        lhs.bytes == rhs.bytes && lhs.cursor == rhs.cursor && lhs.final == rhs.final && lhs.records == rhs.records
+            && lhs.totals?.records == rhs.totals?.records && lhs.totals?.bytes == rhs.totals?.bytes
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes)
+        hasher.combine(cursor)
+        hasher.combine(final)
+    }
+}
+
+/// A batch received whole, checked by the session, to be applied and committed on its own.
+public struct IncomingBatch: Hashable, Sendable {
+    public var zone: ZoneKey
+    public var bytes: [UInt8]
+    public var cursor: StreamCursor
+    public var final: Bool
+    public var records: Int
+    /// The sender's vector its last batch claims: the sender holds all of it.
+    public var claimedTop: VersionVector?
+
+    public init(zone: ZoneKey, bytes: [UInt8], cursor: StreamCursor, final: Bool, records: Int, claimedTop: VersionVector? = nil) {
+        self.zone = zone
+        self.claimedTop = claimedTop
+        self.bytes = bytes
+        self.cursor = cursor
+        self.final = final
+        self.records = records
+    }
+}
+
+/// What applying a batch left: the zone's vector now, for the acknowledgement.
+public struct AppliedBatch: Hashable, Sendable {
+    public var vector: VersionVector
+    public var recordsChanged: Int
+
+    public init(vector: VersionVector, recordsChanged: Int) {
+        self.vector = vector
+        self.recordsChanged = recordsChanged
+    }
+}
+
+/// The storage a sync session needs, declared here and implemented by the
+/// store side, so the protocol never imports the store. Calls block and run
+/// off the network's threads.
+public protocol SyncDelegate: Sendable {
+    /// Whether `peer` belongs to this account (it then may read and write the private database).
+    func isTrusted(_ peer: DeviceID) throws -> Bool
+    /// Records that `peer` proved its identity from `address`, trusted or not, so a person can trust it by its ID.
+    func noteSeen(_ peer: DeviceID, address: String) throws
+    /// The opening message for `peer`: local zones, their vectors, and how far
+    /// `peer`'s earlier streams were applied here.
+    func hello(for peer: DeviceID) throws -> Hello
+    /// The zones the store has now (after a local commit, new ones may have appeared).
+    func zones() throws -> [ZoneKey]
+    /// The next batch of a zone's stream, read in its own short snapshot; nil when the peer lacks nothing.
+    func produceBatch(_ request: BatchRequest) throws -> OutgoingBatch?
+    /// Applies and commits one batch, and with it `peer`'s resume point for the zone.
+    func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch
+}

@@ -1,0 +1,117 @@
+import LatticeCore
+
+/// Where a sender is in its stream of one zone: the change sequence and row
+/// of the last record it sent. Records are streamed in that order, so "all up
+/// to here" is one pair. Meaningful only to the store that made it.
+public struct StreamCursor: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var sequence: UInt64
+    public var row: UInt64
+
+    public static let start = StreamCursor(sequence: 0, row: 0)
+
+    public init(sequence: UInt64, row: UInt64) {
+        self.sequence = sequence
+        self.row = row
+    }
+
+    public static func < (lhs: StreamCursor, rhs: StreamCursor) -> Bool { (lhs.sequence, lhs.row) < (rhs.sequence, rhs.row) }
+    public var description: String { "\(sequence).\(row)" }
+}
+
+/// What one side says of a zone when a session opens.
+public struct ZoneAdvert: Hashable, Sendable {
+    public var zone: ZoneKey
+    public var zoneState: ZoneState
+    /// Everything of the zone up to this vector is held.
+    public var vector: VersionVector
+    /// How far the recipient's earlier streams of this zone were applied here,
+    /// so it resumes rather than re-sends.
+    public var resume: StreamCursor?
+
+    public init(zone: ZoneKey, zoneState: ZoneState, vector: VersionVector, resume: StreamCursor?) {
+        self.zone = zone
+        self.zoneState = zoneState
+        self.vector = vector
+        self.resume = resume
+    }
+}
+
+/// The first message of each side once the channel is up.
+public struct Hello: Hashable, Sendable {
+    /// Random per store: cursors from a recreated store are not mistaken for current ones.
+    public var storeID: [UInt8]
+    public var container: String
+    public var zones: [ZoneAdvert]
+
+    public init(storeID: [UInt8], container: String, zones: [ZoneAdvert]) {
+        self.storeID = storeID
+        self.container = container
+        self.zones = zones
+    }
+}
+
+/// A piece of a change-set batch. A batch is one complete change set; it is
+/// cut into parts so no frame exceeds the maximum. The last part carries the
+/// cursor after the batch, and whether the batch ends the stream (then its
+/// change set claims the sender's vector).
+public struct ChangesPart: Hashable, Sendable {
+    public struct End: Hashable, Sendable {
+        public var cursor: StreamCursor
+        public var final: Bool
+        public var records: Int
+
+        public init(cursor: StreamCursor, final: Bool, records: Int) {
+            self.cursor = cursor
+            self.final = final
+            self.records = records
+        }
+    }
+
+    public var zone: ZoneKey
+    public var bytes: [UInt8]
+    public var end: End?
+
+    public init(zone: ZoneKey, bytes: [UInt8], end: End?) {
+        self.zone = zone
+        self.bytes = bytes
+        self.end = end
+    }
+}
+
+/// The receiver committed a batch: its cursor, and the zone's vector after it.
+public struct Acknowledgement: Hashable, Sendable {
+    public var zone: ZoneKey
+    public var cursor: StreamCursor
+    public var vector: VersionVector
+
+    public init(zone: ZoneKey, cursor: StreamCursor, vector: VersionVector) {
+        self.zone = zone
+        self.cursor = cursor
+        self.vector = vector
+    }
+}
+
+/// The sender is about to stream a zone: how much is left, for progress.
+public struct StreamStart: Hashable, Sendable {
+    public var zone: ZoneKey
+    public var records: Int
+    public var bytes: Int
+
+    public init(zone: ZoneKey, records: Int, bytes: Int) {
+        self.zone = zone
+        self.records = records
+        self.bytes = bytes
+    }
+}
+
+/// Everything sent inside the encrypted channel.
+public enum SyncMessage: Hashable, Sendable {
+    case hello(Hello)
+    case streamStart(StreamStart)
+    case changes(ChangesPart)
+    case acknowledgement(Acknowledgement)
+    /// The sender has sent everything it had when the session opened (or since the last one).
+    case caughtUp
+    case ping
+    case pong
+}

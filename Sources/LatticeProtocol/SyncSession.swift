@@ -1,0 +1,334 @@
+import LatticeCore
+
+/// One side of a sync session, as a value: messages and store results in,
+/// actions out. It never touches a socket or a store, so every way a peer can
+/// misbehave is testable with plain values; the transport carries out its
+/// actions.
+///
+/// Anti-entropy: each side streams, zone by zone, what the other's advertised
+/// vector and resume point say it lacks, one batch (a complete change set) at
+/// a time, at most `window` batches unacknowledged. The receiver applies and
+/// commits each batch on its own with the sender's cursor, and acknowledges it
+/// with its vector after. A local commit re-opens every zone's stream from its
+/// cursor: push on commit.
+public struct SyncSession: Sendable {
+    public enum Action: Hashable, Sendable {
+        case send(SyncMessage)
+        /// Ask the store for the next batch; answer with `batchProduced`.
+        case produce(BatchRequest)
+        /// Apply and commit a batch; answer with `batchApplied` (or `fail`).
+        case apply(IncomingBatch)
+        case close(ProtocolError)
+        case event(SessionEvent)
+    }
+
+    public enum SessionEvent: Hashable, Sendable {
+        /// The peer's hello arrived: the session is running.
+        case started
+        /// The peer will stream this much of a zone.
+        case receiving(zone: ZoneKey, records: Int, bytes: Int)
+        /// This side will stream this much of a zone.
+        case sending(zone: ZoneKey, records: Int, bytes: Int)
+        /// A batch from the peer was committed.
+        case received(zone: ZoneKey, records: Int, bytes: Int, final: Bool)
+        /// A batch of ours was acknowledged.
+        case delivered(zone: ZoneKey, records: Int, bytes: Int, final: Bool)
+        /// Both sides have sent all they had and every batch is committed.
+        case quiescent
+    }
+
+    public struct Configuration: Hashable, Sendable {
+        public var window = 4
+        public var batchRecords = 1000
+        public var batchBytes = 512 * 1024
+        public var partSize = SyncWire.partSize
+        public var maximumBatchSize = SyncWire.maximumBatchSize
+        /// Batches received and not yet applied before the peer is deemed to ignore the window.
+        public var maximumQueuedBatches = 16
+        public init() {}
+    }
+
+    private struct Outgoing: Sendable {
+        var cursor: StreamCursor
+        var peerVector: VersionVector
+        var peerZoneState: ZoneState?
+        var dirty = true
+        var streaming = false
+    }
+
+    private struct InFlight: Sendable {
+        var zone: ZoneKey
+        var cursor: StreamCursor
+        var final: Bool
+        var records: Int
+        var bytes: Int
+        var zoneState: ZoneState
+    }
+
+    public let configuration: Configuration
+    public let localHello: Hello
+    public private(set) var peerHello: Hello?
+    public private(set) var closed = false
+
+    private var outgoing: [ZoneKey: Outgoing] = [:]
+    private var order: [ZoneKey] = []
+    private var producing: ZoneKey?
+    private var producingRecheck = false
+    private var writable = true
+    private var inFlight: [InFlight] = []
+    private var sentCaughtUp = false
+
+    private var partial: (zone: ZoneKey, bytes: [UInt8])?
+    private var queued: [IncomingBatch] = []
+    private var applying = false
+    /// The vector we last told the peer for each zone: a claim must build on one we told.
+    private var toldVectors: [ZoneKey: VersionVector] = [:]
+    private var peerCaughtUp = false
+    private var reportedQuiescent = false
+
+    public init(localHello: Hello, configuration: Configuration = Configuration()) {
+        self.localHello = localHello
+        self.configuration = configuration
+        for advert in localHello.zones { toldVectors[advert.zone] = advert.vector }
+    }
+
+    /// Opens the session: our hello goes first.
+    public func start() -> [Action] { [.send(.hello(localHello))] }
+
+    /// Whether both directions are done for now (for `sync --once`).
+    public var isQuiescent: Bool {
+        peerHello != nil && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && !applying && inFlight.isEmpty && producing == nil
+    }
+
+    // MARK: Input
+
+    public mutating func receive(_ message: SyncMessage) -> [Action] {
+        guard !closed else { return [] }
+        if case .hello(let hello) = message { return receiveHello(hello) }
+        guard peerHello != nil else { return close(.unexpected("\(message.kindName) before hello")) }
+        switch message {
+        case .hello: return []
+        case .ping: return [.send(.pong)]
+        case .pong: return []
+        case .caughtUp:
+            peerCaughtUp = true
+            return checkQuiescent()
+        case .streamStart(let start):
+            guard start.zone.scope == .private else { return close(.forbidden("the peer streams zone \(start.zone), which is not in the private database")) }
+            return [.event(.receiving(zone: start.zone, records: start.records, bytes: start.bytes))]
+        case .changes(let part): return receiveChanges(part)
+        case .acknowledgement(let ack): return receiveAcknowledgement(ack)
+        }
+    }
+
+    private mutating func receiveHello(_ hello: Hello) -> [Action] {
+        guard peerHello == nil else { return close(.unexpected("a second hello")) }
+        guard hello.container == localHello.container else {
+            return close(.forbidden("the peer syncs container \"\(hello.container)\", this node \"\(localHello.container)\""))
+        }
+        peerHello = hello
+        var adverts: [ZoneKey: ZoneAdvert] = [:]
+        for advert in hello.zones { adverts[advert.zone] = advert }
+        // Zones only the peer has get a stream too: what it sends us is then
+        // known to be held by it, and is not echoed back when we relay.
+        for zone in (localHello.zones + hello.zones).map(\.zone) where zone.scope == .private {
+            let theirs = adverts[zone]
+            addOutgoing(zone, cursor: theirs?.resume ?? .start, peerVector: theirs?.vector ?? VersionVector(), peerZoneState: theirs?.zoneState)
+        }
+        return [.event(.started)] + pump()
+    }
+
+    private mutating func addOutgoing(_ zone: ZoneKey, cursor: StreamCursor, peerVector: VersionVector, peerZoneState: ZoneState?) {
+        guard outgoing[zone] == nil else { return }
+        outgoing[zone] = Outgoing(cursor: cursor, peerVector: peerVector, peerZoneState: peerZoneState)
+        order.append(zone)
+    }
+
+    private mutating func receiveChanges(_ part: ChangesPart) -> [Action] {
+        guard part.zone.scope == .private else { return close(.forbidden("the peer sent changes to zone \(part.zone), which it may not write")) }
+        var bytes: [UInt8]
+        if let partial {
+            guard partial.zone == part.zone else { return close(.unexpected("a batch of \(part.zone) began inside one of \(partial.zone)")) }
+            bytes = partial.bytes
+        } else {
+            bytes = []
+        }
+        guard bytes.count + part.bytes.count <= configuration.maximumBatchSize else {
+            return close(.limitExceeded("a batch over \(configuration.maximumBatchSize) bytes"))
+        }
+        bytes += part.bytes
+        guard let end = part.end else {
+            partial = (part.zone, bytes)
+            return []
+        }
+        partial = nil
+        let header: ChangeSetHeader
+        switch checkBatchHeader(bytes, zone: part.zone, final: end.final) {
+        case .failure(let problem): return close(problem)
+        case .success(let checked): header = checked
+        }
+        guard queued.count < configuration.maximumQueuedBatches else {
+            return close(.limitExceeded("more than \(configuration.maximumQueuedBatches) batches unacknowledged: the peer ignores the window"))
+        }
+        queued.append(IncomingBatch(
+            zone: part.zone, bytes: bytes, cursor: end.cursor, final: end.final, records: end.records, claimedTop: header.claimsTop ? header.top : nil))
+        return startApplying()
+    }
+
+    /// What can be checked before the store sees a batch: it is one change set
+    /// of the announced zone, it claims exactly when it says it ends the
+    /// stream, and a claim builds on a vector this side told the peer.
+    private func checkBatchHeader(_ bytes: [UInt8], zone: ZoneKey, final: Bool) -> Result<ChangeSetHeader, ProtocolError> {
+        var reader = ChangeSetReader(source: ArrayByteSource(bytes))
+        let header: ChangeSetHeader
+        do {
+            guard let read = try reader.readHeader() else { return .failure(.malformed("an empty batch")) }
+            header = read
+        } catch {
+            return .failure(.malformed("a batch's change set: \(error)"))
+        }
+        guard header.zone == zone else { return .failure(.unexpected("a batch announced for \(zone) holds a change set of \(header.zone)")) }
+        guard header.claimsTop == final else {
+            return .failure(.unexpected(final ? "the stream's last batch claims no vector" : "a batch inside the stream claims the sender's vector"))
+        }
+        if header.claimsTop, !(toldVectors[zone] ?? VersionVector()).dominates(header.base) {
+            return .failure(.unexpected("a claim on \(zone) builds on a vector this node never sent (\(header.base))"))
+        }
+        return .success(header)
+    }
+
+    private mutating func startApplying() -> [Action] {
+        guard !applying, !queued.isEmpty else { return [] }
+        applying = true
+        return [.apply(queued[0])]
+    }
+
+    /// The store committed the batch at the head of the queue.
+    public mutating func batchApplied(_ result: AppliedBatch) -> [Action] {
+        guard !closed, applying, !queued.isEmpty else { return [] }
+        let batch = queued.removeFirst()
+        applying = false
+        toldVectors[batch.zone] = result.vector
+        // What the peer claimed it holds need not be sent back to it.
+        if let top = batch.claimedTop { outgoing[batch.zone]?.peerVector.join(top) }
+        var actions: [Action] = [
+            .send(.acknowledgement(Acknowledgement(zone: batch.zone, cursor: batch.cursor, vector: result.vector))),
+            .event(.received(zone: batch.zone, records: batch.records, bytes: batch.bytes.count, final: batch.final)),
+        ]
+        actions += startApplying()
+        actions += checkQuiescent()
+        return actions
+    }
+
+    private mutating func receiveAcknowledgement(_ ack: Acknowledgement) -> [Action] {
+        guard let first = inFlight.first, first.zone == ack.zone, first.cursor == ack.cursor else {
+            return close(.unexpected("an acknowledgement of \(ack.zone) at \(ack.cursor), which was not the next batch sent"))
+        }
+        inFlight.removeFirst()
+        if var stream = outgoing[ack.zone] {
+            stream.peerVector.join(ack.vector)
+            stream.peerZoneState = stream.peerZoneState.map { $0.merged(with: first.zoneState) } ?? first.zoneState
+            outgoing[ack.zone] = stream
+        }
+        return [.event(.delivered(zone: first.zone, records: first.records, bytes: first.bytes, final: first.final))] + pump() + checkQuiescent()
+    }
+
+    // MARK: Sending
+
+    /// Local commits happened: every zone's stream re-opens from its cursor.
+    public mutating func localCommit(zones: [ZoneKey]) -> [Action] {
+        guard !closed, peerHello != nil else { return [] }
+        for zone in zones where zone.scope == .private { addOutgoing(zone, cursor: .start, peerVector: VersionVector(), peerZoneState: nil) }
+        for zone in order { outgoing[zone]?.dirty = true }
+        if producing != nil { producingRecheck = true }
+        sentCaughtUp = false
+        reportedQuiescent = false
+        return pump()
+    }
+
+    public mutating func writabilityChanged(_ isWritable: Bool) -> [Action] {
+        writable = isWritable
+        return pump()
+    }
+
+    private mutating func pump() -> [Action] {
+        guard !closed, peerHello != nil, producing == nil, writable, inFlight.count < configuration.window else { return [] }
+        guard let zone = order.first(where: { outgoing[$0]!.dirty }) else {
+            if !sentCaughtUp {
+                sentCaughtUp = true
+                return [.send(.caughtUp)] + checkQuiescent()
+            }
+            return []
+        }
+        let stream = outgoing[zone]!
+        producing = zone
+        producingRecheck = false
+        return [.produce(BatchRequest(
+            zone: zone, after: stream.cursor, peerVector: stream.peerVector, peerZoneState: stream.peerZoneState, wantsTotals: !stream.streaming,
+            maximumRecords: configuration.batchRecords, maximumBytes: configuration.batchBytes))]
+    }
+
+    /// The store answered a `produce`.
+    public mutating func batchProduced(_ batch: OutgoingBatch?) -> [Action] {
+        guard !closed, let zone = producing, var stream = outgoing[zone] else { return [] }
+        producing = nil
+        var actions: [Action] = []
+        if let batch {
+            if let totals = batch.totals, !stream.streaming {
+                actions.append(.send(.streamStart(StreamStart(zone: zone, records: totals.records, bytes: totals.bytes))))
+                actions.append(.event(.sending(zone: zone, records: totals.records, bytes: totals.bytes)))
+            }
+            stream.streaming = !batch.final
+            stream.cursor = batch.cursor
+            // The peer may build its next claim on what we claim to hold.
+            if let top = batch.claimedTop { toldVectors[zone, default: VersionVector()].join(top) }
+            if batch.final, !producingRecheck { stream.dirty = false }
+            var offset = 0
+            repeat {
+                let end = min(offset + configuration.partSize, batch.bytes.count)
+                let last = end == batch.bytes.count
+                actions.append(.send(.changes(ChangesPart(
+                    zone: zone, bytes: Array(batch.bytes[offset..<end]),
+                    end: last ? ChangesPart.End(cursor: batch.cursor, final: batch.final, records: batch.records) : nil))))
+                offset = end
+            } while offset < batch.bytes.count
+            inFlight.append(InFlight(zone: zone, cursor: batch.cursor, final: batch.final, records: batch.records, bytes: batch.bytes.count, zoneState: batch.zoneState))
+        } else {
+            stream.streaming = false
+            if !producingRecheck { stream.dirty = false }
+        }
+        outgoing[zone] = stream
+        return actions + pump()
+    }
+
+    // MARK: Ending
+
+    /// The store or the transport failed: the session ends with this reason.
+    public mutating func fail(_ error: ProtocolError) -> [Action] { close(error) }
+
+    private mutating func close(_ error: ProtocolError) -> [Action] {
+        guard !closed else { return [] }
+        closed = true
+        return [.close(error)]
+    }
+
+    private mutating func checkQuiescent() -> [Action] {
+        guard isQuiescent, !reportedQuiescent else { return [] }
+        reportedQuiescent = true
+        return [.event(.quiescent)]
+    }
+}
+
+extension SyncMessage {
+    var kindName: String {
+        switch self {
+        case .hello: return "hello"
+        case .streamStart: return "stream start"
+        case .changes: return "changes"
+        case .acknowledgement: return "acknowledgement"
+        case .caughtUp: return "caught up"
+        case .ping: return "ping"
+        case .pong: return "pong"
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Wakes the processes that watch a store when another one commits: each
+/// watcher binds a Unix datagram socket in `<store>/wake/`, and every commit
+/// that takes a new sequence sends one empty datagram to each. No polling, so
+/// a commit by `lattice record save` reaches a running node in microseconds.
+/// A datagram lost (a full queue) is harmless: one wake-up covers any number of commits.
+enum CommitSignal {
+    static let directoryName = "wake"
+
+    static func directory(of store: URL) -> URL { store.appendingPathComponent(directoryName, isDirectory: true) }
+
+    /// Sends a wake-up to every watcher of the store; removes sockets nobody listens on any more.
+    static func notify(store: URL) {
+        let directory = directory(of: store)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path), !names.isEmpty else { return }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        for name in names where name.hasSuffix(".sock") {
+            let path = directory.appendingPathComponent(name).path
+            let sent = withSocketAddress(path) { address, length in sendto(fd, "", 0, Int32(MSG_DONTWAIT), address, length) }
+            if sent == nil || (sent! < 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
+                unlink(path) // its watcher died without cleaning up
+            }
+        }
+    }
+
+    static func withSocketAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: bytes)
+            buffer[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+}
+
+/// Calls `onCommit` (on its own thread) after commits to the store by any
+/// process, until `stop()`. Several wake-ups in a row may arrive as one.
+public final class CommitWatcher: @unchecked Sendable {
+    private let path: String
+    private let fd: Int32
+    private let thread: Thread
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// Fails if the store directory's path is too long for a Unix socket (about 100 bytes).
+    public init(store: URL, onCommit: @escaping @Sendable () -> Void) throws {
+        let directory = CommitSignal.directory(of: store)
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        path = directory.appendingPathComponent("\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock").path
+        let socketFD = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard socketFD >= 0 else { throw StoreError.io(path: path, reason: "cannot create a wake-up socket (errno \(errno))") }
+        let path = path
+        let bound = CommitSignal.withSocketAddress(path) { address, length in bind(socketFD, address, length) }
+        guard bound == 0 else {
+            close(socketFD)
+            throw StoreError.io(path: path, reason: bound == nil ? "the store's path is too long for a wake-up socket" : "cannot bind a wake-up socket (errno \(errno))")
+        }
+        fd = socketFD
+        let fd = socketFD
+        let lock = lock
+        thread = Thread {
+            var buffer = [UInt8](repeating: 0, count: 16)
+            while true {
+                let received = recv(fd, &buffer, buffer.count, 0)
+                if received < 0 && errno == EINTR { continue }
+                if received < 0 { return }
+                // Drain what else is queued: one call covers them all.
+                while recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) >= 0 {}
+                lock.lock()
+                let done = received > 0 && buffer[0] == 0x51 // "Q": stop() wakes us to quit
+                lock.unlock()
+                if done { return }
+                onCommit()
+            }
+        }
+        thread.name = "lattice-commit-watcher"
+        thread.start()
+    }
+
+    /// Stops watching and removes the socket.
+    public func stop() {
+        lock.lock()
+        let already = stopped
+        stopped = true
+        lock.unlock()
+        guard !already else { return }
+        let fd = fd
+        _ = CommitSignal.withSocketAddress(path) { address, length in sendto(fd, "Q", 1, 0, address, length) }
+        unlink(path)
+        // The thread closes nothing: give it a moment to leave recv, then close.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { close(fd) }
+    }
+
+    deinit { stop() }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import GRDB
+import LatticeCore
+
+/// A device this store has heard of.
+public struct PeerRow: Hashable, Sendable {
+    public var deviceID: String
+    public var name: String?
+    public var trusted: Bool
+    public var address: String?
+    /// Milliseconds since 1970.
+    public var lastSeen: UInt64?
+
+    public init(deviceID: String, name: String? = nil, trusted: Bool = false, address: String? = nil, lastSeen: UInt64? = nil) {
+        self.deviceID = deviceID
+        self.name = name
+        self.trusted = trusted
+        self.address = address
+        self.lastSeen = lastSeen
+    }
+}
+
+extension StoreSnapshot {
+    public func peers() throws -> [PeerRow] {
+        try Row.fetchAll(db, sql: "SELECT device_id, name, trusted, address, last_seen FROM peers ORDER BY trusted DESC, name, device_id").map(Self.peer)
+    }
+
+    public func peer(_ deviceID: String) throws -> PeerRow? {
+        try Row.fetchOne(db, sql: "SELECT device_id, name, trusted, address, last_seen FROM peers WHERE device_id = ?", arguments: [deviceID]).map(Self.peer)
+    }
+
+    private static func peer(_ row: Row) -> PeerRow {
+        PeerRow(deviceID: row[0], name: row[1], trusted: (row[2] as Int64) != 0, address: row[3], lastSeen: (row[4] as Int64?).map { UInt64(max(0, $0)) })
+    }
+
+    /// How far `peer`'s stream of each zone was applied here.
+    public func resumePoints(of peer: String) throws -> [ZoneKey: ChangeCursor] {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT z.scope, z.name, z.owner, r.change_seq, r.row FROM resume_points r JOIN zones z ON z.id = r.zone WHERE r.peer = ?
+            """, arguments: [peer])
+        var points: [ZoneKey: ChangeCursor] = [:]
+        for row in rows {
+            guard let scope = DatabaseScope(rawValue: UInt8(truncatingIfNeeded: row[0] as Int64)) else { continue }
+            let key = ZoneKey(scope: scope, zoneID: ZoneID(zoneName: row[1], ownerName: row[2]))
+            points[key] = ChangeCursor(sequence: UInt64(max(0, row[3] as Int64)), row: UInt64(max(0, row[4] as Int64)))
+        }
+        return points
+    }
+}
+
+extension StoreTransaction {
+    /// Records how far `peer`'s stream of `key` is applied, in this transaction,
+    /// so it commits with the batch. Commits even when the batch changed nothing.
+    public func setResumePoint(_ cursor: ChangeCursor, of peer: String, for key: ZoneKey) throws {
+        guard let zone = try zoneRow(key) else { return }
+        try db.execute(sql: "INSERT OR REPLACE INTO resume_points (peer, zone, change_seq, row) VALUES (?, ?, ?, ?)", arguments: [
+            peer, zone.id, Int64(clamping: cursor.sequence), Int64(clamping: cursor.row),
+        ])
+        markChanged()
+    }
+
+    /// Trusts `deviceID` (with a name if given), or records it as seen.
+    public func upsertPeer(_ deviceID: String, name: String?, trusted: Bool?, address: String? = nil, lastSeen: UInt64? = nil) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [deviceID])
+        if let name { try db.execute(sql: "UPDATE peers SET name = ? WHERE device_id = ?", arguments: [name, deviceID]) }
+        if let trusted { try db.execute(sql: "UPDATE peers SET trusted = ? WHERE device_id = ?", arguments: [trusted ? 1 : 0, deviceID]) }
+        if let address { try db.execute(sql: "UPDATE peers SET address = ? WHERE device_id = ?", arguments: [address, deviceID]) }
+        if let lastSeen { try db.execute(sql: "UPDATE peers SET last_seen = ? WHERE device_id = ?", arguments: [Int64(clamping: lastSeen), deviceID]) }
+        markChanged()
+    }
+
+    /// Forgets the trust in `deviceID`; its resume points go too. Returns whether it was known.
+    @discardableResult
+    public func untrustPeer(_ deviceID: String) throws -> Bool {
+        try db.execute(sql: "UPDATE peers SET trusted = 0 WHERE device_id = ?", arguments: [deviceID])
+        let known = db.changesCount > 0
+        try db.execute(sql: "DELETE FROM resume_points WHERE peer = ?", arguments: [deviceID])
+        markChanged()
+        return known
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import GRDB
+import LatticeCore
+
+/// A position in a store's change order: records are streamed by (change sequence, row).
+public struct ChangeCursor: Hashable, Comparable, Sendable {
+    public var sequence: UInt64
+    public var row: UInt64
+
+    public init(sequence: UInt64, row: UInt64) {
+        self.sequence = sequence
+        self.row = row
+    }
+
+    /// After every record of `sequence`.
+    public static func end(of sequence: UInt64) -> ChangeCursor { ChangeCursor(sequence: sequence, row: (1 << 62) - 1) }
+
+    public static func < (lhs: ChangeCursor, rhs: ChangeCursor) -> Bool { (lhs.sequence, lhs.row) < (rhs.sequence, rhs.row) }
+}
+
+/// One batch of a zone's stream: a complete change set.
+public struct StreamBatch: Sendable {
+    public var bytes: [UInt8]
+    public var cursor: ChangeCursor
+    /// The batch reached the zone's end in its snapshot, and claims the zone's vector.
+    public var final: Bool
+    public var records: Int
+    public var zoneState: ZoneState
+    /// The vector a final batch claims.
+    public var claimedTop: VersionVector?
+}
+
+extension StoreSnapshot {
+    /// The next batch of `key`'s stream after `cursor` for a peer known to
+    /// hold `peerVector`, read in this (short) snapshot: at most
+    /// `maximumRecords` records or about `maximumBytes`. Records the peer's
+    /// vector covers are skipped; records unchanged since the last checkpoint
+    /// the vector covers are not even read. Nil when the peer lacks nothing.
+    ///
+    /// A stream is many snapshots: a record changed meanwhile moves past the
+    /// cursor and comes again later, and the claim is made by the batch that
+    /// reaches the end, with that snapshot's vector, so it always holds.
+    public func streamBatch(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector, peerZoneState: ZoneState?, maximumRecords: Int, maximumBytes: Int) throws -> StreamBatch? {
+        guard let zone = try zoneRow(key) else { return nil }
+        let start = max(cursor, ChangeCursor.end(of: try deltaStart(zoneID: zone.id, for: peerVector)))
+        let statement = try db.cachedStatement(sql: """
+            SELECT id, change_seq, state FROM records WHERE zone = ? AND (change_seq > ? OR (change_seq = ? AND id > ?))
+            ORDER BY change_seq, id LIMIT ?
+            """)
+        let rows = try Row.fetchCursor(statement, arguments: [
+            zone.id, Int64(start.sequence), Int64(start.sequence), Int64(clamping: start.row), maximumRecords + 1,
+        ])
+        var states: [RecordState] = []
+        var position = cursor
+        var bytes = 0
+        var reachedEnd = true
+        var read = 0
+        while let row = try rows.next() {
+            read += 1
+            if read > maximumRecords || bytes >= maximumBytes {
+                reachedEnd = false
+                break
+            }
+            let blob: Data = row[2]
+            position = ChangeCursor(sequence: UInt64(row[1] as Int64), row: UInt64(row[0] as Int64))
+            let state = try decode(blob)
+            if peerVector.dominates(state.vector) { continue }
+            states.append(state)
+            bytes += blob.count
+        }
+        if reachedEnd, states.isEmpty, peerVector.dominates(zone.sync.vector), peerZoneState == zone.sync.zoneState {
+            return nil
+        }
+        if reachedEnd {
+            // Everything after the cursor in this snapshot is in this batch.
+            position = max(position, ChangeCursor.end(of: try sequence()))
+        }
+        let header = ChangeSetHeader(zone: key, sync: zone.sync, base: peerVector, schema: try schema(), claimsTop: reachedEnd)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes + 256)
+        var writer = try ChangeSetWriter(header: header) { out.append(contentsOf: $0) }
+        for state in states { try writer.append(state) }
+        try writer.finish()
+        return StreamBatch(bytes: out, cursor: max(position, cursor), final: reachedEnd, records: states.count, zoneState: zone.sync.zoneState, claimedTop: reachedEnd ? zone.sync.vector : nil)
+    }
+
+    /// How many records and bytes of `key` lie after `cursor`: what a stream
+    /// from there sends at most, for progress.
+    public func streamTotals(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> (records: Int, bytes: Int) {
+        guard let zone = try zoneRow(key) else { return (0, 0) }
+        let start = max(cursor, ChangeCursor.end(of: try deltaStart(zoneID: zone.id, for: peerVector)))
+        let row = try Row.fetchOne(db, sql: """
+            SELECT COUNT(*), COALESCE(SUM(LENGTH(state)), 0) FROM records WHERE zone = ? AND (change_seq > ? OR (change_seq = ? AND id > ?))
+            """, arguments: [zone.id, Int64(start.sequence), Int64(start.sequence), Int64(clamping: start.row)])
+        return (row?[0] ?? 0, row?[1] ?? 0)
+    }
+}

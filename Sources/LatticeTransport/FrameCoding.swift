@@ -1,0 +1,63 @@
+import NIOCore
+
+/// Why the transport ended a connection. Logged with the peer's address; the
+/// node keeps serving every other connection.
+public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible {
+    case oversizedFrame(length: Int, maximum: Int)
+    case truncated
+    case handshakeTimedOut
+    case idleTimeout
+    case handshakeFailed(String)
+    case channelFailed(String)
+    case untrusted(String)
+    case tooManyConnections(String)
+
+    public var description: String {
+        switch self {
+        case .oversizedFrame(let length, let maximum): return "a frame of \(length) bytes is over the \(maximum)-byte maximum"
+        case .truncated: return "the connection ended without the stream's final frame (truncated)"
+        case .handshakeTimedOut: return "the handshake did not finish in time"
+        case .idleTimeout: return "nothing heard from the peer in time (idle or half-open)"
+        case .handshakeFailed(let why): return "handshake failed: \(why)"
+        case .channelFailed(let why): return "encrypted channel failed: \(why)"
+        case .untrusted(let device): return "device \(device) is not trusted: connection refused after the handshake"
+        case .tooManyConnections(let address): return "too many connections from \(address)"
+        }
+    }
+}
+
+/// Cuts the byte stream into frames: a 4-byte big-endian length, then that
+/// many bytes. A length over the maximum ends the connection before any of
+/// the frame is buffered.
+public struct FrameDecoder: ByteToMessageDecoder {
+    public typealias InboundOut = ByteBuffer
+    public let maximumLength: Int
+
+    public init(maximumLength: Int) { self.maximumLength = maximumLength }
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
+        guard Int(length) <= maximumLength else { throw TransportError.oversizedFrame(length: Int(length), maximum: maximumLength) }
+        guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
+        buffer.moveReaderIndex(forwardBy: 4)
+        context.fireChannelRead(wrapInboundOut(buffer.readSlice(length: Int(length))!))
+        return .continue
+    }
+
+    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        return .needMoreData
+    }
+}
+
+/// Prefixes each outgoing frame with its length.
+public struct FrameEncoder: MessageToByteEncoder {
+    public typealias OutboundIn = ByteBuffer
+
+    public init() {}
+
+    public func encode(data: ByteBuffer, out: inout ByteBuffer) throws {
+        out.writeInteger(UInt32(data.readableBytes))
+        out.writeImmutableBuffer(data)
+    }
+}

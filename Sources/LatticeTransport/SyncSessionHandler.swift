@@ -1,0 +1,296 @@
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+import Logging
+import NIOCore
+import NIOPosix
+
+/// What happens on a connection, for the node that owns it.
+public enum ConnectionEvent: Sendable {
+    /// The handshake passed and the peer is trusted: the session starts.
+    case authenticated(peer: DeviceID, address: String, handle: ConnectionHandle)
+    /// The peer proved its identity but is not trusted: it got nothing.
+    case refused(peer: DeviceID, address: String)
+    case session(peer: DeviceID, SyncSession.SessionEvent)
+    case closed(peer: DeviceID?, address: String, reason: String?)
+}
+
+/// Timing and size settings of a connection.
+public struct ConnectionSettings: Sendable {
+    public var handshakeTimeout: TimeAmount = .seconds(10)
+    /// A ping goes out after this long without sending.
+    public var pingInterval: TimeAmount = .seconds(15)
+    /// Nothing heard for this long closes the connection (idle or half-open).
+    public var idleTimeout: TimeAmount = .seconds(45)
+    public var session = SyncSession.Configuration()
+    public init() {}
+}
+
+/// A way to reach a connection's session from outside its event loop.
+public struct ConnectionHandle: Sendable, Hashable {
+    let channel: Channel
+    let handler: NIOLoopBound<SyncSessionHandler>
+    public let initiator: Bool
+
+    /// Local commits happened: the session re-opens its streams.
+    public func localCommit() {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.localCommit() }
+    }
+
+    public func close() { channel.close(promise: nil) }
+
+    public var isActive: Bool { channel.isActive }
+
+    public var remoteAddress: String { channel.remoteAddress.map(addressText) ?? "?" }
+
+    public static func == (lhs: ConnectionHandle, rhs: ConnectionHandle) -> Bool { lhs.channel === rhs.channel }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(channel as AnyObject)) }
+}
+
+func addressText(_ address: SocketAddress) -> String {
+    if let ip = address.ipAddress, let port = address.port {
+        return address.protocol == .inet6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+    }
+    return "\(address)"
+}
+
+/// Carries out a `SyncSession`'s actions on a channel: decodes messages,
+/// runs store work on the thread pool (never on the event loop), writes while
+/// the channel is writable, and closes with a logged reason on anything a
+/// peer should not have sent.
+public final class SyncSessionHandler: ChannelInboundHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+
+    private let delegate: any SyncDelegate
+    private let threadPool: NIOThreadPool
+    private let settings: ConnectionSettings
+    private let logger: Logger
+    private let onEvent: @Sendable (ConnectionEvent) -> Void
+    private var context: ChannelHandlerContext?
+    private var session: SyncSession?
+    private var early: [SyncMessage] = []
+    private var peer: DeviceID?
+    private var initiator = false
+    private var address = "?"
+    private var closeReason: String?
+    private var lastHeard = NIODeadline.now()
+    private var lastSent = NIODeadline.now()
+    private var ticker: RepeatedTask?
+
+    public init(delegate: any SyncDelegate, threadPool: NIOThreadPool, settings: ConnectionSettings, logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void) {
+        self.delegate = delegate
+        self.threadPool = threadPool
+        self.settings = settings
+        self.logger = logger
+        self.onEvent = onEvent
+    }
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        address = context.channel.remoteAddress.map(addressText) ?? "?"
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        address = context.channel.remoteAddress.map(addressText) ?? address
+        context.fireChannelActive()
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        ticker?.cancel()
+        self.context = nil
+    }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let completed = event as? HandshakeCompleted else { return context.fireUserInboundEventTriggered(event) }
+        let peer = completed.result.peerDeviceID
+        self.peer = peer
+        initiator = completed.initiator
+        lastHeard = .now()
+        let delegate = delegate
+        let address = address
+        runOffLoop({ () throws -> Hello? in
+            guard try delegate.isTrusted(peer) else {
+                try? delegate.noteSeen(peer, address: address)
+                return nil
+            }
+            try? delegate.noteSeen(peer, address: address)
+            return try delegate.hello(for: peer)
+        }) { handler, hello in
+            handler.start(with: hello)
+        }
+    }
+
+    private func start(with hello: Hello?) {
+        guard let context, let peer else { return }
+        guard let hello else {
+            logger.notice("refused an untrusted device", metadata: ["peer": "\(peer)", "address": "\(address)"])
+            onEvent(.refused(peer: peer, address: address))
+            closeReason = TransportError.untrusted(peer.description).description
+            context.close(promise: nil)
+            return
+        }
+        var session = SyncSession(localHello: hello, configuration: settings.session)
+        let actions = session.start()
+        self.session = session
+        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator)
+        onEvent(.authenticated(peer: peer, address: address, handle: handle))
+        perform(actions)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        ticker = context.eventLoop.scheduleRepeatedTask(initialDelay: settings.pingInterval, delay: settings.pingInterval) { _ in
+            bound.value.tick()
+        }
+        let waiting = early
+        early = []
+        for message in waiting { self.handle(message) }
+    }
+
+    private func tick() {
+        let now = NIODeadline.now()
+        if now - lastHeard >= settings.idleTimeout {
+            close(reason: TransportError.idleTimeout.description)
+        } else if now - lastSent >= settings.pingInterval {
+            send(.ping)
+            context?.flush()
+        }
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = unwrapInboundIn(data)
+        lastHeard = .now()
+        let message: SyncMessage
+        do {
+            message = try SyncMessage(decoding: buffer.readBytes(length: buffer.readableBytes) ?? [])
+        } catch {
+            close(reason: error.description)
+            return
+        }
+        if session == nil {
+            guard early.count < 4 else { return close(reason: ProtocolError.unexpected("messages before the session started").description) }
+            early.append(message)
+            return
+        }
+        handle(message)
+    }
+
+    private func handle(_ message: SyncMessage) {
+        guard var session else { return }
+        let actions = session.receive(message)
+        self.session = session
+        perform(actions)
+    }
+
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if var session {
+            let actions = session.writabilityChanged(context.channel.isWritable)
+            self.session = session
+            perform(actions)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private var refreshing = false
+    private var refreshAgain = false
+
+    /// Local commits happened. Commits in a burst coalesce into one refresh.
+    fileprivate func localCommit() {
+        guard session != nil else { return }
+        guard !refreshing else {
+            refreshAgain = true
+            return
+        }
+        refreshing = true
+        let delegate = delegate
+        // The zone list may have grown; reading it is store work.
+        runOffLoop({ try delegate.zones() }) { handler, zones in
+            handler.refreshing = false
+            handler.mutateSession { $0.localCommit(zones: zones) }
+            if handler.refreshAgain {
+                handler.refreshAgain = false
+                handler.localCommit()
+            }
+        }
+    }
+
+    private func perform(_ actions: [SyncSession.Action]) {
+        var wrote = false
+        for action in actions {
+            switch action {
+            case .send(let message):
+                send(message)
+                wrote = true
+            case .produce(let request):
+                let delegate = delegate
+                runOffLoop({ try delegate.produceBatch(request) }) { handler, batch in
+                    handler.mutateSession { $0.batchProduced(batch) }
+                }
+            case .apply(let batch):
+                let delegate = delegate
+                guard let peer else { return }
+                runOffLoop({ try delegate.applyBatch(batch, from: peer) }) { handler, applied in
+                    handler.mutateSession { $0.batchApplied(applied) }
+                }
+            case .close(let error):
+                if wrote { context?.flush() }
+                close(reason: error.description)
+                return
+            case .event(let event):
+                if let peer { onEvent(.session(peer: peer, event)) }
+            }
+        }
+        if wrote { context?.flush() }
+    }
+
+    private func mutateSession(_ body: (inout SyncSession) -> [SyncSession.Action]) {
+        guard var session else { return }
+        let actions = body(&session)
+        self.session = session
+        perform(actions)
+    }
+
+    private func send(_ message: SyncMessage) {
+        guard let context else { return }
+        lastSent = .now()
+        context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: message.encoded())), promise: nil)
+    }
+
+    /// Runs store work on the thread pool and continues on the event loop;
+    /// a store error ends the session with its reason.
+    private func runOffLoop<T: Sendable>(_ work: @escaping @Sendable () throws -> T, then: @escaping (SyncSessionHandler, T) -> Void) {
+        guard let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        threadPool.runIfActive(eventLoop: context.eventLoop, work).assumeIsolated().whenComplete { result in
+            let handler = bound.value
+            guard handler.context != nil else { return }
+            switch result {
+            case .success(let value): then(handler, value)
+            case .failure(let error): handler.close(reason: "store: \(error)")
+            }
+        }
+    }
+
+    private func close(reason: String) {
+        guard let context, closeReason == nil else { return }
+        closeReason = reason
+        if var session {
+            _ = session.fail(.unexpected(reason))
+            self.session = session
+        }
+        context.close(promise: nil)
+    }
+
+    public func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if closeReason == nil { closeReason = "\(error)" }
+        context.close(promise: nil)
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        ticker?.cancel()
+        if let closeReason {
+            logger.info("connection closed", metadata: ["address": "\(address)", "peer": "\(peer.map { "\($0)" } ?? "unauthenticated")", "reason": "\(closeReason)"])
+        }
+        onEvent(.closed(peer: peer, address: address, reason: closeReason))
+        context.fireChannelInactive()
+    }
+}
