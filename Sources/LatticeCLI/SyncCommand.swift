@@ -49,7 +49,9 @@ struct SyncCommand: ParsableCommand {
                 case .refused(let peer, let address): state.failures.append(.permission("device \(peer) at \(address) is not trusted here; check its ID and run `lattice trust \(peer)`"))
                 case .unreachable(let address, let reason): state.failures.append(.unavailable("cannot reach \(address): \(reason)"))
                 case .disconnected(let peer, let address, let reason):
-                    if let peer, !state.caughtUp.contains(peer) {
+                    if let reason, reason.contains("does not trust this device") {
+                        state.failures.append(.permission("\(peer ?? address) at \(address) does not trust this device; on it, run `lattice trust \(container.deviceID)`"))
+                    } else if let peer, !state.caughtUp.contains(peer) {
                         state.failures.append(.unavailable("the connection to \(peer) at \(address) ended before the sync finished\(reason.map { ": \($0)" } ?? "")"))
                     } else if peer == nil {
                         state.failures.append(.permission("\(address) ended the connection after the handshake\(reason.map { " (\($0))" } ?? ""): it does not trust this device; on it, run `lattice trust \(container.deviceID)`"))
@@ -63,7 +65,7 @@ struct SyncCommand: ParsableCommand {
                 case .listening, .syncStarted, .syncFinished: break
                 }
                 outcome.value = state
-                if json, event.isNotable { printer.print(event) }
+                if json { printer.print(event) }
                 if state.caughtUp.count + ended >= peerCount { break }
             }
             progress.finish()
@@ -120,12 +122,5 @@ struct ProgressLine {
     mutating func finish() {
         if shown { FileHandle.standardError.write(Data("\n".utf8)) }
         shown = false
-    }
-}
-
-extension SyncNode.Event {
-    var isNotable: Bool {
-        if case .progress = self { return false }
-        return true
     }
 }

@@ -11,6 +11,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     case channelFailed(String)
     case untrusted(String)
     case tooManyConnections(String)
+    case refusedByPeer
 
     public var description: String {
         switch self {
@@ -22,6 +23,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
         case .channelFailed(let why): return "encrypted channel failed: \(why)"
         case .untrusted(let device): return "device \(device) is not trusted: connection refused after the handshake"
         case .tooManyConnections(let address): return "too many connections from \(address)"
+        case .refusedByPeer: return "the peer ended the connection after the handshake: it does not trust this device"
         }
     }
 }

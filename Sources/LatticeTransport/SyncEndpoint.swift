@@ -5,34 +5,48 @@ import NIOCore
 import NIOPosix
 import NIOConcurrencyHelpers
 
-/// Bounds connections per remote address (and in all): one more is closed
-/// as soon as it is accepted, before any byte of it is read.
+/// Bounds connections that have not finished their handshake, per remote
+/// address, and all connections in total. At the per-address bound a new
+/// connection evicts the oldest unauthenticated one from that address, so
+/// idle connections held open by one host cannot lock out a real peer behind
+/// the same address (which finishes its handshake in milliseconds).
 final class ConnectionLimiter: @unchecked Sendable {
     private let lock = NIOLock()
-    private var perAddress: [String: Int] = [:]
+    private var pending: [String: [Channel]] = [:]
     private var total = 0
-    let maximumPerAddress: Int
+    let maximumPendingPerAddress: Int
     let maximumTotal: Int
 
-    init(maximumPerAddress: Int, maximumTotal: Int) {
-        self.maximumPerAddress = maximumPerAddress
+    init(maximumPendingPerAddress: Int, maximumTotal: Int) {
+        self.maximumPendingPerAddress = maximumPendingPerAddress
         self.maximumTotal = maximumTotal
     }
 
-    func admit(_ address: String) -> Bool {
+    enum Admission { case admitted(evicting: Channel?), refused }
+
+    func admit(_ channel: Channel, from address: String) -> Admission {
         lock.withLock {
-            guard total < maximumTotal, perAddress[address, default: 0] < maximumPerAddress else { return false }
-            perAddress[address, default: 0] += 1
+            guard total < maximumTotal else { return .refused }
             total += 1
-            return true
+            var waiting = pending[address] ?? []
+            var evicted: Channel?
+            if waiting.count >= maximumPendingPerAddress { evicted = waiting.removeFirst() }
+            waiting.append(channel)
+            pending[address] = waiting
+            return .admitted(evicting: evicted)
         }
     }
 
-    func release(_ address: String) {
+    /// The handshake finished: the connection no longer counts against its address.
+    func authenticated(_ channel: Channel, from address: String) {
+        lock.withLock { pending[address]?.removeAll { $0 === channel } }
+    }
+
+    func release(_ channel: Channel, from address: String) {
         lock.withLock {
             total -= 1
-            perAddress[address, default: 1] -= 1
-            if perAddress[address] == 0 { perAddress[address] = nil }
+            pending[address]?.removeAll { $0 === channel }
+            if pending[address]?.isEmpty == true { pending[address] = nil }
         }
     }
 }
@@ -51,7 +65,7 @@ public final class SyncEndpoint: Sendable {
 
     public init(
         identity: Identity, delegate: any SyncDelegate, group: EventLoopGroup, threadPool: NIOThreadPool,
-        settings: ConnectionSettings = ConnectionSettings(), maximumConnectionsPerAddress: Int = 8, maximumConnections: Int = 256,
+        settings: ConnectionSettings = ConnectionSettings(), maximumConnectionsPerAddress: Int = 8, maximumConnections: Int = 512,
         logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
         self.identity = identity
@@ -61,18 +75,18 @@ public final class SyncEndpoint: Sendable {
         self.settings = settings
         self.logger = logger
         self.onEvent = onEvent
-        limiter = ConnectionLimiter(maximumPerAddress: maximumConnectionsPerAddress, maximumTotal: maximumConnections)
+        limiter = ConnectionLimiter(maximumPendingPerAddress: maximumConnectionsPerAddress, maximumTotal: maximumConnections)
     }
 
     /// The largest frame on the wire: a message and the cipher's tag.
     public static let maximumFrameLength = SyncWire.maximumMessageSize + SecretStreamSender.overhead
 
-    func configure(_ channel: Channel, initiator: Bool) throws {
+    func configure(_ channel: Channel, initiator: Bool, onAuthenticated: (@Sendable () -> Void)? = nil) throws {
         let handlers: [ChannelHandler] = [
             ByteToMessageHandler(FrameDecoder(maximumLength: Self.maximumFrameLength)),
             MessageToByteHandler(FrameEncoder()),
             try HandshakeHandler(identity: identity, initiator: initiator, versions: SyncWire.versions, timeout: settings.handshakeTimeout),
-            SyncSessionHandler(delegate: delegate, threadPool: threadPool, settings: settings, logger: logger, onEvent: onEvent),
+            SyncSessionHandler(delegate: delegate, threadPool: threadPool, settings: settings, logger: logger, onAuthenticated: onAuthenticated, onEvent: onEvent),
         ]
         try channel.pipeline.syncOperations.addHandlers(handlers)
     }
@@ -89,13 +103,21 @@ public final class SyncEndpoint: Sendable {
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { [self] channel in
                 let address = channel.remoteAddress?.ipAddress ?? "?"
-                guard limiter.admit(address) else {
+                switch limiter.admit(channel, from: address) {
+                case .refused:
                     logger.notice("connection refused", metadata: ["address": "\(address)", "reason": "\(TransportError.tooManyConnections(address))"])
-                    onEvent(.closed(peer: nil, address: address, reason: TransportError.tooManyConnections(address).description))
+                    channel.closeFuture.whenComplete { _ in limiter.release(channel, from: address) }
                     return channel.close()
+                case .admitted(let evicted):
+                    if let evicted {
+                        logger.notice("connection closed", metadata: ["address": "\(address)", "reason": "\(TransportError.tooManyConnections(address)): the oldest unauthenticated one goes"])
+                        evicted.close(promise: nil)
+                    }
                 }
-                channel.closeFuture.whenComplete { _ in limiter.release(address) }
-                return channel.eventLoop.makeCompletedFuture { try self.configure(channel, initiator: false) }
+                channel.closeFuture.whenComplete { _ in limiter.release(channel, from: address) }
+                return channel.eventLoop.makeCompletedFuture {
+                    try self.configure(channel, initiator: false, onAuthenticated: { limiter.authenticated(channel, from: address) })
+                }
             }
             .bind(host: host, port: port).get()
     }

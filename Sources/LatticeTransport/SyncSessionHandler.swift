@@ -68,6 +68,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private let settings: ConnectionSettings
     private let logger: Logger
     private let onEvent: @Sendable (ConnectionEvent) -> Void
+    private let onAuthenticated: (@Sendable () -> Void)?
     private var context: ChannelHandlerContext?
     private var session: SyncSession?
     private var early: [SyncMessage] = []
@@ -79,7 +80,11 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private var lastSent = NIODeadline.now()
     private var ticker: RepeatedTask?
 
-    public init(delegate: any SyncDelegate, threadPool: NIOThreadPool, settings: ConnectionSettings, logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void) {
+    public init(
+        delegate: any SyncDelegate, threadPool: NIOThreadPool, settings: ConnectionSettings, logger: Logger,
+        onAuthenticated: (@Sendable () -> Void)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
+    ) {
+        self.onAuthenticated = onAuthenticated
         self.delegate = delegate
         self.threadPool = threadPool
         self.settings = settings
@@ -106,6 +111,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         guard let completed = event as? HandshakeCompleted else { return context.fireUserInboundEventTriggered(event) }
         let peer = completed.result.peerDeviceID
         self.peer = peer
+        onAuthenticated?()
         initiator = completed.initiator
         lastHeard = .now()
         let delegate = delegate
@@ -281,12 +287,18 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: Error) {
-        if closeReason == nil { closeReason = "\(error)" }
+        if closeReason == nil, !(error is TransportError && (error as! TransportError) == .truncated && session?.peerHello == nil) {
+            closeReason = "\(error)"
+        }
         context.close(promise: nil)
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
         ticker?.cancel()
+        if closeReason == nil, peer != nil, session?.peerHello == nil {
+            // The peer proved itself, then left before its hello: it does not trust us.
+            closeReason = TransportError.refusedByPeer.description
+        }
         if let closeReason {
             logger.info("connection closed", metadata: ["address": "\(address)", "peer": "\(peer.map { "\($0)" } ?? "unauthenticated")", "reason": "\(closeReason)"])
         }

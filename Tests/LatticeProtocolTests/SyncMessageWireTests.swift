@@ -1,0 +1,75 @@
+import LatticeCore
+import LatticeProtocol
+import Testing
+
+let replicaA = ReplicaID(high: 1, low: 1)
+let replicaB = ReplicaID(high: 2, low: 2)
+let notes = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "notes", ownerName: ZoneID.defaultOwnerName))
+let sharedZone = ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "team", ownerName: ZoneID.defaultOwnerName))
+
+func vector(_ pairs: (ReplicaID, UInt64)...) -> VersionVector {
+    VersionVector(pairs.map { ($0.0, HLCTimestamp(rawValue: $0.1)) })
+}
+
+let zoneState = ZoneState(causalLength: 1, stamp: Stamp(time: HLCTimestamp(rawValue: 5), replica: replicaA))
+
+/// A change set with no records: what a batch carries at least.
+func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top: VersionVector = vector((replicaA, 10)), claims: Bool) throws -> [UInt8] {
+    let header = ChangeSetHeader(zone: zone, zoneState: zoneState, base: base, top: top, claimsTop: claims, replicas: [replicaA, replicaB], schema: Schema())
+    var bytes: [UInt8] = []
+    var writer = try ChangeSetWriter(header: header) { bytes += $0 }
+    try writer.finish()
+    return bytes
+}
+
+@Suite struct SyncMessageWireTests {
+    static let samples: [SyncMessage] = [
+        .hello(Hello(storeID: Array(0..<16), container: "com.example.app", zones: [
+            ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3), (replicaB, 9)), resume: StreamCursor(sequence: 4, row: 7)),
+            ZoneAdvert(zone: sharedZone, zoneState: zoneState, vector: VersionVector(), resume: nil),
+        ])),
+        .streamStart(StreamStart(zone: notes, records: 100, bytes: 12345)),
+        .changes(ChangesPart(zone: notes, bytes: [1, 2, 3], end: nil)),
+        .changes(ChangesPart(zone: notes, bytes: [], end: .init(cursor: StreamCursor(sequence: 9, row: 1), final: true, records: 0))),
+        .acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 9, row: 1), vector: vector((replicaA, 3)))),
+        .caughtUp, .ping, .pong,
+    ]
+
+    @Test(arguments: samples) func roundTrips(_ message: SyncMessage) throws {
+        #expect(try SyncMessage(decoding: message.encoded()) == message)
+    }
+
+    @Test func everyTruncationIsAnErrorNotACrash() throws {
+        for message in Self.samples {
+            let bytes = message.encoded()
+            for length in 0..<bytes.count {
+                #expect(throws: ProtocolError.self) { _ = try SyncMessage(decoding: Array(bytes.prefix(length))) }
+            }
+        }
+    }
+
+    @Test func trailingBytesAreRefused() throws {
+        #expect(throws: ProtocolError.self) { _ = try SyncMessage(decoding: SyncMessage.ping.encoded() + [0]) }
+    }
+
+    @Test func randomBytesNeverCrash() throws {
+        var rng = SystemRandomNumberGenerator()
+        var decoded = 0
+        for _ in 0..<20_000 {
+            let bytes = (0..<Int.random(in: 0...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            if (try? SyncMessage(decoding: bytes)) != nil { decoded += 1 }
+        }
+        // A few one-byte pings and pongs may decode; a random hello essentially never does.
+        #expect(decoded < 2_000)
+    }
+
+    @Test func invalidNamesAndOversizedMessagesAreRefused() throws {
+        var bad = SyncMessage.streamStart(StreamStart(zone: notes, records: 1, bytes: 1)).encoded()
+        bad[3] = UInt8(ascii: "/") // inside the zone name
+        #expect(throws: ProtocolError.self) { _ = try SyncMessage(decoding: bad) }
+        let huge = [UInt8](repeating: 6, count: SyncWire.maximumMessageSize + 1)
+        #expect(throws: ProtocolError.limitExceeded("a message of \(huge.count) bytes is over the \(SyncWire.maximumMessageSize)-byte maximum")) {
+            _ = try SyncMessage(decoding: huge)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import LatticeCore
+import LatticeProtocol
+import Testing
+
+/// The session state machine driven with values: every way a peer can lie
+/// ends the session with a reason, and honest exchanges produce the expected actions.
+@Suite struct SyncSessionTests {
+    let ours = Hello(storeID: Array(repeating: 1, count: 16), container: "app", zones: [
+        ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
+    ])
+    let theirs = Hello(storeID: Array(repeating: 2, count: 16), container: "app", zones: [
+        ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaB, 4)), resume: StreamCursor(sequence: 2, row: 5)),
+    ])
+
+    func started() -> SyncSession {
+        var session = SyncSession(localHello: ours)
+        _ = session.start()
+        _ = session.receive(.hello(theirs))
+        return session
+    }
+
+    func closeReason(_ actions: [SyncSession.Action]) -> ProtocolError? {
+        for case .close(let reason) in actions { return reason }
+        return nil
+    }
+
+    func part(_ bytes: [UInt8], final: Bool, zone: ZoneKey = notes, cursor: StreamCursor = StreamCursor(sequence: 1, row: 1)) -> SyncMessage {
+        .changes(ChangesPart(zone: zone, bytes: bytes, end: .init(cursor: cursor, final: final, records: 0)))
+    }
+
+    @Test func helloStartsTheStreamFromThePeersResumePointAndVector() throws {
+        var session = SyncSession(localHello: ours)
+        #expect(session.start() == [.send(.hello(ours))])
+        let actions = session.receive(.hello(theirs))
+        guard case .produce(let request) = actions.last else { Issue.record("no produce in \(actions)"); return }
+        #expect(request.zone == notes)
+        #expect(request.after == StreamCursor(sequence: 2, row: 5))
+        #expect(request.peerVector == vector((replicaB, 4)))
+        #expect(request.wantsTotals)
+    }
+
+    @Test func anythingBeforeHelloEndsTheSession() {
+        var session = SyncSession(localHello: ours)
+        _ = session.start()
+        #expect(closeReason(session.receive(.ping)) != nil)
+        #expect(session.closed)
+        #expect(session.receive(.hello(theirs)).isEmpty)
+    }
+
+    @Test func aSecondHelloEndsTheSession() {
+        var session = started()
+        #expect(closeReason(session.receive(.hello(theirs))) == .unexpected("a second hello"))
+    }
+
+    @Test func anotherContainerIsRefused() {
+        var session = SyncSession(localHello: ours)
+        var other = theirs
+        other.container = "other"
+        #expect(closeReason(session.receive(.hello(other))) != nil)
+    }
+
+    @Test func changesToAZoneThePeerMayNotWriteAreRefused() throws {
+        var session = started()
+        let reason = closeReason(session.receive(part(try changeSet(zone: sharedZone, claims: false), final: false, zone: sharedZone)))
+        guard case .forbidden = reason else { Issue.record("expected forbidden, got \(String(describing: reason))"); return }
+    }
+
+    @Test func aBatchHoldingAnotherZoneThanAnnouncedIsRefused() throws {
+        var session = started()
+        let other = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "other", ownerName: ZoneID.defaultOwnerName))
+        #expect(closeReason(session.receive(part(try changeSet(zone: other, claims: false), final: false))) != nil)
+    }
+
+    @Test func aFinalFlagThatDisagreesWithTheClaimIsRefused() throws {
+        var session = started()
+        #expect(closeReason(session.receive(part(try changeSet(claims: false), final: true))) != nil)
+        var second = started()
+        #expect(closeReason(second.receive(part(try changeSet(claims: true), final: false))) != nil)
+    }
+
+    @Test func aClaimOnAVectorWeNeverSentIsRefused() throws {
+        // We told the peer A:3; a claim whose base says we hold A:9 claims more than it sends.
+        var session = started()
+        let reason = closeReason(session.receive(part(try changeSet(base: vector((replicaA, 9)), claims: true), final: true)))
+        guard case .unexpected = reason else { Issue.record("expected a violation, got \(String(describing: reason))"); return }
+    }
+
+    @Test func anHonestClaimIsAppliedThenAcknowledged() throws {
+        var session = started()
+        let bytes = try changeSet(base: vector((replicaA, 3)), claims: true)
+        let actions = session.receive(part(bytes, final: true, cursor: StreamCursor(sequence: 8, row: 2)))
+        guard case .apply(let batch) = actions.first else { Issue.record("no apply in \(actions)"); return }
+        #expect(batch.bytes == bytes && batch.final && batch.claimedTop == vector((replicaA, 10)))
+        let after = session.batchApplied(AppliedBatch(vector: vector((replicaA, 10)), recordsChanged: 0))
+        #expect(after.contains(.send(.acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 8, row: 2), vector: vector((replicaA, 10)))))))
+    }
+
+    @Test func aBatchSplitIntoPartsIsReassembled() throws {
+        var session = started()
+        let bytes = try changeSet(base: vector((replicaA, 3)), claims: true)
+        #expect(session.receive(.changes(ChangesPart(zone: notes, bytes: Array(bytes.prefix(10)), end: nil))).isEmpty)
+        let actions = session.receive(part(Array(bytes.dropFirst(10)), final: true))
+        guard case .apply(let batch) = actions.first else { Issue.record("no apply in \(actions)"); return }
+        #expect(batch.bytes == bytes)
+    }
+
+    @Test func aPartOfAnotherZoneInsideABatchIsRefused() throws {
+        var session = started()
+        _ = session.receive(.changes(ChangesPart(zone: notes, bytes: [1, 2], end: nil)))
+        let other = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "other", ownerName: ZoneID.defaultOwnerName))
+        #expect(closeReason(session.receive(.changes(ChangesPart(zone: other, bytes: [3], end: nil)))) != nil)
+    }
+
+    @Test func anOversizedBatchIsRefused() throws {
+        var configuration = SyncSession.Configuration()
+        configuration.maximumBatchSize = 100
+        var session = SyncSession(localHello: ours, configuration: configuration)
+        _ = session.receive(.hello(theirs))
+        _ = session.receive(.changes(ChangesPart(zone: notes, bytes: [UInt8](repeating: 0, count: 60), end: nil)))
+        let reason = closeReason(session.receive(.changes(ChangesPart(zone: notes, bytes: [UInt8](repeating: 0, count: 60), end: nil))))
+        guard case .limitExceeded = reason else { Issue.record("expected a limit, got \(String(describing: reason))"); return }
+    }
+
+    @Test func aPeerIgnoringTheWindowIsDropped() throws {
+        var configuration = SyncSession.Configuration()
+        configuration.maximumQueuedBatches = 2
+        var session = SyncSession(localHello: ours, configuration: configuration)
+        _ = session.receive(.hello(theirs))
+        let bytes = try changeSet(claims: false)
+        _ = session.receive(part(bytes, final: false))
+        _ = session.receive(part(bytes, final: false))
+        let reason = closeReason(session.receive(part(bytes, final: false)))
+        guard case .limitExceeded = reason else { Issue.record("expected a limit, got \(String(describing: reason))"); return }
+    }
+
+    @Test func anAcknowledgementOfNothingSentIsRefused() {
+        var session = started()
+        #expect(closeReason(session.receive(.acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 1, row: 1), vector: VersionVector())))) != nil)
+    }
+
+    @Test func producedBatchesAreSplitWindowedAndAcknowledgedInOrder() throws {
+        var configuration = SyncSession.Configuration()
+        configuration.partSize = 10
+        configuration.window = 1
+        var session = SyncSession(localHello: ours, configuration: configuration)
+        _ = session.receive(.hello(theirs))
+        let bytes = [UInt8](repeating: 9, count: 25)
+        let actions = session.batchProduced(OutgoingBatch(bytes: bytes, cursor: StreamCursor(sequence: 3, row: 1), final: false, records: 2, zoneState: zoneState, totals: (5, 100)))
+        let parts = actions.compactMap { action -> ChangesPart? in
+            if case .send(.changes(let part)) = action { return part }
+            return nil
+        }
+        #expect(parts.map(\.bytes.count) == [10, 10, 5])
+        #expect(parts.last?.end?.cursor == StreamCursor(sequence: 3, row: 1))
+        #expect(actions.contains(.send(.streamStart(StreamStart(zone: notes, records: 5, bytes: 100)))))
+        // The window is full: nothing more is produced until the acknowledgement.
+        #expect(!actions.contains { if case .produce = $0 { return true } else { return false } })
+        let next = session.receive(.acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 3, row: 1), vector: vector((replicaB, 4)))))
+        guard case .produce(let request) = next.last else { Issue.record("no produce after the ack: \(next)"); return }
+        #expect(request.after == StreamCursor(sequence: 3, row: 1))
+    }
+
+    @Test func bothSidesDoneIsQuiescent() throws {
+        var session = started()
+        #expect(!session.isQuiescent)
+        let produced = session.batchProduced(nil) // nothing to send
+        #expect(produced.contains(.send(.caughtUp)))
+        let after = session.receive(.caughtUp)
+        #expect(after.contains(.event(.quiescent)))
+        #expect(session.isQuiescent)
+        // A local commit re-opens the stream.
+        let commit = session.localCommit(zones: [notes])
+        #expect(commit.contains { if case .produce = $0 { return true } else { return false } })
+    }
+}

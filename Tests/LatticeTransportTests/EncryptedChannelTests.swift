@@ -1,0 +1,152 @@
+import LatticeCrypto
+import LatticeTransport
+import NIOCore
+import NIOEmbedded
+import Testing
+
+/// Collects what reaches the end of the pipeline.
+final class Collector: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    var received: [[UInt8]] = []
+    var completed: HandshakeCompleted?
+    var errors: [String] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = unwrapInboundIn(data)
+        received.append(buffer.readBytes(length: buffer.readableBytes) ?? [])
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? HandshakeCompleted { completed = event }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) { errors.append("\(error)") }
+}
+
+/// Two ends of an encrypted channel on EmbeddedChannels, bytes carried by hand.
+struct ChannelPair {
+    let initiator = EmbeddedChannel()
+    let responder = EmbeddedChannel()
+    let initiatorCollector = Collector()
+    let responderCollector = Collector()
+    let alice = try! Identity.generate()
+    let bob = try! Identity.generate()
+
+    init(responderVersions: ClosedRange<UInt8> = 1...1) throws {
+        for (channel, collector, identity, isInitiator, versions) in [
+            (initiator, initiatorCollector, alice, true, 1...1 as ClosedRange<UInt8>), (responder, responderCollector, bob, false, responderVersions),
+        ] {
+            try channel.pipeline.syncOperations.addHandlers([
+                ByteToMessageHandler(FrameDecoder(maximumLength: 1 << 20)),
+                MessageToByteHandler(FrameEncoder()),
+                try HandshakeHandler(identity: identity, initiator: isInitiator, versions: versions, timeout: .seconds(10)),
+                collector,
+            ])
+        }
+        try responder.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try initiator.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2)).wait()
+    }
+
+    /// Moves bytes both ways until neither side has more to send; `tamper` may change them in transit.
+    func pump(tamper: (inout ByteBuffer) -> Void = { _ in }) throws {
+        var moved = true
+        while moved {
+            moved = false
+            for (from, to) in [(initiator, responder), (responder, initiator)] {
+                while var bytes = try from.readOutbound(as: ByteBuffer.self) {
+                    tamper(&bytes)
+                    moved = true
+                    if to.isActive { try? to.writeInbound(bytes) }
+                }
+            }
+        }
+    }
+
+    func send(_ text: String, from channel: EmbeddedChannel) throws {
+        try channel.writeAndFlush(channel.allocator.buffer(string: text)).wait()
+    }
+}
+
+@Suite struct EncryptedChannelTests {
+    @Test func handshakeThenEncryptedFramesBothWays() throws {
+        let pair = try ChannelPair()
+        try pair.pump()
+        #expect(pair.initiatorCollector.completed?.result.peerDeviceID == pair.bob.deviceID)
+        #expect(pair.responderCollector.completed?.result.peerDeviceID == pair.alice.deviceID)
+        var wire: [UInt8] = []
+        try pair.send("hello responder", from: pair.initiator)
+        try pair.send("hello initiator", from: pair.responder)
+        try pair.pump { wire += $0.getBytes(at: $0.readerIndex, length: $0.readableBytes) ?? [] }
+        #expect(pair.responderCollector.received == [Array("hello responder".utf8)])
+        #expect(pair.initiatorCollector.received == [Array("hello initiator".utf8)])
+        #expect(!String(decoding: wire, as: UTF8.self).contains("hello"))
+    }
+
+    @Test func aModifiedFrameEndsTheConnection() throws {
+        let pair = try ChannelPair()
+        try pair.pump()
+        try pair.send("secret", from: pair.initiator)
+        try pair.pump { buffer in
+            let last = buffer.writerIndex - 1
+            buffer.setInteger(buffer.getInteger(at: last, as: UInt8.self)! ^ 1, at: last)
+        }
+        #expect(pair.responderCollector.received.isEmpty)
+        #expect(!pair.responder.isActive)
+        #expect(pair.responderCollector.errors.contains { $0.contains("authentication") })
+    }
+
+    @Test func aReplayedFrameEndsTheConnection() throws {
+        let pair = try ChannelPair()
+        try pair.pump()
+        try pair.send("once", from: pair.initiator)
+        var copy: ByteBuffer?
+        try pair.pump { copy = $0 }
+        #expect(pair.responderCollector.received.count == 1)
+        try? pair.responder.writeInbound(copy!)
+        #expect(pair.responderCollector.received.count == 1)
+        #expect(!pair.responder.isActive)
+    }
+
+    @Test func anOversizedLengthPrefixEndsTheConnectionBeforeBuffering() throws {
+        let pair = try ChannelPair()
+        var buffer = pair.responder.allocator.buffer(capacity: 8)
+        buffer.writeInteger(UInt32(2_000_000_000))
+        buffer.writeBytes([1, 2, 3, 4])
+        try? pair.responder.writeInbound(buffer)
+        // Reported at once, from the prefix alone (the session handler closes on it).
+        #expect(pair.responderCollector.errors == ["\(TransportError.oversizedFrame(length: 2_000_000_000, maximum: 1 << 20))"])
+    }
+
+    @Test func garbageInsteadOfAHandshakeEndsTheConnection() throws {
+        let pair = try ChannelPair()
+        var buffer = pair.responder.allocator.buffer(capacity: 64)
+        buffer.writeInteger(UInt32(38))
+        buffer.writeBytes([UInt8](repeating: 0x41, count: 38))
+        try? pair.responder.writeInbound(buffer)
+        #expect(!pair.responder.isActive)
+        #expect(pair.responderCollector.errors.contains { $0.contains("handshake failed") })
+    }
+
+    @Test func noCommonVersionEndsTheConnection() throws {
+        let pair = try ChannelPair(responderVersions: 2...2)
+        try pair.pump()
+        #expect(pair.responderCollector.completed == nil)
+        #expect(!pair.responder.isActive)
+    }
+
+    @Test func aCutWithoutTheFinalFrameIsReportedAsTruncation() throws {
+        let pair = try ChannelPair()
+        try pair.pump()
+        pair.responder.pipeline.fireChannelInactive()
+        #expect(pair.responderCollector.errors.contains { $0.contains("truncated") })
+    }
+
+    @Test func anOrderlyCloseIsNotTruncation() throws {
+        let pair = try ChannelPair()
+        try pair.pump()
+        try pair.initiator.close().wait()
+        try pair.pump()
+        #expect(!pair.responder.isActive)
+        #expect(!pair.responderCollector.errors.contains { $0.contains("truncated") })
+    }
+}
