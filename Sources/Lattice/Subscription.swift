@@ -1,5 +1,6 @@
 import Foundation
 import LatticeCore
+import LatticeStore
 
 /// What to be told about, as `CKRecordZoneSubscription` and `CKQuerySubscription`.
 public enum Subscription: Sendable {
@@ -24,9 +25,9 @@ public struct RecordNotification: Sendable {
 
 extension Database {
     /// Changes as they commit, from this process or any other on the same
-    /// store, until the stream's consumer stops. The store is polled every
-    /// `interval` seconds — one cheap read — so commits by other processes are
-    /// seen too.
+    /// store, until the stream's consumer stops. Every commit wakes the stream
+    /// at once (the store's wake-up sockets, as the sync node uses); where the
+    /// store's path is too long for a Unix socket, it polls every `interval` seconds instead.
     public func notifications(for subscription: Subscription, interval: Double = 0.02) throws(LatticeError) -> AsyncThrowingStream<RecordNotification, Error> {
         let zoneID: Zone.ID
         switch subscription {
@@ -36,15 +37,18 @@ extension Database {
             if let problem = predicate.validationError() { throw LatticeError(.invalidArguments, "invalid predicate: \(problem)") }
             zoneID = id
         }
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let watcher = try? CommitWatcher(store: store.directory) { wake.yield(()) }
         // Start from now: what is already there is not news.
         let start = try currentChangeToken(inZoneWith: zoneID)
         let database = self
         return AsyncThrowingStream { continuation in
             let task = Task {
                 var token = start
+                var nextWake = wakes.makeAsyncIterator()
                 do {
                     while !Task.isCancelled {
-                        let changes = try database.recordZoneChanges(inZoneWith: zoneID, since: token)
+                        let changes = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
                         for record in changes.modifications where subscription.wants(record) {
                             let created = record.creationDate == record.modificationDate
                             continuation.yield(RecordNotification(reason: created ? .recordCreated : .recordUpdated, recordID: record.recordID, recordType: record.recordType, record: record))
@@ -53,7 +57,12 @@ extension Database {
                             continuation.yield(RecordNotification(reason: .recordDeleted, recordID: deletion.recordID, recordType: deletion.recordType, record: nil))
                         }
                         token = changes.changeToken
-                        if !changes.moreComing { try await Task.sleep(nanoseconds: UInt64(interval * 1e9)) }
+                        guard !changes.moreComing else { continue }
+                        if watcher != nil {
+                            guard await nextWake.next() != nil else { break }
+                        } else {
+                            try await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+                        }
                     }
                     continuation.finish()
                 } catch is CancellationError {
@@ -62,7 +71,11 @@ extension Database {
                     continuation.finish(throwing: error)
                 }
             }
-            continuation.onTermination = { _ in task.cancel() }
+            continuation.onTermination = { _ in
+                watcher?.stop()
+                wake.finish()
+                task.cancel()
+            }
         }
     }
 }

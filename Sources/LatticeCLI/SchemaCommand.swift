@@ -54,20 +54,52 @@ struct StatusCommand: ParsableCommand {
         let schema = try library { try container.schema() }
         let sequence = try library { try container.commitSequence() }
         let name = try library { try container.deviceName() }
+        let nodeStatus = NodeStatus.read(store: container.directory)
         if options.json {
             Output.json([
                 "store": container.directory.path, "deviceID": container.deviceID, "name": name.map { $0 as Any } ?? NSNull(),
                 "database": options.scope.description, "commitSequence": sequence,
                 "environment": schema.isProduction ? "production" : "development",
                 "zones": zip(zones, counts).map { ["zoneID": WebServicesJSON.zone($0.zoneID), "recordCount": $1] },
-                "sync": "not available yet: network sync is not built",
+                "sync": nodeStatus.map(Self.json) ?? ["running": false],
             ])
         } else {
             Output.line("store      \(container.directory.path)")
             Output.line("device     \(container.deviceID)\(name.map { " (\($0))" } ?? "")")
             Output.line("database   \(options.scope)  schema: \(schema.isProduction ? "production" : "development")  commits: \(sequence)")
             for (zone, count) in zip(zones, counts) { Output.line("zone       \(zone.zoneID.zoneName): \(count) records") }
-            Output.line("sync       not available yet (network sync is not built; use `lattice bundle`)")
+            guard let nodeStatus else {
+                Output.line("sync       no node runs on this store (start one with `lattice serve`)")
+                return
+            }
+            Output.line("sync       node pid \(nodeStatus.pid)\(nodeStatus.listeningPort.map { ", listening on port \($0)" } ?? "")")
+            for peer in nodeStatus.peers {
+                Output.line("peer       \(peer.deviceID)  \(peer.connected ? "connected" : "disconnected")  \(peer.address)\(peer.lastError.map { "  last error: \($0)" } ?? "")")
+                for zone in peer.zones {
+                    let last = zone.lastSync.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "never"
+                    let progress = zone.state == "syncing"
+                        ? "  \(zone.recordsDone)/\(zone.recordsTotal) records, \(zone.bytesDone / 1024)/\(zone.bytesTotal / 1024) KiB" : ""
+                    Output.line("  \(zone.zone) \(zone.direction): \(zone.state)\(progress)  last sync \(last)")
+                }
+            }
         }
+    }
+}
+
+extension StatusCommand {
+    static func json(_ status: NodeStatus) -> [String: Any] {
+        [
+            "running": true, "pid": Int(status.pid), "listeningPort": status.listeningPort.map { $0 as Any } ?? NSNull(),
+            "peers": status.peers.map { peer -> [String: Any] in
+                [
+                    "deviceID": peer.deviceID, "connected": peer.connected, "address": peer.address, "lastError": peer.lastError ?? NSNull(),
+                    "zones": peer.zones.map { zone -> [String: Any] in
+                        ["zone": zone.zone, "direction": zone.direction, "state": zone.state, "recordsDone": zone.recordsDone,
+                         "recordsTotal": zone.recordsTotal, "bytesDone": zone.bytesDone, "bytesTotal": zone.bytesTotal,
+                         "lastSync": zone.lastSync.map { $0 as Any } ?? NSNull()]
+                    },
+                ]
+            },
+        ]
     }
 }

@@ -35,11 +35,13 @@ public struct ApplySummary: Hashable, Sendable {
 extension ReplicaStorage {
     /// Applies every change set `source` holds (one per zone, as in a bundle),
     /// all within the caller's transaction.
-    public func applyChangeSets<Source: ByteSource>(from source: Source) throws -> ApplySummary {
+    /// With `takingClaims` false, no change set advances a zone's vector (the
+    /// caller knows this replica still lacks part of what the sender claims).
+    public func applyChangeSets<Source: ByteSource>(from source: Source, takingClaims: Bool = true) throws -> ApplySummary {
         var reader = ChangeSetReader(source: source)
         var total = ApplySummary()
         while try reader.readHeader() != nil {
-            total.add(try apply(&reader))
+            total.add(try apply(&reader, takingClaim: takingClaims))
             reader = ChangeSetReader(source: reader.source)
         }
         return total
@@ -53,7 +55,7 @@ extension ReplicaStorage {
     /// The caller commits only if this returns: a truncated or corrupt change
     /// set throws before its end and must leave nothing behind. Nothing is
     /// written when the change set brings nothing new.
-    public func apply<Source: ByteSource>(_ reader: inout ChangeSetReader<Source>) throws -> ApplySummary {
+    public func apply<Source: ByteSource>(_ reader: inout ChangeSetReader<Source>, takingClaim: Bool = true) throws -> ApplySummary {
         guard let header = reader.header else { throw ChangeSetError.malformed("no header read") }
         let zone = header.zone
         var summary = ApplySummary()
@@ -111,7 +113,7 @@ extension ReplicaStorage {
             if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
         }
         summary.zoneIncarnationStale = stale
-        if !stale, !deferred, header.top.entries.allSatisfy({ acceptable($0.time) }) {
+        if takingClaim, !stale, !deferred, header.top.entries.allSatisfy({ acceptable($0.time) }) {
             summary.claimTaken = sync.applyClaim(of: header)
         }
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }

@@ -87,10 +87,13 @@ public struct IncomingBatch: Hashable, Sendable {
 public struct AppliedBatch: Hashable, Sendable {
     public var vector: VersionVector
     public var recordsChanged: Int
+    /// Records refused for now (stamped too far in the future): the stream must come again later.
+    public var recordsDeferred: Int
 
-    public init(vector: VersionVector, recordsChanged: Int) {
+    public init(vector: VersionVector, recordsChanged: Int, recordsDeferred: Int = 0) {
         self.vector = vector
         self.recordsChanged = recordsChanged
+        self.recordsDeferred = recordsDeferred
     }
 }
 

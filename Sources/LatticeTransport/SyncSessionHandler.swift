@@ -22,6 +22,9 @@ public struct ConnectionSettings: Sendable {
     public var pingInterval: TimeAmount = .seconds(15)
     /// Nothing heard for this long closes the connection (idle or half-open).
     public var idleTimeout: TimeAmount = .seconds(45)
+    /// After a peer sent records stamped too far in the future, the session
+    /// ends this long after, so the stream comes again once clocks allow.
+    public var deferredRetry: TimeAmount = .seconds(30)
     public var session = SyncSession.Configuration()
     public init() {}
 }
@@ -236,6 +239,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 guard let peer else { return }
                 runOffLoop({ try delegate.applyBatch(batch, from: peer) }) { handler, applied in
                     handler.mutateSession { $0.batchApplied(applied) }
+                    if applied.recordsDeferred > 0 { handler.scheduleRetry() }
                 }
             case .close(let error):
                 if wrote { context?.flush() }
@@ -246,6 +250,19 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             }
         }
         if wrote { context?.flush() }
+    }
+
+    private var retryScheduled = false
+
+    /// Ends the session later, so records deferred for clock skew are streamed again.
+    private func scheduleRetry() {
+        guard !retryScheduled, let context else { return }
+        retryScheduled = true
+        logger.notice("records stamped too far in the future were deferred; the session restarts to fetch them again", metadata: ["peer": "\(peer.map { "\($0)" } ?? "?")"])
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: settings.deferredRetry) {
+            bound.value.close(reason: "restarting to fetch records deferred for clock skew")
+        }
     }
 
     private func mutateSession(_ body: (inout SyncSession) -> [SyncSession.Action]) {

@@ -60,7 +60,17 @@ import Glibc
         #expect(count?.count == 46)
         let conflicts = try ["a", "b", "c"].map { try cli.ok(["conflicts", "Movies/shared", "--json"], store: $0).stdout }
         #expect(Set(conflicts).count == 1, "conflicts differ: \(conflicts)")
+        // Another process sees the running node's state.
+        #expect(try eventually(10) {
+            let sync = try cli.ok(["status", "--json"], store: "a").json["sync"] as? [String: Any]
+            let peers = sync?["peers"] as? [[String: Any]] ?? []
+            return sync?["running"] as? Bool == true && peers.filter { $0["connected"] as? Bool == true }.count == 2
+        })
+        let listed = try cli.ok(["peers", "--json"], store: "b").json["peers"] as? [[String: Any]] ?? []
+        #expect(listed.count == 2 && listed.allSatisfy { $0["trusted"] as? Bool == true && $0["connected"] as? Bool == true && $0["recordsBehind"] as? Int == 0 })
         for node in [a, b, c] { #expect(node.stop() == 0, "serve did not stop cleanly on SIGTERM") }
+        let after = try cli.ok(["status", "--json"], store: "a").json["sync"] as? [String: Any]
+        #expect(after?["running"] as? Bool == false)
     }
 
     @Test func changesRelayAlongALine() throws {

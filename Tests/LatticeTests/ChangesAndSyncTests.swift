@@ -159,8 +159,8 @@ import Testing
         let stream = try db.notifications(for: .query(recordType: "Movie", predicate: .condition(QueryCondition(.field("rating"), .greaterThanOrEquals, 4)), zoneID: .default))
         let writer = Task {
             try await Task.sleep(nanoseconds: 50_000_000)
-            try db.save(movie("low", ["rating": 1]))
-            try db.save(movie("high", ["rating": 5]))
+            try await db.save(movie("low", ["rating": 1]))
+            try await db.save(movie("high", ["rating": 5]))
         }
         // A stream that never delivers must fail the test, not hang it.
         let received = try await withThrowingTaskGroup(of: [(RecordNotification.Reason, String)].self) { group in
@@ -168,7 +168,7 @@ import Testing
                 var received: [(RecordNotification.Reason, String)] = []
                 for try await notification in stream {
                     received.append((notification.reason, notification.recordID.recordName))
-                    if received.count == 1 { try db.deleteRecord(withID: Record.ID(recordName: "high")) }
+                    if received.count == 1 { try await db.deleteRecord(withID: Record.ID(recordName: "high")) }
                     if received.count == 2 { break }
                 }
                 return received

@@ -150,3 +150,22 @@ import Testing
         #expect(try String(contentsOf: other.appendingPathComponent("file.txt"), encoding: .utf8) == "hello")
     }
 }
+
+@Suite struct AsyncDatabaseTests {
+    @Test func recordCallsAwaitLikeCloudKits() async throws {
+        let directory = TemporaryDirectory()
+        let database = try directory.container().privateCloudDatabase
+        try await database.save(movie("m1", ["title": "Alien", "rating": 5]))
+        let fetched = try await database.record(for: Record.ID(recordName: "m1"))
+        #expect(fetched["title"] == "Alien")
+        let (matches, _) = try await database.records(matching: Query(recordType: "Movie", predicate: .all))
+        #expect(matches.map(\.recordID.recordName) == ["m1"])
+        try await database.deleteRecord(withID: Record.ID(recordName: "m1"))
+        do {
+            _ = try await database.record(for: Record.ID(recordName: "m1"))
+            Issue.record("a deleted record was fetched")
+        } catch {
+            #expect(error.code == .unknownItem)
+        }
+    }
+}

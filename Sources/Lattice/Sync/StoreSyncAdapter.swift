@@ -3,6 +3,7 @@ import LatticeCore
 import LatticeCrypto
 import LatticeProtocol
 import LatticeStore
+import NIOConcurrencyHelpers
 
 /// The store side of the sync protocol: the delegate `LatticeProtocol`
 /// declares, over a `RecordStore`. Each call is one short read or one write
@@ -10,6 +11,16 @@ import LatticeStore
 struct StoreSyncAdapter: SyncDelegate {
     let store: RecordStore
     let container: String
+    /// Zones where a peer's stream brought records stamped too far in the
+    /// future, until that peer's next session: their resume point stays
+    /// before the deferred records, and no claim is taken, so the records come
+    /// again (and land) on the next session, and no vector says they are held.
+    let deferredStreams = NIOLockedValueBox(Set<String>())
+
+    init(store: RecordStore, container: String) {
+        self.store = store
+        self.container = container
+    }
 
     func isTrusted(_ peer: DeviceID) throws -> Bool {
         try store.read { try $0.peer(peer.description)?.trusted ?? false }
@@ -20,7 +31,8 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func hello(for peer: DeviceID) throws -> Hello {
-        try store.read { snapshot in
+        deferredStreams.withLockedValue { marks in marks = marks.filter { !$0.hasPrefix(peer.description + " ") } }
+        return try store.read { snapshot in
             let resume = try snapshot.resumePoints(of: peer.description)
             let zones = try snapshot.zones(in: .private).map { zone in
                 ZoneAdvert(zone: zone.key, zoneState: zone.sync.zoneState, vector: zone.sync.vector, resume: resume[zone.key].map(StreamCursor.init))
@@ -48,15 +60,20 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
-        try store.write { transaction in
-            let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes))
+        let mark = "\(peer) \(batch.zone)"
+        let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
+        let applied = try store.write { transaction in
+            let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred)
             guard summary.changeSets == 1 else {
                 throw ChangeSetError.malformed("a batch holds \(summary.changeSets) change sets; one of \(batch.zone) was announced")
             }
-            try transaction.setResumePoint(ChangeCursor(batch.cursor), of: peer.description, for: batch.zone)
+            let deferred = alreadyDeferred || summary.recordsDeferred > 0 || summary.zoneDeferred
+            if !deferred { try transaction.setResumePoint(ChangeCursor(batch.cursor), of: peer.description, for: batch.zone) }
             let vector = try transaction.syncState(of: batch.zone)?.vector ?? VersionVector()
-            return AppliedBatch(vector: vector, recordsChanged: summary.recordsChanged)
+            return AppliedBatch(vector: vector, recordsChanged: summary.recordsChanged, recordsDeferred: summary.zoneDeferred ? max(1, summary.recordsDeferred) : summary.recordsDeferred)
         }
+        if applied.recordsDeferred > 0 { deferredStreams.withLockedValue { _ = $0.insert(mark) } }
+        return applied
     }
 }
 
