@@ -25,6 +25,8 @@ let package = Package(
     products: [
         .library(name: "Lattice", targets: ["Lattice"]),
         .library(name: "LatticeCore", targets: ["LatticeCore"]),
+        .library(name: "LatticeCrypto", targets: ["LatticeCrypto"]),
+        .library(name: "LatticeProtocol", targets: ["LatticeProtocol"]),
         .executable(name: "lattice", targets: ["lattice"]),
         .executable(name: "lattice-demo", targets: ["lattice-demo"]),
     ],

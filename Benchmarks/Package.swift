@@ -3,6 +3,7 @@
 // package-benchmark. Run from this directory:
 //   swift package benchmark                      (package-benchmark suites)
 //   swift run -c release lattice-merge-figures   (JSON lines for compare/run.sh)
+//   swift run -c release lattice-sync-figures propagation|propagation-cli|initial   (the README's sync figures)
 import PackageDescription
 
 let package = Package(
@@ -15,10 +16,20 @@ let package = Package(
     targets: [
         .target(name: "Workload", dependencies: [.product(name: "Lattice", package: "main"), .product(name: "LatticeCore", package: "main")]),
         .executableTarget(name: "lattice-merge-figures", dependencies: ["Workload"]),
+        .executableTarget(name: "lattice-sync-figures", dependencies: [
+            "Workload", .product(name: "Lattice", package: "main"), .product(name: "LatticeCrypto", package: "main"),
+            .product(name: "LatticeProtocol", package: "main"),
+        ]),
         .executableTarget(
             name: "MergeBenchmarks",
             dependencies: ["Workload", .product(name: "Benchmark", package: "package-benchmark")],
             path: "Benchmarks/MergeBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+        .executableTarget(
+            name: "SyncBenchmarks",
+            dependencies: ["Workload", .product(name: "Lattice", package: "main"), .product(name: "Benchmark", package: "package-benchmark")],
+            path: "Benchmarks/SyncBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
         ),
     ]

@@ -84,3 +84,12 @@ extension StreamCursor {
 extension ChangeCursor {
     init(_ cursor: StreamCursor) { self.init(sequence: cursor.sequence, row: cursor.row) }
 }
+
+extension Container {
+    /// The store side of the sync protocol over this container, for tools that
+    /// drive `SyncSession`s themselves (simulations, benchmarks). The node uses the same.
+    public func syncDelegate() -> any SyncDelegate { StoreSyncAdapter(store: store, container: containerIdentifier) }
+
+    /// This device's identity, for the handshake.
+    public var identity: Identity { store.identity }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Lattice
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+import Workload
+
+// Sync figures for the README, as JSON lines on stdout (a summary on stderr):
+//   lattice-sync-figures propagation [--saves 1000]        a library save on A until a query on B sees it
+//   lattice-sync-figures propagation-cli [--saves 200]     the same, saved by a separate `lattice record save` process
+//   lattice-sync-figures initial [--records 100000]        an empty node syncs the merge workload; crypto, store and network apart
+// Both nodes run in this process, on loopback, encrypted, with durable (synchronous=FULL) stores.
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let mode = arguments.first ?? "propagation"
+func option(_ name: String, _ fallback: Int) -> Int {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
+    return value
+}
+func emit(_ object: [String: Any]) {
+    let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+    FileHandle.standardOutput.write(data + Data("\n".utf8))
+}
+func say(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+func percentile(_ sorted: [Double], _ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+
+let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-sync-figures-\(UUID().uuidString)")
+defer { try? FileManager.default.removeItem(at: root) }
+
+/// Two trusting containers with zone "bench"; B's node dials A's.
+func pair() throws -> (Container, Container) {
+    let a = try Container(identifier: "bench", directory: root.appendingPathComponent("a"))
+    let b = try Container(identifier: "bench", directory: root.appendingPathComponent("b"))
+    try a.trust(deviceID: b.deviceID)
+    try b.trust(deviceID: a.deviceID)
+    return (a, b)
+}
+
+func startNodes(_ a: Container, _ b: Container) async throws -> (SyncNode, SyncNode) {
+    var listening = SyncNode.Configuration()
+    listening.port = 0
+    listening.listenHost = "127.0.0.1"
+    listening.publishesStatus = false
+    let nodeA = SyncNode(container: a, configuration: listening)
+    try await nodeA.start()
+    var dialing = SyncNode.Configuration()
+    dialing.peers = [PeerAddress(host: "127.0.0.1", port: nodeA.listeningPort!)]
+    dialing.publishesStatus = false
+    let nodeB = SyncNode(container: b, configuration: dialing)
+    try await nodeB.start()
+    return (nodeA, nodeB)
+}
+
+/// Waits for B's events until `condition` holds.
+func waitFor(_ events: inout AsyncStream<SyncNode.Event>.Iterator, _ condition: (SyncNode.Event) -> Bool) async {
+    while let event = await events.next() { if condition(event) { return } }
+}
+
+func propagation(cli: Bool) async throws {
+    let saves = option("--saves", cli ? 200 : 1000)
+    let (a, b) = try pair()
+    let zone = Zone.ID(zoneName: "bench")
+    try await a.privateCloudDatabase.save(Zone(zoneName: "bench"))
+    let (nodeA, nodeB) = try await startNodes(a, b)
+    var events = nodeB.events.makeAsyncIterator()
+    await waitFor(&events) { if case .caughtUp = $0 { return true } else { return false } }
+    let lattice = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/release/lattice")
+    var samples: [Double] = []
+    for i in 0..<saves {
+        let name = Workload.name(i)
+        let start = now()
+        if cli {
+            let process = Process()
+            process.executableURL = lattice
+            process.arguments = ["record", "save", "bench/\(name)", "--type", "Track", "title=t\(i)", "plays:int=\(i)", "--store", a.directory.path, "--container", "bench"]
+            try process.run()
+        } else {
+            var record = Record(recordType: "Track", recordName: name, zoneID: zone)
+            for (field, value) in Workload.fields(record: i, generation: 0) { record[field] = value }
+            try await a.privateCloudDatabase.save(record)
+        }
+        // Visible in a query on B: wait for B to commit a batch from A, then ask.
+        while true {
+            await waitFor(&events) { if case .syncFinished(_, _, .receiving) = $0 { return true } else { return false } }
+            if (try? await b.privateCloudDatabase.record(for: Record.ID(recordName: name, zoneID: zone))) != nil { break }
+        }
+        samples.append(Double(now() - start) / 1e6)
+    }
+    samples.sort()
+    let label = cli ? "propagation, CLI save process" : "propagation, library save"
+    emit(["figure": label, "saves": saves, "p50_ms": percentile(samples, 0.5), "p99_ms": percentile(samples, 0.99), "max_ms": samples.last!])
+    say("\(label): p50 \(String(format: "%.2f", percentile(samples, 0.5))) ms, p99 \(String(format: "%.2f", percentile(samples, 0.99))) ms over \(saves) saves")
+    if cli {
+        // What a CLI process costs by itself, for scale: the same save on an unconnected store.
+        let alone = try Container(identifier: "bench", directory: root.appendingPathComponent("alone"))
+        try await alone.privateCloudDatabase.save(Zone(zoneName: "bench"))
+        var own: [Double] = []
+        for i in 0..<50 {
+            let start = now()
+            let process = Process()
+            process.executableURL = lattice
+            process.arguments = ["record", "save", "bench/x\(i)", "--type", "Track", "title=t", "--store", alone.directory.path, "--container", "bench"]
+            try process.run()
+            process.waitUntilExit()
+            own.append(Double(now() - start) / 1e6)
+        }
+        own.sort()
+        emit(["figure": "CLI save process alone", "p50_ms": percentile(own, 0.5)])
+        say("a `lattice record save` process alone takes \(String(format: "%.1f", percentile(own, 0.5))) ms (p50)")
+    }
+    await nodeB.stop()
+    await nodeA.stop()
+}
+
+func initial() async throws {
+    let records = option("--records", 100_000)
+    let (a, b) = try pair()
+    // A holds the merge workload (100,000 records x 8 fields), written through the store's merge path.
+    let (sender, _) = try Workload.prepareMemory(.empty, records: 0)
+    try Workload.write(sender, records: 0..<records, generation: 0)
+    try a.apply(changeSet: sender.makeChangeSet(for: Workload.zone, since: VersionVector()))
+
+    // Store alone: produce every batch on A, apply every batch on B', no network, no crypto.
+    let delegateA = a.syncDelegate()
+    let scratch = try Container(identifier: "bench", directory: root.appendingPathComponent("scratch"))
+    let delegateScratch = scratch.syncDelegate()
+    var cursor = StreamCursor.start
+    var produceNanos: UInt64 = 0, applyNanos: UInt64 = 0, bytes = 0, batches: [[UInt8]] = []
+    var vector = VersionVector()
+    while true {
+        let t0 = now()
+        guard let batch = try delegateA.produceBatch(BatchRequest(
+            zone: Workload.zone, after: cursor, peerVector: vector, peerZoneState: nil, wantsTotals: false,
+            maximumRecords: SyncSession.Configuration().batchRecords, maximumBytes: SyncSession.Configuration().batchBytes)) else { break }
+        produceNanos += now() - t0
+        let t1 = now()
+        let applied = try delegateScratch.applyBatch(IncomingBatch(zone: Workload.zone, bytes: batch.bytes, cursor: batch.cursor, final: batch.final, records: batch.records), from: a.identity.deviceID)
+        applyNanos += now() - t1
+        bytes += batch.bytes.count
+        batches.append(batch.bytes)
+        cursor = batch.cursor
+        vector = applied.vector
+        if batch.final { break }
+    }
+    // Crypto alone: seal and open every byte in frames of the wire's part size.
+    var sealer = try SecretStreamSender(key: [UInt8](repeating: 1, count: 32))
+    var opener = try SecretStreamReceiver(key: [UInt8](repeating: 1, count: 32), header: sealer.header)
+    let t2 = now()
+    for batch in batches {
+        var offset = 0
+        while offset < batch.count {
+            let end = min(offset + SyncWire.partSize, batch.count)
+            _ = try opener.open(try sealer.seal(Array(batch[offset..<end])))
+            offset = end
+        }
+    }
+    let cryptoNanos = now() - t2
+
+    // The whole thing: B's node connects to A's and syncs until both are caught up.
+    let start = now()
+    let (nodeA, nodeB) = try await startNodes(a, b)
+    var events = nodeB.events.makeAsyncIterator()
+    await waitFor(&events) { if case .caughtUp = $0 { return true } else { return false } }
+    let total = Double(now() - start) / 1e9
+    let count = try b.privateCloudDatabase.recordCount(inZoneWith: .default)
+    precondition(count == records, "B has \(count) of \(records) records")
+    await nodeB.stop()
+    await nodeA.stop()
+    let store = Double(produceNanos + applyNanos) / 1e9
+    let crypto = Double(cryptoNanos) / 1e9
+    emit(["figure": "initial sync", "records": records, "bytes": bytes, "total_s": total, "store_produce_s": Double(produceNanos) / 1e9,
+          "store_apply_s": Double(applyNanos) / 1e9, "crypto_s": crypto, "rest_s": max(0, total - store - crypto)])
+    say(String(format: "initial sync of %d records (%.1f MB): %.2f s; store %.2f s (produce %.2f, apply %.2f), crypto %.3f s, network and scheduling %.2f s",
+               records, Double(bytes) / 1e6, total, store, Double(produceNanos) / 1e9, Double(applyNanos) / 1e9, crypto, max(0, total - store - crypto)))
+}
+
+switch mode {
+case "propagation": try await propagation(cli: false)
+case "propagation-cli": try await propagation(cli: true)
+case "initial": try await initial()
+default:
+    say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N]")
+    exit(2)
+}
