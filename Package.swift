@@ -86,6 +86,6 @@ let package = Package(
         ]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child"]),
-        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "LatticeTestSupport", "LatticeCrypto"]),
+        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
     ]
 )

@@ -39,8 +39,8 @@ public struct SyncSession: Sendable {
 
     public struct Configuration: Hashable, Sendable {
         public var window = 4
-        public var batchRecords = 1000
-        public var batchBytes = 512 * 1024
+        public var batchRecords = 4000
+        public var batchBytes = 2 << 20
         public var partSize = SyncWire.partSize
         public var maximumBatchSize = SyncWire.maximumBatchSize
         /// Batches received and not yet applied before the peer is deemed to ignore the window.

@@ -75,6 +75,7 @@ func propagation(cli: Bool) async throws {
             let process = Process()
             process.executableURL = lattice
             process.arguments = ["record", "save", "bench/\(name)", "--type", "Track", "title=t\(i)", "plays:int=\(i)", "--store", a.directory.path, "--container", "bench"]
+            process.standardOutput = FileHandle.nullDevice
             try process.run()
         } else {
             var record = Record(recordType: "Track", recordName: name, zoneID: zone)
@@ -102,6 +103,7 @@ func propagation(cli: Bool) async throws {
             let process = Process()
             process.executableURL = lattice
             process.arguments = ["record", "save", "bench/x\(i)", "--type", "Track", "title=t", "--store", alone.directory.path, "--container", "bench"]
+            process.standardOutput = FileHandle.nullDevice
             try process.run()
             process.waitUntilExit()
             own.append(Double(now() - start) / 1e6)
