@@ -85,3 +85,58 @@ public enum Workload {
         return (receiver, changeSet)
     }
 }
+
+/// Two trusting containers on loopback, B's node dialing A's: the sync benchmarks' rig.
+public final class SyncPair: @unchecked Sendable {
+    public let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-sync-bench-\(UUID().uuidString)")
+    public let a: Container
+    public let b: Container
+    public private(set) var nodeA: SyncNode?
+    public private(set) var nodeB: SyncNode?
+    private var events: AsyncStream<SyncNode.Event>.Iterator?
+
+    public init() throws {
+        a = try Container(identifier: "bench", directory: root.appendingPathComponent("a"))
+        b = try Container(identifier: "bench", directory: root.appendingPathComponent("b"))
+        try a.trust(deviceID: b.deviceID)
+        try b.trust(deviceID: a.deviceID)
+    }
+
+    /// Starts both nodes and waits until they have exchanged all they had.
+    public func start() async throws {
+        var listening = SyncNode.Configuration()
+        listening.port = 0
+        listening.listenHost = "127.0.0.1"
+        listening.publishesStatus = false
+        let nodeA = SyncNode(container: a, configuration: listening)
+        try await nodeA.start()
+        var dialing = SyncNode.Configuration()
+        dialing.peers = [PeerAddress(host: "127.0.0.1", port: nodeA.listeningPort!)]
+        dialing.publishesStatus = false
+        let nodeB = SyncNode(container: b, configuration: dialing)
+        try await nodeB.start()
+        self.nodeA = nodeA
+        self.nodeB = nodeB
+        events = nodeB.events.makeAsyncIterator()
+        await waitForB { if case .caughtUp = $0 { return true } else { return false } }
+    }
+
+    /// Waits for B's events until one satisfies `condition`.
+    public func waitForB(_ condition: (SyncNode.Event) -> Bool) async {
+        while let event = await events?.next() { if condition(event) { return } }
+    }
+
+    /// Waits until B has committed `name` from A.
+    public func waitUntilBHas(_ name: String, in zone: Zone.ID) async {
+        while true {
+            await waitForB { if case .syncFinished(_, _, .receiving) = $0 { return true } else { return false } }
+            if (try? await b.privateCloudDatabase.record(for: Record.ID(recordName: name, zoneID: zone))) != nil { return }
+        }
+    }
+
+    public func stop() async {
+        await nodeB?.stop()
+        await nodeA?.stop()
+        try? FileManager.default.removeItem(at: root)
+    }
+}

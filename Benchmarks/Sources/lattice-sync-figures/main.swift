@@ -28,43 +28,13 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double { sorted[min(sorted.c
 let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-sync-figures-\(UUID().uuidString)")
 defer { try? FileManager.default.removeItem(at: root) }
 
-/// Two trusting containers with zone "bench"; B's node dials A's.
-func pair() throws -> (Container, Container) {
-    let a = try Container(identifier: "bench", directory: root.appendingPathComponent("a"))
-    let b = try Container(identifier: "bench", directory: root.appendingPathComponent("b"))
-    try a.trust(deviceID: b.deviceID)
-    try b.trust(deviceID: a.deviceID)
-    return (a, b)
-}
-
-func startNodes(_ a: Container, _ b: Container) async throws -> (SyncNode, SyncNode) {
-    var listening = SyncNode.Configuration()
-    listening.port = 0
-    listening.listenHost = "127.0.0.1"
-    listening.publishesStatus = false
-    let nodeA = SyncNode(container: a, configuration: listening)
-    try await nodeA.start()
-    var dialing = SyncNode.Configuration()
-    dialing.peers = [PeerAddress(host: "127.0.0.1", port: nodeA.listeningPort!)]
-    dialing.publishesStatus = false
-    let nodeB = SyncNode(container: b, configuration: dialing)
-    try await nodeB.start()
-    return (nodeA, nodeB)
-}
-
-/// Waits for B's events until `condition` holds.
-func waitFor(_ events: inout AsyncStream<SyncNode.Event>.Iterator, _ condition: (SyncNode.Event) -> Bool) async {
-    while let event = await events.next() { if condition(event) { return } }
-}
-
 func propagation(cli: Bool) async throws {
     let saves = option("--saves", cli ? 200 : 1000)
-    let (a, b) = try pair()
+    let pair = try SyncPair()
+    let (a, b) = (pair.a, pair.b)
     let zone = Zone.ID(zoneName: "bench")
     try await a.privateCloudDatabase.save(Zone(zoneName: "bench"))
-    let (nodeA, nodeB) = try await startNodes(a, b)
-    var events = nodeB.events.makeAsyncIterator()
-    await waitFor(&events) { if case .caughtUp = $0 { return true } else { return false } }
+    try await pair.start()
     let lattice = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/release/lattice")
     var samples: [Double] = []
@@ -83,10 +53,7 @@ func propagation(cli: Bool) async throws {
             try await a.privateCloudDatabase.save(record)
         }
         // Visible in a query on B: wait for B to commit a batch from A, then ask.
-        while true {
-            await waitFor(&events) { if case .syncFinished(_, _, .receiving) = $0 { return true } else { return false } }
-            if (try? await b.privateCloudDatabase.record(for: Record.ID(recordName: name, zoneID: zone))) != nil { break }
-        }
+        await pair.waitUntilBHas(name, in: zone)
         samples.append(Double(now() - start) / 1e6)
     }
     samples.sort()
@@ -112,13 +79,14 @@ func propagation(cli: Bool) async throws {
         emit(["figure": "CLI save process alone", "p50_ms": percentile(own, 0.5)])
         say("a `lattice record save` process alone takes \(String(format: "%.1f", percentile(own, 0.5))) ms (p50)")
     }
-    await nodeB.stop()
-    await nodeA.stop()
+    _ = b
+    await pair.stop()
 }
 
 func initial() async throws {
     let records = option("--records", 100_000)
-    let (a, b) = try pair()
+    let pair = try SyncPair()
+    let (a, b) = (pair.a, pair.b)
     // A holds the merge workload (100,000 records x 8 fields), written through the store's merge path.
     let (sender, _) = try Workload.prepareMemory(.empty, records: 0)
     try Workload.write(sender, records: 0..<records, generation: 0)
@@ -162,14 +130,11 @@ func initial() async throws {
 
     // The whole thing: B's node connects to A's and syncs until both are caught up.
     let start = now()
-    let (nodeA, nodeB) = try await startNodes(a, b)
-    var events = nodeB.events.makeAsyncIterator()
-    await waitFor(&events) { if case .caughtUp = $0 { return true } else { return false } }
+    try await pair.start()
     let total = Double(now() - start) / 1e9
     let count = try b.privateCloudDatabase.recordCount(inZoneWith: .default)
     precondition(count == records, "B has \(count) of \(records) records")
-    await nodeB.stop()
-    await nodeA.stop()
+    await pair.stop()
     let store = Double(produceNanos + applyNanos) / 1e9
     let crypto = Double(cryptoNanos) / 1e9
     emit(["figure": "initial sync", "records": records, "bytes": bytes, "total_s": total, "store_produce_s": Double(produceNanos) / 1e9,
