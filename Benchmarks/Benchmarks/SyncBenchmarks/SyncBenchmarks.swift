@@ -46,7 +46,8 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         try await rig.start()
         benchmark.stopMeasurement()
-        precondition(try rig.b.privateCloudDatabase.recordCount(inZoneWith: .default) == 100_000)
+        let received = try rig.b.privateCloudDatabase.recordCount(inZoneWith: .default)
+        precondition(received == 100_000, "B has \(received) of 100,000 records")
         await rig.stop()
     }
 }
