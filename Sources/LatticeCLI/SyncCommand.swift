@@ -47,7 +47,9 @@ struct SyncCommand: ParsableCommand {
                 switch event {
                 case .connected(let peer, _): state.peers.insert(peer)
                 case .refused(let peer, let address): state.failures.append(.permission("device \(peer) at \(address) is not trusted here; check its ID and run `lattice trust \(peer)`"))
-                case .unreachable(let address, let reason): state.failures.append(.unavailable("cannot reach \(address): \(reason)"))
+                case .unreachable(let address, let reason):
+                    state.failures.append(.unavailable("cannot reach \(address): \(reason)"))
+                    ended += 1
                 case .disconnected(let peer, let address, let reason):
                     if let reason, reason.contains("does not trust this device") {
                         state.failures.append(.permission("\(peer ?? address) at \(address) does not trust this device; on it, run `lattice trust \(container.deviceID)`"))

@@ -194,14 +194,28 @@ public final class SyncNode: Sendable {
                 try? await channel.closeFuture.get()
                 if Date().timeIntervalSince(began) > 5 { delay = 0.25 }
             } catch {
-                logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(error)"])
-                continuation.yield(.unreachable(address: address.description, reason: "\(error)"))
+                let reason = Self.describe(error)
+                logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(reason)"])
+                continuation.yield(.unreachable(address: address.description, reason: reason))
             }
             guard configuration.reconnect else { return }
             let jitter = Double.random(in: 0.8...1.2)
             try? await Task.sleep(nanoseconds: UInt64(delay * jitter * 1e9))
             delay = min(delay * 2, 30)
         }
+    }
+
+    /// A connection failure in a few words ("connection refused", "cannot resolve the host name").
+    static func describe(_ error: Error) -> String {
+        if let error = error as? NIOConnectionError {
+            if let io = error.connectionErrors.lazy.compactMap({ $0.error as? IOError }).first { return describe(io) }
+            if let first = error.connectionErrors.first { return "\(first.error)" }
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "cannot resolve the host name \(error.host)" }
+            return "no address found for \(error.host)"
+        }
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if error is ChannelError { return "\(error)" }
+        return "\(error)"
     }
 
     // MARK: Events
