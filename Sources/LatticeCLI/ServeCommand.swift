@@ -40,6 +40,8 @@ extension SyncNode.Event {
         case .unreachable(let address, let reason): return "cannot reach \(address): \(reason)"
         case .disconnected(let peer, let address, let reason): return "disconnected from \(peer ?? "unauthenticated peer") at \(address)\(reason.map { ": \($0)" } ?? "")"
         case .syncFinished(let peer, let zone, let direction): return "\(direction == .receiving ? "received" : "sent") \(zone.zoneID.zoneName) \(direction == .receiving ? "from" : "to") \(peer)"
+        case .deferred(let peer, let zone, let records):
+            return "deferred \(records) record(s) of \(zone.zoneID.zoneName) from \(peer): its clock is ahead by more than the skew bound"
         case .syncStarted, .progress, .caughtUp: return nil
         }
     }
@@ -60,6 +62,7 @@ extension SyncNode.Event {
         case .syncFinished(let peer, let zone, let direction):
             return ["event": "syncFinished", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue]
         case .caughtUp(let peer): return ["event": "caughtUp", "peer": peer]
+        case .deferred(let peer, let zone, let records): return ["event": "deferred", "peer": peer, "zone": zone.zoneID.zoneName, "records": records]
         }
     }
 }

@@ -23,6 +23,8 @@ struct SyncCommand: ParsableCommand {
         var configuration = SyncNode.Configuration()
         configuration.peers = peers
         configuration.reconnect = !once
+        // A one-off sync leaves the store's status to the node that may be serving it.
+        configuration.publishesStatus = !once
         let node = SyncNode(container: container, configuration: configuration, logger: logger)
         let printer = EventPrinter(json: options.json)
         guard once else {
@@ -56,7 +58,7 @@ struct SyncCommand: ParsableCommand {
                     } else if let peer, !state.caughtUp.contains(peer) {
                         state.failures.append(.unavailable("the connection to \(peer) at \(address) ended before the sync finished\(reason.map { ": \($0)" } ?? "")"))
                     } else if peer == nil {
-                        state.failures.append(.permission("\(address) ended the connection after the handshake\(reason.map { " (\($0))" } ?? ""): it does not trust this device; on it, run `lattice trust \(container.deviceID)`"))
+                        state.failures.append(.unavailable("\(address) is not a Lattice node, or the handshake with it failed\(reason.map { ": \($0)" } ?? "")"))
                     }
                     ended += 1
                 case .progress(_, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):
@@ -64,6 +66,9 @@ struct SyncCommand: ParsableCommand {
                     if direction == .receiving { state.received[zone.zoneID.zoneName] = recordsDone } else { state.sent[zone.zoneID.zoneName] = recordsDone }
                 case .caughtUp(let peer):
                     state.caughtUp.insert(peer)
+                case .deferred(let peer, let zone, let records):
+                    state.deferred += records
+                    state.deferredNote = "\(state.deferred) record(s) of \(zone.zoneID.zoneName) from \(peer) were deferred: its clock is ahead of this device's by more than the skew bound; they land in a later sync once the clocks agree (check both clocks)"
                 case .listening, .syncStarted, .syncFinished: break
                 }
                 outcome.value = state
@@ -87,6 +92,7 @@ struct SyncCommand: ParsableCommand {
             for failure in result.failures { Output.standardError("lattice: \(failure.error.message)") }
         }
         if result.caughtUp.count < peerCount, let failure = result.failures.first { throw failure.error }
+        if let note = result.deferredNote { throw CLIError(.unavailable, code: "NETWORK_FAILURE", "the sync is incomplete: \(note)") }
     }
 }
 
@@ -107,6 +113,8 @@ struct OnceOutcome: Sendable {
     var received: [String: Int] = [:]
     var sent: [String: Int] = [:]
     var timedOut = false
+    var deferred = 0
+    var deferredNote: String?
 }
 
 /// One line of progress on a terminal, redrawn in place.

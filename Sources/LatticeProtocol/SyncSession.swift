@@ -29,6 +29,8 @@ public struct SyncSession: Sendable {
         case receiving(zone: ZoneKey, records: Int, bytes: Int)
         /// This side will stream this much of a zone.
         case sending(zone: ZoneKey, records: Int, bytes: Int)
+        /// Records of a batch from the peer were deferred (stamped beyond the clock-skew bound).
+        case deferred(zone: ZoneKey, records: Int)
         /// A batch from the peer was committed.
         case received(zone: ZoneKey, records: Int, bytes: Int, final: Bool)
         /// A batch of ours was acknowledged.
@@ -93,7 +95,13 @@ public struct SyncSession: Sendable {
     }
 
     /// Opens the session: our hello goes first.
-    public func start() -> [Action] { [.send(.hello(localHello))] }
+    public mutating func start() -> [Action] {
+        let size = SyncMessage.hello(localHello).encoded().count
+        guard size <= SyncWire.maximumMessageSize else {
+            return close(.limitExceeded("this store's hello (\(localHello.zones.count) zones, \(size) bytes) is over the \(SyncWire.maximumMessageSize)-byte message maximum: too many zones to sync"))
+        }
+        return [.send(.hello(localHello))]
+    }
 
     /// Whether both directions are done for now (for `sync --once`).
     public var isQuiescent: Bool {
@@ -146,17 +154,16 @@ public struct SyncSession: Sendable {
 
     private mutating func receiveChanges(_ part: ChangesPart) -> [Action] {
         guard part.zone.scope == .private else { return close(.forbidden("the peer sent changes to zone \(part.zone), which it may not write")) }
-        var bytes: [UInt8]
-        if let partial {
-            guard partial.zone == part.zone else { return close(.unexpected("a batch of \(part.zone) began inside one of \(partial.zone)")) }
-            bytes = partial.bytes
-        } else {
-            bytes = []
+        var bytes: [UInt8] = []
+        if let zone = partial?.zone {
+            guard zone == part.zone else { return close(.unexpected("a batch of \(part.zone) began inside one of \(zone)")) }
+            swap(&bytes, &partial!.bytes) // take the buffer over, so appending does not copy it
+            partial = nil
         }
         guard bytes.count + part.bytes.count <= configuration.maximumBatchSize else {
             return close(.limitExceeded("a batch over \(configuration.maximumBatchSize) bytes"))
         }
-        bytes += part.bytes
+        bytes.append(contentsOf: part.bytes)
         guard let end = part.end else {
             partial = (part.zone, bytes)
             return []
@@ -215,6 +222,7 @@ public struct SyncSession: Sendable {
             .send(.acknowledgement(Acknowledgement(zone: batch.zone, cursor: batch.cursor, vector: result.vector))),
             .event(.received(zone: batch.zone, records: batch.records, bytes: batch.bytes.count, final: batch.final)),
         ]
+        if result.recordsDeferred > 0 { actions.append(.event(.deferred(zone: batch.zone, records: result.recordsDeferred))) }
         actions += startApplying()
         actions += checkQuiescent()
         return actions

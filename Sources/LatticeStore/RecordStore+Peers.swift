@@ -49,6 +49,9 @@ extension StoreSnapshot {
 }
 
 extension StoreTransaction {
+    /// Untrusted, unnamed devices remembered as seen.
+    public static let maximumStrangers = 100
+
     /// Records how far `peer`'s stream of `key` is applied, in this transaction,
     /// so it commits with the batch. Commits even when the batch changed nothing.
     public func setResumePoint(_ cursor: ChangeCursor, of peer: String, for key: ZoneKey) throws {
@@ -62,8 +65,18 @@ extension StoreTransaction {
     /// Trusts `deviceID` (with a name if given), or records it as seen.
     public func upsertPeer(_ deviceID: String, name: String?, trusted: Bool?, address: String? = nil, lastSeen: UInt64? = nil) throws {
         try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [deviceID])
+        if db.changesCount > 0, trusted != true {
+            // Anyone can make new identities: keep only the most recently seen strangers.
+            try db.execute(sql: """
+                DELETE FROM peers WHERE trusted = 0 AND name IS NULL AND device_id != ? AND device_id NOT IN (
+                    SELECT device_id FROM peers WHERE trusted = 0 AND name IS NULL ORDER BY last_seen DESC LIMIT ?)
+                """, arguments: [deviceID, Self.maximumStrangers - 1])
+        }
         if let name { try db.execute(sql: "UPDATE peers SET name = ? WHERE device_id = ?", arguments: [name, deviceID]) }
-        if let trusted { try db.execute(sql: "UPDATE peers SET trusted = ? WHERE device_id = ?", arguments: [trusted ? 1 : 0, deviceID]) }
+        if let trusted {
+            try db.execute(sql: "UPDATE peers SET trusted = ? WHERE device_id = ?", arguments: [trusted ? 1 : 0, deviceID])
+            wakesWatchers = true
+        }
         if let address { try db.execute(sql: "UPDATE peers SET address = ? WHERE device_id = ?", arguments: [address, deviceID]) }
         if let lastSeen { try db.execute(sql: "UPDATE peers SET last_seen = ? WHERE device_id = ?", arguments: [Int64(clamping: lastSeen), deviceID]) }
         markChanged()
@@ -76,6 +89,7 @@ extension StoreTransaction {
         let known = db.changesCount > 0
         try db.execute(sql: "DELETE FROM resume_points WHERE peer = ?", arguments: [deviceID])
         markChanged()
+        wakesWatchers = true
         return known
     }
 }

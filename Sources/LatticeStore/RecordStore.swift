@@ -120,7 +120,7 @@ public final class RecordStore: Sendable {
                     let transaction = try StoreTransaction(writing: db, store: self)
                     result = try body(transaction)
                     guard try transaction.finish() else { return .rollback }
-                    advanced = transaction.advancesSequence
+                    advanced = transaction.advancesSequence || transaction.wakesWatchers
                     return .commit
                 }
             }

@@ -42,6 +42,8 @@ extension StoreSnapshot {
     /// reaches the end, with that snapshot's vector, so it always holds.
     public func streamBatch(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector, peerZoneState: ZoneState?, maximumRecords: Int, maximumBytes: Int) throws -> StreamBatch? {
         guard let zone = try zoneRow(key) else { return nil }
+        // A cursor past this store's history (the store was restored from an older copy) means nothing here.
+        let cursor = cursor.sequence > (try sequence()) ? ChangeCursor(sequence: 0, row: 0) : cursor
         let start = max(cursor, ChangeCursor.end(of: try deltaStart(zoneID: zone.id, for: peerVector)))
         let statement = try db.cachedStatement(sql: """
             SELECT id, change_seq, state FROM records WHERE zone = ? AND (change_seq > ? OR (change_seq = ? AND id > ?))
@@ -88,6 +90,7 @@ extension StoreSnapshot {
     /// from there sends at most, for progress.
     public func streamTotals(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> (records: Int, bytes: Int) {
         guard let zone = try zoneRow(key) else { return (0, 0) }
+        let cursor = cursor.sequence > (try sequence()) ? ChangeCursor(sequence: 0, row: 0) : cursor
         let start = max(cursor, ChangeCursor.end(of: try deltaStart(zoneID: zone.id, for: peerVector)))
         let row = try Row.fetchOne(db, sql: """
             SELECT COUNT(*), COALESCE(SUM(LENGTH(state)), 0) FROM records WHERE zone = ? AND (change_seq > ? OR (change_seq = ? AND id > ?))

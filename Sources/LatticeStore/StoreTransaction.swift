@@ -206,6 +206,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Something outside the records changed (settings, peers): commit, without a new sequence.
     func markChanged() { hasChanges = true }
 
+    /// Running nodes must hear of this commit though it takes no sequence (trust changed).
+    var wakesWatchers = false
+
     /// Whether this commit takes a new change sequence (records or zones changed).
     var advancesSequence: Bool { !touchedZones.isEmpty }
 

@@ -28,14 +28,24 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     }
 }
 
+/// The largest frame a connection accepts now: the handshake's size until it
+/// completes, so an unauthenticated client cannot make the node buffer more.
+/// Used on the connection's event loop only.
+public final class FrameLimit: @unchecked Sendable {
+    public var maximum: Int
+    public init(_ maximum: Int) { self.maximum = maximum }
+}
+
 /// Cuts the byte stream into frames: a 4-byte big-endian length, then that
-/// many bytes. A length over the maximum ends the connection before any of
+/// many bytes. A length over the limit ends the connection before any of
 /// the frame is buffered.
 public struct FrameDecoder: ByteToMessageDecoder {
     public typealias InboundOut = ByteBuffer
-    public let maximumLength: Int
+    public let limit: FrameLimit
+    public var maximumLength: Int { limit.maximum }
 
-    public init(maximumLength: Int) { self.maximumLength = maximumLength }
+    public init(maximumLength: Int) { limit = FrameLimit(maximumLength) }
+    public init(limit: FrameLimit) { self.limit = limit }
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }

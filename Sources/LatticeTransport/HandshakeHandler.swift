@@ -25,8 +25,13 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
     private var state: State
     private let timeout: TimeAmount
     private var timer: Scheduled<Void>?
+    private let frameLimit: FrameLimit?
+    private let sessionFrameLength: Int
 
-    public init(identity: Identity, initiator: Bool, versions: ClosedRange<UInt8>, timeout: TimeAmount) throws {
+    /// With `frameLimit`, frames stay at the handshake's size until it completes, then may grow to `sessionFrameLength`.
+    public init(identity: Identity, initiator: Bool, versions: ClosedRange<UInt8>, timeout: TimeAmount, frameLimit: FrameLimit? = nil, sessionFrameLength: Int = 0) throws {
+        self.frameLimit = frameLimit
+        self.sessionFrameLength = sessionFrameLength
         state = initiator
             ? .initiating(try HandshakeInitiator(identity: identity, versions: versions))
             : .responding(try HandshakeResponder(identity: identity, versions: versions), receivedOpening: false)
@@ -90,6 +95,7 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
     private func complete(context: ChannelHandlerContext, result: HandshakeResult, initiator: Bool) {
         timer?.cancel()
         state = .done
+        frameLimit?.maximum = sessionFrameLength
         do {
             let stream = try SecretStreamHandler(sendKey: result.sendKey, receiveKey: result.receiveKey)
             try context.pipeline.syncOperations.addHandler(stream, position: .after(self))

@@ -82,10 +82,13 @@ public final class SyncEndpoint: Sendable {
     public static let maximumFrameLength = SyncWire.maximumMessageSize + SecretStreamSender.overhead
 
     func configure(_ channel: Channel, initiator: Bool, onAuthenticated: (@Sendable () -> Void)? = nil) throws {
+        let limit = FrameLimit(Handshake.maximumMessageLength)
         let handlers: [ChannelHandler] = [
-            ByteToMessageHandler(FrameDecoder(maximumLength: Self.maximumFrameLength)),
+            ByteToMessageHandler(FrameDecoder(limit: limit)),
             MessageToByteHandler(FrameEncoder()),
-            try HandshakeHandler(identity: identity, initiator: initiator, versions: SyncWire.versions, timeout: settings.handshakeTimeout),
+            try HandshakeHandler(
+                identity: identity, initiator: initiator, versions: SyncWire.versions, timeout: settings.handshakeTimeout,
+                frameLimit: limit, sessionFrameLength: Self.maximumFrameLength),
             SyncSessionHandler(delegate: delegate, threadPool: threadPool, settings: settings, logger: logger, onAuthenticated: onAuthenticated, onEvent: onEvent),
         ]
         try channel.pipeline.syncOperations.addHandlers(handlers)
@@ -106,7 +109,6 @@ public final class SyncEndpoint: Sendable {
                 switch limiter.admit(channel, from: address) {
                 case .refused:
                     logger.notice("connection refused", metadata: ["address": "\(address)", "reason": "\(TransportError.tooManyConnections(address))"])
-                    channel.closeFuture.whenComplete { _ in limiter.release(channel, from: address) }
                     return channel.close()
                 case .admitted(let evicted):
                     if let evicted {

@@ -105,6 +105,36 @@ import Glibc
         #expect(a.count("refused") == 1)
     }
 
+    @Test func untrustingAConnectedDeviceEndsItsSessionAtOnce() throws {
+        defer { cli.cleanup() }
+        let ids = try makeStores(["a", "b"], trust: [("a", "b")])
+        let a = try NodeProcess(cli: cli, store: "a")
+        let b = try NodeProcess(cli: cli, store: "b", peers: [a.port])
+        defer { for node in [a, b] { node.stop() } }
+        try cli.ok(["record", "save", "Movies/before", "--type", "Movie", "title=shared"], store: "a")
+        #expect(try eventually { try cli.run(["record", "get", "Movies/before"], store: "b").status == 0 })
+        try cli.ok(["untrust", ids["b"]!], store: "a")
+        #expect(eventually(10) { a.count("disconnected") >= 1 }, "the untrusted device kept its session")
+        try cli.ok(["record", "save", "Movies/after", "--type", "Movie", "title=private again"], store: "a")
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try cli.run(["record", "get", "Movies/after"], store: "b").status != 0, "a device no longer trusted still received a record")
+        let peers = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
+        #expect(peers.contains { $0["deviceID"] as? String == ids["b"] && $0["trusted"] as? Bool == false })
+    }
+
+    @Test func aSecondNodeOnOneStoreAndANonLatticePeerAreClearErrors() throws {
+        defer { cli.cleanup() }
+        _ = try makeStores(["a"], trust: [])
+        let a = try NodeProcess(cli: cli, store: "a")
+        defer { a.stop() }
+        let second = try cli.run(["serve", "--port", "0", "--listen", "127.0.0.1", "--no-mdns"], store: "a")
+        #expect(second.status == 77 && second.stderr.contains("a node already runs"), "\(second.stderr)")
+        // A TCP server that is not a Lattice node: it accepts and says nothing.
+        let relay = try Relay(upstreamPort: a.port, silent: true)
+        let result = try cli.run(["sync", "--peer", "127.0.0.1:\(relay.port)", "--once", "--timeout", "30"], store: "a")
+        #expect(result.status == 69 && result.stderr.contains("not a Lattice node"), "\(result.status) \(result.stderr)")
+    }
+
     @Test func aNodeKilledMidSyncResumesWithoutResendingWhatItHad() throws {
         defer { cli.cleanup() }
         _ = try makeStores(["a", "b"], trust: [("a", "b")])
@@ -213,7 +243,8 @@ final class Relay: @unchecked Sendable {
     private let lock = NSLock()
     private var bytes: [UInt8] = []
 
-    init(upstreamPort: Int) throws {
+    /// With `silent`, it accepts and never answers nor forwards: a TCP server that is not a Lattice node.
+    init(upstreamPort: Int, silent: Bool = false) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
@@ -227,6 +258,11 @@ final class Relay: @unchecked Sendable {
         port = Int(UInt16(bigEndian: address.sin_port))
         Thread.detachNewThread { [self] in
             let client = accept(listener, nil, nil)
+            if silent {
+                Thread.sleep(forTimeInterval: 12)
+                close(client)
+                return
+            }
             guard client >= 0, let upstream = RawConnection(port: upstreamPort) else { return }
             let upstreamFD = upstream.fd
             let done = DispatchSemaphore(value: 0)

@@ -31,15 +31,20 @@ struct ChannelPair {
     let responderCollector = Collector()
     let alice = try! Identity.generate()
     let bob = try! Identity.generate()
+    let initiatorLimit: FrameLimit
+    let responderLimit: FrameLimit
 
-    init(responderVersions: ClosedRange<UInt8> = 1...1) throws {
-        for (channel, collector, identity, isInitiator, versions) in [
-            (initiator, initiatorCollector, alice, true, 1...1 as ClosedRange<UInt8>), (responder, responderCollector, bob, false, responderVersions),
+    /// `limited`: frames are handshake-sized until the handshake completes, as the node sets it up.
+    init(responderVersions: ClosedRange<UInt8> = 1...1, limited: Bool = false) throws {
+        initiatorLimit = FrameLimit(limited ? Handshake.maximumMessageLength : 1 << 20)
+        responderLimit = FrameLimit(limited ? Handshake.maximumMessageLength : 1 << 20)
+        for (channel, collector, identity, isInitiator, versions, limit) in [
+            (initiator, initiatorCollector, alice, true, 1...1 as ClosedRange<UInt8>, initiatorLimit), (responder, responderCollector, bob, false, responderVersions, responderLimit),
         ] {
             try channel.pipeline.syncOperations.addHandlers([
-                ByteToMessageHandler(FrameDecoder(maximumLength: 1 << 20)),
+                ByteToMessageHandler(FrameDecoder(limit: limit)),
                 MessageToByteHandler(FrameEncoder()),
-                try HandshakeHandler(identity: identity, initiator: isInitiator, versions: versions, timeout: .seconds(10)),
+                try HandshakeHandler(identity: identity, initiator: isInitiator, versions: versions, timeout: .seconds(10), frameLimit: limit, sessionFrameLength: 1 << 20),
                 collector,
             ])
         }
@@ -148,5 +153,35 @@ struct ChannelPair {
         try pair.pump()
         #expect(!pair.responder.isActive)
         #expect(!pair.responderCollector.errors.contains { $0.contains("truncated") })
+    }
+}
+
+@Suite struct FrameLimitTests {
+    @Test func framesStayHandshakeSizedUntilTheHandshakeCompletes() throws {
+        let limit = FrameLimit(Handshake.maximumMessageLength)
+        let channel = EmbeddedChannel()
+        let collector = Collector()
+        try channel.pipeline.syncOperations.addHandlers([
+            ByteToMessageHandler(FrameDecoder(limit: limit)),
+            MessageToByteHandler(FrameEncoder()),
+            try HandshakeHandler(identity: try Identity.generate(), initiator: false, versions: 1...1, timeout: .seconds(10), frameLimit: limit, sessionFrameLength: 1 << 20),
+            collector,
+        ])
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        var buffer = channel.allocator.buffer(capacity: 8)
+        buffer.writeInteger(UInt32(1000)) // a frame an unauthenticated client may not make the node buffer
+        try? channel.writeInbound(buffer)
+        #expect(collector.errors == ["\(TransportError.oversizedFrame(length: 1000, maximum: Handshake.maximumMessageLength))"])
+    }
+
+    @Test func theLimitGrowsOnceTheHandshakeCompletes() throws {
+        let pair = try ChannelPair(limited: true)
+        #expect(pair.responderLimit.maximum == Handshake.maximumMessageLength)
+        try pair.pump()
+        #expect(pair.responderCollector.completed != nil)
+        #expect(pair.responderLimit.maximum == 1 << 20)
+        try pair.send(String(repeating: "x", count: 10_000), from: pair.initiator)
+        try pair.pump()
+        #expect(pair.responderCollector.received.first?.count == 10_000)
     }
 }

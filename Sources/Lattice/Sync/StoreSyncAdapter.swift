@@ -23,10 +23,12 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func isTrusted(_ peer: DeviceID) throws -> Bool {
-        try store.read { try $0.peer(peer.description)?.trusted ?? false }
+        guard peer != store.identity.deviceID else { return false }
+        return try store.read { try $0.peer(peer.description)?.trusted ?? false }
     }
 
     func noteSeen(_ peer: DeviceID, address: String) throws {
+        guard peer != store.identity.deviceID else { return } // dialed itself
         try store.write { try $0.upsertPeer(peer.description, name: nil, trusted: nil, address: address, lastSeen: RecordStore.systemWallClock()) }
     }
 

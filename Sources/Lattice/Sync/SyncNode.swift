@@ -70,6 +70,8 @@ public final class SyncNode: Sendable {
         case syncStarted(peer: String, zone: ZoneKey, direction: Direction, records: Int, bytes: Int)
         case progress(peer: String, zone: ZoneKey, direction: Direction, recordsDone: Int, recordsTotal: Int, bytesDone: Int, bytesTotal: Int)
         case syncFinished(peer: String, zone: ZoneKey, direction: Direction)
+        /// Records from the peer were stamped beyond the clock-skew bound: they wait, and come again later.
+        case deferred(peer: String, zone: ZoneKey, records: Int)
         /// Both sides have sent all they had and committed all they got.
         case caughtUp(peer: String)
     }
@@ -86,6 +88,7 @@ public final class SyncNode: Sendable {
         var stopped = false
         var statusDirty = false
         var statusScheduled = false
+        var lock: Int32 = -1
     }
 
     public let container: Container
@@ -120,6 +123,7 @@ public final class SyncNode: Sendable {
     /// Starts listening, watching the store for commits, and dialing peers.
     /// Fails with networkUnavailable if the port cannot be bound.
     public func start() async throws(LatticeError) {
+        if configuration.publishesStatus { try lockStore() }
         threadPool.start()
         let endpoint = endpoint
         if let port = configuration.port {
@@ -173,7 +177,24 @@ public final class SyncNode: Sendable {
         try? await threadPool.shutdownGracefully()
         try? await group.shutdownGracefully()
         continuation.finish()
-        try? FileManager.default.removeItem(at: container.directory.appendingPathComponent(NodeStatus.fileName))
+        let lock = state.withLockedValue { $0.lock }
+        if lock >= 0 {
+            try? FileManager.default.removeItem(at: container.directory.appendingPathComponent(NodeStatus.fileName))
+            close(lock)
+        }
+    }
+
+    /// One publishing node per store: a second one would overwrite its status.
+    private func lockStore() throws(LatticeError) {
+        let path = container.directory.appendingPathComponent("node.lock").path
+        let fd = open(path, O_CREAT | O_RDWR, 0o600)
+        guard fd >= 0 else { throw LatticeError(.internalError, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            let pid = NodeStatus.read(store: container.directory).map { " (pid \($0.pid))" } ?? ""
+            throw LatticeError(.permissionFailure, "a node already runs on \(container.directory.path)\(pid); stop it first, or use `lattice sync --once`")
+        }
+        state.withLockedValue { $0.lock = fd }
     }
 
     // MARK: Dialing
@@ -220,16 +241,26 @@ public final class SyncNode: Sendable {
 
     // MARK: Events
 
+    /// A commit on the store, by any process (on the watcher's thread): sessions
+    /// push it, and devices no longer trusted lose their sessions at once.
     private func localCommit() {
-        let handles = state.withLockedValue { $0.connections.values.flatMap { $0 } }
-        for handle in handles { handle.localCommit() }
+        let connections = state.withLockedValue { $0.connections }
+        let trusted = Set(((try? container.peers()) ?? []).filter(\.trusted).map(\.deviceID))
+        for (peer, handles) in connections {
+            if trusted.contains(peer) {
+                for handle in handles { handle.localCommit() }
+            } else {
+                logger.notice("closing the sessions of a device no longer trusted", metadata: ["peer": "\(peer)"])
+                for handle in handles { handle.close() }
+            }
+        }
     }
 
     private func handle(_ event: ConnectionEvent) {
         switch event {
         case .authenticated(let peer, let address, let handle):
             let id = peer.description
-            let duplicate = state.withLockedValue { state -> ConnectionHandle? in
+            let duplicate = state.withLockedValue { state -> [ConnectionHandle] in
                 var handles = state.connections[id] ?? []
                 handles.append(handle)
                 state.connections[id] = handles
@@ -237,23 +268,30 @@ public final class SyncNode: Sendable {
                     state.peerOfAddress[dialed] = id
                 }
                 updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.lastError = nil }
-                // Two connections between the same devices (both dialed): keep the one the smaller ID dialed.
-                guard handles.count > 1 else { return nil }
-                let ourID = container.deviceID
-                let keepInitiatedByUs = ourID < id
-                return handles.first { $0.initiator != keepInitiatedByUs }
+                // One session per device. Two that dialed each other at once keep the
+                // connection the smaller ID dialed (both sides decide alike); otherwise the newest stays.
+                guard handles.count > 1 else { return [] }
+                let keepInitiatedByUs = container.deviceID < id
+                let keep = handles.last { $0.initiator == keepInitiatedByUs } ?? handles.last!
+                return handles.filter { $0 != keep }
             }
-            if let duplicate { duplicate.close() }
+            for extra in duplicate { extra.close() }
             logger.info("connected", metadata: ["peer": "\(id)", "address": "\(address)"])
             continuation.yield(.connected(peer: id, address: address))
         case .refused(let peer, let address):
-            continuation.yield(.refused(peer: peer.description, address: address))
+            if peer.description == container.deviceID {
+                continuation.yield(.unreachable(address: address, reason: "that address is this device itself"))
+            } else {
+                continuation.yield(.refused(peer: peer.description, address: address))
+            }
         case .closed(let peer, let address, let reason):
             if let peer {
                 let id = peer.description
                 state.withLockedValue { state in
                     state.connections[id]?.removeAll { !$0.isActive }
                     let connected = !(state.connections[id] ?? []).isEmpty
+                    // Only devices that had a session are shown: strangers are in `peers`, bounded.
+                    guard state.status.peers.contains(where: { $0.deviceID == id }) else { return }
                     updatePeer(&state, id) { status in
                         status.connected = connected
                         if let reason { status.lastError = reason }
@@ -281,6 +319,9 @@ public final class SyncNode: Sendable {
             advance(peer, zone, .sending, records, bytes, final)
         case .quiescent:
             continuation.yield(.caughtUp(peer: peer))
+        case .deferred(let zone, let records):
+            logger.warning("records deferred: the peer's clock is ahead of this one's by more than the skew bound", metadata: ["peer": "\(peer)", "zone": "\(zone)", "records": "\(records)"])
+            continuation.yield(.deferred(peer: peer, zone: zone, records: records))
         }
     }
 

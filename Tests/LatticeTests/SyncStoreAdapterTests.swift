@@ -1,0 +1,60 @@
+import Foundation
+@testable import Lattice
+import LatticeCore
+import LatticeProtocol
+import Testing
+
+/// The store side of the protocol on its own.
+@Suite struct SyncStoreAdapterTests {
+    func store(with records: Int) throws -> (TemporaryDirectory, Container, ZoneKey) {
+        let directory = TemporaryDirectory()
+        let container = try directory.container()
+        let database = container.privateCloudDatabase
+        try database.save(Zone(zoneName: "notes"))
+        for i in 0..<records { try database.save(movie("m\(i)", zone: Zone.ID(zoneName: "notes"), ["rating": .int64(Int64(i))])) }
+        return (directory, container, ZoneKey(scope: .private, zoneID: LatticeCore.ZoneID(zoneName: "notes", ownerName: LatticeCore.ZoneID.defaultOwnerName)))
+    }
+
+    func request(_ zone: ZoneKey, after: StreamCursor, peerVector: VersionVector = VersionVector(), records: Int = 100) -> BatchRequest {
+        BatchRequest(zone: zone, after: after, peerVector: peerVector, peerZoneState: nil, wantsTotals: true, maximumRecords: records, maximumBytes: 1 << 20)
+    }
+
+    @Test func aResumePointPastTheStoresHistoryIsIgnored() throws {
+        // A peer remembers a cursor from before this store was restored from an older copy.
+        let (directory, container, zone) = try store(with: 5)
+        _ = directory
+        let batch = try #require(try container.syncDelegate().produceBatch(request(zone, after: StreamCursor(sequence: 1_000_000, row: 3))))
+        #expect(batch.records == 5 && batch.final)
+    }
+
+    @Test func batchesCoverTheZoneOnceInOrderAndTheLastClaims() throws {
+        let (directory, container, zone) = try store(with: 10)
+        _ = directory
+        let delegate = container.syncDelegate()
+        var cursor = StreamCursor.start
+        var sent = 0
+        var finals = 0
+        while let batch = try delegate.produceBatch(request(zone, after: cursor, records: 3)) {
+            sent += batch.records
+            #expect(batch.cursor > cursor)
+            cursor = batch.cursor
+            if batch.final {
+                finals += 1
+                #expect(batch.claimedTop == (try container.vector(for: zone)))
+                break
+            }
+        }
+        #expect(sent == 10 && finals == 1)
+        // Nothing new after the end: nothing to send to a peer that holds it all.
+        var holdsAll = request(zone, after: cursor, peerVector: try container.vector(for: zone))
+        holdsAll.peerZoneState = try container.store.read { try $0.syncState(of: zone)!.zoneState }
+        #expect(try delegate.produceBatch(holdsAll) == nil)
+    }
+
+    @Test func recordsThePeerHoldsAreSkipped() throws {
+        let (directory, container, zone) = try store(with: 4)
+        _ = directory
+        let batch = try #require(try container.syncDelegate().produceBatch(request(zone, after: .start, peerVector: try container.vector(for: zone))))
+        #expect(batch.records == 0 && batch.final)
+    }
+}
