@@ -23,8 +23,9 @@ public struct ConnectionSettings: Sendable {
     /// Nothing heard for this long closes the connection (idle or half-open).
     public var idleTimeout: TimeAmount = .seconds(45)
     /// After a peer sent records stamped too far in the future, the session
-    /// ends this long after, so the stream comes again once clocks allow.
-    public var deferredRetry: TimeAmount = .seconds(30)
+    /// ends this long after (asked per peer, so the node can back off), and
+    /// the stream comes again once clocks allow.
+    public var deferredRetry: @Sendable (DeviceID) -> TimeAmount = { _ in .seconds(30) }
     public var session = SyncSession.Configuration()
     public init() {}
 }
@@ -260,7 +261,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         retryScheduled = true
         logger.notice("records stamped too far in the future were deferred; the session restarts to fetch them again", metadata: ["peer": "\(peer.map { "\($0)" } ?? "?")"])
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: settings.deferredRetry) {
+        let delay = peer.map(settings.deferredRetry) ?? .seconds(30)
+        context.eventLoop.scheduleTask(in: delay) {
             bound.value.close(reason: "restarting to fetch records deferred for clock skew")
         }
     }

@@ -89,6 +89,9 @@ public final class SyncNode: Sendable {
         var statusDirty = false
         var statusScheduled = false
         var lock: Int32 = -1
+        /// Sessions in a row that ended with deferred records, per peer: the retry backs off.
+        var deferrals: [String: Int] = [:]
+        var deferredThisSession: Set<String> = []
     }
 
     public let container: Container
@@ -112,10 +115,18 @@ public final class SyncNode: Sendable {
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
+    /// Retry after deferred records: 30 s, doubling per session in a row that deferred again, up to an hour.
+    private func deferredRetryDelay(_ peer: DeviceID) -> TimeAmount {
+        let count = state.withLockedValue { $0.deferrals[peer.description, default: 1] }
+        return .seconds(Int64(min(3600, 30 << min(7, max(0, count - 1)))))
+    }
+
     private var endpoint: SyncEndpoint {
-        SyncEndpoint(
+        var settings = configuration.connection
+        settings.deferredRetry = { [weak self] peer in self?.deferredRetryDelay(peer) ?? .seconds(30) }
+        return SyncEndpoint(
             identity: container.store.identity, delegate: StoreSyncAdapter(store: container.store, container: container.containerIdentifier),
-            group: group, threadPool: threadPool, settings: configuration.connection,
+            group: group, threadPool: threadPool, settings: settings,
             maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress, logger: logger,
             onEvent: { [weak self] event in self?.handle(event) })
     }
@@ -276,6 +287,7 @@ public final class SyncNode: Sendable {
                 return handles.filter { $0 != keep }
             }
             for extra in duplicate { extra.close() }
+            state.withLockedValue { _ = $0.deferredThisSession.remove(id) }
             logger.info("connected", metadata: ["peer": "\(id)", "address": "\(address)"])
             continuation.yield(.connected(peer: id, address: address))
         case .refused(let peer, let address):
@@ -318,8 +330,14 @@ public final class SyncNode: Sendable {
         case .delivered(let zone, let records, let bytes, let final):
             advance(peer, zone, .sending, records, bytes, final)
         case .quiescent:
+            state.withLockedValue { state in
+                if !state.deferredThisSession.contains(peer) { state.deferrals[peer] = nil }
+            }
             continuation.yield(.caughtUp(peer: peer))
         case .deferred(let zone, let records):
+            state.withLockedValue { state in
+                if state.deferredThisSession.insert(peer).inserted { state.deferrals[peer, default: 0] += 1 }
+            }
             logger.warning("records deferred: the peer's clock is ahead of this one's by more than the skew bound", metadata: ["peer": "\(peer)", "zone": "\(zone)", "records": "\(records)"])
             continuation.yield(.deferred(peer: peer, zone: zone, records: records))
         }
