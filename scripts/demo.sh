@@ -47,9 +47,9 @@ run record save Movies/toy-story --type Movie 'title=Toy Story' rating:int=4 "${
 echo; echo "# Both run the node; the phone dials the laptop."
 serve "$work/laptop.log" "${laptop[@]}"
 laptop_port="$port"
-say "lattice serve --port 0 --store laptop &   # listening on port $laptop_port"
+say "lattice serve --port 0 --listen 127.0.0.1 --no-mdns ${laptop[*]} &   # prints: listening on port $laptop_port"
 serve "$work/phone.log" --peer "127.0.0.1:$laptop_port" "${phone[@]}"
-say "lattice serve --port 0 --peer 127.0.0.1:$laptop_port --store phone &"
+say "lattice serve --port 0 --listen 127.0.0.1 --no-mdns --peer 127.0.0.1:$laptop_port ${phone[*]} &"
 wait_for "\"$lattice\" record get Movies/toy-story ${phone[*]}"
 run record get Movies/toy-story "${phone[@]}"
 

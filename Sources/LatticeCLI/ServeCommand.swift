@@ -90,6 +90,13 @@ final class LockedBox<T>: @unchecked Sendable {
 }
 
 extension GlobalOptions {
+    /// Only the private database syncs so far: --database shared|public would be silently ignored.
+    func requirePrivateDatabase() throws {
+        guard scope == .private else {
+            throw CLIError.usage("only the private database syncs between devices so far; --database \(scope) is not synced (sharing is not built yet)")
+        }
+    }
+
     /// swift-log to standard error at --log-level.
     func bootstrapLogging() -> Logger {
         let level = Logger.Level(rawValue: logLevel.lowercased()) ?? .warning
@@ -115,22 +122,23 @@ struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Run the sync node until interrupted: listen, dial peers, push commits.",
         discussion: """
-            Syncs the private database with every trusted device that connects or that --peer names, and pushes
-            each commit (from any process on this store) at once. Stops cleanly on SIGINT or SIGTERM.
+            Syncs the private database with every trusted device that connects or that --peer names, and pushes each commit (from any process on this store) at once. Stops cleanly on SIGINT or SIGTERM. One node per store.
+            Exit codes: 69 the port cannot be bound; 77 another node runs on this store.
             Example: lattice serve --port 7766 --peer 192.168.1.20:7766
             """)
     @OptionGroup var options: GlobalOptions
     @Option(help: "TCP port to listen on (0 picks a free one).") var port: Int = 7766
     @Option(help: "Address to listen on.") var listen: String = "0.0.0.0"
     @Option(help: "A peer to dial, HOST:PORT; repeat for more.") var peer: [String] = []
-    @Flag(help: "Do not use mDNS discovery.") var noMdns = false
+    @Flag(help: "Do not use mDNS discovery (not built yet: without this flag, serve says so once).") var noMdns = false
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
+        try options.requirePrivateDatabase()
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         let logger = options.bootstrapLogging()
-        if !noMdns { logger.notice("mDNS discovery is not built yet: only --peer addresses and incoming connections sync") }
+        if !noMdns { Output.standardError("lattice: mDNS discovery is not built yet: only --peer addresses and incoming connections sync (--no-mdns silences this)") }
         var configuration = SyncNode.Configuration()
         configuration.port = port
         configuration.listenHost = listen

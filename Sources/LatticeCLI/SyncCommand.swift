@@ -5,7 +5,11 @@ import Lattice
 struct SyncCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync", abstract: "Sync with peers: once and exit (--once), or until interrupted.",
-        discussion: "Example: lattice sync --peer 192.168.1.20:7766 --once")
+        discussion: """
+            Syncs the private database with each --peer. With --once: until both sides hold what the other had, then prints what moved and exits.
+            Exit codes: 69 a peer cannot be reached, is not a Lattice node, the sync was cut off or records were deferred (clock skew); 77 a device does not trust the other; 66 the peer syncs another container.
+            Example: lattice sync --peer 192.168.1.20:7766 --once
+            """)
     @OptionGroup var options: GlobalOptions
     @Option(help: "A peer to sync with, HOST:PORT; repeat for more.") var peer: [String] = []
     @Flag(help: "Sync until both sides have what the other had, then exit with a summary.") var once = false
@@ -17,6 +21,7 @@ struct SyncCommand: ParsableCommand {
     }
 
     func run() throws {
+        try options.requirePrivateDatabase()
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         let logger = options.bootstrapLogging()
@@ -53,7 +58,9 @@ struct SyncCommand: ParsableCommand {
                     state.failures.append(.unavailable("cannot reach \(address): \(reason)"))
                     ended += 1
                 case .disconnected(let peer, let address, let reason):
-                    if let reason, reason.contains("does not trust this device") {
+                    if let reason, reason.contains("the peer syncs container") {
+                        state.failures.append(.container("\(address): \(reason); use the same --container on both devices"))
+                    } else if let reason, reason.contains("does not trust this device") {
                         state.failures.append(.permission("\(peer ?? address) at \(address) does not trust this device; on it, run `lattice trust \(container.deviceID)`"))
                     } else if let peer, !state.caughtUp.contains(peer) {
                         state.failures.append(.unavailable("the connection to \(peer) at \(address) ended before the sync finished\(reason.map { ": \($0)" } ?? "")"))
@@ -100,8 +107,10 @@ struct OnceOutcome: Sendable {
     enum Failure: Sendable {
         case permission(String)
         case unavailable(String)
+        case container(String)
         var error: CLIError {
             switch self {
+            case .container(let message): return CLIError(.notFound, code: "BAD_CONTAINER", message)
             case .permission(let message): return CLIError(.permission, code: "ACCESS_DENIED", message)
             case .unavailable(let message): return CLIError(.unavailable, code: "NETWORK_FAILURE", message)
             }

@@ -12,20 +12,20 @@ struct TrustCommand: ParsableCommand {
 
     func run() throws {
         let container = try options.openContainer()
-        try library { try container.trust(deviceID: deviceID, name: name) }
+        try asUsage { try container.trust(deviceID: deviceID, name: name) }
         if options.json { Output.json(["trusted": deviceID]) } else { Output.line("trusted \(deviceID)\(name.map { " (\($0))" } ?? "")") }
     }
 }
 
 struct UntrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "untrust", abstract: "Stop trusting a device: it is refused from its next connection on.", discussion: "Example: lattice untrust ABCDEFG-...")
+        commandName: "untrust", abstract: "Stop trusting a device: a running node ends its sessions at once and refuses it from then on.", discussion: "Example: lattice untrust ABCDEFG-...")
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The device's ID.") var deviceID: String
 
     func run() throws {
         let container = try options.openContainer()
-        try library { try container.untrust(deviceID: deviceID) }
+        try asUsage { try container.untrust(deviceID: deviceID) }
         if options.json { Output.json(["untrusted": deviceID]) } else { Output.line("untrusted \(deviceID)") }
     }
 }
@@ -57,7 +57,7 @@ struct PeersCommand: ParsableCommand {
             Output.line("no known devices; trust one with `lattice trust DEVICE-ID` (its `lattice id`)")
             return
         }
-        if status == nil { Output.line("(no node runs on this store: connection state unknown; start one with `lattice serve`)") }
+        if status == nil { Output.standardError("lattice: no node runs on this store, so connection state is unknown (start one with `lattice serve`)") }
         Output.line(["NAME", "DEVICE ID", "TRUSTED", "CONNECTED", "ADDRESS", "LAST SEEN", "BEHIND (us/them)"].joined(separator: "  "))
         let formatter = ISO8601DateFormatter()
         for peer in peers {
@@ -69,5 +69,12 @@ struct PeersCommand: ParsableCommand {
                 now.map { "\($0.recordsBehind)/\($0.recordsPeerBehind)" } ?? "-",
             ].joined(separator: "  "))
         }
+    }
+}
+
+/// A malformed device ID or name is a usage error (64), as other malformed arguments.
+func asUsage(_ body: () throws -> Void) throws {
+    do { try library(body) } catch let error as CLIError where error.status == .corruptInput {
+        throw CLIError.usage(error.message)
     }
 }

@@ -133,7 +133,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     }
 
     private func start(with hello: Hello?) {
-        guard let context, let peer else { return }
+        // The connection may have ended while the store was asked.
+        guard let context, let peer, context.channel.isActive, closeReason == nil else { return }
         guard let hello else {
             logger.notice("refused an untrusted device", metadata: ["peer": "\(peer)", "address": "\(address)"])
             onEvent(.refused(peer: peer, address: address))

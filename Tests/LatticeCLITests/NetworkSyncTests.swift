@@ -120,6 +120,9 @@ import Glibc
         #expect(try cli.run(["record", "get", "Movies/after"], store: "b").status != 0, "a device no longer trusted still received a record")
         let peers = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
         #expect(peers.contains { $0["deviceID"] as? String == ids["b"] && $0["trusted"] as? Bool == false })
+        // Trusted again: b's node, still dialing, is let in and catches up.
+        try cli.ok(["trust", ids["b"]!], store: "a")
+        #expect(try eventually(40) { try cli.run(["record", "get", "Movies/after"], store: "b").status == 0 }, "b did not come back after a was told to trust it again")
     }
 
     @Test func aSecondNodeOnOneStoreAndANonLatticePeerAreClearErrors() throws {
@@ -129,6 +132,8 @@ import Glibc
         defer { a.stop() }
         let second = try cli.run(["serve", "--port", "0", "--listen", "127.0.0.1", "--no-mdns"], store: "a")
         #expect(second.status == 77 && second.stderr.contains("a node already runs"), "\(second.stderr)")
+        #expect(try cli.run(["serve", "--port", "0", "--database", "shared"], store: "a").status == 64)
+        #expect(try cli.run(["trust", "NOT-A-DEVICE-ID"], store: "a").status == 64)
         // A TCP server that is not a Lattice node: it accepts and says nothing.
         let relay = try Relay(upstreamPort: a.port, silent: true)
         let result = try cli.run(["sync", "--peer", "127.0.0.1:\(relay.port)", "--once", "--timeout", "30"], store: "a")

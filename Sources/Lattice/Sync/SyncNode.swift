@@ -90,6 +90,7 @@ public final class SyncNode: Sendable {
         var statusScheduled = false
         var lock: Int32 = -1
         /// Sessions in a row that ended with deferred records, per peer: the retry backs off.
+        var dialing: [ObjectIdentifier: Channel] = [:]
         var deferrals: [String: Int] = [:]
         var deferredThisSession: Set<String> = []
     }
@@ -148,7 +149,8 @@ public final class SyncNode: Sendable {
                 logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(bound)"])
                 continuation.yield(.listening(port: bound))
             } catch {
-                throw LatticeError(.networkUnavailable, "cannot listen on \(configuration.listenHost):\(port): \(error) (is another node using the port? pick one with --port)")
+                let inUse = (error as? IOError)?.errnoCode == EADDRINUSE
+                throw LatticeError(.networkUnavailable, "cannot listen on \(configuration.listenHost):\(port): \(Self.describe(error))\(inUse ? " (another program uses the port; pick one with --port, or 0 for any)" : "")")
             }
         }
         do {
@@ -175,13 +177,14 @@ public final class SyncNode: Sendable {
 
     /// Stops: closes every connection (each ends its stream in order), stops dialing and watching.
     public func stop() async {
-        let (listener, dialers, watcher, handles) = state.withLockedValue { state in
+        let (listener, dialers, watcher, handles, dialing) = state.withLockedValue { state in
             state.stopped = true
-            return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 })
+            return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 }, Array(state.dialing.values))
         }
         for dialer in dialers { dialer.cancel() }
         watcher?.stop()
         for handle in handles { handle.close() }
+        for channel in dialing { channel.close(promise: nil) } // connections still in their handshake
         try? await listener?.close()
         for dialer in dialers { await dialer.value }
         try? await Task.sleep(nanoseconds: 50_000_000) // let the closes reach the wire
@@ -213,7 +216,9 @@ public final class SyncNode: Sendable {
     private func dialLoop(_ address: PeerAddress) async {
         var delay = 0.25
         while !Task.isCancelled, !state.withLockedValue({ $0.stopped }) {
-            let known = state.withLockedValue { state in state.peerOfAddress[address].map { !(state.connections[$0] ?? []).isEmpty } ?? false }
+            let known = state.withLockedValue { state in
+                state.peerOfAddress[address].map { (state.connections[$0] ?? []).contains { $0.isActive } } ?? false
+            }
             if known {
                 // Already connected to that device (it dialed us): check again later.
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
@@ -222,8 +227,14 @@ public final class SyncNode: Sendable {
             let began = Date()
             do {
                 let channel = try await endpoint.connect(host: address.host, port: address.port)
-                channel.closeFuture.whenSuccess { _ in }
+                let key = ObjectIdentifier(channel as AnyObject)
+                let stopped = state.withLockedValue { state -> Bool in
+                    if !state.stopped { state.dialing[key] = channel }
+                    return state.stopped
+                }
+                if stopped { channel.close(promise: nil) }
                 try? await channel.closeFuture.get()
+                state.withLockedValue { _ = $0.dialing.removeValue(forKey: key) }
                 if Date().timeIntervalSince(began) > 5 { delay = 0.25 }
             } catch {
                 let reason = Self.describe(error)
@@ -271,6 +282,7 @@ public final class SyncNode: Sendable {
         switch event {
         case .authenticated(let peer, let address, let handle):
             let id = peer.description
+            guard handle.isActive else { return }
             let duplicate = state.withLockedValue { state -> [ConnectionHandle] in
                 var handles = state.connections[id] ?? []
                 handles.append(handle)
