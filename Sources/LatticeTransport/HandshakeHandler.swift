@@ -107,13 +107,13 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
     }
 
     private func fail(context: ChannelHandlerContext, _ error: TransportError) {
-        guard case .failed = state else {
-            if case .done = state { return }
+        switch state {
+        case .done, .failed: return
+        case .initiating, .responding:
             timer?.cancel()
             state = .failed
             context.fireErrorCaught(error)
             context.close(promise: nil)
-            return
         }
     }
 

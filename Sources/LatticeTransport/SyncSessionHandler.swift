@@ -307,9 +307,9 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: Error) {
-        if closeReason == nil, !(error is TransportError && (error as! TransportError) == .truncated && session?.peerHello == nil) {
-            closeReason = "\(error)"
-        }
+        // A cut before the peer's hello reads as a refusal (channelInactive), not as a truncation.
+        let cutBeforeHello = (error as? TransportError) == .truncated && session?.peerHello == nil
+        if closeReason == nil, !cutBeforeHello { closeReason = "\(error)" }
         context.close(promise: nil)
     }
 

@@ -91,6 +91,7 @@ public final class SyncNode: Sendable {
         var lock: Int32 = -1
         /// Sessions in a row that ended with deferred records, per peer: the retry backs off.
         var dialing: [ObjectIdentifier: Channel] = [:]
+        var endpoint: SyncEndpoint?
         var deferrals: [String: Int] = [:]
         var deferredThisSession: Set<String> = []
     }
@@ -122,7 +123,17 @@ public final class SyncNode: Sendable {
         return .seconds(Int64(min(3600, 30 << min(7, max(0, count - 1)))))
     }
 
+    /// The endpoint every connection of this node goes through (one connection limiter), made at start.
     private var endpoint: SyncEndpoint {
+        state.withLockedValue { state in
+            if let endpoint = state.endpoint { return endpoint }
+            let endpoint = makeEndpoint()
+            state.endpoint = endpoint
+            return endpoint
+        }
+    }
+
+    private func makeEndpoint() -> SyncEndpoint {
         var settings = configuration.connection
         settings.deferredRetry = { [weak self] peer in self?.deferredRetryDelay(peer) ?? .seconds(30) }
         return SyncEndpoint(
