@@ -121,11 +121,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         let delegate = delegate
         let address = address
         runOffLoop({ () throws -> Hello? in
-            guard try delegate.isTrusted(peer) else {
-                try? delegate.noteSeen(peer, address: address)
-                return nil
-            }
-            try? delegate.noteSeen(peer, address: address)
+            try? delegate.noteSeen(peer, address: address) // best effort: a stranger may not make the sync fail
+            guard try delegate.isTrusted(peer) else { return nil }
             return try delegate.hello(for: peer)
         }) { handler, hello in
             handler.start(with: hello)
