@@ -28,9 +28,7 @@ struct WatchCommand: ParsableCommand {
             subscription = .zone(zoneID)
         }
         let stream = try library { try database.notifications(for: subscription, interval: 0.01) }
-        let finished = DispatchSemaphore(value: 0)
-        let failure = FailureBox()
-        Task {
+        try runBlocking {
             do {
                 for try await notification in stream {
                     var line: [String: Any] = ["reason": notification.reason.rawValue, "recordName": notification.recordID.recordName,
@@ -39,17 +37,12 @@ struct WatchCommand: ParsableCommand {
                     Output.json(line)
                 }
             } catch let error as LatticeError {
-                failure.error = CLIError(error)
+                throw CLIError(error)
+            } catch let error as CLIError {
+                throw error
             } catch {
-                failure.error = CLIError(.internalError, code: "INTERNAL_ERROR", "\(error)")
+                throw CLIError(.internalError, code: "INTERNAL_ERROR", "\(error)")
             }
-            finished.signal()
         }
-        finished.wait()
-        if let error = failure.error { throw error }
     }
-}
-
-final class FailureBox: @unchecked Sendable {
-    var error: CLIError?
 }

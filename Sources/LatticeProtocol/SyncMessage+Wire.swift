@@ -25,7 +25,6 @@ extension SyncMessage {
         switch self {
         case .hello(let hello):
             writer.byte(Kind.hello.rawValue)
-            writer.blob(hello.storeID)
             writer.string(hello.container)
             writer.varint(hello.zones.count)
             for advert in hello.zones {
@@ -79,8 +78,6 @@ extension SyncMessage {
             guard let kind = Kind(rawValue: code) else { throw ProtocolError.malformed("unknown message type \(code)") }
             switch kind {
             case .hello:
-                let storeID = try reader.blob()
-                guard storeID.count == 16 else { throw ProtocolError.malformed("a store ID has 16 bytes, got \(storeID.count)") }
                 let container = try reader.string()
                 guard !container.isEmpty, container.utf8.count <= 255, !container.contains("/") else { throw ProtocolError.malformed("\"\(container)\" is not a container identifier") }
                 let count = try reader.count(below: min(SyncWire.maximumZones, reader.remaining) + 1, "zone count")
@@ -97,7 +94,7 @@ extension SyncMessage {
                     let resume = try reader.byte() != 0 ? try Self.readCursor(from: &reader) : nil
                     zones.append(ZoneAdvert(zone: zone, zoneState: ZoneState(causalLength: causalLength, stamp: stamp), vector: vector, resume: resume))
                 }
-                self = .hello(Hello(storeID: storeID, container: container, zones: zones))
+                self = .hello(Hello(container: container, zones: zones))
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)
                 let records = try reader.varint()

@@ -38,13 +38,10 @@ public struct ZoneAdvert: Hashable, Sendable {
 
 /// The first message of each side once the channel is up.
 public struct Hello: Hashable, Sendable {
-    /// Random per store: cursors from a recreated store are not mistaken for current ones.
-    public var storeID: [UInt8]
     public var container: String
     public var zones: [ZoneAdvert]
 
-    public init(storeID: [UInt8], container: String, zones: [ZoneAdvert]) {
-        self.storeID = storeID
+    public init(container: String, zones: [ZoneAdvert]) {
         self.container = container
         self.zones = zones
     }

@@ -53,8 +53,16 @@ public final class CommitWatcher: @unchecked Sendable {
     private let path: String
     private let fd: Int32
     private let thread: Thread
-    private let lock = NSLock()
-    private var stopped = false
+    private let stopped = StopFlag()
+
+    /// Set by `stop()`, read by the watcher's thread after each wake-up.
+    private final class StopFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        /// Sets the flag; returns whether it was already set.
+        func set() -> Bool { lock.withLock { defer { value = true }; return value } }
+        var isSet: Bool { lock.withLock { value } }
+    }
 
     /// Fails if the store directory's path is too long for a Unix socket (about 100 bytes).
     public init(store: URL, onCommit: @escaping @Sendable () -> Void) throws {
@@ -71,7 +79,7 @@ public final class CommitWatcher: @unchecked Sendable {
         }
         fd = socketFD
         let fd = socketFD
-        let lock = lock
+        let stopped = stopped
         thread = Thread {
             var buffer = [UInt8](repeating: 0, count: 16)
             while true {
@@ -80,10 +88,7 @@ public final class CommitWatcher: @unchecked Sendable {
                 if received < 0 { return }
                 // Drain what else is queued: one call covers them all.
                 while recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) >= 0 {}
-                lock.lock()
-                let done = received > 0 && buffer[0] == 0x51 // "Q": stop() wakes us to quit
-                lock.unlock()
-                if done { return }
+                if stopped.isSet { return }
                 onCommit()
             }
         }
@@ -93,13 +98,10 @@ public final class CommitWatcher: @unchecked Sendable {
 
     /// Stops watching and removes the socket.
     public func stop() {
-        lock.lock()
-        let already = stopped
-        stopped = true
-        lock.unlock()
-        guard !already else { return }
+        guard !stopped.set() else { return }
         let fd = fd
-        _ = CommitSignal.withSocketAddress(path) { address, length in sendto(fd, "Q", 1, 0, address, length) }
+        // Wake the thread, which sees the flag and leaves.
+        _ = CommitSignal.withSocketAddress(path) { address, length in sendto(fd, "", 0, 0, address, length) }
         unlink(path)
         // The thread closes nothing: give it a moment to leave recv, then close.
         DispatchQueue.global().asyncAfter(deadline: .now() + 1) { close(fd) }

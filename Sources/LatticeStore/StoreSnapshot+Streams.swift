@@ -42,9 +42,7 @@ extension StoreSnapshot {
     /// reaches the end, with that snapshot's vector, so it always holds.
     public func streamBatch(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector, peerZoneState: ZoneState?, maximumRecords: Int, maximumBytes: Int) throws -> StreamBatch? {
         guard let zone = try zoneRow(key) else { return nil }
-        // A cursor past this store's history (the store was restored from an older copy) means nothing here.
-        let cursor = cursor.sequence > (try sequence()) ? ChangeCursor(sequence: 0, row: 0) : cursor
-        let start = max(cursor, ChangeCursor.end(of: try deltaStart(zoneID: zone.id, for: peerVector)))
+        let (cursor, start) = try streamStart(zoneID: zone.id, after: cursor, peerVector: peerVector)
         let statement = try db.cachedStatement(sql: """
             SELECT id, change_seq, state FROM records WHERE zone = ? AND (change_seq > ? OR (change_seq = ? AND id > ?))
             ORDER BY change_seq, id LIMIT ?
@@ -86,12 +84,19 @@ extension StoreSnapshot {
         return StreamBatch(bytes: out, cursor: max(position, cursor), final: reachedEnd, records: states.count, zoneState: zone.sync.zoneState, claimedTop: reachedEnd ? zone.sync.vector : nil)
     }
 
+    /// Where a stream resumes: after the peer's cursor, or after the last
+    /// checkpoint its vector covers, whichever is later. A cursor past this
+    /// store's history (the store was restored from an older copy) means nothing here.
+    private func streamStart(zoneID: Int64, after cursor: ChangeCursor, peerVector: VersionVector) throws -> (cursor: ChangeCursor, start: ChangeCursor) {
+        let cursor = cursor.sequence > (try sequence()) ? ChangeCursor(sequence: 0, row: 0) : cursor
+        return (cursor, max(cursor, ChangeCursor.end(of: try deltaStart(zoneID: zoneID, for: peerVector))))
+    }
+
     /// How many records and bytes of `key` lie after `cursor`: what a stream
     /// from there sends at most, for progress.
     public func streamTotals(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> (records: Int, bytes: Int) {
         guard let zone = try zoneRow(key) else { return (0, 0) }
-        let cursor = cursor.sequence > (try sequence()) ? ChangeCursor(sequence: 0, row: 0) : cursor
-        let start = max(cursor, ChangeCursor.end(of: try deltaStart(zoneID: zone.id, for: peerVector)))
+        let start = try streamStart(zoneID: zone.id, after: cursor, peerVector: peerVector).start
         let row = try Row.fetchOne(db, sql: """
             SELECT COUNT(*), COALESCE(SUM(LENGTH(state)), 0) FROM records WHERE zone = ? AND (change_seq > ? OR (change_seq = ? AND id > ?))
             """, arguments: [zone.id, Int64(start.sequence), Int64(start.sequence), Int64(clamping: start.row)])

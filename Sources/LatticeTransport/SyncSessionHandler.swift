@@ -46,10 +46,11 @@ public struct ConnectionHandle: Sendable, Hashable {
 
     public var isActive: Bool { channel.isActive }
 
-    public var remoteAddress: String { channel.remoteAddress.map(addressText) ?? "?" }
+    /// Identifies the connection, to match it with the dial that made it.
+    public var connectionID: ObjectIdentifier { ObjectIdentifier(channel as AnyObject) }
 
     public static func == (lhs: ConnectionHandle, rhs: ConnectionHandle) -> Bool { lhs.channel === rhs.channel }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(channel as AnyObject)) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(connectionID) }
 }
 
 func addressText(_ address: SocketAddress) -> String {
@@ -183,18 +184,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     }
 
     private func handle(_ message: SyncMessage) {
-        guard var session else { return }
-        let actions = session.receive(message)
-        self.session = session
-        perform(actions)
+        mutateSession { $0.receive(message) }
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if var session {
-            let actions = session.writabilityChanged(context.channel.isWritable)
-            self.session = session
-            perform(actions)
-        }
+        let writable = context.channel.isWritable
+        mutateSession { $0.writabilityChanged(writable) }
         context.fireChannelWritabilityChanged()
     }
 

@@ -24,7 +24,7 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
 
 @Suite struct SyncMessageWireTests {
     static let samples: [SyncMessage] = [
-        .hello(Hello(storeID: Array(0..<16), container: "com.example.app", zones: [
+        .hello(Hello(container: "com.example.app", zones: [
             ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3), (replicaB, 9)), resume: StreamCursor(sequence: 4, row: 7)),
             ZoneAdvert(zone: sharedZone, zoneState: zoneState, vector: VersionVector(), resume: nil),
         ])),

@@ -5,10 +5,10 @@ import Testing
 /// The session state machine driven with values: every way a peer can lie
 /// ends the session with a reason, and honest exchanges produce the expected actions.
 @Suite struct SyncSessionTests {
-    let ours = Hello(storeID: Array(repeating: 1, count: 16), container: "app", zones: [
+    let ours = Hello(container: "app", zones: [
         ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
     ])
-    let theirs = Hello(storeID: Array(repeating: 2, count: 16), container: "app", zones: [
+    let theirs = Hello(container: "app", zones: [
         ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaB, 4)), resume: StreamCursor(sequence: 2, row: 5)),
     ])
 

@@ -31,7 +31,7 @@ defer { try? FileManager.default.removeItem(at: root) }
 func propagation(cli: Bool) async throws {
     let saves = option("--saves", cli ? 200 : 1000)
     let pair = try SyncPair()
-    let (a, b) = (pair.a, pair.b)
+    let a = pair.a
     let zone = Zone.ID(zoneName: "bench")
     try await a.privateCloudDatabase.save(Zone(zoneName: "bench"))
     try await pair.start()
@@ -79,7 +79,6 @@ func propagation(cli: Bool) async throws {
         emit(["figure": "CLI save process alone", "p50_ms": percentile(own, 0.5)])
         say("a `lattice record save` process alone takes \(String(format: "%.1f", percentile(own, 0.5))) ms (p50)")
     }
-    _ = b
     await pair.stop()
 }
 

@@ -15,7 +15,12 @@ struct StoreSyncAdapter: SyncDelegate {
     /// future, until that peer's next session: their resume point stays
     /// before the deferred records, and no claim is taken, so the records come
     /// again (and land) on the next session, and no vector says they are held.
-    let deferredStreams = NIOLockedValueBox(Set<String>())
+    let deferredStreams = NIOLockedValueBox(Set<DeferredStream>())
+
+    struct DeferredStream: Hashable {
+        var peer: DeviceID
+        var zone: ZoneKey
+    }
 
     init(store: RecordStore, container: String) {
         self.store = store
@@ -33,13 +38,13 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func hello(for peer: DeviceID) throws -> Hello {
-        deferredStreams.withLockedValue { marks in marks = marks.filter { !$0.hasPrefix(peer.description + " ") } }
+        deferredStreams.withLockedValue { marks in marks = marks.filter { $0.peer != peer } }
         return try store.read { snapshot in
             let resume = try snapshot.resumePoints(of: peer.description)
             let zones = try snapshot.zones(in: .private).map { zone in
                 ZoneAdvert(zone: zone.key, zoneState: zone.sync.zoneState, vector: zone.sync.vector, resume: resume[zone.key].map(StreamCursor.init))
             }
-            return Hello(storeID: store.storeID, container: container, zones: zones)
+            return Hello(container: container, zones: zones)
         }
     }
 
@@ -62,7 +67,7 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
-        let mark = "\(peer) \(batch.zone)"
+        let mark = DeferredStream(peer: peer, zone: batch.zone)
         let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
         let applied = try store.write { transaction in
             let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred)

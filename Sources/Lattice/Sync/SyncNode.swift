@@ -86,12 +86,12 @@ public final class SyncNode: Sendable {
         var dialers: [Task<Void, Never>] = []
         var watcher: CommitWatcher?
         var stopped = false
-        var statusDirty = false
         var statusScheduled = false
         var lock: Int32 = -1
-        /// Sessions in a row that ended with deferred records, per peer: the retry backs off.
-        var dialing: [ObjectIdentifier: Channel] = [:]
+        /// Connections this node dialed, with the address dialed, until they end.
+        var dialing: [ObjectIdentifier: (channel: Channel, address: PeerAddress)] = [:]
         var endpoint: SyncEndpoint?
+        /// Sessions in a row that ended with deferred records, per peer: the retry backs off.
         var deferrals: [String: Int] = [:]
         var deferredThisSession: Set<String> = []
     }
@@ -190,7 +190,7 @@ public final class SyncNode: Sendable {
     public func stop() async {
         let (listener, dialers, watcher, handles, dialing) = state.withLockedValue { state in
             state.stopped = true
-            return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 }, Array(state.dialing.values))
+            return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 }, state.dialing.values.map(\.channel))
         }
         for dialer in dialers { dialer.cancel() }
         watcher?.stop()
@@ -240,8 +240,13 @@ public final class SyncNode: Sendable {
                 let channel = try await endpoint.connect(host: address.host, port: address.port)
                 let key = ObjectIdentifier(channel as AnyObject)
                 let stopped = state.withLockedValue { state -> Bool in
-                    if !state.stopped { state.dialing[key] = channel }
-                    return state.stopped
+                    guard !state.stopped else { return true }
+                    state.dialing[key] = (channel, address)
+                    // Its session may have started already: then learn whose address this is here.
+                    if let peer = state.connections.first(where: { $0.value.contains { $0.connectionID == key } })?.key {
+                        state.peerOfAddress[address] = peer
+                    }
+                    return false
                 }
                 if stopped { channel.close(promise: nil) }
                 try? await channel.closeFuture.get()
@@ -268,7 +273,6 @@ public final class SyncNode: Sendable {
             return "no address found for \(error.host)"
         }
         if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
-        if error is ChannelError { return "\(error)" }
         return "\(error)"
     }
 
@@ -278,6 +282,7 @@ public final class SyncNode: Sendable {
     /// push it, and devices no longer trusted lose their sessions at once.
     private func localCommit() {
         let connections = state.withLockedValue { $0.connections }
+        guard !connections.isEmpty else { return }
         let trusted = Set(((try? container.peers()) ?? []).filter(\.trusted).map(\.deviceID))
         for (peer, handles) in connections {
             if trusted.contains(peer) {
@@ -298,9 +303,7 @@ public final class SyncNode: Sendable {
                 var handles = state.connections[id] ?? []
                 handles.append(handle)
                 state.connections[id] = handles
-                if handle.initiator, let dialed = configuration.peers.first(where: { "\($0)" == address || $0.host == address.split(separator: ":").first.map(String.init) }) {
-                    state.peerOfAddress[dialed] = id
-                }
+                if let dialed = state.dialing[handle.connectionID] { state.peerOfAddress[dialed.address] = id }
                 updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.lastError = nil }
                 // One session per device. Two that dialed each other at once keep the
                 // connection the smaller ID dialed (both sides decide alike); otherwise the newest stays.
@@ -410,7 +413,6 @@ public final class SyncNode: Sendable {
             body(&status)
             state.status.peers.append(status)
         }
-        state.statusDirty = true
     }
 
     @discardableResult
