@@ -20,7 +20,7 @@ struct QueryCommand: ParsableCommand {
     @Option(name: .customLong("where"), help: "Predicate, or a filterBy JSON array.") var predicate: String?
     @Option(parsing: .unconditionalSingleValue, help: "Sort key: FIELD or -FIELD; repeatable; or a sortBy JSON array.") var sort: [String] = []
     @Option(help: "Records per page.") var limit: Int = 100
-    @Option(help: "Continue from a cursor (continuationMarker) printed by an earlier page.") var cursor: String?
+    @Option(parsing: .unconditional, help: "Continue from a cursor (continuationMarker) printed by an earlier page.") var cursor: String?
 
     func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
@@ -65,7 +65,7 @@ struct ChangesCommand: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "Zone.") var zone: String
-    @Option(help: "A change token printed by an earlier call (syncToken).") var since: String?
+    @Option(parsing: .unconditional, help: "A change token printed by an earlier call (syncToken).") var since: String?
     @Option(help: "At most this many records per call.") var limit: Int = 10_000
 
     func run() throws {
