@@ -2,17 +2,8 @@
 # Sync by files, as a CLI session: two stores (a laptop and a phone) edit the
 # same records concurrently, exchange bundles as files, and converge.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-swift build --product lattice >/dev/null
-lattice=".build/debug/lattice"
-work="$(mktemp -d)"
+source "$(dirname "$0")/demo-common.sh"
 trap 'rm -rf "$work"' EXIT
-laptop=(--store "$work/laptop")
-phone=(--store "$work/phone")
-say() { printf '\n$ %s\n' "$*"; }
-# Echo each command quoted as it must be typed.
-run() { say "lattice $(printf '%q ' "$@")"; "$lattice" "$@"; }
 
 run init --name laptop "${laptop[@]}"
 run init --name phone "${phone[@]}"
@@ -42,17 +33,10 @@ run bundle apply "$work/to-laptop.ltb" "${laptop[@]}"
 echo; echo "# Converged: the same query answer on both, per field the later write, the delete won."
 run query Movie --zone Movies --sort title "${laptop[@]}"
 run query Movie --zone Movies --sort title "${phone[@]}"
-if [ "$("$lattice" query Movie --zone Movies --json "${laptop[@]}")" = "$("$lattice" query Movie --zone Movies --json "${phone[@]}")" ]; then
-  echo; echo "converged: identical query --json output on both stores"
-else
-  echo; echo "NOT converged" >&2; exit 1
-fi
+expect_converged Movies/toy-story
 echo; echo "# The losing value travels with the record: both stores show the same conflict."
 run conflicts Movies/toy-story "${phone[@]}"
 run conflicts Movies/toy-story "${laptop[@]}"
-if [ "$("$lattice" conflicts Movies/toy-story --json "${laptop[@]}")" != "$("$lattice" conflicts Movies/toy-story --json "${phone[@]}")" ]; then
-  echo "the stores show different conflicts" >&2; exit 1
-fi
 
 echo; echo "# Resolving is a write like any other: cleared on the phone, gone on the laptop after the next bundle."
 run conflicts Movies/toy-story --clear "${phone[@]}"

@@ -53,7 +53,7 @@ extension SyncNode.Event {
         case .refused(let peer, let address): return ["event": "refused", "peer": peer, "address": address]
         case .unreachable(let address, let reason): return ["event": "unreachable", "address": address, "reason": reason]
         case .disconnected(let peer, let address, let reason):
-            return ["event": "disconnected", "peer": peer ?? NSNull(), "address": address, "reason": reason ?? NSNull()]
+            return ["event": "disconnected", "peer": peer ?? NSNull(), "address": address, "reason": reason?.description ?? NSNull()]
         case .syncStarted(let peer, let zone, let direction, let records, let bytes):
             return ["event": "syncStarted", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue, "records": records, "bytes": bytes]
         case .progress(let peer, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):

@@ -52,15 +52,14 @@ struct SyncCommand: ParsableCommand {
             for await event in node.events {
                 var state = outcome.value
                 switch event {
-                case .connected(let peer, _): state.peers.insert(peer)
                 case .refused(let peer, let address): state.failures.append(.permission("device \(peer) at \(address) is not trusted here; check its ID and run `lattice trust \(peer)`"))
                 case .unreachable(let address, let reason):
                     state.failures.append(.unavailable("cannot reach \(address): \(reason)"))
                     ended += 1
                 case .disconnected(let peer, let address, let reason):
-                    if let reason, reason.contains("the peer syncs container") {
+                    if let reason, reason.cause == .containerMismatch {
                         state.failures.append(.container("\(address): \(reason); use the same --container on both devices"))
-                    } else if let reason, reason.contains("does not trust this device") {
+                    } else if reason?.cause == .notTrustedByPeer {
                         state.failures.append(.permission("\(peer ?? address) at \(address) does not trust this device; on it, run `lattice trust \(container.deviceID)`"))
                     } else if let peer, !state.caughtUp.contains(peer) {
                         state.failures.append(.unavailable("the connection to \(peer) at \(address) ended before the sync finished\(reason.map { ": \($0)" } ?? "")"))
@@ -76,7 +75,7 @@ struct SyncCommand: ParsableCommand {
                 case .deferred(let peer, let zone, let records):
                     state.deferred += records
                     state.deferredNote = "\(state.deferred) record(s) of \(zone.zoneID.zoneName) from \(peer) were deferred: its clock is ahead of this device's by more than the skew bound; they land in a later sync once the clocks agree (check both clocks)"
-                case .listening, .syncStarted, .syncFinished: break
+                case .listening, .connected, .syncStarted, .syncFinished: break
                 }
                 outcome.value = state
                 if json { printer.print(event) }
@@ -116,7 +115,6 @@ struct OnceOutcome: Sendable {
             }
         }
     }
-    var peers = Set<String>()
     var caughtUp = Set<String>()
     var failures: [Failure] = []
     var received: [String: Int] = [:]

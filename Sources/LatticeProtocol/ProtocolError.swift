@@ -5,6 +5,8 @@ public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
     case unexpected(String)
     case forbidden(String)
     case limitExceeded(String)
+    /// The peer's hello names another container.
+    case containerMismatch(peer: String, local: String)
 
     public var description: String {
         switch self {
@@ -12,6 +14,7 @@ public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unexpected(let why): return "protocol violation: \(why)"
         case .forbidden(let why): return "refused: \(why)"
         case .limitExceeded(let why): return "limit exceeded: \(why)"
+        case .containerMismatch(let peer, let local): return "refused: the peer syncs container \"\(peer)\", this node \"\(local)\""
         }
     }
 }

@@ -27,7 +27,7 @@ public struct BatchRequest: Hashable, Sendable {
 }
 
 /// A batch the store produced: one complete change set.
-public struct OutgoingBatch: Hashable, Sendable {
+public struct OutgoingBatch: Sendable {
     public var bytes: [UInt8]
     /// The cursor after the batch's last record (or the request's when it holds none).
     public var cursor: StreamCursor
@@ -49,17 +49,6 @@ public struct OutgoingBatch: Hashable, Sendable {
         self.final = final
         self.records = records
         self.totals = totals
-    }
-
-    public static func == (lhs: OutgoingBatch, rhs: OutgoingBatch) -> Bool {
-        lhs.bytes == rhs.bytes && lhs.cursor == rhs.cursor && lhs.final == rhs.final && lhs.records == rhs.records
-            && lhs.totals?.records == rhs.totals?.records && lhs.totals?.bytes == rhs.totals?.bytes
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(bytes)
-        hasher.combine(cursor)
-        hasher.combine(final)
     }
 }
 

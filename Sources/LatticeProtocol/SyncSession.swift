@@ -132,7 +132,7 @@ public struct SyncSession: Sendable {
     private mutating func receiveHello(_ hello: Hello) -> [Action] {
         guard peerHello == nil else { return close(.unexpected("a second hello")) }
         guard hello.container == localHello.container else {
-            return close(.forbidden("the peer syncs container \"\(hello.container)\", this node \"\(localHello.container)\""))
+            return close(.containerMismatch(peer: hello.container, local: localHello.container))
         }
         peerHello = hello
         var adverts: [ZoneKey: ZoneAdvert] = [:]

@@ -72,13 +72,13 @@ extension StoreTransaction {
                     SELECT device_id FROM peers WHERE trusted = 0 AND name IS NULL ORDER BY last_seen DESC LIMIT ?)
                 """, arguments: [deviceID, Self.maximumStrangers - 1])
         }
-        if let name { try db.execute(sql: "UPDATE peers SET name = ? WHERE device_id = ?", arguments: [name, deviceID]) }
-        if let trusted {
-            try db.execute(sql: "UPDATE peers SET trusted = ? WHERE device_id = ?", arguments: [trusted ? 1 : 0, deviceID])
-            wakesWatchers = true
-        }
-        if let address { try db.execute(sql: "UPDATE peers SET address = ? WHERE device_id = ?", arguments: [address, deviceID]) }
-        if let lastSeen { try db.execute(sql: "UPDATE peers SET last_seen = ? WHERE device_id = ?", arguments: [Int64(clamping: lastSeen), deviceID]) }
+        // A nil argument keeps the column as it is.
+        try db.execute(sql: """
+            UPDATE peers SET name = COALESCE(?, name), trusted = COALESCE(?, trusted), address = COALESCE(?, address),
+                last_seen = COALESCE(?, last_seen) WHERE device_id = ?
+            """, arguments: [name, trusted.map { $0 ? 1 : 0 }, address, lastSeen.map { Int64(clamping: $0) }, deviceID])
+        // A running node re-reads trust on a wake-up.
+        if trusted != nil { wakesWatchers = true }
         markChanged()
     }
 

@@ -2,7 +2,7 @@ import NIOCore
 
 /// Why the transport ended a connection. Logged with the peer's address; the
 /// node keeps serving every other connection.
-public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     case oversizedFrame(length: Int, maximum: Int)
     case truncated
     case handshakeTimedOut

@@ -98,7 +98,6 @@ public final class SyncEndpoint: Sendable {
     public func listen(host: String, port: Int) async throws -> Channel {
         let limiter = limiter
         let logger = logger
-        let onEvent = onEvent
         return try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

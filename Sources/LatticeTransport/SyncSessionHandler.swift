@@ -12,7 +12,7 @@ public enum ConnectionEvent: Sendable {
     /// The peer proved its identity but is not trusted: it got nothing.
     case refused(peer: DeviceID, address: String)
     case session(peer: DeviceID, SyncSession.SessionEvent)
-    case closed(peer: DeviceID?, address: String, reason: String?)
+    case closed(peer: DeviceID?, address: String, reason: CloseReason?)
 }
 
 /// Timing and size settings of a connection.
@@ -80,7 +80,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private var peer: DeviceID?
     private var initiator = false
     private var address = "?"
-    private var closeReason: String?
+    private var closeReason: CloseReason?
     private var lastHeard = NIODeadline.now()
     private var lastSent = NIODeadline.now()
     private var ticker: RepeatedTask?
@@ -136,7 +136,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         guard let hello else {
             logger.notice("refused an untrusted device", metadata: ["peer": "\(peer)", "address": "\(address)"])
             onEvent(.refused(peer: peer, address: address))
-            closeReason = TransportError.untrusted(peer.description).description
+            closeReason = .transport(.untrusted(peer.description))
             context.close(promise: nil)
             return
         }
@@ -158,7 +158,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private func tick() {
         let now = NIODeadline.now()
         if now - lastHeard >= settings.idleTimeout {
-            close(reason: TransportError.idleTimeout.description)
+            close(.transport(.idleTimeout))
         } else if now - lastSent >= settings.pingInterval {
             send(.ping)
             context?.flush()
@@ -172,11 +172,11 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         do {
             message = try SyncMessage(decoding: buffer.readBytes(length: buffer.readableBytes) ?? [])
         } catch {
-            close(reason: error.description)
+            close(.protocolError(error))
             return
         }
         if session == nil {
-            guard early.count < 4 else { return close(reason: ProtocolError.unexpected("messages before the session started").description) }
+            guard early.count < 4 else { return close(.protocolError(.unexpected("messages before the session started"))) }
             early.append(message)
             return
         }
@@ -230,14 +230,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 }
             case .apply(let batch):
                 let delegate = delegate
-                guard let peer else { return }
+                guard let peer else { continue }
                 runOffLoop({ try delegate.applyBatch(batch, from: peer) }) { handler, applied in
                     handler.mutateSession { $0.batchApplied(applied) }
                     if applied.recordsDeferred > 0 { handler.scheduleRetry() }
                 }
             case .close(let error):
                 if wrote { context?.flush() }
-                close(reason: error.description)
+                close(.protocolError(error))
                 return
             case .event(let event):
                 if let peer { onEvent(.session(peer: peer, event)) }
@@ -256,7 +256,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let delay = peer.map(settings.deferredRetry) ?? .seconds(30)
         context.eventLoop.scheduleTask(in: delay) {
-            bound.value.close(reason: "restarting to fetch records deferred for clock skew")
+            bound.value.close(.other("restarting to fetch records deferred for clock skew"))
         }
     }
 
@@ -283,16 +283,16 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             guard handler.context != nil else { return }
             switch result {
             case .success(let value): then(handler, value)
-            case .failure(let error): handler.close(reason: "store: \(error)")
+            case .failure(let error): handler.close(.other("store: \(error)"))
             }
         }
     }
 
-    private func close(reason: String) {
+    private func close(_ reason: CloseReason) {
         guard let context, closeReason == nil else { return }
         closeReason = reason
         if var session {
-            _ = session.fail(.unexpected(reason))
+            _ = session.fail(.unexpected(reason.description))
             self.session = session
         }
         context.close(promise: nil)
@@ -301,7 +301,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     public func errorCaught(context: ChannelHandlerContext, error: Error) {
         // A cut before the peer's hello reads as a refusal (channelInactive), not as a truncation.
         let cutBeforeHello = (error as? TransportError) == .truncated && session?.peerHello == nil
-        if closeReason == nil, !cutBeforeHello { closeReason = "\(error)" }
+        if closeReason == nil, !cutBeforeHello { closeReason = CloseReason(error) }
         context.close(promise: nil)
     }
 
@@ -309,7 +309,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         ticker?.cancel()
         if closeReason == nil, peer != nil, session?.peerHello == nil {
             // The peer proved itself, then left before its hello: it does not trust us.
-            closeReason = TransportError.refusedByPeer.description
+            closeReason = .transport(.refusedByPeer)
         }
         if let closeReason {
             logger.info("connection closed", metadata: ["address": "\(address)", "peer": "\(peer.map { "\($0)" } ?? "unauthenticated")", "reason": "\(closeReason)"])

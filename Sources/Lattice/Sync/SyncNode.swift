@@ -66,7 +66,7 @@ public final class SyncNode: Sendable {
         /// A device proved its identity but is not trusted here: it got nothing.
         case refused(peer: String, address: String)
         case unreachable(address: String, reason: String)
-        case disconnected(peer: String?, address: String, reason: String?)
+        case disconnected(peer: String?, address: String, reason: Disconnection?)
         case syncStarted(peer: String, zone: ZoneKey, direction: Direction, records: Int, bytes: Int)
         case progress(peer: String, zone: ZoneKey, direction: Direction, recordsDone: Int, recordsTotal: Int, bytesDone: Int, bytesTotal: Int)
         case syncFinished(peer: String, zone: ZoneKey, direction: Direction)
@@ -322,7 +322,8 @@ public final class SyncNode: Sendable {
             } else {
                 continuation.yield(.refused(peer: peer.description, address: address))
             }
-        case .closed(let peer, let address, let reason):
+        case .closed(let peer, let address, let closeReason):
+            let reason = closeReason.map(Disconnection.init)
             if let peer {
                 let id = peer.description
                 state.withLockedValue { state in
@@ -332,7 +333,7 @@ public final class SyncNode: Sendable {
                     guard state.status.peers.contains(where: { $0.deviceID == id }) else { return }
                     updatePeer(&state, id) { status in
                         status.connected = connected
-                        if let reason { status.lastError = reason }
+                        if let reason { status.lastError = reason.description }
                         if !connected { for index in status.zones.indices { status.zones[index].state = "idle" } }
                     }
                 }

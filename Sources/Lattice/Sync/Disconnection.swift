@@ -1,0 +1,29 @@
+import LatticeTransport
+
+/// Why a connection to a peer ended, with the cause a program can act on.
+public struct Disconnection: Sendable, Hashable, CustomStringConvertible {
+    public enum Cause: Sendable, Hashable {
+        /// The peer proved itself, then ended the connection: it does not trust this device.
+        case notTrustedByPeer
+        /// This device does not trust the peer.
+        case notTrustedHere
+        /// The peer syncs another container.
+        case containerMismatch
+        /// A network, protocol or store failure, or a planned restart.
+        case other
+    }
+
+    public var cause: Cause
+    /// The reason in words, as logged.
+    public var description: String
+
+    init(_ reason: CloseReason) {
+        switch reason {
+        case .transport(.refusedByPeer): cause = .notTrustedByPeer
+        case .transport(.untrusted): cause = .notTrustedHere
+        case .protocolError(.containerMismatch): cause = .containerMismatch
+        default: cause = .other
+        }
+        description = reason.description
+    }
+}

@@ -1,0 +1,26 @@
+import LatticeProtocol
+
+/// Why a connection ended, typed so the node can tell a refusal or another
+/// container from a network failure without reading messages.
+public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
+    case transport(TransportError)
+    case protocolError(ProtocolError)
+    /// Anything else: a socket error, this side's store, a planned restart.
+    case other(String)
+
+    init(_ error: any Error) {
+        switch error {
+        case let error as TransportError: self = .transport(error)
+        case let error as ProtocolError: self = .protocolError(error)
+        default: self = .other("\(error)")
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .transport(let error): return error.description
+        case .protocolError(let error): return error.description
+        case .other(let why): return why
+        }
+    }
+}
