@@ -15,7 +15,8 @@
 //        \       |   /
 //      LatticeCore + LatticeCrypto     pure: values, clocks, vectors, merge, change sets, queries | libsodium
 //
-//  CSodium                 system-library shim for libsodium
+//  LatticeDiscovery        dns_sd advertiser and browser (knows nothing of records); only Lattice uses it
+//  CSodium, CDNSSD         system-library shims for libsodium and the DNS-SD API (Avahi's on Linux)
 //  LatticeFuzzing          the change-set fuzz target (store + core), for lattice-fuzz-changeset and the tests
 import PackageDescription
 
@@ -43,7 +44,13 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        .systemLibrary(
+            name: "CDNSSD",
+            pkgConfig: "avahi-compat-libdns_sd",
+            providers: [.apt(["libavahi-compat-libdnssd-dev"])]
+        ),
         .target(name: "LatticeCore"),
+        .target(name: "LatticeDiscovery", dependencies: ["CDNSSD"]),
         .target(name: "LatticeCrypto", dependencies: ["CSodium"]),
         .target(
             name: "LatticeStore",
@@ -61,7 +68,7 @@ let package = Package(
         .target(
             name: "Lattice",
             dependencies: [
-                "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport",
+                "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport", "LatticeDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -79,6 +86,7 @@ let package = Package(
         .target(name: "LatticeTestSupport", path: "Tests/LatticeTestSupport"),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeTestSupport"]),
         .testTarget(name: "LatticeCryptoTests", dependencies: ["LatticeCrypto"]),
+        .testTarget(name: "LatticeDiscoveryTests", dependencies: ["LatticeDiscovery"]),
         .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto"]),
         .testTarget(name: "LatticeTransportTests", dependencies: [
             "LatticeTransport", "LatticeProtocol", "LatticeCrypto", "LatticeCore",

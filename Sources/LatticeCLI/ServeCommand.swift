@@ -25,6 +25,9 @@ struct EventPrinter: Sendable {
     func print(_ event: SyncNode.Event) {
         if json {
             Output.json(event.dictionary)
+        } else if case .discoveryUnavailable(let reason) = event {
+            // The one line a user must see even with stdout in a log: on stderr.
+            Output.standardError("lattice: \(reason); still serving --peer addresses and incoming connections (retrying mDNS every few seconds)")
         } else if let text = event.text {
             Output.line(text)
         }
@@ -42,7 +45,11 @@ extension SyncNode.Event {
         case .syncFinished(let peer, let zone, let direction): return "\(direction == .receiving ? "received" : "sent") \(zone.zoneID.zoneName) \(direction == .receiving ? "from" : "to") \(peer)"
         case .deferred(let peer, let zone, let records):
             return "deferred \(records) record(s) of \(zone.zoneID.zoneName) from \(peer): its clock is ahead by more than the skew bound"
-        case .syncStarted, .progress, .caughtUp: return nil
+        case .discovered(let peer, let addresses, let problem):
+            return "discovered \(peer) at \(addresses.joined(separator: ", "))\(problem.map { "; not syncing with it: \($0)" } ?? "")"
+        case .vanished(let peer): return "\(peer) is no longer advertised on the network"
+        case .discoveryAvailable: return "mDNS discovery works again"
+        case .syncStarted, .progress, .caughtUp, .discoveryUnavailable: return nil
         }
     }
 
@@ -63,6 +70,10 @@ extension SyncNode.Event {
             return ["event": "syncFinished", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue]
         case .caughtUp(let peer): return ["event": "caughtUp", "peer": peer]
         case .deferred(let peer, let zone, let records): return ["event": "deferred", "peer": peer, "zone": zone.zoneID.zoneName, "records": records]
+        case .discovered(let peer, let addresses, let problem): return ["event": "discovered", "peer": peer, "addresses": addresses, "problem": problem ?? NSNull()]
+        case .vanished(let peer): return ["event": "vanished", "peer": peer]
+        case .discoveryUnavailable(let reason): return ["event": "discoveryUnavailable", "reason": reason]
+        case .discoveryAvailable: return ["event": "discoveryAvailable"]
         }
     }
 }
@@ -122,7 +133,7 @@ struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Run the sync node until interrupted: listen, dial peers, push commits.",
         discussion: """
-            Syncs the private database with every trusted device that connects or that --peer names, and pushes each commit (from any process on this store) at once. Stops cleanly on SIGINT or SIGTERM. One node per store.
+            Syncs the private database with every trusted device that connects, that --peer names, or that mDNS finds on the local network (DNS-SD `_lattice._tcp`, through avahi-daemon on Linux), and pushes each commit (from any process on this store) at once. Without a running mDNS daemon it says so on stderr and keeps serving. Stops cleanly on SIGINT or SIGTERM. One node per store.
             Exit codes: 69 the port cannot be bound; 77 another node runs on this store.
             Example: lattice serve --port 7766 --peer 192.168.1.20:7766
             """)
@@ -130,7 +141,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "TCP port to listen on (0 picks a free one).") var port: Int = 7766
     @Option(help: "Address to listen on.") var listen: String = "0.0.0.0"
     @Option(help: "A peer to dial, HOST:PORT; repeat for more.") var peer: [String] = []
-    @Flag(help: "Do not use mDNS discovery (not built yet: without this flag, serve says so once).") var noMdns = false
+    @Flag(help: "Neither advertise this node nor look for peers by mDNS (only --peer and incoming connections).") var noMdns = false
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
@@ -138,11 +149,15 @@ struct ServeCommand: ParsableCommand {
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         let logger = options.bootstrapLogging()
-        if !noMdns { Output.standardError("lattice: mDNS discovery is not built yet: only --peer addresses and incoming connections sync (--no-mdns silences this)") }
         var configuration = SyncNode.Configuration()
         configuration.port = port
         configuration.listenHost = listen
         configuration.peers = peers
+        configuration.discovers = !noMdns
+        // Liveness comes from the connection (mDNS keeps a cut peer for an hour): a
+        // silent peer is pinged after 2 s and dropped after 6 s.
+        configuration.connection.pingInterval = .seconds(2)
+        configuration.connection.idleTimeout = .seconds(6)
         let node = SyncNode(container: container, configuration: configuration, logger: logger)
         try runUntilSignalled(node, printer: EventPrinter(json: options.json), logger: logger)
     }

@@ -16,7 +16,7 @@ struct SyncCommand: ParsableCommand {
     @Option(help: "With --once: give up after this many seconds.") var timeout: Double = 600
 
     func validate() throws {
-        if peer.isEmpty { throw ValidationError("name at least one --peer HOST:PORT (discovery by mDNS is not built yet)") }
+        if peer.isEmpty { throw ValidationError("name at least one --peer HOST:PORT (a running `lattice serve` finds peers by mDNS by itself)") }
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
     }
 
@@ -75,7 +75,7 @@ struct SyncCommand: ParsableCommand {
                 case .deferred(let peer, let zone, let records):
                     state.deferred += records
                     state.deferredNote = "\(state.deferred) record(s) of \(zone.zoneID.zoneName) from \(peer) were deferred: its clock is ahead of this device's by more than the skew bound; they land in a later sync once the clocks agree (check both clocks)"
-                case .listening, .connected, .syncStarted, .syncFinished: break
+                case .listening, .connected, .syncStarted, .syncFinished, .discovered, .vanished, .discoveryUnavailable, .discoveryAvailable: break
                 }
                 outcome.value = state
                 if json { printer.print(event) }

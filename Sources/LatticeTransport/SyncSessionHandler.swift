@@ -18,7 +18,8 @@ public enum ConnectionEvent: Sendable {
 /// Timing and size settings of a connection.
 public struct ConnectionSettings: Sendable {
     public var handshakeTimeout: TimeAmount = .seconds(10)
-    /// A ping goes out after this long without sending.
+    /// A ping goes out after this long without sending, or without hearing
+    /// from the peer (its pong proves the connection still carries data).
     public var pingInterval: TimeAmount = .seconds(15)
     /// Nothing heard for this long closes the connection (idle or half-open).
     public var idleTimeout: TimeAmount = .seconds(45)
@@ -159,7 +160,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         let now = NIODeadline.now()
         if now - lastHeard >= settings.idleTimeout {
             close(.transport(.idleTimeout))
-        } else if now - lastSent >= settings.pingInterval {
+        } else if now - lastSent >= settings.pingInterval || now - lastHeard >= settings.pingInterval {
             send(.ping)
             context?.flush()
         }

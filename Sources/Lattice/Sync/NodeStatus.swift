@@ -23,6 +23,8 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var connected: Bool
         public var zones: [ZoneProgress]
         public var lastError: String?
+        /// Records from it wait because its clock runs ahead of this one's by more than the skew bound.
+        public var clockSkew: Bool?
 
         /// Records this side still has to receive from the peer in running streams.
         public var recordsBehind: Int { zones.filter { $0.direction == "receiving" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }
@@ -30,10 +32,43 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var recordsPeerBehind: Int { zones.filter { $0.direction == "sending" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }
     }
 
+    /// What mDNS discovery observed.
+    public struct Discovery: Codable, Sendable, Hashable {
+        /// "running", "unavailable" (with `problem`), or "off" (--no-mdns).
+        public var state: String
+        public var problem: String?
+        /// The name this node advertises under, once registered.
+        public var advertisedAs: String?
+        public var devices: [Device]
+
+        public init(state: String, problem: String? = nil, advertisedAs: String? = nil, devices: [Device] = []) {
+            self.state = state
+            self.problem = problem
+            self.advertisedAs = advertisedAs
+            self.devices = devices
+        }
+    }
+
+    /// A device discovery sees now.
+    public struct Device: Codable, Sendable, Hashable {
+        public var deviceID: String
+        public var container: String
+        /// As advertised: "1" or "1-2"; nil when unreadable.
+        public var protocolVersions: String?
+        public var addresses: [String]
+        public var port: Int
+        /// How many interfaces it was seen on.
+        public var interfaces: Int
+        public var trusted: Bool
+        /// Why this node does not sync with it (another container, version, trust); nil when it does.
+        public var problem: String?
+    }
+
     public var pid: Int32
     public var startedAt: UInt64
     public var listeningPort: Int?
     public var peers: [PeerStatus]
+    public var discovery: Discovery?
 
     public static let fileName = "node-status.json"
 

@@ -1,6 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeCrypto
+import LatticeDiscovery
 import LatticeProtocol
 import LatticeStore
 import LatticeTransport
@@ -55,6 +56,13 @@ public final class SyncNode: Sendable {
         public var maximumConnectionsPerAddress = 8
         /// Write `node-status.json` for `lattice status` in other processes.
         public var publishesStatus = true
+        /// Advertise this node and find peers by mDNS (DNS-SD `_lattice._tcp`), and
+        /// dial trusted devices of the same container as they appear. Needs a listening port.
+        public var discovers = false
+        /// Makes the discovery service; tests give a fake.
+        public var makeDiscovery: @Sendable (ServiceDiscovery.Advertisement, @escaping @Sendable (DiscoveryEvent) -> Void) -> any PeerDiscovery = { advertisement, onEvent in
+            ServiceDiscovery(serviceType: LatticeService.type, advertisement: advertisement, onEvent: onEvent)
+        }
 
         public init() {}
     }
@@ -63,6 +71,14 @@ public final class SyncNode: Sendable {
     public enum Event: Sendable, Hashable {
         case listening(port: Int)
         case connected(peer: String, address: String)
+        /// Discovery found a device, or what it advertises changed; `problem` says why
+        /// this node will not sync with it (nil: it will).
+        case discovered(peer: String, addresses: [String], problem: String?)
+        /// Discovery no longer sees the device (its connection, if any, stays until it ends).
+        case vanished(peer: String)
+        /// mDNS does not work (no daemon, …): only static peers and incoming connections sync. Retried by itself.
+        case discoveryUnavailable(reason: String)
+        case discoveryAvailable
         /// A device proved its identity but is not trusted here: it got nothing.
         case refused(peer: String, address: String)
         case unreachable(address: String, reason: String)
@@ -78,7 +94,7 @@ public final class SyncNode: Sendable {
 
     public enum Direction: String, Sendable, Hashable { case receiving, sending }
 
-    private struct State {
+    struct State {
         var connections: [String: [ConnectionHandle]] = [:]
         var peerOfAddress: [PeerAddress: String] = [:]
         var status: NodeStatus
@@ -94,6 +110,12 @@ public final class SyncNode: Sendable {
         /// Sessions in a row that ended with deferred records, per peer: the retry backs off.
         var deferrals: [String: Int] = [:]
         var deferredThisSession: Set<String> = []
+        var discovery: (any PeerDiscovery)?
+        var discovered: DiscoveredPeers
+        /// Trusted device IDs, as of the last commit (trust changes are commits).
+        var trusted: Set<String> = []
+        /// One dial loop per discovered device it should sync with.
+        var discoveryDialers: [String: Task<Void, Never>] = [:]
     }
 
     public let container: Container
@@ -101,8 +123,8 @@ public final class SyncNode: Sendable {
     let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
-    private let state: NIOLockedValueBox<State>
-    private let continuation: AsyncStream<Event>.Continuation
+    let state: NIOLockedValueBox<State>
+    let continuation: AsyncStream<Event>.Continuation
     /// Every event, in order; one consumer.
     public let events: AsyncStream<Event>
 
@@ -113,7 +135,7 @@ public final class SyncNode: Sendable {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         threadPool = NIOThreadPool(numberOfThreads: 2)
         let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
-        state = NIOLockedValueBox(State(status: status))
+        state = NIOLockedValueBox(State(status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID)))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
@@ -124,7 +146,7 @@ public final class SyncNode: Sendable {
     }
 
     /// The endpoint every connection of this node goes through (one connection limiter), made at start.
-    private var endpoint: SyncEndpoint {
+    var endpoint: SyncEndpoint {
         state.withLockedValue { state in
             if let endpoint = state.endpoint { return endpoint }
             let endpoint = makeEndpoint()
@@ -171,6 +193,7 @@ public final class SyncNode: Sendable {
             logger.warning("commits by other processes will not be pushed at once: \(error)")
         }
         for peer in configuration.peers { addPeer(peer) }
+        if configuration.discovers, let port = listeningPort { startDiscovery(port: port) }
         publishStatus()
     }
 
@@ -193,11 +216,12 @@ public final class SyncNode: Sendable {
             return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 }, state.dialing.values.map(\.channel))
         }
         for dialer in dialers { dialer.cancel() }
+        let discoveryDialers = stopDiscovery()
         watcher?.stop()
         for handle in handles { handle.close() }
         for channel in dialing { channel.close(promise: nil) } // connections still in their handshake
         try? await listener?.close()
-        for dialer in dialers { await dialer.value }
+        for dialer in dialers + discoveryDialers { await dialer.value }
         try? await Task.sleep(nanoseconds: 50_000_000) // let the closes reach the wire
         try? await threadPool.shutdownGracefully()
         try? await group.shutdownGracefully()
@@ -226,7 +250,7 @@ public final class SyncNode: Sendable {
 
     private func dialLoop(_ address: PeerAddress) async {
         var delay = 0.25
-        while !Task.isCancelled, !state.withLockedValue({ $0.stopped }) {
+        while !Task.isCancelled, !isStopped {
             let known = state.withLockedValue { state in
                 state.peerOfAddress[address].map { (state.connections[$0] ?? []).contains { $0.isActive } } ?? false
             }
@@ -235,32 +259,45 @@ public final class SyncNode: Sendable {
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
                 continue
             }
-            let began = Date()
-            do {
-                let channel = try await endpoint.connect(host: address.host, port: address.port)
-                let key = ObjectIdentifier(channel as AnyObject)
-                let stopped = state.withLockedValue { state -> Bool in
-                    guard !state.stopped else { return true }
-                    state.dialing[key] = (channel, address)
-                    // Its session may have started already: then learn whose address this is here.
-                    if let peer = state.connections.first(where: { $0.value.contains { $0.connectionID == key } })?.key {
-                        state.peerOfAddress[address] = peer
-                    }
-                    return false
-                }
-                if stopped { channel.close(promise: nil) }
-                try? await channel.closeFuture.get()
-                state.withLockedValue { _ = $0.dialing.removeValue(forKey: key) }
-                if Date().timeIntervalSince(began) > 5 { delay = 0.25 }
-            } catch {
-                let reason = Self.describe(error)
-                logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(reason)"])
-                continuation.yield(.unreachable(address: address.description, reason: reason))
-            }
+            if let lasted = await dial(address), lasted > 5 { delay = 0.25 }
             guard configuration.reconnect else { return }
-            let jitter = Double.random(in: 0.8...1.2)
-            try? await Task.sleep(nanoseconds: UInt64(delay * jitter * 1e9))
-            delay = min(delay * 2, 30)
+            await backOff(&delay, cap: 30)
+        }
+    }
+
+    var isStopped: Bool { state.withLockedValue { $0.stopped } }
+
+    /// Sleeps about `delay` (with jitter), then doubles it up to `cap`.
+    func backOff(_ delay: inout Double, cap: Double) async {
+        try? await Task.sleep(nanoseconds: UInt64(delay * Double.random(in: 0.8...1.2) * 1e9))
+        delay = min(delay * 2, cap)
+    }
+
+    /// Connects to `address` and waits until that connection ends; returns how long
+    /// it lasted, or nil (with an `unreachable` event) when it could not be made.
+    func dial(_ address: PeerAddress) async -> TimeInterval? {
+        let began = Date()
+        do {
+            let channel = try await endpoint.connect(host: address.host, port: address.port)
+            let key = ObjectIdentifier(channel as AnyObject)
+            let stopped = state.withLockedValue { state -> Bool in
+                guard !state.stopped else { return true }
+                state.dialing[key] = (channel, address)
+                // Its session may have started already: then learn whose address this is here.
+                if let peer = state.connections.first(where: { $0.value.contains { $0.connectionID == key } })?.key {
+                    state.peerOfAddress[address] = peer
+                }
+                return false
+            }
+            if stopped { channel.close(promise: nil) }
+            try? await channel.closeFuture.get()
+            state.withLockedValue { _ = $0.dialing.removeValue(forKey: key) }
+            return Date().timeIntervalSince(began)
+        } catch {
+            let reason = Self.describe(error)
+            logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(reason)"])
+            continuation.yield(.unreachable(address: address.description, reason: reason))
+            return nil
         }
     }
 
@@ -282,8 +319,10 @@ public final class SyncNode: Sendable {
     /// push it, and devices no longer trusted lose their sessions at once.
     private func localCommit() {
         let connections = state.withLockedValue { $0.connections }
-        guard !connections.isEmpty else { return }
+        let discovering = state.withLockedValue { $0.discovery != nil }
+        guard !connections.isEmpty || discovering else { return }
         let trusted = Set(((try? container.peers()) ?? []).filter(\.trusted).map(\.deviceID))
+        if discovering { trustChanged(trusted) }
         for (peer, handles) in connections {
             if trusted.contains(peer) {
                 for handle in handles { handle.localCommit() }
@@ -358,12 +397,16 @@ public final class SyncNode: Sendable {
             advance(peer, zone, .sending, records, bytes, final)
         case .quiescent:
             state.withLockedValue { state in
-                if !state.deferredThisSession.contains(peer) { state.deferrals[peer] = nil }
+                if !state.deferredThisSession.contains(peer) {
+                    state.deferrals[peer] = nil
+                    updatePeer(&state, peer) { $0.clockSkew = nil }
+                }
             }
             continuation.yield(.caughtUp(peer: peer))
         case .deferred(let zone, let records):
             state.withLockedValue { state in
                 if state.deferredThisSession.insert(peer).inserted { state.deferrals[peer, default: 0] += 1 }
+                updatePeer(&state, peer) { $0.clockSkew = true }
             }
             logger.warning("records deferred: the peer's clock is ahead of this one's by more than the skew bound", metadata: ["peer": "\(peer)", "zone": "\(zone)", "records": "\(records)"])
             continuation.yield(.deferred(peer: peer, zone: zone, records: records))
@@ -406,7 +449,7 @@ public final class SyncNode: Sendable {
         if final { continuation.yield(.syncFinished(peer: peer, zone: zone, direction: direction)) }
     }
 
-    private func updatePeer(_ state: inout State, _ peer: String, _ body: (inout NodeStatus.PeerStatus) -> Void) {
+    func updatePeer(_ state: inout State, _ peer: String, _ body: (inout NodeStatus.PeerStatus) -> Void) {
         if let index = state.status.peers.firstIndex(where: { $0.deviceID == peer }) {
             body(&state.status.peers[index])
         } else {
@@ -435,7 +478,7 @@ public final class SyncNode: Sendable {
     }
 
     /// Writes the status file, at most about ten times a second.
-    private func publishStatus() {
+    func publishStatus() {
         guard configuration.publishesStatus else { return }
         let schedule = state.withLockedValue { state -> Bool in
             guard !state.statusScheduled, !state.stopped else { return false }

@@ -1,0 +1,42 @@
+import Foundation
+
+/// What can go wrong with discovery, with what a user can do about it.
+public struct DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: Sendable, Hashable {
+        /// No system D-Bus: Avahi's library reaches the daemon through it.
+        case noSystemBus
+        /// The bus runs but no avahi-daemon (or mDNSResponder) answers.
+        case noDaemon
+        /// The daemon refused a call (the DNS-SD error code is in the message).
+        case refused
+        case badTXTRecord
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    static let systemBusSocket = "/run/dbus/system_bus_socket"
+
+    /// The error for a DNS-SD return code; `kDNSServiceErr_Unknown` is how Avahi's
+    /// library says that the bus or the daemon is missing, so tell them apart here.
+    static func from(code: Int32, doing action: String) -> DiscoveryError {
+        guard code == -65537 else {
+            return DiscoveryError(.refused, "mDNS \(action) failed with DNS-SD error \(code)")
+        }
+        #if os(Linux)
+        if !FileManager.default.fileExists(atPath: systemBusSocket) {
+            return DiscoveryError(.noSystemBus, "mDNS discovery is off: no system D-Bus (\(systemBusSocket) is missing), which avahi-daemon needs; start dbus and avahi-daemon (e.g. `service dbus start && service avahi-daemon start`), or use --peer HOST:PORT")
+        }
+        return DiscoveryError(.noDaemon, "mDNS discovery is off: avahi-daemon is not running; start it (e.g. `service avahi-daemon start`, package avahi-daemon), or use --peer HOST:PORT")
+        #else
+        return DiscoveryError(.noDaemon, "mDNS discovery is off: the mDNS daemon does not answer (DNS-SD error \(code)); use --peer HOST:PORT")
+        #endif
+    }
+}

@@ -1,0 +1,307 @@
+import CDNSSD
+import Foundation
+
+/// Advertises one service and browses for others of its type through the
+/// DNS-SD API: every instance is resolved (port, TXT record) and its host's
+/// addresses queried, and reported as `found`/`lost` events. When the daemon
+/// is missing or dies, it reports `unavailable` once and tries again by itself.
+///
+/// All DNS-SD calls and callbacks happen on one serial queue; events are
+/// delivered there, in order.
+public final class ServiceDiscovery: @unchecked Sendable {
+    /// The service this process offers.
+    public struct Advertisement: Sendable, Hashable {
+        public var name: String
+        public var port: Int
+        public var txt: [String: String]
+
+        public init(name: String, port: Int, txt: [String: String]) {
+            self.name = name
+            self.port = port
+            self.txt = txt
+        }
+    }
+
+    public let serviceType: String
+    public let advertisement: Advertisement?
+    /// How long to wait before trying the daemon again.
+    public let retryInterval: Double
+
+    private let queue = DispatchQueue(label: "lattice.discovery")
+    private let onEvent: @Sendable (DiscoveryEvent) -> Void
+    // Touched on `queue` only.
+    private var operations: [ObjectIdentifier: Operation] = [:]
+    private var table = ServiceTable()
+    private var resolving: [ServiceTable.Key: Operation] = [:]
+    private var addressQueries: [ServiceTable.Key: [Operation]] = [:]
+    private var running = false
+    private var failed = false
+    private var retry: DispatchWorkItem?
+
+    /// - Parameters:
+    ///   - serviceType: like `_lattice._tcp`.
+    ///   - advertisement: the service to register, or nil to only browse.
+    public init(serviceType: String, advertisement: Advertisement?, retryInterval: Double = 2, onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
+        self.serviceType = serviceType
+        self.advertisement = advertisement
+        self.retryInterval = retryInterval
+        self.onEvent = onEvent
+    }
+
+    /// Registers and browses. Without a daemon it reports `unavailable` and keeps trying.
+    public func start() {
+        // Avahi's library prints a warning on stderr at its first call unless this is set.
+        setenv("AVAHI_COMPAT_NOWARN", "1", 1)
+        queue.async {
+            guard !self.running else { return }
+            self.running = true
+            self.connect()
+        }
+    }
+
+    /// Withdraws the advertisement and stops browsing. Not from an event handler.
+    public func stop() {
+        queue.sync {
+            running = false
+            retry?.cancel()
+            teardown()
+        }
+    }
+
+    deinit {
+        for operation in operations.values { operation.cancel() }
+    }
+
+    // MARK: On the queue
+
+    private func connect() {
+        do {
+            if let advertisement { try register(advertisement) }
+            try browse()
+            if failed {
+                failed = false
+                onEvent(.available)
+            }
+        } catch {
+            fail(error)
+        }
+    }
+
+    /// Everything the daemon said is void; try again later.
+    private func fail(_ error: DiscoveryError) {
+        teardown()
+        if !failed {
+            failed = true
+            onEvent(.unavailable(error))
+        }
+        guard running else { return }
+        let retry = DispatchWorkItem { [weak self] in
+            guard let self, self.running else { return }
+            self.connect()
+        }
+        self.retry = retry
+        queue.asyncAfter(deadline: .now() + retryInterval, execute: retry)
+    }
+
+    private func teardown() {
+        for operation in operations.values { operation.cancel() }
+        operations.removeAll()
+        resolving.removeAll()
+        addressQueries.removeAll()
+        for event in table.removeAll() { onEvent(event) }
+    }
+
+    private func register(_ advertisement: Advertisement) throws(DiscoveryError) {
+        let txt = try TXTRecord.encode(advertisement.txt)
+        let operation = Operation(owner: self, key: nil)
+        let code = txt.withUnsafeBytes { bytes in
+            DNSServiceRegister(
+                &operation.reference, 0, 0, advertisement.name, serviceType, nil, nil,
+                UInt16(advertisement.port).bigEndian, UInt16(bytes.count), bytes.baseAddress, registerReply, operation.context)
+        }
+        try start(operation, code, "registration")
+    }
+
+    private func browse() throws(DiscoveryError) {
+        let operation = Operation(owner: self, key: nil)
+        let code = DNSServiceBrowse(&operation.reference, 0, 0, serviceType, nil, browseReply, operation.context)
+        try start(operation, code, "browsing")
+    }
+
+    private func resolve(_ key: ServiceTable.Key) {
+        let operation = Operation(owner: self, key: key)
+        let code = DNSServiceResolve(&operation.reference, 0, key.interfaceIndex, key.name, serviceType, "local", resolveReply, operation.context)
+        do {
+            try start(operation, code, "resolving \(key.name)")
+            resolving[key] = operation
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func queryAddresses(_ key: ServiceTable.Key, host: String) {
+        for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
+        var started: [Operation] = []
+        for type in [DNSRecordType.a, DNSRecordType.aaaa] {
+            let operation = Operation(owner: self, key: key)
+            let code = DNSServiceQueryRecord(&operation.reference, 0, key.interfaceIndex, host, type, 1, queryReply, operation.context)
+            do {
+                try start(operation, code, "looking up \(host)")
+                started.append(operation)
+            } catch {
+                return fail(error)
+            }
+        }
+        addressQueries[key] = started
+    }
+
+    private func start(_ operation: Operation, _ code: DNSServiceErrorType, _ action: String) throws(DiscoveryError) {
+        guard code == 0, let reference = operation.reference else {
+            operation.cancel()
+            throw DiscoveryError.from(code: code, doing: action)
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: DNSServiceRefSockFD(reference), queue: queue)
+        source.setEventHandler { [weak self, weak operation] in
+            guard let self, let operation, let reference = operation.reference else { return }
+            let result = DNSServiceProcessResult(reference)
+            if result != 0 { self.fail(DiscoveryError.from(code: result, doing: "reading the daemon's answers")) }
+        }
+        operation.source = source
+        operations[ObjectIdentifier(operation)] = operation
+        source.resume()
+    }
+
+    private func forget(_ operation: Operation) {
+        operation.cancel()
+        operations.removeValue(forKey: ObjectIdentifier(operation))
+    }
+
+    // MARK: Callbacks (on the queue, inside DNSServiceProcessResult)
+
+    fileprivate func registered(_ code: DNSServiceErrorType, name: String) {
+        guard code == 0 else { return fail(DiscoveryError.from(code: code, doing: "registration")) }
+        onEvent(.registered(name: name))
+    }
+
+    fileprivate func browsed(_ code: DNSServiceErrorType, flags: DNSServiceFlags, interface: UInt32, name: String) {
+        guard code == 0 else { return fail(DiscoveryError.from(code: code, doing: "browsing")) }
+        let key = ServiceTable.Key(name: name, interfaceIndex: interface)
+        if flags & DNSFlag.add != 0 {
+            // The resolve may take a while (the other side still probes its name): it stays pending.
+            if table.browsed(key) { resolve(key) }
+        } else {
+            let (gone, event) = table.removed(key)
+            guard gone else { return }
+            if let operation = resolving.removeValue(forKey: key) { forget(operation) }
+            for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
+            if let event { onEvent(event) }
+        }
+    }
+
+    fileprivate func resolved(_ operation: Operation, _ code: DNSServiceErrorType, host: String, port: UInt16, txt: [UInt8]) {
+        guard let key = operation.key, table.contains(key) else { return }
+        resolving.removeValue(forKey: key)
+        forget(operation)
+        guard code == 0 else {
+            // Resolving timed out (the service went quiet): try again while it is browsed.
+            queue.asyncAfter(deadline: .now() + retryInterval) { [weak self] in
+                guard let self, self.running, self.table.contains(key), self.resolving[key] == nil else { return }
+                self.resolve(key)
+            }
+            return
+        }
+        if let event = table.resolved(key, host: host, port: Int(UInt16(bigEndian: port)), txt: TXTRecord.decode(txt)) { onEvent(event) }
+        queryAddresses(key, host: host)
+    }
+
+    fileprivate func answered(_ operation: Operation, _ code: DNSServiceErrorType, flags: DNSServiceFlags, type: UInt16, data: [UInt8]) {
+        guard let key = operation.key, code == 0 else { return }
+        guard let address = Self.address(type: type, data: data, interface: key.interfaceIndex) else { return }
+        if let event = table.address(key, address, added: flags & DNSFlag.add != 0) { onEvent(event) }
+    }
+
+    /// An A or AAAA answer as text; a link-local IPv6 address gets `%interface`, without which it cannot be dialed.
+    static func address(type: UInt16, data: [UInt8], interface: UInt32) -> String? {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        switch (type, data.count) {
+        case (DNSRecordType.a, 4):
+            guard inet_ntop(AF_INET, data, &text, socklen_t(text.count)) != nil else { return nil }
+            return text.nulTerminatedString
+        case (DNSRecordType.aaaa, 16):
+            guard inet_ntop(AF_INET6, data, &text, socklen_t(text.count)) != nil else { return nil }
+            let address = text.nulTerminatedString
+            guard data[0] == 0xFE, data[1] & 0xC0 == 0x80 else { return address }
+            var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+            guard interface != 0, if_indextoname(interface, &name) != nil else { return nil }
+            return "\(address)%\(name.nulTerminatedString)"
+        default:
+            return nil
+        }
+    }
+}
+
+private enum DNSFlag {
+    static let add: DNSServiceFlags = 0x2
+}
+
+enum DNSRecordType {
+    static let a: UInt16 = 1
+    static let aaaa: UInt16 = 28
+}
+
+/// One DNS-SD reference and the read source that feeds its answers in; its
+/// address is the context the C callbacks get back.
+final class Operation {
+    var reference: DNSServiceRef?
+    var source: DispatchSourceRead?
+    weak var owner: ServiceDiscovery?
+    let key: ServiceTable.Key?
+
+    init(owner: ServiceDiscovery, key: ServiceTable.Key?) {
+        self.owner = owner
+        self.key = key
+    }
+
+    var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    static func from(_ context: UnsafeMutableRawPointer?) -> Operation? {
+        context.map { Unmanaged<Operation>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    func cancel() {
+        source?.cancel()
+        source = nil
+        if let reference { DNSServiceRefDeallocate(reference) }
+        reference = nil
+    }
+}
+
+private func string(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
+
+private let registerReply: DNSServiceRegisterReply = { _, _, code, name, _, _, context in
+    guard let operation = Operation.from(context) else { return }
+    operation.owner?.registered(code, name: string(name))
+}
+
+private let browseReply: DNSServiceBrowseReply = { _, flags, interface, code, name, _, _, context in
+    guard let operation = Operation.from(context) else { return }
+    operation.owner?.browsed(code, flags: flags, interface: interface, name: string(name))
+}
+
+private let resolveReply: DNSServiceResolveReply = { _, _, _, code, _, host, port, length, txt, context in
+    guard let operation = Operation.from(context) else { return }
+    let bytes = txt.map { Array(UnsafeBufferPointer(start: $0, count: Int(length))) } ?? []
+    operation.owner?.resolved(operation, code, host: string(host), port: port, txt: bytes)
+}
+
+private let queryReply: DNSServiceQueryRecordReply = { _, flags, _, code, _, type, _, length, data, _, context in
+    guard let operation = Operation.from(context) else { return }
+    let bytes = data.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(length))) } ?? []
+    operation.owner?.answered(operation, code, flags: flags, type: type, data: bytes)
+}
+
+private extension Array where Element == CChar {
+    var nulTerminatedString: String {
+        String(decoding: prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
