@@ -19,6 +19,18 @@ enum Output {
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
+    /// Columns padded to their widest cell, two spaces apart; the last one is not padded.
+    static func table(header: [String], rows: [[String]]) {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        for row in all {
+            let cells = row.indices.map { column in
+                column == row.count - 1 ? row[column] : row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }
+            line(cells.joined(separator: "  "))
+        }
+    }
+
     static var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 
     /// A record in one line per field, for people.

@@ -73,6 +73,11 @@ struct StatusCommand: ParsableCommand {
                 return
             }
             Output.line("sync       node pid \(nodeStatus.pid)\(nodeStatus.listeningPort.map { ", listening on port \($0)" } ?? "")")
+            if let discovery = nodeStatus.discovery {
+                Output.line("mdns       \(discovery.state)\(discovery.problem.map { ": \($0)" } ?? "")\(discovery.state == "running" ? ", \(discovery.devices.count) other device(s) seen" : "")")
+            } else {
+                Output.line("mdns       off (--no-mdns)")
+            }
             for peer in nodeStatus.peers {
                 Output.line("peer       \(peer.deviceID)  \(peer.connected ? "connected" : "disconnected")  \(peer.address)\(peer.lastError.map { "  last error: \($0)" } ?? "")")
                 for zone in peer.zones {
@@ -90,6 +95,7 @@ extension StatusCommand {
     static func json(_ status: NodeStatus) -> [String: Any] {
         [
             "running": true, "pid": Int(status.pid), "listeningPort": status.listeningPort.map { $0 as Any } ?? NSNull(),
+            "discovery": status.discovery.flatMap { try? JSONSerialization.jsonObject(with: JSONEncoder().encode($0)) } ?? ["state": "off"],
             "peers": status.peers.map { peer -> [String: Any] in
                 [
                     "deviceID": peer.deviceID, "connected": peer.connected, "address": peer.address, "lastError": peer.lastError ?? NSNull(),

@@ -23,11 +23,12 @@ struct EventPrinter: Sendable {
     let json: Bool
 
     func print(_ event: SyncNode.Event) {
+        if case .discoveryUnavailable(let reason) = event {
+            // The one line a user must see, also when stdout goes to a log or a script: on stderr.
+            Output.standardError("lattice: \(reason). Meanwhile serving --peer addresses and incoming connections, and retrying mDNS every few seconds.")
+        }
         if json {
             Output.json(event.dictionary)
-        } else if case .discoveryUnavailable(let reason) = event {
-            // The one line a user must see even with stdout in a log: on stderr.
-            Output.standardError("lattice: \(reason); still serving --peer addresses and incoming connections (retrying mDNS every few seconds)")
         } else if let text = event.text {
             Output.line(text)
         }

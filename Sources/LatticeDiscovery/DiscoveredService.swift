@@ -60,6 +60,9 @@ struct ServiceTable {
 
     func contains(_ key: Key) -> Bool { entries[key] != nil }
 
+    /// Whether the instance was reported `found` (resolved, with an address).
+    func isAnnounced(_ key: Key) -> Bool { entries[key]?.announced != nil }
+
     /// A browse "add": true when the instance is new (so resolve it).
     mutating func browsed(_ key: Key) -> Bool {
         guard entries[key] == nil else {

@@ -139,6 +139,10 @@ public final class ServiceDiscovery: @unchecked Sendable {
         }
     }
 
+    /// Asks for the host's A and AAAA records, briefly: the queries close half a second
+    /// after the first answer (the others come with it), or after `addressQueryLimit`.
+    /// Avahi's library calls an uninitialised pointer in a query or resolve reference
+    /// when the daemon goes away, so none stays open longer than it must.
     private func queryAddresses(_ key: ServiceTable.Key, host: String) {
         for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
         var started: [Operation] = []
@@ -153,6 +157,23 @@ public final class ServiceDiscovery: @unchecked Sendable {
             }
         }
         addressQueries[key] = started
+        let ids = started.map(ObjectIdentifier.init)
+        queue.asyncAfter(deadline: .now() + Self.addressQueryLimit) { [weak self] in self?.endAddressQueries(key, ids) }
+    }
+
+    static let addressQueryLimit = 5.0
+
+    /// Closes the address queries `ids` of `key` if they still run; with no address
+    /// found, the instance is resolved again later.
+    private func endAddressQueries(_ key: ServiceTable.Key, _ ids: [ObjectIdentifier]) {
+        guard let running = addressQueries[key], running.map(ObjectIdentifier.init) == ids else { return }
+        addressQueries[key] = nil
+        for operation in running { forget(operation) }
+        guard !table.isAnnounced(key) else { return }
+        queue.asyncAfter(deadline: .now() + retryInterval) { [weak self] in
+            guard let self, self.running, self.table.contains(key), self.resolving[key] == nil, self.addressQueries[key] == nil else { return }
+            self.resolve(key)
+        }
     }
 
     private func start(_ operation: Operation, _ code: DNSServiceErrorType, _ action: String) throws(DiscoveryError) {
@@ -166,6 +187,9 @@ public final class ServiceDiscovery: @unchecked Sendable {
             let result = DNSServiceProcessResult(reference)
             if result != 0 { self.fail(DiscoveryError.from(code: result, doing: "reading the daemon's answers")) }
         }
+        // The reference (and its socket) goes only once the source is done with it, which
+        // is also after any callback under way returns: a callback may cancel its own operation.
+        source.setCancelHandler { DNSServiceRefDeallocate(reference) }
         operation.source = source
         operations[ObjectIdentifier(operation)] = operation
         source.resume()
@@ -218,6 +242,10 @@ public final class ServiceDiscovery: @unchecked Sendable {
         guard let key = operation.key, code == 0 else { return }
         guard let address = Self.address(type: type, data: data, interface: key.interfaceIndex) else { return }
         if let event = table.address(key, address, added: flags & DNSFlag.add != 0) { onEvent(event) }
+        if let running = addressQueries[key], !running.isEmpty {
+            let ids = running.map(ObjectIdentifier.init)
+            queue.asyncAfter(deadline: .now() + 0.5) { [weak self] in self?.endAddressQueries(key, ids) }
+        }
     }
 
     /// An A or AAAA answer as text; a link-local IPv6 address gets `%interface`, without which it cannot be dialed.
@@ -268,11 +296,17 @@ final class Operation {
         context.map { Unmanaged<Operation>.fromOpaque($0).takeUnretainedValue() }
     }
 
+    /// Stops answers; the reference is deallocated by the source's cancel handler, never
+    /// inside a callback of its own.
     func cancel() {
-        source?.cancel()
-        source = nil
-        if let reference { DNSServiceRefDeallocate(reference) }
-        reference = nil
+        guard let reference else { return }
+        self.reference = nil
+        if let source {
+            source.cancel()
+            self.source = nil
+        } else {
+            DNSServiceRefDeallocate(reference)
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 #                     out, its own system D-Bus and avahi-daemon, and its own
 #                     /run/dbus and /run/avahi-daemon (bind-mounted per command,
 #                     since every `ip netns exec` makes a new mount namespace).
-#   on K CMD...       runs CMD on host K (stdin, stdout and stderr pass through).
+#   on K CMD...       runs CMD on host K (stdin, stdout and stderr pass through);
+#                     `on_exec K CMD &` runs it in the background with its PID in $!.
 #   lan_link K up|down  plugs host K's cable in or out (its end on the bridge).
 #   lan_down          kills every process of every host, removes hosts and
 #                     bridge, and the scratch directory. lan_up installs it as
@@ -19,6 +20,7 @@ LAN_TAG="lt$(( $$ % 100000 ))"
 LAN_BRIDGE="${LAN_TAG}br"
 LAN_DIR=""
 LAN_HOSTS=0
+LAN_OWNER=""
 
 lan_host() { echo "${LAN_TAG}h$1"; }
 
@@ -39,12 +41,21 @@ on() {
   ' "$LAN_DIR/h$k/run" "$@"
 }
 
+# As `on`, but the calling (sub)shell becomes CMD: `on_exec K CMD &` leaves CMD's PID in $!.
+on_exec() {
+  local k="$1"; shift
+  exec ip netns exec "$(lan_host "$k")" sh -c '
+    mount -n --bind "$0/dbus" /run/dbus && mount -n --bind "$0/avahi" /run/avahi-daemon && exec "$@"
+  ' "$LAN_DIR/h$k/run" "$@"
+}
+
 lan_link() { ip link set "$(lan_host "$1")" "$2"; }
 
 lan_up() {
   local count="$1" k
   lan_require || return 1
   LAN_DIR="$(mktemp -d /tmp/lattice-lan.XXXXXX)"
+  LAN_OWNER="$BASHPID"
   trap lan_down EXIT
   trap 'lan_down; exit 130' INT TERM
   mkdir -p /run/dbus /run/avahi-daemon
@@ -76,28 +87,44 @@ publish-hinfo=no
 publish-workstation=no
 EOF
     on "$k" dbus-daemon --system --fork >/dev/null
-    on "$k" sh -c 'exec avahi-daemon --no-chroot --no-drop-root --no-rlimits -f "$0" >"$1" 2>&1 &' \
-      "$LAN_DIR/h$k/avahi.conf" "$LAN_DIR/h$k/avahi.log"
     LAN_HOSTS="$k"
+    lan_start_avahi "$k" nowait
   done
-  for k in $(seq "$count"); do
-    local tries=0
-    until on "$k" avahi-daemon --check 2>/dev/null; do
-      tries=$((tries + 1))
-      if [ "$tries" -gt 100 ]; then echo "avahi-daemon did not start on h$k: $(cat "$LAN_DIR/h$k/avahi.log")" >&2; return 1; fi
-      sleep 0.05
-    done
+  for k in $(seq "$count"); do lan_wait_avahi "$k"; done
+}
+
+# Starts host K's avahi-daemon (again); waits for it unless told "nowait".
+lan_start_avahi() {
+  on "$1" sh -c 'exec avahi-daemon --no-chroot --no-drop-root --no-rlimits -f "$0" >"$1" 2>&1 &' \
+    "$LAN_DIR/h$1/avahi.conf" "$LAN_DIR/h$1/avahi.log"
+  [ "${2:-}" = nowait ] || lan_wait_avahi "$1"
+}
+
+lan_wait_avahi() {
+  local tries=0
+  until on "$1" avahi-daemon --check 2>/dev/null; do
+    tries=$((tries + 1))
+    if [ "$tries" -gt 100 ]; then echo "avahi-daemon did not start on h$1: $(cat "$LAN_DIR/h$1/avahi.log")" >&2; return 1; fi
+    sleep 0.05
   done
 }
 
 lan_down() {
   local k host
+  # Subshells (`( ... ) &`) inherit the EXIT trap: only the shell that made the LAN takes it down.
+  [ "$BASHPID" = "$LAN_OWNER" ] || return 0
   trap - EXIT INT TERM
   for k in $(seq "$LAN_HOSTS"); do
     host="$(lan_host "$k")"
     ip netns pids "$host" 2>/dev/null | xargs -r kill -TERM 2>/dev/null || true
   done
-  sleep 0.2
+  # Give nodes a moment to stop cleanly, then kill whatever is left.
+  for _ in $(seq 30); do
+    local left=""
+    for k in $(seq "$LAN_HOSTS"); do left+="$(ip netns pids "$(lan_host "$k")" 2>/dev/null || true)"; done
+    [ -z "$left" ] && break
+    sleep 0.1
+  done
   for k in $(seq "$LAN_HOSTS"); do
     host="$(lan_host "$k")"
     ip netns pids "$host" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true

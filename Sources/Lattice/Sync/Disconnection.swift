@@ -2,7 +2,7 @@ import LatticeTransport
 
 /// Why a connection to a peer ended, with the cause a program can act on.
 public struct Disconnection: Sendable, Hashable, CustomStringConvertible {
-    public enum Cause: Sendable, Hashable {
+    public enum Cause: String, Codable, Sendable, Hashable {
         /// The peer proved itself, then ended the connection: it does not trust this device.
         case notTrustedByPeer
         /// This device does not trust the peer.
@@ -16,6 +16,14 @@ public struct Disconnection: Sendable, Hashable, CustomStringConvertible {
     public var cause: Cause
     /// The reason in words, as logged.
     public var description: String
+
+    init(cause: Cause, description: String) {
+        self.cause = cause
+        self.description = description
+    }
+
+    /// One of two connections to the same device, closed so one session remains.
+    static let duplicateClosed = Disconnection(cause: .other, description: "a second connection to the same device, closed (the first one stays)")
 
     init(_ reason: CloseReason) {
         switch reason {

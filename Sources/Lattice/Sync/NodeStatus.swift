@@ -23,6 +23,7 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var connected: Bool
         public var zones: [ZoneProgress]
         public var lastError: String?
+        public var lastErrorCause: Disconnection.Cause?
         /// Records from it wait because its clock runs ahead of this one's by more than the skew bound.
         public var clockSkew: Bool?
 

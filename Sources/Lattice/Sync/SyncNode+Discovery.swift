@@ -67,7 +67,8 @@ extension SyncNode {
         }
         switch event {
         case .unavailable(let error):
-            logger.warning("mDNS discovery is unavailable", metadata: ["reason": "\(error.message)"])
+            // Info, not warning: serve prints the one line a user needs from the event.
+            logger.info("mDNS discovery is unavailable", metadata: ["reason": "\(error.message)"])
             continuation.yield(.discoveryUnavailable(reason: error.message))
         case .available:
             logger.notice("mDNS discovery works again")

@@ -343,7 +343,7 @@ public final class SyncNode: Sendable {
                 handles.append(handle)
                 state.connections[id] = handles
                 if let dialed = state.dialing[handle.connectionID] { state.peerOfAddress[dialed.address] = id }
-                updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.lastError = nil }
+                updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.lastError = nil; $0.lastErrorCause = nil }
                 // One session per device. Two that dialed each other at once keep the
                 // connection the smaller ID dialed (both sides decide alike); otherwise the newest stays.
                 guard handles.count > 1 else { return [] }
@@ -362,17 +362,23 @@ public final class SyncNode: Sendable {
                 continuation.yield(.refused(peer: peer.description, address: address))
             }
         case .closed(let peer, let address, let closeReason):
-            let reason = closeReason.map(Disconnection.init)
+            var reason = closeReason.map(Disconnection.init)
             if let peer {
                 let id = peer.description
                 state.withLockedValue { state in
                     state.connections[id]?.removeAll { !$0.isActive }
                     let connected = !(state.connections[id] ?? []).isEmpty
+                    // Two devices that dialed each other at once both close the same one of the
+                    // two connections; the other side's close looks like a refusal, but is not.
+                    if connected, reason?.cause == .notTrustedByPeer { reason = .duplicateClosed }
                     // Only devices that had a session are shown: strangers are in `peers`, bounded.
                     guard state.status.peers.contains(where: { $0.deviceID == id }) else { return }
                     updatePeer(&state, id) { status in
                         status.connected = connected
-                        if let reason { status.lastError = reason.description }
+                        if let reason, !connected {
+                            status.lastError = reason.description
+                            status.lastErrorCause = reason.cause
+                        }
                         if !connected { for index in status.zones.indices { status.zones[index].state = "idle" } }
                     }
                 }

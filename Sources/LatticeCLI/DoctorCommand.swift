@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct DoctorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor", abstract: "Explain why a device is not seen or not syncing.",
+        discussion: """
+            Checks that a node runs on this store, that mDNS works (D-Bus and avahi-daemon on Linux), that an interface can carry multicast, and, for every trusted or discovered device, what the node observed: not seen on the network, another container, not trusted on either side, a protocol version mismatch, a clock ahead by more than the skew bound, or the last connection error.
+            Exit codes: 0 nothing wrong found; 69 a problem was found (each is printed with what to do).
+            Example: lattice doctor
+            """)
+    @OptionGroup var options: GlobalOptions
+
+    struct Finding {
+        var subject: String
+        var ok: Bool
+        var detail: String
+    }
+
+    func run() throws {
+        let container = try options.openContainer()
+        let status = NodeStatus.read(store: container.directory)
+        var findings: [Finding] = []
+        if let status {
+            findings.append(Finding(subject: "node", ok: true, detail: "pid \(status.pid)\(status.listeningPort.map { ", listening on port \($0)" } ?? "")"))
+        } else {
+            findings.append(Finding(subject: "node", ok: false, detail: "no node runs on this store: start one with `lattice serve`; without it nothing syncs"))
+        }
+        findings.append(mdnsFinding(status))
+        findings.append(Self.multicastFinding())
+        for row in try PeerRow.all(container) {
+            findings.append(Finding(subject: "\(row.name ?? "device") \(row.deviceID)", ok: Self.problem(row, status: status, ourID: container.deviceID) == nil,
+                                    detail: Self.problem(row, status: status, ourID: container.deviceID) ?? "syncing (connected\(row.address.map { " at \($0)" } ?? ""))"))
+        }
+        let problems = findings.filter { !$0.ok }.count
+        if options.json {
+            Output.json(["device": container.deviceID, "problems": problems, "findings": findings.map { ["subject": $0.subject, "ok": $0.ok, "detail": $0.detail] }])
+        } else {
+            for finding in findings { Output.line("\(finding.ok ? "ok     " : "PROBLEM") \(finding.subject): \(finding.detail)") }
+            Output.line(problems == 0 ? "no problem found" : "\(problems) problem(s) found")
+        }
+        if problems > 0 { Foundation.exit(ExitStatus.unavailable.rawValue) }
+    }
+
+    private func mdnsFinding(_ status: NodeStatus?) -> Finding {
+        if let discovery = status?.discovery {
+            switch discovery.state {
+            case "running":
+                return Finding(subject: "mDNS", ok: true, detail: "advertising\(discovery.advertisedAs.map { " as \($0)" } ?? ""); \(discovery.devices.count) other device(s) seen")
+            default:
+                return Finding(subject: "mDNS", ok: false, detail: discovery.problem ?? "discovery does not work")
+            }
+        }
+        if status != nil {
+            return Finding(subject: "mDNS", ok: true, detail: "off in the running node (--no-mdns): only --peer addresses and incoming connections sync")
+        }
+        #if os(Linux)
+        // No node to ask: look at what avahi's library needs.
+        guard FileManager.default.fileExists(atPath: "/run/dbus/system_bus_socket") else {
+            return Finding(subject: "mDNS", ok: false, detail: "no system D-Bus (/run/dbus/system_bus_socket is missing), which avahi-daemon needs: start dbus and avahi-daemon (e.g. `service dbus start && service avahi-daemon start`)")
+        }
+        guard let pid = (try? String(contentsOfFile: "/run/avahi-daemon/pid", encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
+              kill(pid, 0) == 0 || errno == EPERM else {
+            return Finding(subject: "mDNS", ok: false, detail: "avahi-daemon is not running: start it (e.g. `service avahi-daemon start`, package avahi-daemon)")
+        }
+        return Finding(subject: "mDNS", ok: true, detail: "D-Bus and avahi-daemon run")
+        #else
+        return Finding(subject: "mDNS", ok: true, detail: "the system's mDNS responder is used")
+        #endif
+    }
+
+    /// mDNS needs an interface that is up, not loopback, multicast-capable, with an IPv4 address.
+    static func multicastFinding() -> Finding {
+        var names = Set<String>()
+        var list: UnsafeMutablePointer<ifaddrs>?
+        if getifaddrs(&list) == 0 {
+            var cursor = list
+            while let entry = cursor?.pointee {
+                let flags = Int32(entry.ifa_flags)
+                if flags & Int32(IFF_UP) != 0, flags & Int32(IFF_LOOPBACK) == 0, flags & Int32(IFF_MULTICAST) != 0,
+                   entry.ifa_addr?.pointee.sa_family == sa_family_t(AF_INET) {
+                    names.insert(String(decoding: UnsafeRawBufferPointer(start: entry.ifa_name, count: strlen(entry.ifa_name)), as: UTF8.self))
+                }
+                cursor = entry.ifa_next
+            }
+            freeifaddrs(list)
+        }
+        guard !names.isEmpty else {
+            return Finding(subject: "multicast", ok: false, detail: "no interface is up with multicast and an IPv4 address, so mDNS cannot reach the LAN: connect to the network, or use --peer HOST:PORT")
+        }
+        return Finding(subject: "multicast", ok: true, detail: "interface(s) \(names.sorted().joined(separator: ", "))")
+    }
+
+    /// What keeps `row` from syncing, with what to do; nil when it syncs.
+    static func problem(_ row: PeerRow, status: NodeStatus?, ourID: String) -> String? {
+        if row.connected {
+            if row.live?.clockSkew == true {
+                return "its clock is ahead of this device's by more than the skew bound: its newest records wait until the clocks agree; check both clocks (NTP)"
+            }
+            return nil
+        }
+        guard status != nil else { return "unknown: no node runs here" }
+        if let problem = row.discoveryProblem { return problem }
+        if !row.trusted { return "not trusted here: if it is yours, run `lattice trust \(row.deviceID)` (and on it, `lattice trust \(ourID)`)" }
+        if let error = row.live?.lastError {
+            if row.live?.lastErrorCause == .notTrustedByPeer { return "it does not trust this device: on it, run `lattice trust \(ourID)`" }
+            return "not connected; last error: \(error)"
+        }
+        if !row.discovered {
+            let mdns = status?.discovery?.state == "running" ? "mDNS does not see it" : "mDNS is not working here"
+            return "not seen on the network (\(mdns)): is its node running (`lattice serve`) on this LAN? Where multicast does not pass, give its address with --peer HOST:PORT"
+        }
+        return "seen on the network but not connected yet (it may be starting; if this lasts, check a firewall on its port)"
+    }
+}

@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct PeersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peers", abstract: "Devices this one knows: trusted ones, those seen connecting, and those mDNS sees now.",
+        discussion: """
+            Trusted devices are always listed. Other devices that mDNS discovery sees (untrusted ones, other containers) are listed while they are on the network. Connection state, discovery and how far behind each side is come from the node running on this store (`lattice serve`), if any; `lattice doctor` explains why a device is not syncing.
+            Example: lattice peers
+            """)
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let container = try options.openContainer()
+        let rows = try PeerRow.all(container)
+        let status = NodeStatus.read(store: container.directory)
+        if options.json {
+            Output.json(["device": container.deviceID, "nodeRunning": status != nil, "discovery": status?.discovery?.state ?? NSNull(), "peers": rows.map(\.json)])
+            return
+        }
+        if rows.isEmpty {
+            Output.line("no known devices; trust one with `lattice trust DEVICE-ID` (its `lattice id`)")
+            return
+        }
+        if status == nil { Output.standardError("lattice: no node runs on this store, so connection state is unknown (start one with `lattice serve`)") }
+        Output.table(
+            header: ["NAME", "DEVICE ID", "TRUSTED", "CONNECTED", "ON LAN", "ADDRESS", "LAST SEEN", "BEHIND (us/them)", "NOTE"],
+            rows: rows.map(\.text))
+    }
+}
+
+/// One device as `peers` and `doctor` show it: what the store knows, merged with what the running node observes.
+struct PeerRow {
+    var deviceID: String
+    var name: String?
+    var trusted: Bool
+    var connected: Bool
+    /// Seen by mDNS discovery now.
+    var discovered: Bool
+    var address: String?
+    var container: String?
+    var lastSeen: Date?
+    var live: NodeStatus.PeerStatus?
+    /// Why the node does not sync with it, as discovery judged (container, version, trust).
+    var discoveryProblem: String?
+
+    /// Trusted devices, strangers that connected, and devices discovery sees now, in that order.
+    static func all(_ container: Container) throws -> [PeerRow] {
+        let known = try library { try container.peers() }
+        let status = NodeStatus.read(store: container.directory)
+        let live = Dictionary((status?.peers ?? []).map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
+        let discovered = Dictionary((status?.discovery?.devices ?? []).map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
+        var rows = known.map { peer in
+            let now = live[peer.deviceID]
+            let seen = discovered[peer.deviceID]
+            return PeerRow(
+                deviceID: peer.deviceID, name: peer.name, trusted: peer.trusted, connected: now?.connected ?? false, discovered: seen != nil,
+                address: (now?.connected == true ? now?.address : nil) ?? seen?.addresses.first ?? peer.address,
+                container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem)
+        }
+        let knownIDs = Set(known.map(\.deviceID))
+        for device in (status?.discovery?.devices ?? []) where !knownIDs.contains(device.deviceID) {
+            rows.append(PeerRow(
+                deviceID: device.deviceID, name: nil, trusted: false, connected: live[device.deviceID]?.connected ?? false, discovered: true,
+                address: device.addresses.first, container: device.container, lastSeen: nil, live: live[device.deviceID], discoveryProblem: device.problem))
+        }
+        return rows.sorted { ($0.trusted ? 0 : 1, $0.name ?? "~", $0.deviceID) < ($1.trusted ? 0 : 1, $1.name ?? "~", $1.deviceID) }
+    }
+
+    var note: String {
+        if let container, discoveryProblem?.hasPrefix("another container") == true { return "container \(container)" }
+        if let discoveryProblem, discoveryProblem.hasPrefix("protocol") { return "protocol version mismatch" }
+        if live?.clockSkew == true { return "clock ahead: records deferred" }
+        if let error = live?.lastError, !connected { return error }
+        return ""
+    }
+
+    var text: [String] {
+        [
+            name ?? "-", deviceID, trusted ? "yes" : "no", connected ? "yes" : "no", discovered ? "yes" : "no", address ?? "-",
+            lastSeen.map { ISO8601DateFormatter().string(from: $0) } ?? "never",
+            live.map { "\($0.recordsBehind)/\($0.recordsPeerBehind)" } ?? "-", note.isEmpty ? "-" : note,
+        ]
+    }
+
+    var json: [String: Any] {
+        [
+            "deviceID": deviceID, "name": name ?? NSNull(), "trusted": trusted, "connected": connected, "discovered": discovered,
+            "address": address ?? NSNull(), "container": container ?? NSNull(),
+            "lastSeen": lastSeen.map { Int64($0.timeIntervalSince1970 * 1000) } ?? NSNull(),
+            "recordsBehind": live.map { $0.recordsBehind } ?? NSNull(), "recordsPeerBehind": live.map { $0.recordsPeerBehind } ?? NSNull(),
+            "problem": discoveryProblem ?? NSNull(), "lastError": live?.lastError ?? NSNull(), "clockSkew": live?.clockSkew ?? false,
+        ]
+    }
+}

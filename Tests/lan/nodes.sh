@@ -1,0 +1,142 @@
+# Lattice nodes on the simulated LAN (sourced after lan.sh, with L set to the
+# lattice binary): stores, `lattice serve` per host, and the checks the
+# scenarios and benchmarks wait on. Host K's store is $LAN_DIR/hK/store.
+
+declare -A SERVE_PID=()
+declare -A DEVICE=()
+
+# `lattice ARGS` on host K, against its store.
+lat() { local k="$1"; shift; on "$k" "$L" "$@" --store "$LAN_DIR/h$k/store"; }
+
+device_id() {
+  [ -n "${DEVICE[$1]:-}" ] || DEVICE[$1]="$(lat "$1" id)"
+  echo "${DEVICE[$1]}"
+}
+
+# One account: each of hosts K... gets a store, and trusts the others.
+account_init() {
+  local k j
+  for k in "$@"; do lat "$k" init --name "h$k" >/dev/null; done
+  for k in "$@"; do for j in "$@"; do
+    [ "$k" = "$j" ] || lat "$k" trust "$(device_id "$j")" --name "h$j" >/dev/null
+  done; done
+}
+
+# Starts `lattice serve` on host K (mDNS on, no --peer), JSON events to hK/serve.out.
+serve() {
+  local k="$1"; shift
+  : > "$LAN_DIR/h$k/serve.out"
+  on_exec "$k" "$L" serve --json --store "$LAN_DIR/h$k/store" "$@" > "$LAN_DIR/h$k/serve.out" 2> "$LAN_DIR/h$k/serve.err" &
+  SERVE_PID[$k]=$!
+  wait_until 10 "serve starts on h$k" grep -q '"listening"' "$LAN_DIR/h$k/serve.out"
+}
+
+stop_serve() {
+  kill -TERM "${SERVE_PID[$1]}" 2>/dev/null || true
+  wait "${SERVE_PID[$1]}" 2>/dev/null || true
+  unset "SERVE_PID[$1]"
+}
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds, or fails the run.
+wait_until() {
+  local seconds="$1" what="$2"; shift 2
+  local deadline; deadline=$(awk -v s="$seconds" -v n="$(now)" 'BEGIN { printf "%.3f", n + s }')
+  until "$@" >/dev/null 2>&1; do
+    if awk -v d="$deadline" -v n="$(now)" 'BEGIN { exit !(n > d) }'; then
+      if declare -F fail >/dev/null; then fail "timed out after $seconds s: $what"; fi
+      echo "timed out after $seconds s: $what" >&2; return 1
+    fi
+    sleep 0.05
+  done
+}
+
+# peers_check HOST PYTHON-CONDITION ID...: the condition holds for every listed device in HOST's `peers --json`.
+peers_check() {
+  local k="$1" condition="$2"; shift 2
+  lat "$k" peers --json | python3 -c '
+import json, sys
+peers = {p["deviceID"]: p for p in json.load(sys.stdin)["peers"]}
+condition = sys.argv[1]
+sys.exit(0 if all(eval(condition, {"p": peers.get(i)}) for i in sys.argv[2:]) else 1)' "$condition" "$@"
+}
+
+# all_connected K HOSTS...: host K lists every other of HOSTS as connected.
+all_connected() {
+  local k="$1" j ids=(); shift
+  for j in "$@"; do [ "$j" = "$k" ] || ids+=("$(device_id "$j")"); done
+  peers_check "$k" 'p is not None and p["connected"]' "${ids[@]}"
+}
+
+# not_connected_to TARGET K...: none of hosts K lists TARGET as connected.
+not_connected_to() {
+  local target; target="$(device_id "$1")"; shift
+  local k
+  for k in "$@"; do peers_check "$k" 'p is not None and not p["connected"]' "$target" || return 1; done
+}
+
+# discovered_untrusted K HOSTS...: host K sees each of HOSTS by mDNS, untrusted.
+discovered_untrusted() {
+  local k="$1" j ids=(); shift
+  for j in "$@"; do ids+=("$(device_id "$j")"); done
+  peers_check "$k" 'p is not None and p["discovered"] and not p["trusted"]' "${ids[@]}"
+}
+
+zone_on() { local zone="$1" k; shift; for k in "$@"; do lat "$k" zone list | grep -q "^$zone" || return 1; done; }
+has_record() { lat "$1" record get "$2" >/dev/null 2>&1; }
+
+zone_count() {
+  local zone="$1" count="$2" k; shift 2
+  for k in "$@"; do
+    [ "$(lat "$k" status --json | python3 -c 'import json, sys; print(sum(z["recordCount"] for z in json.load(sys.stdin)["zones"] if z["zoneID"]["zoneName"] == sys.argv[1]))' "$zone")" -ge "$count" ] || return 1
+  done
+}
+
+count_records() { python3 -c 'import json, sys; print(len(json.load(sys.stdin)["records"]))'; }
+
+# A zone's records as one comparable text (the change token, local to each store, left out).
+zone_state() {
+  lat "$1" changes "$2" --limit 100000 --json | python3 -c '
+import json, sys
+document = json.load(sys.stdin)
+document.pop("syncToken", None)
+document.pop("moreComing", None)
+for key in ("records", "deleted", "deletedRecords"):
+    if isinstance(document.get(key), list):
+        document[key].sort(key=lambda r: json.dumps(r, sort_keys=True) if not isinstance(r, dict) else r.get("recordName", ""))
+print(json.dumps(document, sort_keys=True))'
+}
+
+# converged ZONE K...: hosts K hold the same records in ZONE, and the same conflicts on ZONE/shared.
+converged() {
+  local zone="$1" first="$2" k reference conflicts; shift 2
+  reference="$(zone_state "$first" "$zone")"
+  conflicts="$(lat "$first" conflicts "$zone/shared" --json 2>&1 || true)"
+  for k in "$@"; do
+    local state other
+    state="$(zone_state "$k" "$zone")"
+    other="$(lat "$k" conflicts "$zone/shared" --json 2>&1 || true)"
+    if [ "$state" != "$reference" ] || [ "$other" != "$conflicts" ]; then
+      # Kept for the failure report: what differs, the last time it was checked.
+      diff <(echo "$reference" | python3 -m json.tool; echo "$conflicts") <(echo "$state" | python3 -m json.tool; echo "$other") \
+        > "$LAN_DIR/not-converged.diff" || true
+      return 1
+    fi
+  done
+}
+
+doctor_says() {
+  local k="$1" subject="$2" text="$3"
+  # doctor exits 69 when it finds a problem, which is what is looked for here.
+  { lat "$k" doctor 2>&1 || true; } | grep -F "$subject" | grep -qF "$text"
+}
+
+generate_records() {
+  python3 -c '
+import json, sys
+for i in range(int(sys.argv[1])):
+    print(json.dumps({"recordName": "item-%05d" % i, "recordType": "Item",
+                      "fields": {"title": {"value": "item %d" % i}, "rank": {"value": i}}}))' "$1"
+}

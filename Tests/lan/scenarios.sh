@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Lattice on a simulated LAN (root only): real `lattice serve` processes, real
+# avahi-daemons, real mDNS, no --peer anywhere. h1-h3 are one account (they
+# trust each other); h4 is another account on the same LAN.
+#   (a) h1-h3 discover each other and converge after concurrent edits;
+#   (b) h3's cable is pulled: the others notice within seconds from the
+#       connection itself; both sides edit; plugged back, all converge and
+#       show the same conflicts;
+#   (c) h4 sees the others in `peers` but receives nothing of theirs;
+#   (d) h2 restarts and rediscovers;
+#   (e) 10,000 records saved on h1 arrive on h2 and h3;
+#   (f) avahi-daemon dies under a running node: one clear line, doctor names
+#       it, and discovery comes back with the daemon.
+# Usage: Tests/lan/scenarios.sh [path/to/lattice]
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+L="$(realpath "${1:-$HERE/../../.build/debug/lattice}")"
+source "$HERE/lan.sh"
+source "$HERE/nodes.sh"
+
+fail() {
+  echo "FAILED: $*" >&2
+  if [ -s "$LAN_DIR/not-converged.diff" ]; then echo "--- what differed at the last check" >&2; head -n 40 "$LAN_DIR/not-converged.diff" >&2; fi
+  for k in $(seq "$LAN_HOSTS"); do
+    echo "--- h$k serve output (last 15 lines)" >&2
+    grep -v '"progress"' "$LAN_DIR/h$k/serve.out" 2>/dev/null | tail -n 15 >&2 || true
+    if grep -q "Program crashed" "$LAN_DIR/h$k/serve.err" 2>/dev/null; then
+      grep -A30 "crashed:" "$LAN_DIR/h$k/serve.err" >&2
+    else
+      tail -n 5 "$LAN_DIR/h$k/serve.err" >&2 2>/dev/null || true
+    fi
+  done
+  exit 1
+}
+step() { printf '\n== %s\n' "$*"; }
+
+lan_up 4
+account_init 1 2 3
+lat 4 init --name h4 >/dev/null
+for k in 1 2 3 4; do serve "$k"; done
+
+step "(a) three hosts discover each other with no --peer, and converge after concurrent edits"
+started=$(now)
+for k in 1 2 3; do wait_until 10 "h$k lists the other two connected" all_connected "$k" 1 2 3; done
+echo "all three connected $(since "$started") s after the last node started"
+lat 1 zone create Movies >/dev/null
+wait_until 10 "the zone reaches h2 and h3" zone_on Movies 2 3
+writers=()
+for k in 1 2 3; do
+  ( for i in $(seq 1 20); do lat "$k" record save "Movies/h$k-$i" --type Movie "title=from h$k #$i" "rating:int=$i" >/dev/null; done
+    lat "$k" record save Movies/shared --type Movie "title=h$k was here" "rating:int=$k" >/dev/null ) &
+  writers+=($!)
+done
+for writer in "${writers[@]}"; do wait "$writer" || fail "a writer failed"; done
+wait_until 15 "h1-h3 converge" converged Movies 1 2 3
+[ "$(lat 1 query Movie --zone Movies --json | count_records)" = 61 ] || fail "expected 61 records after the concurrent edits"
+echo "61 records and the shared one's conflicts identical on h1, h2, h3"
+
+step "(b) h3 is cut off; both sides edit; it comes back"
+lan_link 3 down
+cut=$(now)
+wait_until 12 "h1 and h2 notice the cut" not_connected_to 3 1 2
+echo "h1 and h2 noticed the cut after $(since "$cut") s (keepalive; mDNS still lists h3)"
+lat 1 record save Movies/shared --type Movie "title=h1 while h3 was away" "rating:int=100" >/dev/null
+lat 3 record save Movies/shared --type Movie "title=h3 offline" "note=written on the island" >/dev/null
+lat 3 record save Movies/island --type Movie "title=only on h3" >/dev/null
+lat 2 record delete Movies/h1-1 >/dev/null
+lan_link 3 up
+wait_until 20 "h3 reconnects" all_connected 3 1 2 3
+wait_until 15 "all converge after the cut" converged Movies 1 2 3
+lat 1 conflicts Movies/shared --json | grep -q '"losingValue"' || fail "the concurrent writes to Movies/shared left no conflict on h1"
+echo "converged; Movies/shared shows the same conflicts on h1, h2, h3"
+
+step "(c) h4, another account on the LAN, sees the others but receives none of their data"
+wait_until 10 "h4 lists h1-h3 as discovered, untrusted" discovered_untrusted 4 1 2 3
+wait_until 10 "h1 lists h4 as discovered, untrusted" discovered_untrusted 1 4
+[ "$(lat 4 zone list --json)" = "$(lat 4 zone list --json | grep -v Movies)" ] || fail "h4 received a zone of h1-h3"
+lat 4 record get Movies/shared >/dev/null 2>&1 && fail "h4 holds a record of h1-h3"
+wait_until 5 "doctor on h1 says h4 is not trusted" doctor_says 1 "$(device_id 4)" "not trusted here"
+echo "h4 lists h1-h3 (trusted: no) and holds none of their records"
+
+step "(d) h2 restarts and rediscovers"
+stop_serve 2
+wait_until 10 "h1 notices h2 left" not_connected_to 2 1
+lat 1 record save Movies/while-h2-was-down --type Movie "title=missed it" >/dev/null
+restarted=$(now)
+serve 2
+wait_until 10 "h2 reconnects to h1 and h3" all_connected 2 1 2 3
+echo "h2 connected again $(since "$restarted") s after its restart"
+wait_until 10 "h2 catches up" has_record 2 Movies/while-h2-was-down
+
+step "(e) 10,000 records saved on h1 arrive on h2 and h3"
+lat 1 zone create Bulk >/dev/null
+generate_records 10000 > "$LAN_DIR/bulk.jsonl"
+saved=$(now)
+lat 1 record import Bulk "$LAN_DIR/bulk.jsonl" >/dev/null
+wait_until 30 "10,000 records on h2 and h3" zone_count Bulk 10000 2 3
+echo "10,000 records on h2 and h3 $(since "$saved") s after the import began"
+converged Bulk 1 2 3 || fail "Bulk differs"
+
+step "(f) avahi-daemon dies under a running node, and comes back"
+on 4 sh -c 'kill -TERM "$(cat /run/avahi-daemon/pid)"'
+wait_until 10 "h4's node reports mDNS unavailable" grep -q "avahi-daemon is not running" "$LAN_DIR/h4/serve.err"
+[ "$(grep -c "mDNS discovery is off" "$LAN_DIR/h4/serve.err")" = 1 ] || fail "expected exactly one line about mDNS on h4's stderr"
+grep -qi "bonjour" "$LAN_DIR/h4/serve.err" && fail "Avahi's compatibility warning reached the user"
+wait_until 5 "doctor on h4 names the missing daemon" doctor_says 4 "mDNS" "avahi-daemon is not running"
+lan_start_avahi 4
+wait_until 15 "h4's discovery comes back" grep -q '"discoveryAvailable"' "$LAN_DIR/h4/serve.out"
+wait_until 10 "h4 sees h1-h3 again" discovered_untrusted 4 1 2 3
+
+step "every scenario passed"
