@@ -1,68 +1,68 @@
 #!/usr/bin/env bash
-# The main job, as a CLI session: two devices (a laptop and a phone, two
-# stores on this machine) trust each other, run `lattice serve`, and sync over
-# encrypted TCP on loopback: saves reach the other side at once, edits made
-# while one is offline merge when it comes back. (Discovery by mDNS is not
-# built yet: the phone is given the laptop's address with --peer.)
+# The main job: three devices on a simulated LAN (network namespaces on a
+# bridge with no route out, each with its own dbus, avahi-daemon and store)
+# run `lattice serve` with no addresses given: they find each other by mDNS,
+# sync over encrypted TCP, edit at once, one goes offline (its cable pulled)
+# and edits on its own, and all converge, conflicts included. The records of
+# each host are shown at the end. Everything is torn down when it ends.
+# Without root (namespaces), it runs scripts/demo-loopback.sh instead and says so.
 set -euo pipefail
-source "$(dirname "$0")/demo-common.sh"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-# Starts `lattice serve` in the background; `port` is then the port it listens on.
-serve() {
-  local log="$1"; shift
-  "$lattice" serve --port 0 --listen 127.0.0.1 --no-mdns "$@" > "$log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    if grep -q "listening on port" "$log"; then port="$(sed -n 's/^listening on port //p' "$log" | head -1)"; return; fi
-    sleep 0.1
-  done
-  echo "serve did not start: $(cat "$log")" >&2; exit 1
-}
-wait_for() { for _ in $(seq 100); do if eval "$1" >/dev/null 2>&1; then return 0; fi; sleep 0.05; done; echo "timed out: $1" >&2; exit 1; }
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+source Tests/lan/lan.sh
+if ! lan_require 2>/dev/null; then
+  echo "This machine cannot create a simulated LAN here (it needs root for network namespaces, and avahi-daemon):"
+  echo "running the loopback demo instead: two nodes on 127.0.0.1 with static --peer addresses, no mDNS."
+  exec scripts/demo-loopback.sh
+fi
+swift build --product lattice >/dev/null
+L="$PWD/.build/debug/lattice"
+source Tests/lan/nodes.sh
+names=([1]=laptop [2]=phone [3]=tablet)
+fail() { echo "demo failed: $*" >&2; exit 1; }
+say() { printf '\n%s\n' "$*"; }
+# Echo a command as typed on host K, then run it there.
+run() { local k="$1"; shift; printf '\n%s$ lattice %s\n' "${names[$k]}" "$(printf '%q ' "$@")"; lat "$k" "$@"; }
 
-run init --name laptop "${laptop[@]}"
-run init --name phone "${phone[@]}"
-laptop_id="$("$lattice" id "${laptop[@]}")"
-phone_id="$("$lattice" id "${phone[@]}")"
-echo; echo "# Each device trusts the other's ID (compare them aloud): together they are one account."
-run trust "$phone_id" --name phone "${laptop[@]}"
-run trust "$laptop_id" --name laptop "${phone[@]}"
-run zone create Movies "${laptop[@]}"
-run record save Movies/toy-story --type Movie 'title=Toy Story' rating:int=4 "${laptop[@]}"
+say "# A simulated LAN: three hosts (10.77.0.1-3), each with its own avahi-daemon, no route out."
+lan_up 3
+for k in 1 2 3; do run "$k" init --name "${names[$k]}"; done
+say "# Each device trusts the others' IDs (compare them aloud): together they are one account."
+for k in 1 2 3; do for j in 1 2 3; do [ "$k" = "$j" ] || run "$k" trust "$(device_id "$j")" --name "${names[$j]}" >/dev/null; done; done
+run 1 zone create Movies
 
-echo; echo "# Both run the node; the phone dials the laptop."
-serve "$work/laptop.log" "${laptop[@]}"
-laptop_port="$port"
-say "lattice serve --port 0 --listen 127.0.0.1 --no-mdns ${laptop[*]} &   # prints: listening on port $laptop_port"
-serve "$work/phone.log" --peer "127.0.0.1:$laptop_port" "${phone[@]}"
-say "lattice serve --port 0 --listen 127.0.0.1 --no-mdns --peer 127.0.0.1:$laptop_port ${phone[*]} &"
-wait_for "\"$lattice\" record get Movies/toy-story ${phone[*]}"
-run record get Movies/toy-story "${phone[@]}"
+say "# Each runs the node, with no address given: they find each other by mDNS (_lattice._tcp)."
+started=$(now)
+for k in 1 2 3; do serve "$k"; echo "${names[$k]}\$ lattice serve &"; done
+for k in 1 2 3; do wait_until 15 "${names[$k]} connects to the others" all_connected "$k" 1 2 3; done
+say "# All three connected $(since "$started") s after the nodes started."
+run 1 peers
 
-echo; echo "# A save on either side reaches the other at once (push on commit, no polling)."
-run record save Movies/up --type Movie title=Up rating:int=5 "${phone[@]}"
-wait_for "\"$lattice\" record get Movies/up ${laptop[*]}"
-run record get Movies/up "${laptop[@]}"
-run peers "${laptop[@]}"
+say "# All three save at once, and all three retitle the same movie."
+writers=()
+for k in 1 2 3; do
+  ( lat "$k" record save "Movies/pick-of-${names[$k]}" --type Movie "title=${names[$k]}'s pick" "rating:int=$k" >/dev/null
+    lat "$k" record save Movies/toy-story --type Movie "title=Toy Story (${names[$k]})" "rating:int=$((k + 2))" >/dev/null ) &
+  writers+=($!)
+done
+for writer in "${writers[@]}"; do wait "$writer"; done
+wait_until 15 "the three converge" converged Movies 1 2 3
+run 2 query Movie --zone Movies --sort title
 
-echo; echo "# The phone goes offline; both edit toy-story, and the phone deletes up while the laptop edits it."
-kill -TERM "${pids[1]}"; wait "${pids[1]}" 2>/dev/null || true
-run record save Movies/toy-story --type Movie rating=5 'title=Toy Story (1995)' "${laptop[@]}"
-run record save Movies/toy-story --type Movie rating=3 'note=watch with the kids' "${phone[@]}"
-run record save Movies/up --type Movie rating=1 "${laptop[@]}"
-run record delete Movies/up "${phone[@]}"
+say "# The tablet's cable is pulled. The others notice within seconds, from the connection itself."
+lan_link 3 down
+cut=$(now)
+wait_until 15 "the others notice" not_connected_to 3 1 2
+say "# Noticed after $(since "$cut") s. Both sides keep editing."
+run 3 record save Movies/toy-story --type Movie "note=watched offline on the train"
+run 3 record save Movies/up --type Movie "title=Up" "rating:int=5"
+run 1 record save Movies/toy-story --type Movie "rating:int=1"
+run 2 record delete Movies/pick-of-phone
 
-echo; echo "# Back online: one sync exchanges exactly what each side lacks."
-run sync --peer "127.0.0.1:$laptop_port" --once "${phone[@]}"
-run query Movie --zone Movies --sort title "${laptop[@]}"
-run query Movie --zone Movies --sort title "${phone[@]}"
-expect_converged Movies/toy-story
-echo; echo "# The losing rating travels with the record: both show the same conflict."
-run conflicts Movies/toy-story "${laptop[@]}"
-run status "${laptop[@]}"
+say "# The cable is back: the tablet reconnects and everything merges."
+lan_link 3 up
+wait_until 30 "the tablet reconnects" all_connected 3 1 2 3
+wait_until 15 "all converge" converged Movies 1 2 3
+for k in 1 2 3; do run "$k" query Movie --zone Movies --sort title; done
+run 1 conflicts Movies/toy-story
+say "converged: the same records and the same conflicts on the laptop, the phone and the tablet."

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs the system libraries Lattice builds against, when missing (Debian/Ubuntu).
+# Installs what Lattice builds against and what its tests and demo use, when
+# missing (Debian/Ubuntu): libsodium, SQLite, Avahi's DNS-SD library, and for the
+# simulated LAN (network namespaces, one dbus + avahi-daemon per host) dbus,
+# avahi-daemon, iproute2 and python3. Nothing is started here.
 set -euo pipefail
 needed=()
-for package in libsodium-dev libsqlite3-dev pkg-config; do
+for package in libsodium-dev libsqlite3-dev pkg-config libavahi-compat-libdnssd-dev avahi-daemon dbus iproute2 python3; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || needed+=("$package")
 done
 if [ ${#needed[@]} -gt 0 ]; then
@@ -10,5 +13,5 @@ if [ ${#needed[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing: ${needed[*]}"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${needed[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${needed[@]}" >/dev/null
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, property, store-on-disk, crash and CLI tests,
+# The whole test suite: unit, property, store-on-disk, crash and CLI tests;
+# then, as root, the scenarios on a simulated LAN (real mDNS, several hosts);
 # then a short seeded libFuzzer run of the change-set reader and applier.
 #   LATTICE_FUZZ_SECONDS (default 45; 0 skips the libFuzzer run), LATTICE_FUZZ_CASES (convergence fuzzer histories)
 set -euo pipefail
@@ -7,6 +8,11 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests
 swift test --skip-build "$@"
+if [ "$(id -u)" -eq 0 ]; then
+  Tests/lan/scenarios.sh .build/debug/lattice
+else
+  echo "the simulated-LAN scenarios need root (network namespaces): skipped"
+fi
 fuzz_seconds="${LATTICE_FUZZ_SECONDS:-45}"
 if [ "$fuzz_seconds" -gt 0 ]; then
   log="$(mktemp)"

@@ -22,7 +22,14 @@ public struct DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible
 
     public var description: String { message }
 
-    static let systemBusSocket = "/run/dbus/system_bus_socket"
+    /// Where the system bus listens: `DBUS_SYSTEM_BUS_ADDRESS` (`unix:path=…`) if set, as D-Bus reads it.
+    static var systemBusSocket: String {
+        if let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"],
+           let path = address.split(separator: ";").first?.split(separator: ",").first(where: { $0.hasPrefix("unix:path=") }) {
+            return String(path.dropFirst("unix:path=".count))
+        }
+        return "/run/dbus/system_bus_socket"
+    }
 
     /// The error for a DNS-SD return code; `kDNSServiceErr_Unknown` is how Avahi's
     /// library says that the bus or the daemon is missing, so tell them apart here.

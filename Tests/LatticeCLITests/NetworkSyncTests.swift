@@ -88,6 +88,29 @@ import Glibc
         #expect(try eventually { try converged(["a", "b", "c"]) })
     }
 
+    @Test func withoutAnMDNSDaemonServeSaysSoOnceAndStaticPeersStillSync() throws {
+        defer { cli.cleanup() }
+        _ = try makeStores(["a", "b"], trust: [("a", "b")])
+        // No system bus at this address: Avahi's library cannot reach a daemon, whatever runs on this machine.
+        let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/lattice-test-bus"]
+        let a = try NodeProcess(cli: cli, store: "a", mdns: true, environment: noBus, logLevel: "warning")
+        let b = try NodeProcess(cli: cli, store: "b", peers: [a.port], mdns: true, environment: noBus, logLevel: "warning")
+        defer { for node in [a, b] { node.stop() } }
+        try cli.ok(["record", "save", "Movies/m1", "--type", "Movie", "title=A"], store: "a")
+        #expect(try eventually { try cli.run(["record", "get", "Movies/m1"], store: "b").status == 0 })
+        #expect(eventually(10) { a.count("discoveryUnavailable") == 1 })
+        Thread.sleep(forTimeInterval: 2.5) // past a retry: still one line
+        let lines = a.standardError.split(separator: "\n")
+        #expect(lines.count == 1, "stderr: \(a.standardError)")
+        #expect(lines.first?.contains("mDNS discovery is off: no system D-Bus (/nonexistent/lattice-test-bus is missing)") == true)
+        #expect(lines.first?.contains("Meanwhile serving --peer addresses") == true)
+        #expect(!a.standardError.contains("Bonjour") && !a.standardError.contains("WARNING"))
+        let doctor = try cli.run(["doctor"], store: "a")
+        #expect(doctor.status == 69)
+        #expect(doctor.stdout.contains("PROBLEM mDNS: mDNS discovery is off: no system D-Bus"))
+        #expect(doctor.stdout.contains("ok      node: pid"))
+    }
+
     @Test func anUntrustedDeviceGetsNothing() throws {
         defer { cli.cleanup() }
         let ids = try makeStores(["a", "d"], trust: [])

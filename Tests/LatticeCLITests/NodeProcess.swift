@@ -10,21 +10,30 @@ final class NodeProcess: @unchecked Sendable {
     let store: String
     private let lock = NSLock()
     private var buffer = ""
+    private var errorBuffer = ""
     private(set) var port = 0
 
     /// Starts `lattice serve --port 0 --json` on `store`, dialing `peers`; returns once it listens.
-    init(cli: CLI, store: String, peers: [Int] = [], extra: [String] = []) throws {
+    /// Without `mdns`, it runs with --no-mdns; `environment` is added to the test's.
+    init(cli: CLI, store: String, peers: [Int] = [], extra: [String] = [], mdns: Bool = false, environment: [String: String] = [:], logLevel: String = "info") throws {
         self.store = store
         process.executableURL = CLI.binary
-        process.arguments = ["serve", "--port", "0", "--listen", "127.0.0.1", "--json", "--no-mdns", "--log-level", "info", "--store", cli.path(store)]
-            + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] } + extra
+        process.arguments = ["serve", "--port", "0", "--listen", "127.0.0.1", "--json", "--log-level", logLevel, "--store", cli.path(store)]
+            + (mdns ? [] : ["--no-mdns"]) + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] } + extra
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = err
         out.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
             self.lock.withLock { self.buffer += String(decoding: data, as: UTF8.self) }
+        }
+        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock { self.errorBuffer += String(decoding: data, as: UTF8.self) }
         }
         try process.run()
         let deadline = Date().addingTimeInterval(20)
@@ -44,6 +53,9 @@ final class NodeProcess: @unchecked Sendable {
     var events: [[String: Any]] {
         lock.withLock { buffer }.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
     }
+
+    /// What it printed on standard error so far.
+    var standardError: String { lock.withLock { errorBuffer } }
 
     func count(_ event: String) -> Int { events.filter { $0["event"] as? String == event }.count }
 
