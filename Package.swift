@@ -44,13 +44,13 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
-        .systemLibrary(
-            name: "CDNSSD",
-            pkgConfig: "avahi-compat-libdns_sd",
-            providers: [.apt(["libavahi-compat-libdnssd-dev"])]
-        ),
+        // No pkg-config here: Avahi's .pc file adds -D_REENTRANT, which SwiftPM warns about on every build.
+        .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
         .target(name: "LatticeCore"),
-        .target(name: "LatticeDiscovery", dependencies: ["CDNSSD"]),
+        .target(
+            name: "LatticeDiscovery", dependencies: ["CDNSSD"],
+            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
+        ),
         .target(name: "LatticeCrypto", dependencies: ["CSodium"]),
         .target(
             name: "LatticeStore",

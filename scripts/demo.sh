@@ -28,7 +28,7 @@ say "# A simulated LAN: three hosts (10.77.0.1-3), each with its own avahi-daemo
 lan_up 3
 for k in 1 2 3; do run "$k" init --name "${names[$k]}"; done
 say "# Each device trusts the others' IDs (compare them aloud): together they are one account."
-for k in 1 2 3; do for j in 1 2 3; do [ "$k" = "$j" ] || run "$k" trust "$(device_id "$j")" --name "${names[$j]}" >/dev/null; done; done
+for k in 1 2 3; do for j in 1 2 3; do [ "$k" = "$j" ] || run "$k" trust "$(device_id "$j")" --name "${names[$j]}"; done; done
 run 1 zone create Movies
 
 say "# Each runs the node, with no address given: they find each other by mDNS (_lattice._tcp)."

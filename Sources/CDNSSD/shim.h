@@ -1,3 +1,7 @@
-// The DNS-SD API: Avahi's compatibility library on Linux (its include
-// directory and -ldns_sd come from pkg-config), the system's on macOS.
+// The DNS-SD API: the system's on macOS, Avahi's compatibility library on Linux
+// (package libavahi-compat-libdnssd-dev, which installs it under its own directory).
+#if __has_include(<dns_sd.h>)
 #include <dns_sd.h>
+#else
+#include <avahi-compat-libdns_sd/dns_sd.h>
+#endif

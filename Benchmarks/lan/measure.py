@@ -1,0 +1,216 @@
+"""Timings of Lattice on the simulated LAN, driven from outside the hosts.
+
+Run by Benchmarks/lan/run.sh once the hosts are up and their stores trust each
+other (LAN_TAG, LAN_DIR, LATTICE and HOSTS in the environment). It starts
+`lattice serve --json` on every host, with no --peer, and timestamps every
+event line as it arrives, so no figure depends on polling.
+
+  discovery  a node starts until every other node reports it connected
+  propagate  `lattice record save` starts on h1 until `lattice watch` on h2
+             prints the record (watch sees each commit as it lands)
+  bulk       `lattice record import` of N records on h1 until `watch` on every
+             other host has printed all N
+  fanout     one save on h1 until every other host has it, and the CPU time
+             all nodes spend per commit
+Prints one JSON line per figure.
+"""
+import json, os, signal, statistics, subprocess, sys, threading, time
+
+TAG, DIR, LATTICE = os.environ["LAN_TAG"], os.environ["LAN_DIR"], os.environ["LATTICE"]
+HOSTS = int(os.environ["HOSTS"])
+
+
+def on(k, *command):
+    """The argv that runs `command` on host k (its own /run/dbus and /run/avahi-daemon)."""
+    return ["ip", "netns", "exec", f"{TAG}h{k}", "sh", "-c",
+            'mount -n --bind "$0/dbus" /run/dbus && mount -n --bind "$0/avahi" /run/avahi-daemon && exec "$@"',
+            f"{DIR}/h{k}/run", *command]
+
+
+def lattice(k, *arguments, **kwargs):
+    return subprocess.run(on(k, LATTICE, *arguments, "--store", f"{DIR}/h{k}/store"), check=True, capture_output=True, text=True, **kwargs)
+
+
+class Lines:
+    """A process whose stdout lines are kept with the time each arrived."""
+
+    def __init__(self, argv):
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.lines, self.cond = [], threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self.cond:
+                self.lines.append((time.monotonic(), line))
+                self.cond.notify_all()
+
+    def wait_for(self, predicate, after=0.0, timeout=60.0):
+        """The arrival time of the first line after `after` that satisfies `predicate`."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for stamp, line in self.lines:
+                    if stamp >= after and predicate(line):
+                        return stamp
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no matching line")
+                self.cond.wait(left)
+
+    def count_after(self, after, predicate):
+        with self.cond:
+            return sum(1 for stamp, line in self.lines if stamp >= after and predicate(line))
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def event(name, peer=None):
+    def match(line):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            return False
+        return e.get("event") == name and (peer is None or e.get("peer") == peer)
+    return match
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def summary(figure, samples, **extra):
+    ms = [s * 1000 for s in samples]
+    print(json.dumps({"figure": figure, "samples": len(ms), "p50_ms": round(percentile(ms, 50), 1),
+                      "p99_ms": round(percentile(ms, 99), 1), "max_ms": round(max(ms), 1), **extra}), flush=True)
+
+
+ids = {k: lattice(k, "id").stdout.strip() for k in range(1, HOSTS + 1)}
+nodes = {}
+
+
+def serve(k):
+    nodes[k] = Lines(on(k, LATTICE, "serve", "--json", "--store", f"{DIR}/h{k}/store"))
+    nodes[k].wait_for(event("listening"))
+
+
+def all_connected(timeout=60):
+    for k in nodes:
+        for j in nodes:
+            if j != k:
+                nodes[k].wait_for(event("connected", ids[j]), timeout=timeout)
+
+
+def discovery(runs):
+    samples, last = [], HOSTS
+    for _ in range(runs):
+        nodes[last].stop()
+        gone = time.monotonic()
+        for k in range(1, last):  # goodbyes seen: the next start is a fresh discovery
+            nodes[k].wait_for(event("vanished", ids[last]), after=gone - 1, timeout=20)
+        time.sleep(0.3)
+        started = time.monotonic()
+        serve(last)
+        arrived = [nodes[k].wait_for(event("connected", ids[last]), after=started, timeout=30) for k in range(1, last)]
+        samples.append(max(arrived) - started)
+    summary("discovery: node start until every other node lists it connected", samples, hosts=HOSTS)
+
+
+def watchers(zone, hosts):
+    watching = {k: Lines(on(k, LATTICE, "watch", zone, "--store", f"{DIR}/h{k}/store")) for k in hosts}
+    time.sleep(1.0)  # watch is up
+    return watching
+
+
+def propagate(saves):
+    lattice(1, "zone", "create", "Bench")
+    time.sleep(1.0)
+    watching = watchers("Bench", [2])
+    samples, process = [], []
+    for i in range(saves):
+        name = f"p{i:05d}"
+        began = time.monotonic()
+        subprocess.run(on(1, LATTICE, "record", "save", f"Bench/{name}", "--type", "Note", f"title=save {i}", "--store", f"{DIR}/h1/store"),
+                       check=True, capture_output=True)
+        process.append(time.monotonic() - began)
+        samples.append(watching[2].wait_for(lambda line: f'"{name}"' in line, after=began, timeout=10) - began)
+        time.sleep(0.02)
+    summary("propagation: `lattice record save` on h1 starts until visible on h2", samples, hosts=HOSTS,
+            save_process_p50_ms=round(statistics.median(process) * 1000, 1))
+    for w in watching.values():
+        w.stop()
+
+
+def bulk(records):
+    lattice(1, "zone", "create", "Bulk")
+    time.sleep(1.0)
+    others = list(range(2, HOSTS + 1))
+    watching = watchers("Bulk", others)
+    lines = "".join(json.dumps({"recordName": f"item-{i:05d}", "recordType": "Item",
+                                "fields": {"title": {"value": f"item {i}"}, "rank": {"value": i}}}) + "\n" for i in range(records))
+    began = time.monotonic()
+    lattice(1, "record", "import", "Bulk", "-", input=lines)
+    imported = time.monotonic()
+    deadline = time.monotonic() + 60
+    is_record = lambda line: '"item-' in line
+    while any(watching[k].count_after(began, is_record) < records for k in others):
+        if time.monotonic() > deadline:
+            raise TimeoutError("bulk records did not arrive")
+        time.sleep(0.005)
+    arrived = max(watching[k].wait_for(lambda line: f'"item-{records - 1:05d}"' in line, after=began) for k in others)
+    print(json.dumps({"figure": f"{records} records imported on h1 until on every other host", "hosts": HOSTS,
+                      "import_s": round(imported - began, 3), "after_import_s": round(arrived - imported, 3),
+                      "total_s": round(arrived - began, 3)}), flush=True)
+    for w in watching.values():
+        w.stop()
+
+
+def fanout(saves):
+    lattice(1, "zone", "create", "Fan")
+    time.sleep(1.0)
+    others = list(range(2, HOSTS + 1))
+    watching = watchers("Fan", others)
+    before = {k: cpu_seconds(nodes[k].process.pid) for k in nodes}
+    samples = []
+    for i in range(saves):
+        name = f"f{i:05d}"
+        began = time.monotonic()
+        lattice(1, "record", "save", f"Fan/{name}", "--type", "Note", f"title=save {i}")
+        samples.append(max(watching[k].wait_for(lambda line: f'"{name}"' in line, after=began, timeout=20) for k in others) - began)
+        time.sleep(0.05)
+    cpu = {k: cpu_seconds(nodes[k].process.pid) - before[k] for k in nodes}
+    summary("fanout: one save on h1 until on every other host", samples, hosts=HOSTS,
+            sender_cpu_ms_per_commit=round(cpu[1] / saves * 1000, 2),
+            all_nodes_cpu_ms_per_commit=round(sum(cpu.values()) / saves * 1000, 2))
+    for w in watching.values():
+        w.stop()
+
+
+def main():
+    jobs = sys.argv[1:]
+    try:
+        for k in range(1, HOSTS + 1):
+            serve(k)
+        all_connected()
+        for job in jobs:
+            name, _, count = job.partition("=")
+            {"discovery": discovery, "propagate": propagate, "bulk": bulk, "fanout": fanout}[name](int(count))
+    finally:
+        for node in nodes.values():
+            node.stop()
+
+
+main()
