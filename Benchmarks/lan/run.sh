@@ -30,5 +30,5 @@ measure() {
   lan_down
 }
 
-measure 3 "discovery=$RUNS" "propagate=$((RUNS * 5))" "bulk=10000"
+measure 3 "discovery=$RUNS" "cold=$((RUNS / 4))" "propagate=$((RUNS * 5))" "bulk=10000"
 for hosts in $FANOUT_HOSTS; do measure "$hosts" "fanout=$RUNS"; done

@@ -37,6 +37,8 @@ public final class ServiceDiscovery: @unchecked Sendable {
     private var running = false
     private var failed = false
     private var retry: DispatchWorkItem?
+    /// Entered per open reference, left once it is deallocated.
+    private let releasing = DispatchGroup()
 
     /// - Parameters:
     ///   - serviceType: like `_lattice._tcp`.
@@ -60,12 +62,17 @@ public final class ServiceDiscovery: @unchecked Sendable {
     }
 
     /// Withdraws the advertisement and stops browsing. Not from an event handler.
+    /// Withdraws the advertisement (other hosts see it go within about a second) and
+    /// stops browsing; returns once the daemon has been told, or after a second.
     public func stop() {
         queue.sync {
             running = false
             retry?.cancel()
             teardown()
         }
+        // References are released by their sources' cancel handlers: wait for them, or a
+        // process that exits next would leave its advertisement behind.
+        _ = releasing.wait(timeout: .now() + 1)
     }
 
     deinit {
@@ -189,7 +196,11 @@ public final class ServiceDiscovery: @unchecked Sendable {
         }
         // The reference (and its socket) goes only once the source is done with it, which
         // is also after any callback under way returns: a callback may cancel its own operation.
-        source.setCancelHandler { DNSServiceRefDeallocate(reference) }
+        releasing.enter()
+        source.setCancelHandler { [releasing] in
+            DNSServiceRefDeallocate(reference)
+            releasing.leave()
+        }
         operation.source = source
         operations[ObjectIdentifier(operation)] = operation
         source.resume()

@@ -82,6 +82,7 @@ echo "h4 lists h1-h3 (trusted: no) and holds none of their records"
 step "(d) h2 restarts and rediscovers"
 stop_serve 2
 wait_until 10 "h1 notices h2 left" not_connected_to 2 1
+wait_until 10 "h2 leaves h4's peers (untrusted there, listed only while present)" peers_check 4 'p is None' "$(device_id 2)"
 lat 1 record save Movies/while-h2-was-down --type Movie "title=missed it" >/dev/null
 restarted=$(now)
 serve 2

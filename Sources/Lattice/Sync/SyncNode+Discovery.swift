@@ -125,8 +125,11 @@ extension SyncNode {
     /// with), trying each of its addresses, while no connection to it runs.
     private func discoveredDialLoop(_ id: String) async {
         // When both see each other at once, the smaller ID dials and the larger waits a
-        // moment, so one handshake usually suffices (a race is settled by the dedup rule).
-        if container.deviceID > id { try? await Task.sleep(nanoseconds: 1_000_000_000) }
+        // moment (a LAN handshake takes milliseconds), so one handshake usually suffices;
+        // a race is settled by the dedup rule. Short, because a node that restarts sees
+        // the others at once (its daemon's cache) while they see it only after its name
+        // probe (~0.8 s): it should not wait long for them.
+        if container.deviceID > id { try? await Task.sleep(nanoseconds: 250_000_000) }
         var delay = 0.25
         while !Task.isCancelled {
             let next = state.withLockedValue { state -> (addresses: [PeerAddress], connected: Bool)? in
