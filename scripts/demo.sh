@@ -49,14 +49,15 @@ for writer in "${writers[@]}"; do wait "$writer"; done
 wait_until 15 "the three converge" converged Movies 1 2 3
 run 2 query Movie --zone Movies --sort title
 
-say "# The tablet's cable is pulled. The others notice within seconds, from the connection itself."
+say "# The tablet's cable is pulled. The others notice within seconds, from the connection itself (mDNS still lists it)."
+
 lan_link 3 down
 cut=$(now)
 wait_until 15 "the others notice" not_connected_to 3 1 2
 say "# Noticed after $(since "$cut") s. Both sides keep editing."
-run 3 record save Movies/toy-story --type Movie "note=watched offline on the train"
+run 3 record save Movies/toy-story --type Movie "title=Toy Story (seen on the train)" "note=watched offline"
 run 3 record save Movies/up --type Movie "title=Up" "rating:int=5"
-run 1 record save Movies/toy-story --type Movie "rating:int=1"
+run 1 record save Movies/toy-story --type Movie "title=Toy Story (1995)" "rating:int=1"
 run 2 record delete Movies/pick-of-phone
 
 say "# The cable is back: the tablet reconnects and everything merges."

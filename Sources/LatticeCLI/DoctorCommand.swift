@@ -111,6 +111,9 @@ struct DoctorCommand: ParsableCommand {
             let mdns = status?.discovery?.state == "running" ? "mDNS does not see it" : "mDNS is not working here"
             return "not seen on the network (\(mdns)): is its node running (`lattice serve`) on this LAN? Where multicast does not pass, give its address with --peer HOST:PORT"
         }
+        if let dialError = row.dialError {
+            return "seen on the network but this node cannot connect to it (\(dialError)): is a firewall in the way, or does its node listen on another address (--listen)?"
+        }
         return "seen on the network but not connected yet (it may be starting; if this lasts, check a firewall on its port)"
     }
 }

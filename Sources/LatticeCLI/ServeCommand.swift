@@ -140,7 +140,7 @@ struct ServeCommand: ParsableCommand {
             """)
     @OptionGroup var options: GlobalOptions
     @Option(help: "TCP port to listen on (0 picks a free one).") var port: Int = 7766
-    @Option(help: "Address to listen on.") var listen: String = "0.0.0.0"
+    @Option(help: "Address to listen on (:: is every IPv4 and IPv6 address).") var listen: String = "::"
     @Option(help: "A peer to dial, HOST:PORT; repeat for more.") var peer: [String] = []
     @Flag(help: "Neither advertise this node nor look for peers by mDNS (only --peer and incoming connections).") var noMdns = false
 

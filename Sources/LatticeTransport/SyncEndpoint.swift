@@ -104,7 +104,7 @@ public final class SyncEndpoint: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { [self] channel in
-                let address = channel.remoteAddress?.ipAddress ?? "?"
+                let address = channel.remoteAddress.flatMap(hostText) ?? "?"
                 switch limiter.admit(channel, from: address) {
                 case .refused:
                     logger.notice("connection refused", metadata: ["address": "\(address)", "reason": "\(TransportError.tooManyConnections(address))"])

@@ -55,10 +55,18 @@ public struct ConnectionHandle: Sendable, Hashable {
 }
 
 func addressText(_ address: SocketAddress) -> String {
-    if let ip = address.ipAddress, let port = address.port {
-        return address.protocol == .inet6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+    if let ip = hostText(address), let port = address.port {
+        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
     }
     return "\(address)"
+}
+
+/// The peer's IP address as people write it: an IPv4 peer of a dual-stack
+/// listener (`::ffff:10.0.0.2`) is shown, and counted, as plain IPv4.
+func hostText(_ address: SocketAddress) -> String? {
+    guard let ip = address.ipAddress else { return nil }
+    if ip.hasPrefix("::ffff:"), ip.contains(".") { return String(ip.dropFirst("::ffff:".count)) }
+    return ip
 }
 
 /// Carries out a `SyncSession`'s actions on a channel: decodes messages,

@@ -85,9 +85,8 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
         #expect(await eventually { a.node.connectedPeers == [b.container.deviceID] && b.node.connectedPeers == [a.container.deviceID] })
         #expect(await eventually { (try? b.container.privateCloudDatabase.allRecordZones().map(\.zoneID.zoneName).contains("notes")) == true })
         // The status file shows the device as discovery sees it.
-        let status = try #require(NodeStatus.read(store: a.container.directory))
         #expect(await eventually { NodeStatus.read(store: a.container.directory)?.discovery?.devices.map(\.deviceID) == [b.container.deviceID] })
-        #expect(status.discovery?.state == "running")
+        #expect(NodeStatus.read(store: a.container.directory)?.discovery?.state == "running")
         await a.node.stop()
         await b.node.stop()
     }
@@ -148,6 +147,23 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
         #expect(await eventually { NodeStatus.read(store: a.container.directory)?.discovery?.devices.isEmpty == true })
         await a.node.stop()
         await b.node.stop()
+    }
+
+    @Test func anUnreachableDiscoveredDeviceIsReportedOnceAndShownInTheStatus() async throws {
+        let directory = TemporaryDirectory()
+        let a = DiscoveringNode(try directory.container("a"))
+        let absent = try directory.container("absent")
+        try a.container.trust(deviceID: absent.deviceID)
+        try await a.node.start()
+        // Advertised, but nothing listens there (port 1 on loopback refuses).
+        a.send(.found(DiscoveredService(
+            name: absent.deviceID, interfaceIndex: 1, host: "gone.local.", port: 1,
+            txt: ["id": absent.deviceID, "container": absent.containerIdentifier, "pv": "1"], addresses: ["127.0.0.1"])))
+        #expect(await eventually { NodeStatus.read(store: a.container.directory)?.discovery?.devices.first?.dialError?.contains("connection refused") == true })
+        try await Task.sleep(nanoseconds: 2_000_000_000) // several retries
+        let unreachable = a.events.withLockedValue { $0 }.filter { if case .unreachable = $0 { return true } else { return false } }
+        #expect(unreachable.count == 1)
+        await a.node.stop()
     }
 
     @Test func discoveryUnavailableIsReportedAndStaticPeersStillSync() async throws {

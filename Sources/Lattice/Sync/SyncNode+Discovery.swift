@@ -102,7 +102,8 @@ extension SyncNode {
                     deviceID: device.deviceID, container: device.container,
                     protocolVersions: device.services.first?.txt["pv"], addresses: device.addresses.map(\.description),
                     port: device.services.first?.port ?? 0, interfaces: Set(device.services.map(\.interfaceIndex)).count,
-                    trusted: trusted, problem: device.problem(container: ours, versions: SyncWire.versions, trusted: trusted))
+                    trusted: trusted, problem: device.problem(container: ours, versions: SyncWire.versions, trusted: trusted),
+                    dialError: state.discoveryDialErrors[device.deviceID])
             }
             for device in devices where state.discoveryDialers[device.deviceID] == nil
                 && device.problem(container: ours, versions: SyncWire.versions, trusted: state.trusted.contains(device.deviceID)) == nil {
@@ -145,11 +146,24 @@ extension SyncNode {
                 try? await Task.sleep(nanoseconds: 250_000_000)
                 continue
             }
+            var failures: [String] = []
             for address in next.addresses {
-                guard let lasted = await dial(address) else { continue }
+                // A device that stays unreachable is reported once, not every few seconds.
+                let lasted = await dial(address) { reason in
+                    failures.append("\(address): \(reason)")
+                    return self.state.withLockedValue { $0.discoveryDialErrors[id] == nil }
+                }
+                guard let lasted else { continue }
                 if lasted > 5 { delay = 0.25 }
+                failures = []
                 break
             }
+            let failed = failures.isEmpty ? nil : failures.joined(separator: "; ")
+            let changed = state.withLockedValue { state in
+                defer { state.discoveryDialErrors[id] = failed }
+                return state.discoveryDialErrors[id] != failed
+            }
+            if changed { reviewDiscovered() }
             // Liveness comes from the connection (keepalives), never from mDNS: a cut
             // peer stays discovered for an hour, so keep trying it, at most every few seconds.
             await backOff(&delay, cap: 5)

@@ -46,8 +46,9 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
 /// process or any other on the store — to every connected peer at once.
 public final class SyncNode: Sendable {
     public struct Configuration: Sendable {
-        /// Where to listen; nil port: do not listen (`sync --once`).
-        public var listenHost = "0.0.0.0"
+        /// Where to listen: `::` is every IPv4 and IPv6 address (plain `0.0.0.0` where
+        /// the machine has no IPv6); nil port: do not listen (`sync --once`).
+        public var listenHost = "::"
         public var port: Int?
         public var peers: [PeerAddress] = []
         /// Dial peers again when a connection ends.
@@ -116,6 +117,8 @@ public final class SyncNode: Sendable {
         var trusted: Set<String> = []
         /// One dial loop per discovered device it should sync with.
         var discoveryDialers: [String: Task<Void, Never>] = [:]
+        /// Why the last dial of a discovered device failed, until one succeeds.
+        var discoveryDialErrors: [String: String] = [:]
     }
 
     public let container: Container
@@ -173,7 +176,12 @@ public final class SyncNode: Sendable {
         let endpoint = endpoint
         if let port = configuration.port {
             do {
-                let listener = try await endpoint.listen(host: configuration.listenHost, port: port)
+                let listener: Channel
+                do {
+                    listener = try await endpoint.listen(host: configuration.listenHost, port: port)
+                } catch let error as IOError where configuration.listenHost == "::" && [EAFNOSUPPORT, EADDRNOTAVAIL].contains(error.errnoCode) {
+                    listener = try await endpoint.listen(host: "0.0.0.0", port: port) // no IPv6 here
+                }
                 let bound = listener.localAddress?.port ?? port
                 state.withLockedValue {
                     $0.listener = listener
@@ -274,8 +282,9 @@ public final class SyncNode: Sendable {
     }
 
     /// Connects to `address` and waits until that connection ends; returns how long
-    /// it lasted, or nil (with an `unreachable` event) when it could not be made.
-    func dial(_ address: PeerAddress) async -> TimeInterval? {
+    /// it lasted, or nil (with an `unreachable` event, unless `reportFailure` says
+    /// not to) when it could not be made.
+    func dial(_ address: PeerAddress, reportFailure: (String) -> Bool = { _ in true }) async -> TimeInterval? {
         let began = Date()
         do {
             let channel = try await endpoint.connect(host: address.host, port: address.port)
@@ -296,7 +305,7 @@ public final class SyncNode: Sendable {
         } catch {
             let reason = Self.describe(error)
             logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(reason)"])
-            continuation.yield(.unreachable(address: address.description, reason: reason))
+            if reportFailure(reason) { continuation.yield(.unreachable(address: address.description, reason: reason)) }
             return nil
         }
     }
