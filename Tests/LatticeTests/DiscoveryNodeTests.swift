@@ -166,6 +166,26 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
         await a.node.stop()
     }
 
+    @Test func anAdvertisementForgedWithATrustedDevicesIDDoesNotHideTheRealOne() async throws {
+        let directory = TemporaryDirectory()
+        let a = DiscoveringNode(try directory.container("a"))
+        let b = DiscoveringNode(try directory.container("b"))
+        let impostor = DiscoveringNode(try directory.container("impostor"))
+        try a.container.trust(deviceID: b.container.deviceID)
+        try b.container.trust(deviceID: a.container.deviceID)
+        for node in [a, b, impostor] { try await node.node.start() }
+        // The impostor advertises B's ID at its own port, and is listed first.
+        var forged = try impostor.service(interface: 1)
+        forged.name = b.container.deviceID
+        forged.txt["id"] = b.container.deviceID
+        a.send(.found(forged))
+        try await Task.sleep(nanoseconds: 300_000_000)
+        a.send(.found(try b.service(interface: 2)))
+        #expect(await eventually { a.node.connectedPeers == [b.container.deviceID] })
+        #expect(!a.node.connectedPeers.contains(impostor.container.deviceID))
+        for node in [a, b, impostor] { await node.node.stop() }
+    }
+
     @Test func discoveryUnavailableIsReportedAndStaticPeersStillSync() async throws {
         let directory = TemporaryDirectory()
         let a = DiscoveringNode(try directory.container("a"))

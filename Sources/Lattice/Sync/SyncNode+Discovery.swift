@@ -96,7 +96,9 @@ extension SyncNode {
         state.withLockedValue { state in
             guard !state.stopped, state.discovery != nil else { return }
             let devices = state.discovered.devices
-            state.status.discovery?.devices = devices.map { device in
+            // Every trusted device, and at most 100 others: anyone on the LAN can advertise.
+            let shown = devices.filter { state.trusted.contains($0.deviceID) } + devices.filter { !state.trusted.contains($0.deviceID) }.prefix(100)
+            state.status.discovery?.devices = shown.map { device in
                 let trusted = state.trusted.contains(device.deviceID)
                 return NodeStatus.Device(
                     deviceID: device.deviceID, container: device.container,
@@ -154,6 +156,14 @@ extension SyncNode {
                     return self.state.withLockedValue { $0.discoveryDialErrors[id] == nil }
                 }
                 guard let lasted else { continue }
+                // Anyone can advertise any device ID: only a session with that device
+                // counts. Another device at the address (a stale or forged advertisement)
+                // must not keep the real one's other addresses from being tried.
+                let reached = state.withLockedValue { $0.peerOfAddress[address] == id }
+                guard reached else {
+                    failures.append("\(address): another device answers there")
+                    continue
+                }
                 if lasted > 5 { delay = 0.25 }
                 failures = []
                 break
