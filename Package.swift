@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "LatticeCore"),
         .target(
             name: "LatticeDiscovery", dependencies: ["CDNSSD"],
-            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
+            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux])), .linkedLibrary("avahi-common", .when(platforms: [.linux]))]
         ),
         .target(name: "LatticeCrypto", dependencies: ["CSodium"]),
         .target(

@@ -7,15 +7,26 @@ struct DoctorCommand: ParsableCommand {
         commandName: "doctor", abstract: "Explain why a device is not seen or not syncing.",
         discussion: """
             Checks that a node runs on this store, that mDNS works (D-Bus and avahi-daemon on Linux), that an interface can carry multicast, and, for every trusted or discovered device, what the node observed: not seen on the network, another container, not trusted on either side, a protocol version mismatch, a clock ahead by more than the skew bound, or the last connection error.
-            Exit codes: 0 nothing wrong found; 69 a problem was found (each is printed with what to do).
+            Devices this one does not sync with by design (not trusted here, another container) are listed as notes. Exit codes: 0 nothing wrong found; 69 a problem was found (each is printed with what to do).
             Example: lattice doctor
             """)
     @OptionGroup var options: GlobalOptions
 
     struct Finding {
+        enum Kind: String { case ok, note, problem }
         var subject: String
-        var ok: Bool
+        var kind: Kind
         var detail: String
+
+        init(subject: String, ok: Bool, detail: String) {
+            self.init(subject: subject, kind: ok ? .ok : .problem, detail: detail)
+        }
+
+        init(subject: String, kind: Kind, detail: String) {
+            self.subject = subject
+            self.kind = kind
+            self.detail = detail
+        }
     }
 
     func run() throws {
@@ -30,14 +41,23 @@ struct DoctorCommand: ParsableCommand {
         findings.append(mdnsFinding(status))
         findings.append(Self.multicastFinding())
         for row in try PeerRow.all(container) {
-            findings.append(Finding(subject: "\(row.name ?? "device") \(row.deviceID)", ok: Self.problem(row, status: status, ourID: container.deviceID) == nil,
-                                    detail: Self.problem(row, status: status, ourID: container.deviceID) ?? "syncing (connected\(row.address.map { " at \($0)" } ?? ""))"))
+            let subject = "\(row.name ?? "device") \(row.deviceID)"
+            guard let problem = Self.problem(row, status: status, ourID: container.deviceID) else {
+                findings.append(Finding(subject: subject, ok: true, detail: "syncing (connected\(row.address.map { " at \($0)" } ?? ""))"))
+                continue
+            }
+            // Devices this one does not sync with (not trusted, another container) are
+            // facts about the LAN, not problems, unless they are trusted here.
+            findings.append(Finding(subject: subject, kind: row.trusted && status != nil ? .problem : .note, detail: problem))
         }
-        let problems = findings.filter { !$0.ok }.count
+        let problems = findings.filter { $0.kind == .problem }.count
         if options.json {
-            Output.json(["device": container.deviceID, "problems": problems, "findings": findings.map { ["subject": $0.subject, "ok": $0.ok, "detail": $0.detail] }])
+            Output.json(["device": container.deviceID, "problems": problems, "findings": findings.map {
+                ["subject": $0.subject, "ok": $0.kind != .problem, "kind": $0.kind.rawValue, "detail": $0.detail]
+            }])
         } else {
-            for finding in findings { Output.line("\(finding.ok ? "ok     " : "PROBLEM") \(finding.subject): \(finding.detail)") }
+            let labels: [Finding.Kind: String] = [.ok: "ok     ", .note: "note   ", .problem: "PROBLEM"]
+            for finding in findings { Output.line("\(labels[finding.kind]!) \(finding.subject): \(finding.detail)") }
             Output.line(problems == 0 ? "no problem found" : "\(problems) problem(s) found")
         }
         if problems > 0 { Foundation.exit(ExitStatus.unavailable.rawValue) }
@@ -100,7 +120,7 @@ struct DoctorCommand: ParsableCommand {
             }
             return nil
         }
-        guard status != nil else { return "unknown: no node runs here" }
+        guard status != nil else { return "unknown while no node runs here" }
         if let problem = row.discoveryProblem { return problem }
         if !row.trusted { return "not trusted here: if it is yours, run `lattice trust \(row.deviceID)` (and on it, `lattice trust \(ourID)`)" }
         if let error = row.live?.lastError {

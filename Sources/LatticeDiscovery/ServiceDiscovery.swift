@@ -33,6 +33,8 @@ public final class ServiceDiscovery: @unchecked Sendable {
     private var operations: [ObjectIdentifier: Operation] = [:]
     private var table = ServiceTable()
     private var resolving: [ServiceTable.Key: Operation] = [:]
+    private var waitingToResolve: [ServiceTable.Key] = []
+    private var resolveFailures: [ServiceTable.Key: Int] = [:]
     private var addressQueries: [ServiceTable.Key: [Operation]] = [:]
     private var running = false
     private var failed = false
@@ -54,6 +56,9 @@ public final class ServiceDiscovery: @unchecked Sendable {
     public func start() {
         // Avahi's library prints a warning on stderr at its first call unless this is set.
         setenv("AVAHI_COMPAT_NOWARN", "1", 1)
+        #if os(Linux)
+        _ = avahiZeroedAllocations
+        #endif
         queue.async {
             guard !self.running else { return }
             self.running = true
@@ -61,7 +66,6 @@ public final class ServiceDiscovery: @unchecked Sendable {
         }
     }
 
-    /// Withdraws the advertisement and stops browsing. Not from an event handler.
     /// Withdraws the advertisement (other hosts see it go within about a second) and
     /// stops browsing; returns once the daemon has been told, or after a second.
     public func stop() {
@@ -102,6 +106,9 @@ public final class ServiceDiscovery: @unchecked Sendable {
             onEvent(.unavailable(error))
         }
         guard running else { return }
+        // Several references fail at once when the daemon goes: one retry, or the next
+        // round would register twice (and the daemon would rename the second "name #2").
+        retry?.cancel()
         let retry = DispatchWorkItem { [weak self] in
             guard let self, self.running else { return }
             self.connect()
@@ -114,6 +121,8 @@ public final class ServiceDiscovery: @unchecked Sendable {
         for operation in operations.values { operation.cancel() }
         operations.removeAll()
         resolving.removeAll()
+        waitingToResolve.removeAll()
+        resolveFailures.removeAll()
         addressQueries.removeAll()
         for event in table.removeAll() { onEvent(event) }
     }
@@ -135,15 +144,54 @@ public final class ServiceDiscovery: @unchecked Sendable {
         try start(operation, code, "browsing")
     }
 
+    /// At most this many resolves run at once (each holds a D-Bus connection and a
+    /// thread in Avahi's library); the others wait their turn, new instances first.
+    static let maximumResolves = 8
+
+    /// Resolves `key` now if a slot is free, else when one is.
+    private func requestResolve(_ key: ServiceTable.Key) {
+        guard table.contains(key), resolving[key] == nil, addressQueries[key] == nil, !waitingToResolve.contains(key) else { return }
+        if resolving.count < Self.maximumResolves {
+            resolve(key)
+        } else if resolveFailures[key] == nil {
+            waitingToResolve.insert(key, at: 0)
+        } else {
+            waitingToResolve.append(key)
+        }
+    }
+
+    private func resolveNextWaiting() {
+        while resolving.count < Self.maximumResolves, !waitingToResolve.isEmpty {
+            let key = waitingToResolve.removeFirst()
+            if table.contains(key), resolving[key] == nil { resolve(key) }
+        }
+    }
+
     private func resolve(_ key: ServiceTable.Key) {
         let operation = Operation(owner: self, key: key)
         let code = DNSServiceResolve(&operation.reference, 0, key.interfaceIndex, key.name, serviceType, "local", resolveReply, operation.context)
         do {
             try start(operation, code, "resolving \(key.name)")
             resolving[key] = operation
-        } catch {
+        } catch where error.code == .noSystemBus || error.code == .noDaemon {
             fail(error)
+        } catch {
+            // One instance the daemon will not resolve now (a flood, a limit): only it waits.
+            resolveFailed(key)
         }
+    }
+
+    /// An instance that did not resolve is tried again later, backing off (2 s doubling
+    /// to a minute), so instances that never answer cannot keep the others waiting.
+    private func resolveFailed(_ key: ServiceTable.Key) {
+        let failures = resolveFailures[key, default: 0] + 1
+        resolveFailures[key] = failures
+        let delay = min(60, retryInterval * Double(1 << min(failures - 1, 5)))
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, self.running else { return }
+            self.requestResolve(key)
+        }
+        resolveNextWaiting()
     }
 
     /// Asks for the host's A and AAAA records, briefly: the queries close half a second
@@ -159,8 +207,11 @@ public final class ServiceDiscovery: @unchecked Sendable {
             do {
                 try start(operation, code, "looking up \(host)")
                 started.append(operation)
-            } catch {
+            } catch where error.code == .noSystemBus || error.code == .noDaemon {
                 return fail(error)
+            } catch {
+                for operation in started { forget(operation) }
+                return resolveFailed(key)
             }
         }
         addressQueries[key] = started
@@ -178,8 +229,8 @@ public final class ServiceDiscovery: @unchecked Sendable {
         for operation in running { forget(operation) }
         guard !table.isAnnounced(key) else { return }
         queue.asyncAfter(deadline: .now() + retryInterval) { [weak self] in
-            guard let self, self.running, self.table.contains(key), self.resolving[key] == nil, self.addressQueries[key] == nil else { return }
-            self.resolve(key)
+            guard let self, self.running else { return }
+            self.requestResolve(key)
         }
     }
 
@@ -192,7 +243,15 @@ public final class ServiceDiscovery: @unchecked Sendable {
         source.setEventHandler { [weak self, weak operation] in
             guard let self, let operation, let reference = operation.reference else { return }
             let result = DNSServiceProcessResult(reference)
-            if result != 0 { self.fail(DiscoveryError.from(code: result, doing: "reading the daemon's answers")) }
+            guard result != 0 else { return }
+            let error = DiscoveryError.from(code: result, doing: "reading the daemon's answers")
+            if let key = operation.key, error.code == .refused {
+                // A resolve or lookup of one instance failed: only it is tried again.
+                self.forgetLookups(of: key)
+                self.resolveFailed(key)
+            } else {
+                self.fail(error)
+            }
         }
         // The reference (and its socket) goes only once the source is done with it, which
         // is also after any callback under way returns: a callback may cancel its own operation.
@@ -204,6 +263,11 @@ public final class ServiceDiscovery: @unchecked Sendable {
         operation.source = source
         operations[ObjectIdentifier(operation)] = operation
         source.resume()
+    }
+
+    private func forgetLookups(of key: ServiceTable.Key) {
+        if let operation = resolving.removeValue(forKey: key) { forget(operation) }
+        for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
     }
 
     private func forget(_ operation: Operation) {
@@ -223,11 +287,16 @@ public final class ServiceDiscovery: @unchecked Sendable {
         let key = ServiceTable.Key(name: name, interfaceIndex: interface)
         if flags & DNSFlag.add != 0 {
             // The resolve may take a while (the other side still probes its name): it stays pending.
-            if table.browsed(key) { resolve(key) }
+            if table.browsed(key) { requestResolve(key) }
         } else {
             let (gone, event) = table.removed(key)
             guard gone else { return }
-            if let operation = resolving.removeValue(forKey: key) { forget(operation) }
+            waitingToResolve.removeAll { $0 == key }
+            resolveFailures[key] = nil
+            if let operation = resolving.removeValue(forKey: key) {
+                forget(operation)
+                resolveNextWaiting()
+            }
             for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
             if let event { onEvent(event) }
         }
@@ -237,14 +306,10 @@ public final class ServiceDiscovery: @unchecked Sendable {
         guard let key = operation.key, table.contains(key) else { return }
         resolving.removeValue(forKey: key)
         forget(operation)
-        guard code == 0 else {
-            // Resolving timed out (the service went quiet): try again while it is browsed.
-            queue.asyncAfter(deadline: .now() + retryInterval) { [weak self] in
-                guard let self, self.running, self.table.contains(key), self.resolving[key] == nil else { return }
-                self.resolve(key)
-            }
-            return
-        }
+        // Resolving timed out (the service went quiet, or never answers): later, while it is browsed.
+        guard code == 0 else { return resolveFailed(key) }
+        resolveFailures[key] = nil
+        resolveNextWaiting()
         if let event = table.resolved(key, host: host, port: Int(UInt16(bigEndian: port)), txt: TXTRecord.decode(txt)) { onEvent(event) }
         queryAddresses(key, host: host)
     }
@@ -350,3 +415,22 @@ private extension Array where Element == CChar {
         String(decoding: prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
+
+#if os(Linux)
+/// Avahi's compatibility library leaves the callback pointers of a new reference
+/// uninitialised (`sdref_new` allocates it with `malloc`) and, when the daemon goes
+/// away, calls the first one that is not NULL — garbage, for a resolve or a record
+/// query: a segfault. With every Avahi allocation zeroed, those pointers are NULL and
+/// its failure path reaches the right callback. Memory still comes from and returns to
+/// the C library, so allocations made before this are freed correctly.
+private let avahiZeroedAllocations: Bool = {
+    let allocator = UnsafeMutablePointer<AvahiAllocator>.allocate(capacity: 1) // kept for the process's life, as Avahi requires
+    allocator.initialize(to: AvahiAllocator(
+        malloc: { size in calloc(1, size) },
+        free: { pointer in free(pointer) },
+        realloc: { pointer, size in realloc(pointer, size) },
+        calloc: { count, size in calloc(count, size) }))
+    avahi_set_allocator(allocator)
+    return true
+}()
+#endif

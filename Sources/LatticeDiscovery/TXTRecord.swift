@@ -16,7 +16,8 @@ public enum TXTRecord {
     }
 
     /// Decodes a TXT record from the network. Keys are case-insensitive (lowercased
-    /// here) and the first occurrence wins; malformed strings are skipped, never trusted.
+    /// here) and the first occurrence wins; malformed strings, and any holding a control
+    /// character, are skipped, never trusted.
     public static func decode(_ bytes: some Collection<UInt8>) -> [String: String] {
         var entries: [String: String] = [:]
         var rest = bytes[...]
@@ -28,7 +29,9 @@ public enum TXTRecord {
             guard let equals = entry.firstIndex(of: UInt8(ascii: "=")), equals != entry.startIndex,
                   let key = String(validating: entry[..<equals], as: UTF8.self)?.lowercased(),
                   let value = String(validating: entry[entry.index(after: equals)...], as: UTF8.self),
-                  entries[key] == nil else { continue }
+                  entries[key] == nil,
+                  // Text from the network ends up on terminals: no control characters.
+                  !(key + value).unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { continue }
             entries[key] = value
         }
         return entries

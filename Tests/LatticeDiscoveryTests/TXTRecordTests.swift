@@ -31,6 +31,9 @@ import Testing
         #expect(TXTRecord.decode([3] + Array("abc".utf8) + [3] + Array("k=v".utf8)) == ["k": "v"])
         #expect(TXTRecord.decode([2] + Array("=v".utf8)).isEmpty)
         #expect(TXTRecord.decode([3, 0x6B, 0x3D, 0xFF]).isEmpty)
+        // Control characters (terminal escapes, newlines) never reach a terminal.
+        let escape = Array("container=x\u{1B}[31mRED\nok fake".utf8)
+        #expect(TXTRecord.decode([UInt8(escape.count)] + escape + [3] + Array("k=v".utf8)) == ["k": "v"])
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2000 {
             let bytes = (0..<Int.random(in: 0...64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }

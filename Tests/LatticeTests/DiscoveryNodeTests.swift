@@ -179,6 +179,11 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
         forged.name = b.container.deviceID
         forged.txt["id"] = b.container.deviceID
         a.send(.found(forged))
+        // And claims B is of another container, and speaks another version, on a third interface.
+        var foreign = try impostor.service(interface: 3, container: "com.example.evil", versions: "9")
+        foreign.name = b.container.deviceID
+        foreign.txt["id"] = b.container.deviceID
+        a.send(.found(foreign))
         try await Task.sleep(nanoseconds: 300_000_000)
         a.send(.found(try b.service(interface: 2)))
         #expect(await eventually { a.node.connectedPeers == [b.container.deviceID] })

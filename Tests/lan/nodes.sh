@@ -84,6 +84,9 @@ discovered_untrusted() {
   peers_check "$k" 'p is not None and p["discovered"] and not p["trusted"]' "${ids[@]}"
 }
 
+# events_at_least K EVENT N: host K's node has reported EVENT at least N times.
+events_at_least() { [ "$(grep -c "\"event\":\"$2\"" "$LAN_DIR/h$1/serve.out")" -ge "$3" ]; }
+
 zone_on() { local zone="$1" k; shift; for k in "$@"; do lat "$k" zone list | grep -q "^$zone" || return 1; done; }
 has_record() { lat "$1" record get "$2" >/dev/null 2>&1; }
 

@@ -10,7 +10,8 @@
 #   (d) h2 restarts and rediscovers;
 #   (e) 10,000 records saved on h1 arrive on h2 and h3;
 #   (f) avahi-daemon dies under a running node: one clear line, doctor names
-#       it, and discovery comes back with the daemon.
+#       it, and discovery comes back with the daemon; three times more on a
+#       host with connected peers, which keeps running and syncing.
 # Usage: Tests/lan/scenarios.sh [path/to/lattice]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -77,6 +78,7 @@ wait_until 10 "h1 lists h4 as discovered, untrusted" discovered_untrusted 1 4
 [ "$(lat 4 zone list --json)" = "$(lat 4 zone list --json | grep -v Movies)" ] || fail "h4 received a zone of h1-h3"
 lat 4 record get Movies/shared >/dev/null 2>&1 && fail "h4 holds a record of h1-h3"
 wait_until 5 "doctor on h1 says h4 is not trusted" doctor_says 1 "$(device_id 4)" "not trusted here"
+doctor_says 1 "note    device $(device_id 4)" "not trusted here" || fail "doctor on h1 counts an untrusted device as a problem"
 echo "h4 lists h1-h3 (trusted: no) and holds none of their records"
 
 step "(d) h2 restarts and rediscovers"
@@ -108,5 +110,16 @@ wait_until 5 "doctor on h4 names the missing daemon" doctor_says 4 "mDNS" "avahi
 lan_start_avahi 4
 wait_until 15 "h4's discovery comes back" grep -q '"discoveryAvailable"' "$LAN_DIR/h4/serve.out"
 wait_until 10 "h4 sees h1-h3 again" discovered_untrusted 4 1 2 3
+# Again on h1, which has connected peers and lookups under way, three times over.
+for round in 1 2 3; do
+  on 1 sh -c 'kill -TERM "$(cat /run/avahi-daemon/pid)"'
+  wait_until 10 "h1 reports outage $round" events_at_least 1 discoveryUnavailable "$round"
+  lan_start_avahi 1
+  wait_until 15 "h1 discovers again after outage $round" events_at_least 1 discoveryAvailable "$round"
+done
+kill -0 "${SERVE_PID[1]}" || fail "h1's node died with its daemon"
+[ "$(grep -c "mDNS discovery is off" "$LAN_DIR/h1/serve.err")" = 3 ] || fail "expected one line per outage on h1's stderr"
+lat 2 record save Movies/after-outages --type Movie "title=still syncing" >/dev/null
+wait_until 10 "h1 still syncs with h2" has_record 1 Movies/after-outages
 
 step "every scenario passed"

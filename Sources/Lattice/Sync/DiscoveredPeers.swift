@@ -41,13 +41,28 @@ public struct DiscoveredDevice: Sendable, Hashable {
         return result.sorted { ($0.host.contains(":") ? 1 : 0) < ($1.host.contains(":") ? 1 : 0) }
     }
 
+    /// The instances that advertise `container` and a version among `spoken`. Anyone can
+    /// advertise any device ID: an instance claiming another container or version must
+    /// not decide for the real one (the handshake proves who answers).
+    func compatibleServices(container ours: String, versions spoken: ClosedRange<UInt8>) -> [DiscoveredService] {
+        services.filter { service in
+            service.txt["container"] == ours && LatticeService.versions(service.txt["pv"]).map { $0.overlaps(spoken) } == true
+        }
+    }
+
+    /// Where to dial it: the addresses of its compatible instances only.
+    func dialAddresses(container ours: String, versions spoken: ClosedRange<UInt8>) -> [PeerAddress] {
+        DiscoveredDevice(deviceID: deviceID, container: container, versions: versions, services: compatibleServices(container: ours, versions: spoken)).addresses
+    }
+
     /// Why this node will not sync with it, as a user should read it; nil when it may.
     func problem(container ours: String, versions spoken: ClosedRange<UInt8>, trusted: Bool) -> String? {
-        if container != ours {
-            return "another container (\(container)): only devices of \(ours) sync with this one"
-        }
-        guard let versions, versions.overlaps(spoken) else {
-            return "protocol version mismatch: it speaks \(versions.map(Self.describe) ?? "an unknown version"), this node \(Self.describe(spoken)); update the older one"
+        if compatibleServices(container: ours, versions: spoken).isEmpty {
+            guard services.contains(where: { $0.txt["container"] == ours }) else {
+                return "another container (\(container)): only devices of \(ours) sync with this one (if it should, run both with the same --container)"
+            }
+            let theirs = services.first { $0.txt["container"] == ours }.flatMap { LatticeService.versions($0.txt["pv"]) }
+            return "protocol version mismatch: it speaks \(theirs.map(Self.describe) ?? "an unknown version"), this node \(Self.describe(spoken)); update the older one"
         }
         if !trusted { return "not trusted here (trust it with `lattice trust \(deviceID)`)" }
         return nil

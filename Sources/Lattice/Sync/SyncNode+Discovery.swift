@@ -121,7 +121,7 @@ extension SyncNode {
         guard !state.stopped, let device = state.discovered.device(id),
               device.problem(container: container.containerIdentifier, versions: SyncWire.versions, trusted: state.trusted.contains(id)) == nil
         else { return nil }
-        return device.addresses
+        return device.dialAddresses(container: container.containerIdentifier, versions: SyncWire.versions)
     }
 
     /// Dials a discovered device until it vanishes (or is no longer to be synced
