@@ -44,6 +44,7 @@ struct PeerRow {
     var live: NodeStatus.PeerStatus?
     /// Why the node does not sync with it, as discovery judged (container, version, trust).
     var discoveryProblem: String?
+    var discoveryProblemCause: DiscoveryProblem.Cause?
     /// Why the node's last attempt to connect to it failed.
     var dialError: String?
 
@@ -59,21 +60,24 @@ struct PeerRow {
             return PeerRow(
                 deviceID: peer.deviceID, name: peer.name, trusted: peer.trusted, connected: now?.connected ?? false, discovered: seen != nil,
                 address: (now?.connected == true ? now?.address : nil) ?? seen?.addresses.first ?? peer.address,
-                container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem, dialError: seen?.dialError)
+                container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem, discoveryProblemCause: seen?.problemCause, dialError: seen?.dialError)
         }
         let knownIDs = Set(known.map(\.deviceID))
         for device in (status?.discovery?.devices ?? []) where !knownIDs.contains(device.deviceID) {
             rows.append(PeerRow(
                 deviceID: device.deviceID, name: nil, trusted: false, connected: live[device.deviceID]?.connected ?? false, discovered: true,
                 address: device.addresses.first, container: device.container, lastSeen: nil, live: live[device.deviceID],
-                discoveryProblem: device.problem, dialError: device.dialError))
+                discoveryProblem: device.problem, discoveryProblemCause: device.problemCause, dialError: device.dialError))
         }
         return rows.sorted { ($0.trusted ? 0 : 1, $0.name ?? "~", $0.deviceID) < ($1.trusted ? 0 : 1, $1.name ?? "~", $1.deviceID) }
     }
 
     var note: String {
-        if let container, discoveryProblem?.hasPrefix("another container") == true { return "container \(container)" }
-        if let discoveryProblem, discoveryProblem.hasPrefix("protocol") { return "protocol version mismatch" }
+        switch discoveryProblemCause {
+        case .anotherContainer: return "container \(container ?? "?")"
+        case .versionMismatch: return "protocol version mismatch"
+        case .notTrustedHere, nil: break
+        }
         if live?.clockSkew == true { return "clock ahead: records deferred" }
         if let dialError, !connected { return "cannot connect: \(dialError)" }
         if let error = live?.lastError, !connected { return error }

@@ -56,8 +56,6 @@ struct ServiceTable {
 
     private var entries: [Key: Entry] = [:]
 
-    var keys: [Key] { Array(entries.keys) }
-
     func contains(_ key: Key) -> Bool { entries[key] != nil }
 
     /// Whether the instance was reported `found` (resolved, with an address).

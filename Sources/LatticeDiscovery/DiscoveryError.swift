@@ -22,6 +22,9 @@ public struct DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible
 
     public var description: String { message }
 
+    /// Nothing answers at all (rather than one call refused): all of discovery waits for the daemon.
+    public var daemonIsMissing: Bool { code == .noSystemBus || code == .noDaemon }
+
     /// Where the system bus listens: `DBUS_SYSTEM_BUS_ADDRESS` (`unix:path=…`) if set, as D-Bus reads it.
     static var systemBusSocket: String {
         if let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"],

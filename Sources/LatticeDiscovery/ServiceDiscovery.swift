@@ -30,12 +30,12 @@ public final class ServiceDiscovery: @unchecked Sendable {
     private let queue = DispatchQueue(label: "lattice.discovery")
     private let onEvent: @Sendable (DiscoveryEvent) -> Void
     // Touched on `queue` only.
-    private var operations: [ObjectIdentifier: Operation] = [:]
+    private var operations: [ObjectIdentifier: ServiceOperation] = [:]
     private var table = ServiceTable()
-    private var resolving: [ServiceTable.Key: Operation] = [:]
+    private var resolving: [ServiceTable.Key: ServiceOperation] = [:]
     private var waitingToResolve: [ServiceTable.Key] = []
     private var resolveFailures: [ServiceTable.Key: Int] = [:]
-    private var addressQueries: [ServiceTable.Key: [Operation]] = [:]
+    private var addressQueries: [ServiceTable.Key: [ServiceOperation]] = [:]
     private var running = false
     private var failed = false
     private var retry: DispatchWorkItem?
@@ -129,7 +129,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
 
     private func register(_ advertisement: Advertisement) throws(DiscoveryError) {
         let txt = try TXTRecord.encode(advertisement.txt)
-        let operation = Operation(owner: self, key: nil)
+        let operation = ServiceOperation(owner: self, key: nil)
         let code = txt.withUnsafeBytes { bytes in
             DNSServiceRegister(
                 &operation.reference, 0, 0, advertisement.name, serviceType, nil, nil,
@@ -139,7 +139,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
     }
 
     private func browse() throws(DiscoveryError) {
-        let operation = Operation(owner: self, key: nil)
+        let operation = ServiceOperation(owner: self, key: nil)
         let code = DNSServiceBrowse(&operation.reference, 0, 0, serviceType, nil, browseReply, operation.context)
         try start(operation, code, "browsing")
     }
@@ -168,12 +168,12 @@ public final class ServiceDiscovery: @unchecked Sendable {
     }
 
     private func resolve(_ key: ServiceTable.Key) {
-        let operation = Operation(owner: self, key: key)
+        let operation = ServiceOperation(owner: self, key: key)
         let code = DNSServiceResolve(&operation.reference, 0, key.interfaceIndex, key.name, serviceType, "local", resolveReply, operation.context)
         do {
             try start(operation, code, "resolving \(key.name)")
             resolving[key] = operation
-        } catch where error.code == .noSystemBus || error.code == .noDaemon {
+        } catch where error.daemonIsMissing {
             fail(error)
         } catch {
             // One instance the daemon will not resolve now (a flood, a limit): only it waits.
@@ -196,18 +196,18 @@ public final class ServiceDiscovery: @unchecked Sendable {
 
     /// Asks for the host's A and AAAA records, briefly: the queries close half a second
     /// after the first answer (the others come with it), or after `addressQueryLimit`.
-    /// Avahi's library calls an uninitialised pointer in a query or resolve reference
-    /// when the daemon goes away, so none stays open longer than it must.
+    /// Each reference holds a D-Bus connection and a thread in Avahi's library, so none
+    /// stays open longer than it must.
     private func queryAddresses(_ key: ServiceTable.Key, host: String) {
         for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
-        var started: [Operation] = []
+        var started: [ServiceOperation] = []
         for type in [DNSRecordType.a, DNSRecordType.aaaa] {
-            let operation = Operation(owner: self, key: key)
+            let operation = ServiceOperation(owner: self, key: key)
             let code = DNSServiceQueryRecord(&operation.reference, 0, key.interfaceIndex, host, type, 1, queryReply, operation.context)
             do {
                 try start(operation, code, "looking up \(host)")
                 started.append(operation)
-            } catch where error.code == .noSystemBus || error.code == .noDaemon {
+            } catch where error.daemonIsMissing {
                 return fail(error)
             } catch {
                 for operation in started { forget(operation) }
@@ -234,7 +234,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
         }
     }
 
-    private func start(_ operation: Operation, _ code: DNSServiceErrorType, _ action: String) throws(DiscoveryError) {
+    private func start(_ operation: ServiceOperation, _ code: DNSServiceErrorType, _ action: String) throws(DiscoveryError) {
         guard code == 0, let reference = operation.reference else {
             operation.cancel()
             throw DiscoveryError.from(code: code, doing: action)
@@ -245,7 +245,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
             let result = DNSServiceProcessResult(reference)
             guard result != 0 else { return }
             let error = DiscoveryError.from(code: result, doing: "reading the daemon's answers")
-            if let key = operation.key, error.code == .refused {
+            if let key = operation.key, !error.daemonIsMissing {
                 // A resolve or lookup of one instance failed: only it is tried again.
                 self.forgetLookups(of: key)
                 self.resolveFailed(key)
@@ -270,7 +270,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
         for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
     }
 
-    private func forget(_ operation: Operation) {
+    private func forget(_ operation: ServiceOperation) {
         operation.cancel()
         operations.removeValue(forKey: ObjectIdentifier(operation))
     }
@@ -293,16 +293,13 @@ public final class ServiceDiscovery: @unchecked Sendable {
             guard gone else { return }
             waitingToResolve.removeAll { $0 == key }
             resolveFailures[key] = nil
-            if let operation = resolving.removeValue(forKey: key) {
-                forget(operation)
-                resolveNextWaiting()
-            }
-            for operation in addressQueries.removeValue(forKey: key) ?? [] { forget(operation) }
+            forgetLookups(of: key)
+            resolveNextWaiting()
             if let event { onEvent(event) }
         }
     }
 
-    fileprivate func resolved(_ operation: Operation, _ code: DNSServiceErrorType, host: String, port: UInt16, txt: [UInt8]) {
+    fileprivate func resolved(_ operation: ServiceOperation, _ code: DNSServiceErrorType, host: String, port: UInt16, txt: [UInt8]) {
         guard let key = operation.key, table.contains(key) else { return }
         resolving.removeValue(forKey: key)
         forget(operation)
@@ -314,7 +311,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
         queryAddresses(key, host: host)
     }
 
-    fileprivate func answered(_ operation: Operation, _ code: DNSServiceErrorType, flags: DNSServiceFlags, type: UInt16, data: [UInt8]) {
+    fileprivate func answered(_ operation: ServiceOperation, _ code: DNSServiceErrorType, flags: DNSServiceFlags, type: UInt16, data: [UInt8]) {
         guard let key = operation.key, code == 0 else { return }
         guard let address = Self.address(type: type, data: data, interface: key.interfaceIndex) else { return }
         if let event = table.address(key, address, added: flags & DNSFlag.add != 0) { onEvent(event) }
@@ -355,7 +352,7 @@ enum DNSRecordType {
 
 /// One DNS-SD reference and the read source that feeds its answers in; its
 /// address is the context the C callbacks get back.
-final class Operation {
+final class ServiceOperation {
     var reference: DNSServiceRef?
     var source: DispatchSourceRead?
     weak var owner: ServiceDiscovery?
@@ -368,8 +365,8 @@ final class Operation {
 
     var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
-    static func from(_ context: UnsafeMutableRawPointer?) -> Operation? {
-        context.map { Unmanaged<Operation>.fromOpaque($0).takeUnretainedValue() }
+    static func from(_ context: UnsafeMutableRawPointer?) -> ServiceOperation? {
+        context.map { Unmanaged<ServiceOperation>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Stops answers; the reference is deallocated by the source's cancel handler, never
@@ -389,23 +386,23 @@ final class Operation {
 private func string(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
 
 private let registerReply: DNSServiceRegisterReply = { _, _, code, name, _, _, context in
-    guard let operation = Operation.from(context) else { return }
+    guard let operation = ServiceOperation.from(context) else { return }
     operation.owner?.registered(code, name: string(name))
 }
 
 private let browseReply: DNSServiceBrowseReply = { _, flags, interface, code, name, _, _, context in
-    guard let operation = Operation.from(context) else { return }
+    guard let operation = ServiceOperation.from(context) else { return }
     operation.owner?.browsed(code, flags: flags, interface: interface, name: string(name))
 }
 
 private let resolveReply: DNSServiceResolveReply = { _, _, _, code, _, host, port, length, txt, context in
-    guard let operation = Operation.from(context) else { return }
+    guard let operation = ServiceOperation.from(context) else { return }
     let bytes = txt.map { Array(UnsafeBufferPointer(start: $0, count: Int(length))) } ?? []
     operation.owner?.resolved(operation, code, host: string(host), port: port, txt: bytes)
 }
 
 private let queryReply: DNSServiceQueryRecordReply = { _, flags, _, code, _, type, _, length, data, _, context in
-    guard let operation = Operation.from(context) else { return }
+    guard let operation = ServiceOperation.from(context) else { return }
     let bytes = data.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(length))) } ?? []
     operation.owner?.answered(operation, code, flags: flags, type: type, data: bytes)
 }

@@ -9,15 +9,14 @@ import Testing
 final class FakeDiscovery: PeerDiscovery, @unchecked Sendable {
     let advertisement: ServiceDiscovery.Advertisement
     private let onEvent: @Sendable (DiscoveryEvent) -> Void
-    private let started = NIOLockedValueBox(false)
 
     init(_ advertisement: ServiceDiscovery.Advertisement, _ onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
         self.advertisement = advertisement
         self.onEvent = onEvent
     }
 
-    func start() { started.withLockedValue { $0 = true } }
-    func stop() { started.withLockedValue { $0 = false } }
+    func start() {}
+    func stop() {}
     func send(_ event: DiscoveryEvent) { onEvent(event) }
 }
 
@@ -71,14 +70,20 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
 }
 
 @Suite(.serialized) struct DiscoveryNodeTests {
-    @Test func aTrustedDeviceFoundByDiscoveryIsDialedWithNoAddressGiven() async throws {
-        let directory = TemporaryDirectory()
+    /// Nodes A and B of one account (each trusts the other), started.
+    func startedAccount(in directory: TemporaryDirectory) async throws -> (DiscoveringNode, DiscoveringNode) {
         let a = DiscoveringNode(try directory.container("a"))
         let b = DiscoveringNode(try directory.container("b"))
         try a.container.trust(deviceID: b.container.deviceID)
         try b.container.trust(deviceID: a.container.deviceID)
         try await a.node.start()
         try await b.node.start()
+        return (a, b)
+    }
+
+    @Test func aTrustedDeviceFoundByDiscoveryIsDialedWithNoAddressGiven() async throws {
+        let directory = TemporaryDirectory()
+        let (a, b) = try await startedAccount(in: directory)
         try await a.container.privateCloudDatabase.save(Zone(zoneName: "notes"))
         // Only A learns of B: one side finding the other is enough.
         a.send(.found(try b.service()))
@@ -168,12 +173,9 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
 
     @Test func anAdvertisementForgedWithATrustedDevicesIDDoesNotHideTheRealOne() async throws {
         let directory = TemporaryDirectory()
-        let a = DiscoveringNode(try directory.container("a"))
-        let b = DiscoveringNode(try directory.container("b"))
+        let (a, b) = try await startedAccount(in: directory)
         let impostor = DiscoveringNode(try directory.container("impostor"))
-        try a.container.trust(deviceID: b.container.deviceID)
-        try b.container.trust(deviceID: a.container.deviceID)
-        for node in [a, b, impostor] { try await node.node.start() }
+        try await impostor.node.start()
         // The impostor advertises B's ID at its own port, and is listed first.
         var forged = try impostor.service(interface: 1)
         forged.name = b.container.deviceID
@@ -193,12 +195,7 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
 
     @Test func discoveryUnavailableIsReportedAndStaticPeersStillSync() async throws {
         let directory = TemporaryDirectory()
-        let a = DiscoveringNode(try directory.container("a"))
-        let b = DiscoveringNode(try directory.container("b"))
-        try a.container.trust(deviceID: b.container.deviceID)
-        try b.container.trust(deviceID: a.container.deviceID)
-        try await a.node.start()
-        try await b.node.start()
+        let (a, b) = try await startedAccount(in: directory)
         a.send(.unavailable(DiscoveryError(.noDaemon, "mDNS discovery is off: avahi-daemon is not running")))
         #expect(await eventually { NodeStatus.read(store: a.container.directory)?.discovery?.state == "unavailable" })
         #expect(NodeStatus.read(store: a.container.directory)?.discovery?.problem?.contains("avahi-daemon") == true)
@@ -213,7 +210,7 @@ func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async re
 
 @Suite struct DiscoveredPeersTests {
     @Test func servicesWithoutAValidDeviceIDAreIgnored() throws {
-        var peers = DiscoveredPeers(ownDeviceID: "self")
+        var peers = DiscoveredPeers(ownDeviceID: "self", container: "c", versions: 1...1)
         let service = DiscoveredService(name: "x", interfaceIndex: 1, host: "h.local.", port: 1, txt: ["id": "not an id"], addresses: ["10.0.0.1"])
         let changed = peers.apply(.found(service))
         #expect(changed.isEmpty)

@@ -34,12 +34,7 @@ lan_require() {
   done
 }
 
-on() {
-  local k="$1"; shift
-  ip netns exec "$(lan_host "$k")" sh -c '
-    mount -n --bind "$0/dbus" /run/dbus && mount -n --bind "$0/avahi" /run/avahi-daemon && exec "$@"
-  ' "$LAN_DIR/h$k/run" "$@"
-}
+on() { ( on_exec "$@" ); }
 
 # As `on`, but the calling (sub)shell becomes CMD: `on_exec K CMD &` leaves CMD's PID in $!.
 on_exec() {

@@ -20,16 +20,29 @@ public enum LatticeService {
     }
 }
 
+/// Why a node does not sync with a device discovery shows it.
+public struct DiscoveryProblem: Sendable, Hashable, CustomStringConvertible {
+    public enum Cause: String, Codable, Sendable {
+        case anotherContainer, versionMismatch, notTrustedHere
+    }
+
+    public var cause: Cause
+    /// As a user should read it, with what to do.
+    public var description: String
+}
+
 /// A device found by discovery: every instance of it, on every interface, as one.
 public struct DiscoveredDevice: Sendable, Hashable {
     public var deviceID: String
-    public var container: String
-    /// Nil when its TXT record carries no readable version.
-    public var versions: ClosedRange<UInt8>?
     public var services: [DiscoveredService]
 
+    /// The container it advertises (the first instance's, when instances disagree).
+    public var container: String { services.first?.txt["container"] ?? "" }
+
     /// Addresses to dial, IPv4 first, each once (one host can be seen on several interfaces).
-    public var addresses: [PeerAddress] {
+    public var addresses: [PeerAddress] { Self.addresses(of: services) }
+
+    static func addresses(of services: [DiscoveredService]) -> [PeerAddress] {
         var seen = Set<PeerAddress>()
         var result: [PeerAddress] = []
         for service in services {
@@ -41,95 +54,99 @@ public struct DiscoveredDevice: Sendable, Hashable {
         return result.sorted { ($0.host.contains(":") ? 1 : 0) < ($1.host.contains(":") ? 1 : 0) }
     }
 
-    /// The instances that advertise `container` and a version among `spoken`. Anyone can
-    /// advertise any device ID: an instance claiming another container or version must
-    /// not decide for the real one (the handshake proves who answers).
-    func compatibleServices(container ours: String, versions spoken: ClosedRange<UInt8>) -> [DiscoveredService] {
-        services.filter { service in
-            service.txt["container"] == ours && LatticeService.versions(service.txt["pv"]).map { $0.overlaps(spoken) } == true
-        }
-    }
-
-    /// Where to dial it: the addresses of its compatible instances only.
-    func dialAddresses(container ours: String, versions spoken: ClosedRange<UInt8>) -> [PeerAddress] {
-        DiscoveredDevice(deviceID: deviceID, container: container, versions: versions, services: compatibleServices(container: ours, versions: spoken)).addresses
-    }
-
-    /// Why this node will not sync with it, as a user should read it; nil when it may.
-    func problem(container ours: String, versions spoken: ClosedRange<UInt8>, trusted: Bool) -> String? {
-        if compatibleServices(container: ours, versions: spoken).isEmpty {
-            guard services.contains(where: { $0.txt["container"] == ours }) else {
-                return "another container (\(container)): only devices of \(ours) sync with this one (if it should, run both with the same --container)"
-            }
-            let theirs = services.first { $0.txt["container"] == ours }.flatMap { LatticeService.versions($0.txt["pv"]) }
-            return "protocol version mismatch: it speaks \(theirs.map(Self.describe) ?? "an unknown version"), this node \(Self.describe(spoken)); update the older one"
-        }
-        if !trusted { return "not trusted here (trust it with `lattice trust \(deviceID)`)" }
-        return nil
-    }
-
     static func describe(_ versions: ClosedRange<UInt8>) -> String {
         versions.count == 1 ? "version \(versions.lowerBound)" : "versions \(versions.lowerBound)-\(versions.upperBound)"
     }
 }
 
-/// The Lattice services discovery has found, grouped by the device they advertise.
-/// Pure: fed discovery events, it answers which devices are present and how to reach them.
+/// The Lattice services discovery has found, grouped by the device they advertise,
+/// judged against this node's container and protocol versions. Pure: fed discovery
+/// events, it answers which devices are present, which to sync with, and where.
 struct DiscoveredPeers {
     private struct Key: Hashable {
         var name: String
         var interfaceIndex: UInt32
     }
 
-    private var services: [Key: DiscoveredService] = [:]
+    /// Each instance with the device ID it advertises (never this node's own).
+    private var services: [Key: (deviceID: String, service: DiscoveredService)] = [:]
+    private var keysOfDevice: [String: Set<Key>] = [:]
     let ownDeviceID: String
+    let container: String
+    let versions: ClosedRange<UInt8>
 
-    init(ownDeviceID: String) {
+    init(ownDeviceID: String, container: String, versions: ClosedRange<UInt8>) {
         self.ownDeviceID = ownDeviceID
+        self.container = container
+        self.versions = versions
     }
 
     /// Applies an event; returns the IDs of other devices whose entry changed.
     mutating func apply(_ event: DiscoveryEvent) -> Set<String> {
-        var changed = changes(event)
-        changed.remove(ownDeviceID)
-        return changed
-    }
-
-    private mutating func changes(_ event: DiscoveryEvent) -> Set<String> {
         switch event {
         case .found(let service):
             let key = Key(name: service.name, interfaceIndex: service.interfaceIndex)
-            let before = services[key].flatMap { Self.deviceID(of: $0) }
-            services[key] = Self.deviceID(of: service) == nil ? nil : service
-            return Set([before, Self.deviceID(of: service)].compactMap { $0 })
+            let before = remove(key)
+            guard let id = service.txt["id"].flatMap(DeviceID.init)?.description, id != ownDeviceID else { return Set([before].compactMap { $0 }) }
+            services[key] = (id, service)
+            keysOfDevice[id, default: []].insert(key)
+            return Set([before, id].compactMap { $0 })
         case .lost(let name, let interfaceIndex):
-            return Set([services.removeValue(forKey: Key(name: name, interfaceIndex: interfaceIndex)).flatMap { Self.deviceID(of: $0) }].compactMap { $0 })
+            return Set([remove(Key(name: name, interfaceIndex: interfaceIndex))].compactMap { $0 })
         case .unavailable:
-            let ids = Set(services.values.compactMap { Self.deviceID(of: $0) })
-            services.removeAll()
-            return ids
+            defer {
+                services.removeAll()
+                keysOfDevice.removeAll()
+            }
+            return Set(keysOfDevice.keys)
         case .registered, .available:
             return []
         }
     }
 
-    /// Every device present but this one, by device ID.
-    var devices: [DiscoveredDevice] {
-        var byID: [String: DiscoveredDevice] = [:]
-        for service in services.values.sorted(by: { ($0.name, $0.interfaceIndex) < ($1.name, $1.interfaceIndex) }) {
-            guard let id = Self.deviceID(of: service), id != ownDeviceID else { continue }
-            if byID[id] == nil {
-                byID[id] = DiscoveredDevice(deviceID: id, container: service.txt["container"] ?? "", versions: LatticeService.versions(service.txt["pv"]), services: [])
-            }
-            byID[id]!.services.append(service)
-        }
-        return byID.values.sorted { $0.deviceID < $1.deviceID }
+    /// Forgets an instance; returns the device it advertised.
+    private mutating func remove(_ key: Key) -> String? {
+        guard let (id, _) = services.removeValue(forKey: key) else { return nil }
+        keysOfDevice[id]?.remove(key)
+        if keysOfDevice[id]?.isEmpty == true { keysOfDevice[id] = nil }
+        return id
     }
 
-    func device(_ id: String) -> DiscoveredDevice? { devices.first { $0.deviceID == id } }
+    /// Every device present but this one, by device ID.
+    var devices: [DiscoveredDevice] { keysOfDevice.keys.sorted().compactMap(device) }
 
-    /// The device ID a service advertises, if it is a well-formed one.
-    private static func deviceID(of service: DiscoveredService) -> String? {
-        service.txt["id"].flatMap(DeviceID.init)?.description
+    func device(_ id: String) -> DiscoveredDevice? {
+        guard let keys = keysOfDevice[id] else { return nil }
+        let instances = keys.sorted { ($0.name, $0.interfaceIndex) < ($1.name, $1.interfaceIndex) }.compactMap { services[$0]?.service }
+        return DiscoveredDevice(deviceID: id, services: instances)
+    }
+
+    /// The instances that advertise this container and a common version. Anyone can
+    /// advertise any device ID: an instance claiming another container or version must
+    /// not decide for the real one (the handshake proves who answers).
+    private func compatible(_ device: DiscoveredDevice) -> [DiscoveredService] {
+        device.services.filter { service in
+            service.txt["container"] == container && LatticeService.versions(service.txt["pv"]).map { $0.overlaps(versions) } == true
+        }
+    }
+
+    /// Why this node will not sync with `device`; nil when it may.
+    func problem(_ device: DiscoveredDevice, trusted: Bool) -> DiscoveryProblem? {
+        if compatible(device).isEmpty {
+            guard let ofOurs = device.services.first(where: { $0.txt["container"] == container }) else {
+                return DiscoveryProblem(cause: .anotherContainer, description: "another container (\(device.container)): only devices of \(container) sync with this one (if it should, run both with the same --container)")
+            }
+            let theirs = LatticeService.versions(ofOurs.txt["pv"]).map(DiscoveredDevice.describe) ?? "an unknown version"
+            return DiscoveryProblem(cause: .versionMismatch, description: "protocol version mismatch: it speaks \(theirs), this node \(DiscoveredDevice.describe(versions)); update the older one")
+        }
+        if !trusted { return DiscoveryProblem(cause: .notTrustedHere, description: "not trusted here (trust it with `lattice trust \(device.deviceID)`)") }
+        return nil
+    }
+
+    /// Where to dial `id`: the addresses of its compatible instances, while it is present
+    /// and this node should sync with it; nil otherwise.
+    func dialAddresses(_ id: String, trusted: Bool) -> [PeerAddress]? {
+        guard let device = device(id), problem(device, trusted: trusted) == nil else { return nil }
+        return DiscoveredDevice.addresses(of: compatible(device))
     }
 }

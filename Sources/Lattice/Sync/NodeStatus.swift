@@ -63,6 +63,7 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var trusted: Bool
         /// Why this node does not sync with it (another container, version, trust); nil when it does.
         public var problem: String?
+        public var problemCause: DiscoveryProblem.Cause?
         /// Why the last attempt to connect to it failed, per address, until one succeeds.
         public var dialError: String?
     }

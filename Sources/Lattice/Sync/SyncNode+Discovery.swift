@@ -50,8 +50,7 @@ extension SyncNode {
     }
 
     private func discoveryEvent(_ event: DiscoveryEvent) {
-        let (changed, devices) = state.withLockedValue { state in
-            let changed = state.discovered.apply(event)
+        let reports = state.withLockedValue { state -> [Event] in
             switch event {
             case .registered(let name): state.status.discovery?.advertisedAs = name
             case .unavailable(let error):
@@ -63,7 +62,11 @@ extension SyncNode {
                 state.status.discovery?.problem = nil
             case .found, .lost: break
             }
-            return (changed, state.discovered.devices)
+            return state.discovered.apply(event).sorted().map { id in
+                guard let device = state.discovered.device(id) else { return .vanished(peer: id) }
+                let problem = state.discovered.problem(device, trusted: state.trusted.contains(id))
+                return .discovered(peer: id, addresses: device.addresses.map(\.description), problem: problem?.description)
+            }
         }
         switch event {
         case .unavailable(let error):
@@ -75,24 +78,12 @@ extension SyncNode {
             continuation.yield(.discoveryAvailable)
         default: break
         }
-        for id in changed.sorted() {
-            if let device = devices.first(where: { $0.deviceID == id }) {
-                continuation.yield(.discovered(peer: id, addresses: device.addresses.map(\.description), problem: problem(device)))
-            } else {
-                continuation.yield(.vanished(peer: id))
-            }
-        }
+        for report in reports { continuation.yield(report) }
         reviewDiscovered()
-    }
-
-    private func problem(_ device: DiscoveredDevice) -> String? {
-        let trusted = state.withLockedValue { $0.trusted.contains(device.deviceID) }
-        return device.problem(container: container.containerIdentifier, versions: SyncWire.versions, trusted: trusted)
     }
 
     /// Updates the status's device list and starts a dial loop for each device to sync with that has none.
     private func reviewDiscovered() {
-        let ours = container.containerIdentifier
         state.withLockedValue { state in
             guard !state.stopped, state.discovery != nil else { return }
             let devices = state.discovered.devices
@@ -100,28 +91,21 @@ extension SyncNode {
             let shown = devices.filter { state.trusted.contains($0.deviceID) } + devices.filter { !state.trusted.contains($0.deviceID) }.prefix(100)
             state.status.discovery?.devices = shown.map { device in
                 let trusted = state.trusted.contains(device.deviceID)
+                let problem = state.discovered.problem(device, trusted: trusted)
                 return NodeStatus.Device(
                     deviceID: device.deviceID, container: device.container,
                     protocolVersions: device.services.first?.txt["pv"], addresses: device.addresses.map(\.description),
                     port: device.services.first?.port ?? 0, interfaces: Set(device.services.map(\.interfaceIndex)).count,
-                    trusted: trusted, problem: device.problem(container: ours, versions: SyncWire.versions, trusted: trusted),
+                    trusted: trusted, problem: problem?.description, problemCause: problem?.cause,
                     dialError: state.discoveryDialErrors[device.deviceID])
             }
             for device in devices where state.discoveryDialers[device.deviceID] == nil
-                && device.problem(container: ours, versions: SyncWire.versions, trusted: state.trusted.contains(device.deviceID)) == nil {
+                && state.discovered.problem(device, trusted: state.trusted.contains(device.deviceID)) == nil {
                 // Made under the lock, so two reviews at once cannot start two loops for one device.
                 state.discoveryDialers[device.deviceID] = Task { [weak self] in await self?.discoveredDialLoop(device.deviceID) }
             }
         }
         publishStatus()
-    }
-
-    /// The addresses to dial `id` at while discovery sees it and this node should sync with it; nil otherwise.
-    private func dialableAddresses(_ id: String, state: inout State) -> [PeerAddress]? {
-        guard !state.stopped, let device = state.discovered.device(id),
-              device.problem(container: container.containerIdentifier, versions: SyncWire.versions, trusted: state.trusted.contains(id)) == nil
-        else { return nil }
-        return device.dialAddresses(container: container.containerIdentifier, versions: SyncWire.versions)
     }
 
     /// Dials a discovered device until it vanishes (or is no longer to be synced
@@ -136,7 +120,7 @@ extension SyncNode {
         var delay = 0.25
         while !Task.isCancelled {
             let next = state.withLockedValue { state -> (addresses: [PeerAddress], connected: Bool)? in
-                guard let addresses = dialableAddresses(id, state: &state) else {
+                guard !state.stopped, let addresses = state.discovered.dialAddresses(id, trusted: state.trusted.contains(id)) else {
                     state.discoveryDialers[id] = nil
                     return nil
                 }
@@ -150,17 +134,21 @@ extension SyncNode {
             }
             var failures: [String] = []
             for address in next.addresses {
-                // A device that stays unreachable is reported once, not every few seconds.
-                let lasted = await dial(address) { reason in
+                let lasted: TimeInterval
+                switch await dial(address) {
+                case .ended(let after): lasted = after
+                case .unreachable(let reason):
+                    // A device that stays unreachable is reported once, not every few seconds.
+                    if failures.isEmpty, state.withLockedValue({ $0.discoveryDialErrors[id] == nil }) {
+                        continuation.yield(.unreachable(address: address.description, reason: reason))
+                    }
                     failures.append("\(address): \(reason)")
-                    return self.state.withLockedValue { $0.discoveryDialErrors[id] == nil }
+                    continue
                 }
-                guard let lasted else { continue }
                 // Anyone can advertise any device ID: only a session with that device
                 // counts. Another device at the address (a stale or forged advertisement)
                 // must not keep the real one's other addresses from being tried.
-                let reached = state.withLockedValue { $0.peerOfAddress[address] == id }
-                guard reached else {
+                guard state.withLockedValue({ $0.peerOfAddress[address] == id }) else {
                     failures.append("\(address): another device answers there")
                     continue
                 }

@@ -138,7 +138,7 @@ public final class SyncNode: Sendable {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         threadPool = NIOThreadPool(numberOfThreads: 2)
         let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
-        state = NIOLockedValueBox(State(status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID)))
+        state = NIOLockedValueBox(State(status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
@@ -267,7 +267,10 @@ public final class SyncNode: Sendable {
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
                 continue
             }
-            if let lasted = await dial(address), lasted > 5 { delay = 0.25 }
+            switch await dial(address) {
+            case .ended(let lasted): if lasted > 5 { delay = 0.25 }
+            case .unreachable(let reason): continuation.yield(.unreachable(address: address.description, reason: reason))
+            }
             guard configuration.reconnect else { return }
             await backOff(&delay, cap: 30)
         }
@@ -281,10 +284,15 @@ public final class SyncNode: Sendable {
         delay = min(delay * 2, cap)
     }
 
-    /// Connects to `address` and waits until that connection ends; returns how long
-    /// it lasted, or nil (with an `unreachable` event, unless `reportFailure` says
-    /// not to) when it could not be made.
-    func dial(_ address: PeerAddress, reportFailure: (String) -> Bool = { _ in true }) async -> TimeInterval? {
+    enum DialOutcome {
+        /// A connection was made, and ended after this many seconds.
+        case ended(after: TimeInterval)
+        /// No connection could be made, for this reason in a few words.
+        case unreachable(String)
+    }
+
+    /// Connects to `address` and waits until that connection ends.
+    func dial(_ address: PeerAddress) async -> DialOutcome {
         let began = Date()
         do {
             let channel = try await endpoint.connect(host: address.host, port: address.port)
@@ -301,12 +309,11 @@ public final class SyncNode: Sendable {
             if stopped { channel.close(promise: nil) }
             try? await channel.closeFuture.get()
             state.withLockedValue { _ = $0.dialing.removeValue(forKey: key) }
-            return Date().timeIntervalSince(began)
+            return .ended(after: Date().timeIntervalSince(began))
         } catch {
             let reason = Self.describe(error)
             logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(reason)"])
-            if reportFailure(reason) { continuation.yield(.unreachable(address: address.description, reason: reason)) }
-            return nil
+            return .unreachable(reason)
         }
     }
 
