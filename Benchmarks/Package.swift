@@ -4,7 +4,12 @@
 //   swift package benchmark                      (package-benchmark suites)
 //   swift run -c release lattice-merge-figures   (JSON lines for compare/run.sh)
 //   swift run -c release lattice-sync-figures propagation|propagation-cli|initial   (the README's sync figures)
+import Foundation
 import PackageDescription
+
+// A package at a path is known by its directory's name: name Lattice's
+// package by the name its checkout has, whatever that is.
+let lattice = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComponent().standardizedFileURL.lastPathComponent
 
 let package = Package(
     name: "LatticeBenchmarks",
@@ -14,11 +19,11 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
-        .target(name: "Workload", dependencies: [.product(name: "Lattice", package: "main"), .product(name: "LatticeCore", package: "main")]),
+        .target(name: "Workload", dependencies: [.product(name: "Lattice", package: lattice), .product(name: "LatticeCore", package: lattice)]),
         .executableTarget(name: "lattice-merge-figures", dependencies: ["Workload"]),
         .executableTarget(name: "lattice-sync-figures", dependencies: [
-            "Workload", .product(name: "Lattice", package: "main"), .product(name: "LatticeCrypto", package: "main"),
-            .product(name: "LatticeProtocol", package: "main"),
+            "Workload", .product(name: "Lattice", package: lattice), .product(name: "LatticeCrypto", package: lattice),
+            .product(name: "LatticeProtocol", package: lattice),
         ]),
         .executableTarget(
             name: "MergeBenchmarks",
@@ -28,7 +33,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "SyncBenchmarks",
-            dependencies: ["Workload", .product(name: "Lattice", package: "main"), .product(name: "Benchmark", package: "package-benchmark")],
+            dependencies: ["Workload", .product(name: "Lattice", package: lattice), .product(name: "Benchmark", package: "package-benchmark")],
             path: "Benchmarks/SyncBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
         ),

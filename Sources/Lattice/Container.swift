@@ -70,6 +70,19 @@ public final class Container: Sendable {
         try LatticeError.wrap { try store.write { _ = try $0.deploySchema() } }
     }
 
+    /// Adds index kinds to a field, as CloudKit's schema does: queryable and
+    /// sortable fields are filtered and sorted through an SQLite index,
+    /// searchable string fields answer token searches from a token index.
+    /// Every record of the type is indexed now, and every later write and
+    /// merge keeps the index current. The index travels with the schema to
+    /// the other replicas. Returns the kinds that were new.
+    @discardableResult
+    public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws(LatticeError) -> IndexKinds {
+        try RecordValidation.checkIdentifier(recordType, what: "record type")
+        try RecordValidation.checkIdentifier(field, what: "field name")
+        return try LatticeError.wrap { try store.write { try $0.addIndex(kinds, field: field, of: recordType) } }
+    }
+
     // MARK: Change sets
 
     /// Every zone of every database that this store knows, deleted ones included.

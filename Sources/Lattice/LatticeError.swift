@@ -42,7 +42,7 @@ public struct LatticeError: Error, CustomStringConvertible, Sendable {
             switch error {
             case .zoneNotFound: throw LatticeError(.zoneNotFound, error.description)
             case .unknownRecord: throw LatticeError(.unknownItem, error.description)
-            case .recordTypeMismatch, .schema: throw LatticeError(.invalidArguments, error.description)
+            case .recordTypeMismatch, .schema, .index: throw LatticeError(.invalidArguments, error.description)
             }
         } catch let error as ChangeSetError {
             throw LatticeError(.invalidArguments, error.description)

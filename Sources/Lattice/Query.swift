@@ -1,5 +1,6 @@
 import Foundation
 import LatticeCore
+import LatticeStore
 
 /// A query, as `CKQuery`: a record type, a predicate and sort descriptors.
 public struct Query: Hashable, Sendable {
@@ -68,18 +69,39 @@ extension Database {
         try page(cursor.query, zoneID: cursor.zoneID, after: cursor.position, limit: resultsLimit)
     }
 
+    /// How a query is read, after running it: for `lattice query --explain`.
+    public struct QueryExplanation: Sendable {
+        /// The plan, in one line.
+        public var plan: String
+        /// Records read and decoded, against the number returned.
+        public var recordsRead: Int
+        public var recordsReturned: Int
+        /// Commands that would add an index this query lacks.
+        public var suggestions: [String]
+    }
+
+    /// Runs `query` as `records(matching:)` would, and says how it was read.
+    public func explain(_ query: Query, inZoneWith zoneID: Zone.ID = .default, after cursor: Query.Cursor? = nil, resultsLimit: Int = Database.maximumResults) throws(LatticeError) -> QueryExplanation {
+        let result = try run(query, zoneID: zoneID, after: cursor?.position, limit: resultsLimit)
+        let suggestions = result.plan.suggestions.map { "lattice schema index \(query.recordType) \($0.field) --\($0.kind.names.joined(separator: " --"))" }
+        return QueryExplanation(plan: result.strategy, recordsRead: result.recordsRead, recordsReturned: result.records.count, suggestions: suggestions)
+    }
+
     private func page(_ query: Query, zoneID: Zone.ID, after: QueryPosition?, limit: Int) throws(LatticeError) -> (matchResults: [Record], queryCursor: Query.Cursor?) {
+        let result = try run(query, zoneID: zoneID, after: after, limit: limit)
+        return (result.records.map { Record(state: $0, zoneID: zoneID) }, result.next.map { Query.Cursor(query: query, zoneID: zoneID, position: $0) })
+    }
+
+    private func run(_ query: Query, zoneID: Zone.ID, after: QueryPosition?, limit: Int) throws(LatticeError) -> QueryPageResult {
         guard limit > 0 else { throw LatticeError(.invalidArguments, "resultsLimit must be at least 1, got \(limit)") }
         try RecordValidation.checkIdentifier(query.recordType, what: "record type")
         if let problem = query.predicate.validationError() { throw LatticeError(.invalidArguments, "invalid predicate: \(problem)") }
         let engine = QueryEngine(recordType: query.recordType, predicate: query.predicate, sorts: query.sortDescriptors)
-        let states = try LatticeError.wrap {
+        return try LatticeError.wrap {
             try store.read { snapshot in
                 guard try zoneExists(zoneID, in: snapshot) else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
-                return try snapshot.records(ofType: query.recordType, in: key(zoneID))
+                return try snapshot.queryPage(engine, in: key(zoneID), after: after, limit: limit)
             }
         }
-        let (page, next) = engine.page(states, after: after, limit: limit)
-        return (page.map { Record(state: $0, zoneID: zoneID) }, next.map { Query.Cursor(query: query, zoneID: zoneID, position: $0) })
     }
 }

@@ -21,6 +21,7 @@ struct QueryCommand: ParsableCommand {
     @Option(parsing: .unconditionalSingleValue, help: "Sort key: FIELD or -FIELD; repeatable; or a sortBy JSON array.") var sort: [String] = []
     @Option(help: "Records per page.") var limit: Int = 100
     @Option(parsing: .unconditional, help: "Continue from a cursor (continuationMarker) printed by an earlier page.") var cursor: String?
+    @Flag(help: "Run the query and say how it was read (which index, how many records) instead of printing the records.") var explain = false
 
     func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
@@ -42,6 +43,19 @@ struct QueryCommand: ParsableCommand {
         let database = container.database(with: options.scope)
         let query = Query(recordType: recordType, predicate: predicate, sortDescriptors: sorts)
         let zoneID = Zone.ID(zoneName: zone)
+        if explain {
+            let explanation = try library {
+                try database.explain(query, inZoneWith: zoneID, after: cursor.map { text throws(LatticeError) in try Query.Cursor(stringValue: text, query: query, zoneID: zoneID) }, resultsLimit: limit)
+            }
+            if options.json {
+                Output.json(["plan": explanation.plan, "recordsRead": explanation.recordsRead, "recordsReturned": explanation.recordsReturned, "suggestions": explanation.suggestions])
+            } else {
+                Output.line("plan: \(explanation.plan)")
+                Output.line("read \(Output.count(explanation.recordsRead, "record")) to return \(explanation.recordsReturned)")
+                for suggestion in explanation.suggestions { Output.line("an index would help: \(suggestion)") }
+            }
+            return
+        }
         let page = try library {
             if let cursor {
                 return try database.records(continuingMatchFrom: Query.Cursor(stringValue: cursor, query: query, zoneID: zoneID), resultsLimit: limit)
@@ -54,7 +68,7 @@ struct QueryCommand: ParsableCommand {
             Output.json(object)
         } else {
             for record in page.matchResults { Output.line(Output.text(record)) }
-            Output.line("\(page.matchResults.count) records" + (page.queryCursor.map { "; more with --cursor \($0.stringValue)" } ?? ""))
+            Output.line(Output.count(page.matchResults.count, "record") + (page.queryCursor.map { "; more with --cursor \($0.stringValue)" } ?? ""))
         }
     }
 }

@@ -142,20 +142,20 @@ struct RecordCommand: ParsableCommand {
                 } catch {
                     var cli = CLIError(error)
                     let culprit = error.partialErrors.first { $0.value.code != .batchRequestFailed }
-                    cli.message = "lines \(batchStartLine)–\(lineNumber): \(culprit.map { "\($0.key): \($0.value.message)" } ?? error.message); \(imported) records imported before this batch"
+                    cli.message = "lines \(batchStartLine)–\(lineNumber): \(culprit.map { "\($0.key): \($0.value.message)" } ?? error.message); \(Output.count(imported, "record")) imported before this batch"
                     throw cli
                 }
                 imported += batch.count
                 batch.removeAll(keepingCapacity: true)
                 batchStartLine = lineNumber + 1
-                if progress { FileHandle.standardError.write(Data("\rimported \(imported) records".utf8)) }
+                if progress { FileHandle.standardError.write(Data("\rimported \(Output.count(imported, "record"))".utf8)) }
             }
             for line in LineReader(input) {
                 lineNumber += 1
                 let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
                 if trimmed.isEmpty { continue }
                 // A bad line fails its whole batch (batches are atomic); earlier batches stay.
-                let kept = "\(imported) records imported in the batches before line \(batchStartLine); lines \(batchStartLine)–\(lineNumber) were not saved"
+                let kept = "\(Output.count(imported, "record")) imported in the batches before line \(batchStartLine); lines \(batchStartLine)–\(lineNumber) were not saved"
                 guard let data = trimmed.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) else {
                     throw CLIError.corrupt("line \(lineNumber): not valid JSON; \(kept)")
                 }
@@ -169,7 +169,7 @@ struct RecordCommand: ParsableCommand {
             }
             try flush()
             if progress { FileHandle.standardError.write(Data("\n".utf8)) }
-            if options.json { Output.json(["imported": imported, "lines": lineNumber]) } else { Output.line("imported \(imported) records from \(lineNumber) lines") }
+            if options.json { Output.json(["imported": imported, "lines": lineNumber]) } else { Output.line("imported \(Output.count(imported, "record")) from \(Output.count(lineNumber, "line"))") }
         }
     }
 }

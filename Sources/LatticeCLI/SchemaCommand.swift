@@ -3,8 +3,8 @@ import Foundation
 import Lattice
 
 struct SchemaCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "schema", abstract: "Show the schema, or deploy it to production.",
-        subcommands: [Show.self, Deploy.self])
+    static let configuration = CommandConfiguration(commandName: "schema", abstract: "Show the schema, index fields, or deploy it to production.",
+        subcommands: [Show.self, Index.self, Deploy.self])
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print record types and their fields.", discussion: "Example: lattice schema show --json")
@@ -17,15 +17,55 @@ struct SchemaCommand: ParsableCommand {
                 Output.json([
                     "environment": schema.isProduction ? "production" : "development",
                     "recordTypes": types.map { type in
-                        ["recordType": type, "fields": schema.sortedFields.filter { $0.recordType == type }.map { ["fieldName": $0.field, "fieldType": $0.type.description] }] as [String: Any]
+                        ["recordType": type, "fields": schema.sortedFields.filter { $0.recordType == type }.map { field -> [String: Any] in
+                            ["fieldName": field.field, "fieldType": field.type.description,
+                             "indexes": schema.indexKinds(field.field, of: type).names.map { $0.uppercased() }]
+                        }] as [String: Any]
                     },
                 ])
             } else {
                 Output.line("environment: \(schema.isProduction ? "production" : "development")")
                 for type in types {
                     Output.line(type)
-                    for field in schema.sortedFields where field.recordType == type { Output.line("  \(field.field): \(field.type)") }
+                    for field in schema.sortedFields where field.recordType == type {
+                        let kinds = schema.indexKinds(field.field, of: type)
+                        Output.line("  \(field.field): \(field.type)" + (kinds.isEmpty ? "" : "  [\(kinds.names.joined(separator: ", "))]"))
+                    }
                 }
+            }
+        }
+    }
+
+    struct Index: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Index a field: queryable (filters), sortable (sort order), searchable (token searches).",
+            discussion: """
+                Every record of the type is indexed at once; every later save and merge keeps the index current, and the \
+                index reaches other devices with the schema. Without a kind flag the field becomes queryable and sortable.
+                Example: lattice schema index Movie title --sortable --searchable
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "Record type.") var recordType: String
+        @Argument(help: "Field of that type.") var field: String
+        @Flag(help: "Filter on the field through an index.") var queryable = false
+        @Flag(help: "Sort by the field through an index.") var sortable = false
+        @Flag(help: "Token searches (TOKENS, ANYTOKENS) of a string field through an index.") var searchable = false
+
+        func run() throws {
+            var kinds: IndexKinds = []
+            if queryable { kinds.insert(.queryable) }
+            if sortable { kinds.insert(.sortable) }
+            if searchable { kinds.insert(.searchable) }
+            if kinds.isEmpty { kinds = [.queryable, .sortable] }
+            let container = try options.openContainer()
+            let added = try library { try container.addIndex(kinds, field: field, of: recordType) }
+            let now = try library { try container.schema() }.indexKinds(field, of: recordType)
+            if options.json {
+                Output.json(["recordType": recordType, "fieldName": field, "indexes": now.names.map { $0.uppercased() }, "added": added.names.map { $0.uppercased() }])
+            } else if added.isEmpty {
+                Output.line("\(recordType).\(field) already has \(kinds.names.joined(separator: ", ")) (indexes: \(now))")
+            } else {
+                Output.line("indexed \(recordType).\(field): \(now)")
             }
         }
     }
@@ -67,7 +107,7 @@ struct StatusCommand: ParsableCommand {
             Output.line("store      \(container.directory.path)")
             Output.line("device     \(container.deviceID)\(name.map { " (\($0))" } ?? "")")
             Output.line("database   \(options.scope)  schema: \(schema.isProduction ? "production" : "development")  commits: \(sequence)")
-            for (zone, count) in zip(zones, counts) { Output.line("zone       \(zone.zoneID.zoneName): \(count) records") }
+            for (zone, count) in zip(zones, counts) { Output.line("zone       \(zone.zoneID.zoneName): \(Output.count(count, "record"))") }
             guard let nodeStatus else {
                 Output.line("sync       no node runs on this store (start one with `lattice serve`)")
                 return

@@ -68,8 +68,10 @@ struct SyncCommand: ParsableCommand {
                     }
                     ended += 1
                 case .progress(_, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):
-                    progress.show("\(direction == .receiving ? "receiving" : "sending") \(zone.zoneID.zoneName): \(recordsDone)/\(recordsTotal) records, \(bytesDone / 1024)/\(bytesTotal / 1024) KiB")
-                    if direction == .receiving { state.received[zone.zoneID.zoneName] = recordsDone } else { state.sent[zone.zoneID.zoneName] = recordsDone }
+                    let key = "\(direction == .receiving ? "receiving" : "sending") \(zone.zoneID.zoneName)"
+                    let shown = state.streams[key, default: StreamTally()].update(records: (recordsDone, recordsTotal), bytes: (bytesDone, bytesTotal))
+                    progress.show("\(key): \(shown.records.done)/\(shown.records.total) records, \(shown.bytes.done / 1024)/\(shown.bytes.total / 1024) KiB")
+                    if direction == .receiving { state.received[zone.zoneID.zoneName] = shown.records.done } else { state.sent[zone.zoneID.zoneName] = shown.records.done }
                 case .caughtUp(let peer):
                     state.caughtUp.insert(peer)
                 case .deferred(let peer, let zone, let records):
@@ -119,9 +121,31 @@ struct OnceOutcome: Sendable {
     var failures: [Failure] = []
     var received: [String: Int] = [:]
     var sent: [String: Int] = [:]
+    var streams: [String: StreamTally] = [:]
     var timedOut = false
     var deferred = 0
     var deferredNote: String?
+}
+
+/// Progress of one zone in one direction over a whole run. A session that
+/// restarts (a push after a commit, a reconnect) reports a new stream from
+/// zero: what earlier streams did is kept, so counts and totals never shrink.
+struct StreamTally {
+    private var finished = (records: (done: 0, total: 0), bytes: (done: 0, total: 0))
+    private var current = (records: (done: 0, total: 0), bytes: (done: 0, total: 0))
+
+    /// Takes a stream's progress; returns the run's.
+    mutating func update(records: (Int, Int), bytes: (Int, Int)) -> (records: (done: Int, total: Int), bytes: (done: Int, total: Int)) {
+        if records.0 < current.records.done || bytes.0 < current.bytes.done {
+            finished.records.done += current.records.done
+            finished.records.total += current.records.done
+            finished.bytes.done += current.bytes.done
+            finished.bytes.total += current.bytes.done
+        }
+        current = ((records.0, records.1), (bytes.0, bytes.1))
+        return ((finished.records.done + records.0, finished.records.total + max(records.1, records.0)),
+                (finished.bytes.done + bytes.0, finished.bytes.total + max(bytes.1, bytes.0)))
+    }
 }
 
 /// One line of progress on a terminal, redrawn in place.

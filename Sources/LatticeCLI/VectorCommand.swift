@@ -136,7 +136,7 @@ struct BundleCommand: ParsableCommand {
                 throw CLIError.io("writing \(output): \(error.localizedDescription)")
             }
             if options.json { Output.json(["file": output, "zones": keys.count, "records": records, "bytes": bytes]) } else {
-                Output.line("wrote \(records) records of \(keys.count) zones to \(output) (\(bytes) bytes)")
+                Output.line("wrote \(Output.count(records, "record")) of \(Output.count(keys.count, "zone")) to \(output) (\(bytes) bytes)")
             }
         }
     }
@@ -175,7 +175,7 @@ struct BundleCommand: ParsableCommand {
                 Output.json(["file": file, "recordsReceived": summary.recordsReceived, "recordsChanged": summary.recordsChanged,
                              "conflicts": summary.conflicts, "recordsDeferred": summary.recordsDeferred])
             } else {
-                Output.line("applied \(file): \(summary.recordsChanged) records changed of \(summary.recordsReceived) received, \(summary.conflicts) conflicts"
+                Output.line("applied \(file): \(Output.count(summary.recordsChanged, "record")) changed of \(summary.recordsReceived) received, \(Output.count(summary.conflicts, "conflict"))"
                     + (summary.recordsDeferred > 0 ? ", \(summary.recordsDeferred) deferred (their clock is too far ahead)" : ""))
             }
         }

@@ -42,7 +42,7 @@ struct ZoneCommand: ParsableCommand {
             if options.json {
                 Output.json(["zones": zip(zones, counts).map { ["zoneID": WebServicesJSON.zone($0.zoneID), "recordCount": $1] }])
             } else {
-                for (zone, count) in zip(zones, counts) { Output.line("\(zone.zoneID.zoneName)\t\(count) records") }
+                for (zone, count) in zip(zones, counts) { Output.line("\(zone.zoneID.zoneName)\t\(Output.count(count, "record"))") }
             }
         }
     }

@@ -75,9 +75,13 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
 public enum ChangeSetFormat {
     public static let magic: [UInt8] = Array("LTCS".utf8)
     /// Version 2 added conflicts and target incarnations to record states;
-    /// version 1 change sets are still read.
-    public static let version: UInt8 = 2
-    public static let readableVersions: ClosedRange<UInt8> = 1...2
+    /// version 3 adds the schema's field indexes to the header, and is written
+    /// only when the schema has some, so builds that read 2 still read the rest.
+    public static let version: UInt8 = 3
+    public static let readableVersions: ClosedRange<UInt8> = 1...3
+
+    /// The version a change set with this header is written in.
+    static func version(for header: ChangeSetHeader) -> UInt8 { header.schema.indexes.isEmpty ? 2 : 3 }
     /// Frames are cut near this size, so writer and reader hold one frame at a time.
     public static let targetFrameSize = 64 * 1024
     public static let maximumFrameSize = 16 * 1024 * 1024
@@ -109,11 +113,12 @@ public struct ChangeSetWriter {
     public init(header: ChangeSetHeader, sink: @escaping ([UInt8]) throws -> Void) throws {
         self.sink = sink
         replicas = ReplicaTable(header.replicas)
-        let opening = ChangeSetFormat.magic + [ChangeSetFormat.version]
+        let version = ChangeSetFormat.version(for: header)
+        let opening = ChangeSetFormat.magic + [version]
         chain = ChangeSetFormat.chainSeed(opening)
         try emit(opening)
         var payload = BinaryWriter()
-        try HeaderCodec.encode(header, into: &payload)
+        try HeaderCodec.encode(header, version: version, into: &payload)
         try writeFrame(.header, payload.bytes)
     }
 
@@ -214,7 +219,7 @@ public struct ChangeSetReader<Source: ByteSource> {
         let (kind, payload) = try readFrame()
         guard kind == .header else { throw ChangeSetError.malformed("first frame is not a header") }
         var reader = BinaryReader(payload)
-        let header = try wrap { try HeaderCodec.decode(from: &reader) }
+        let header = try wrap { try HeaderCodec.decode(from: &reader, version: magic[4]) }
         self.header = header
         return header
     }
@@ -277,7 +282,7 @@ public struct ChangeSetReader<Source: ByteSource> {
 
 /// The header frame's payload.
 enum HeaderCodec {
-    static func encode(_ header: ChangeSetHeader, into writer: inout BinaryWriter) throws {
+    static func encode(_ header: ChangeSetHeader, version: UInt8, into writer: inout BinaryWriter) throws {
         writer.byte(header.zone.scope.rawValue)
         writer.string(header.zone.zoneID.zoneName)
         writer.string(header.zone.zoneID.ownerName)
@@ -317,9 +322,17 @@ enum HeaderCodec {
         for type in types { writer.string(type) }
         writer.byte(header.schema.deployed == nil ? 0 : 1)
         if let deployed = header.schema.deployed { try stamp(deployed, "the schema deployment") }
+        guard version >= 3 else { return }
+        let indexes = header.schema.indexes.sorted { $0.key < $1.key }
+        writer.varint(indexes.count)
+        for (key, kinds) in indexes {
+            writer.string(key.recordType)
+            writer.string(key.field)
+            writer.byte(kinds.rawValue)
+        }
     }
 
-    static func decode(from reader: inout BinaryReader) throws -> ChangeSetHeader {
+    static func decode(from reader: inout BinaryReader, version: UInt8) throws -> ChangeSetHeader {
         let scopeByte = try reader.byte()
         guard let scope = DatabaseScope(rawValue: scopeByte) else { throw DecodingError.malformed("unknown database scope \(scopeByte)", offset: reader.offset) }
         let zoneName = try reader.string()
@@ -368,6 +381,20 @@ enum HeaderCodec {
             schema.addRecordType(recordType)
         }
         if try reader.byte() != 0 { schema.merge(deployed: try stamp()) }
+        if version >= 3 {
+            for _ in 0..<(try reader.count(below: reader.remaining + 1, "index count")) {
+                let recordType = try reader.string()
+                let field = try reader.string()
+                guard Limits.isIdentifier(recordType), Limits.isIdentifier(field) else {
+                    throw DecodingError.malformed("index \"\(recordType).\(field)\" is not a record type and field name", offset: reader.offset)
+                }
+                let kinds = IndexKinds(rawValue: try reader.byte())
+                guard !kinds.isEmpty, IndexKinds.all.isSuperset(of: kinds) else {
+                    throw DecodingError.malformed("unknown index kinds \(kinds.rawValue) on \(recordType).\(field)", offset: reader.offset)
+                }
+                schema.merge(index: kinds, field: field, of: recordType)
+            }
+        }
         guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in header", offset: reader.offset) }
         return ChangeSetHeader(
             zone: ZoneKey(scope: scope, zoneID: ZoneID(zoneName: zoneName, ownerName: ownerName)),

@@ -217,6 +217,11 @@ public final class MemoryReplica: ReplicaStorage {
         try transaction { try (self as any ReplicaStorage).deploySchema() }
     }
 
+    @discardableResult
+    public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+        try transaction { try (self as any ReplicaStorage).addIndex(kinds, field: field, of: recordType) }
+    }
+
     // MARK: Change sets
 
     /// A change set of what this replica has in `key` that `vector` lacks.

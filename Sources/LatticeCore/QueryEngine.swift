@@ -87,7 +87,7 @@ public struct QueryEngine: Sendable {
                 if order != 0 { return sort.ascending ? order : -order }
             }
         }
-        return a.recordName < b.recordName ? -1 : (a.recordName == b.recordName ? 0 : 1)
+        return ValueComparison.textOrder(a.recordName, b.recordName)
     }
 
     private func sortValue(_ record: RecordState, _ sort: QuerySort) -> FieldValue? {

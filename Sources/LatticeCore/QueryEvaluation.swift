@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension RecordState {
     /// The value a query key reads from this record.
     public func queryValue(_ key: QueryKey) -> FieldValue? {
@@ -77,7 +83,7 @@ extension QueryCondition {
 
     private func beginsWith(_ field: FieldValue) -> Bool {
         guard case .string(let text) = field, case .string(let prefix) = value else { return false }
-        return text.hasPrefix(prefix)
+        return text.utf8.starts(with: prefix.utf8)
     }
 
     private func containsAny(_ field: FieldValue) -> Bool {
@@ -125,11 +131,28 @@ public enum ValueComparison {
         case (.int64(let x), .double(let y)): return compare(Double(x), y)
         case (.double(let x), .int64(let y)): return compare(x, Double(y))
         case (.date(let x), .date(let y)): return x < y ? -1 : (x == y ? 0 : 1)
-        case (.string(let x), .string(let y)): return x < y ? -1 : (x == y ? 0 : 1)
+        case (.string(let x), .string(let y)): return textOrder(x, y)
         case (.bool(let x), .bool(let y)): return x == y ? 0 : (!x ? -1 : 1)
         default: return nil
         }
     }
 
     private static func compare(_ x: Double, _ y: Double) -> Int { x < y ? -1 : (x == y ? 0 : 1) }
+
+    /// Text orders by its UTF-8 bytes (so by code point), as SQLite's indexes
+    /// order it: an indexed query and a scan agree on every string.
+    public static func textOrder(_ x: String, _ y: String) -> Int {
+        var a = x
+        var b = y
+        return a.withUTF8 { p in
+            b.withUTF8 { q in
+                let common = min(p.count, q.count)
+                if common > 0, let base = p.baseAddress, let other = q.baseAddress {
+                    let order = memcmp(base, other, common)
+                    if order != 0 { return order < 0 ? -1 : 1 }
+                }
+                return p.count < q.count ? -1 : (p.count == q.count ? 0 : 1)
+            }
+        }
+    }
 }

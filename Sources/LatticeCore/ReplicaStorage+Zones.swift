@@ -32,4 +32,24 @@ extension ReplicaStorage {
         try mergeSchema(deployment)
         return true
     }
+
+    /// Adds index kinds to a field the schema has; returns the kinds that were
+    /// new (empty when the field had them all). Indexes sync with the schema.
+    @discardableResult
+    public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+        guard !kinds.isEmpty else { throw ReplicaError.index("name at least one index kind: queryable, sortable or searchable") }
+        let current = try schema()
+        guard let definition = current.field(field, of: recordType) else {
+            let known = current.recordTypes.contains(recordType)
+            throw ReplicaError.index(known
+                ? "\(recordType) has no field \(field); save a record with it first"
+                : "there is no record type \(recordType); save a record of it first")
+        }
+        if let refusal = kinds.refusal(for: definition.type) {
+            throw ReplicaError.index("cannot index \(recordType).\(field) (\(definition.type)): \(refusal)")
+        }
+        var index = Schema()
+        index.merge(index: kinds, field: field, of: recordType)
+        return try mergeSchema(index).indexKinds(field, of: recordType)
+    }
 }

@@ -83,6 +83,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownRecord(String)
     case recordTypeMismatch(record: String, stored: String, requested: String)
     case schema(SchemaViolation)
+    /// An index that cannot be made, and why.
+    case index(String)
 
     public var description: String {
         switch self {
@@ -91,6 +93,7 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .recordTypeMismatch(let name, let stored, let requested):
             return "record \(name) is a \(stored); cannot save it as a \(requested)"
         case .schema(let violation): return violation.description
+        case .index(let reason): return reason
         }
     }
 }

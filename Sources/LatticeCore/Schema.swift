@@ -35,6 +35,9 @@ public struct Schema: Hashable, Sendable {
     public private(set) var recordTypes: Set<String> = []
     /// When the schema was deployed to production; nil in development.
     public private(set) var deployed: Stamp?
+    /// The index kinds asked for on each field. Like the rest of the schema
+    /// they only grow: a merge takes the union.
+    public private(set) var indexes: [Key: IndexKinds] = [:]
 
     public init() {}
 
@@ -57,6 +60,27 @@ public struct Schema: Hashable, Sendable {
     @discardableResult
     public mutating func addRecordType(_ recordType: String) -> Bool { recordTypes.insert(recordType).inserted }
 
+    /// The index kinds of a field (empty when it has none).
+    public func indexKinds(_ field: String, of recordType: String) -> IndexKinds {
+        indexes[Key(recordType: recordType, field: field)] ?? []
+    }
+
+    /// The fields of `recordType` that have an index, with their kinds, by name.
+    public func indexedFields(of recordType: String) -> [(field: String, kinds: IndexKinds)] {
+        indexes.filter { $0.key.recordType == recordType && !$0.value.isEmpty }.map { ($0.key.field, $0.value) }.sorted { $0.field < $1.field }
+    }
+
+    /// Adds index kinds to a field; returns the kinds that were new.
+    @discardableResult
+    public mutating func merge(index kinds: IndexKinds, field: String, of recordType: String) -> IndexKinds {
+        let key = Key(recordType: recordType, field: field)
+        let existing = indexes[key] ?? []
+        let added = kinds.subtracting(existing)
+        guard !added.isEmpty else { return [] }
+        indexes[key] = existing.union(kinds)
+        return added
+    }
+
     @discardableResult
     public mutating func merge(deployed stamp: Stamp?) -> Bool {
         guard let stamp else { return false }
@@ -73,10 +97,14 @@ public struct Schema: Hashable, Sendable {
         for definition in other.fields.values where merge(definition) { changes.merge(definition) }
         for recordType in other.recordTypes where addRecordType(recordType) { changes.addRecordType(recordType) }
         if merge(deployed: other.deployed) { changes.merge(deployed: other.deployed) }
+        for (key, kinds) in other.indexes {
+            let added = merge(index: kinds, field: key.field, of: key.recordType)
+            if !added.isEmpty { changes.merge(index: added, field: key.field, of: key.recordType) }
+        }
         return changes
     }
 
-    public var isEmpty: Bool { fields.isEmpty && recordTypes.isEmpty && deployed == nil }
+    public var isEmpty: Bool { fields.isEmpty && recordTypes.isEmpty && deployed == nil && indexes.isEmpty }
 
     /// The part of the schema whose stamps `accepts` takes (the clock-skew bound).
     public func filter(_ accepts: (Stamp) -> Bool) -> Schema {
@@ -84,6 +112,7 @@ public struct Schema: Hashable, Sendable {
         for definition in fields.values where accepts(definition.stamp) { kept.merge(definition) }
         for recordType in recordTypes { kept.addRecordType(recordType) }
         if let deployed, accepts(deployed) { kept.merge(deployed: deployed) }
+        for (key, kinds) in indexes { kept.merge(index: kinds, field: key.field, of: key.recordType) }
         return kept
     }
 
@@ -126,5 +155,39 @@ public enum SchemaViolation: Error, Equatable, Sendable, CustomStringConvertible
         case .typeMismatch(let type, let field, let defined, let written):
             return "field \(field) of \(type) is \(defined); cannot save a \(written)"
         }
+    }
+}
+
+/// CloudKit's index kinds for a field: queryable (filters), sortable (sort
+/// order and range filters), searchable (token searches of a string field).
+public struct IndexKinds: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let queryable = IndexKinds(rawValue: 1)
+    public static let sortable = IndexKinds(rawValue: 2)
+    public static let searchable = IndexKinds(rawValue: 4)
+    public static let all: IndexKinds = [.queryable, .sortable, .searchable]
+
+    /// Whether the field's values live in an ordered SQL index (both queryable and sortable do).
+    public var isOrdered: Bool { !intersection([.queryable, .sortable]).isEmpty }
+
+    /// The kinds' names, as the CLI prints and takes them.
+    public var names: [String] {
+        [(IndexKinds.queryable, "queryable"), (.sortable, "sortable"), (.searchable, "searchable")].filter { contains($0.0) }.map(\.1)
+    }
+
+    public var description: String { names.joined(separator: ", ") }
+
+    /// Which field types an index of these kinds can hold; nil when `type` fits.
+    public func refusal(for type: FieldType) -> String? {
+        if contains(.searchable), type != FieldType(.string) { return "only STRING fields can be searchable" }
+        if contains(.sortable), type.isList || ![.string, .int64, .double, .date, .bool].contains(type.element) {
+            return "only STRING, INT64, DOUBLE, TIMESTAMP and BOOLEAN fields can be sortable"
+        }
+        if contains(.queryable), type.isList || [.asset, .location].contains(type.element) {
+            return "lists, locations and assets cannot be queryable yet"
+        }
+        return nil
     }
 }

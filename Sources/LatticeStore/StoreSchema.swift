@@ -94,6 +94,18 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v4: field indexes") { db in
+            try db.execute(sql: """
+                -- The index kinds asked for per field (IndexKinds bits); the
+                -- indexed values live in one table per record type (TypeIndex).
+                CREATE TABLE schema_indexes (
+                    record_type TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    kinds INTEGER NOT NULL CHECK (kinds BETWEEN 1 AND 7),
+                    PRIMARY KEY (record_type, field)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

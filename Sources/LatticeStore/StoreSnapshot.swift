@@ -179,6 +179,10 @@ public class StoreSnapshot {
             schema.merge(SchemaField(recordType: row[0], field: row[1], type: type, stamp: try RecordBlob.decodeStamp([UInt8](row[3] as Data))))
         }
         for type in try String.fetchAll(db, sql: "SELECT record_type FROM schema_types") { schema.addRecordType(type) }
+        for row in try Row.fetchAll(db, sql: "SELECT record_type, field, kinds FROM schema_indexes") {
+            let bits: Int = row[2]
+            schema.merge(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])
+        }
         if let deployed = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'deployed'") {
             schema.merge(deployed: try RecordBlob.decodeStamp([UInt8](deployed)))
         }

@@ -20,6 +20,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var cachedSequence: UInt64?
     private var clockMoved = false
     private var upsertStatement: Statement?
+    private var upsertReturningStatement: Statement?
+    /// Per record type: its index writer, or nil when the type has no index.
+    private var indexWriters: [String: TypeIndex.Writer?] = [:]
     /// Whether anything was written: a transaction without changes is not a commit.
     public private(set) var hasChanges = false
 
@@ -134,14 +137,17 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
-        if upsertStatement == nil {
-            upsertStatement = try db.makeStatement(sql: """
-                INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, alive = excluded.alive,
-                    change_seq = excluded.change_seq, state = excluded.state
-                """)
+        let arguments: StatementArguments = [zone, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)]
+        let formerType = previous.map(\.recordType).flatMap { $0 == state.recordType ? nil : $0 }
+        if let writer = try indexWriter(for: state.recordType) {
+            let rid = try upsertRecord(returningID: true, arguments)!
+            try writer.put(state, rid: rid, zone: zone)
+            if let formerType, let former = try indexWriter(for: formerType) { try former.remove(rid: rid) }
+        } else if let formerType, let former = try indexWriter(for: formerType) {
+            try former.remove(rid: try upsertRecord(returningID: true, arguments)!)
+        } else {
+            _ = try upsertRecord(returningID: false, arguments)
         }
-        try upsertStatement!.execute(arguments: [zone, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)])
         let before = previous?.liveCascadeTargets ?? []
         let after = state.liveCascadeTargets
         if before != after {
@@ -152,6 +158,29 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
             }
         }
         try touch(key, zone)
+    }
+
+    /// Inserts or updates a record's row; returns its row id when asked.
+    private func upsertRecord(returningID: Bool, _ arguments: StatementArguments) throws -> Int64? {
+        let sql = """
+            INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, alive = excluded.alive,
+                change_seq = excluded.change_seq, state = excluded.state
+            """
+        if returningID {
+            if upsertReturningStatement == nil { upsertReturningStatement = try db.makeStatement(sql: sql + " RETURNING id") }
+            return try Int64.fetchOne(upsertReturningStatement!, arguments: arguments)
+        }
+        if upsertStatement == nil { upsertStatement = try db.makeStatement(sql: sql) }
+        try upsertStatement!.execute(arguments: arguments)
+        return nil
+    }
+
+    private func indexWriter(for recordType: String) throws -> TypeIndex.Writer? {
+        if let known = indexWriters[recordType] { return known }
+        let writer = try TypeIndex(recordType: recordType, schema: try schema()).map { try TypeIndex.Writer($0, db: db) }
+        indexWriters[recordType] = .some(writer)
+        return writer
     }
 
     public func cascadeSources(of target: String, in key: ZoneKey) throws -> [String] {
@@ -199,6 +228,20 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         schema.merge(changes)
         cachedSchema = schema
         hasChanges = true
+        for (key, kinds) in changes.indexes {
+            try db.execute(sql: """
+                INSERT INTO schema_indexes (record_type, field, kinds) VALUES (?, ?, ?)
+                ON CONFLICT (record_type, field) DO UPDATE SET kinds = kinds | excluded.kinds
+                """, arguments: [key.recordType, key.field, Int(kinds.rawValue)])
+        }
+        // A new index holds every record of its type from the start: records
+        // already stored (by this transaction too) are indexed now.
+        for recordType in Set(changes.indexes.keys.map(\.recordType)) {
+            guard let index = TypeIndex(recordType: recordType, schema: schema) else { continue }
+            try index.create(in: db)
+            try index.rebuild(in: db, decode: decode)
+            indexWriters[recordType] = nil
+        }
     }
 
     // MARK: Settings and assets

@@ -142,6 +142,47 @@ import Testing
         #expect(vector.contains { $0["zoneName"] as? String == "Movies" })
     }
 
+    @Test func schemaIndexAndQueryExplain() throws {
+        try setUpStore()
+        let lines = (0..<300).map { i in
+            #"{"recordName":"m\#(i)","recordType":"Movie","fields":{"title":{"value":"title \#((i * 37) % 300)","type":"STRING"},"rating":{"value":\#(i % 10),"type":"INT64"},"tags":{"value":["a"],"type":"STRING_LIST"}}}"#
+        }
+        try cli.ok(["record", "import", "Movies", "-"], input: lines.joined(separator: "\n"))
+        let query = ["query", "Movie", "--zone", "Movies", "--where", "rating >= 5", "--sort", "title", "--limit", "10"]
+        let before = try cli.ok(query + ["--explain", "--json"]).json
+        #expect(before["recordsRead"] as? Int == 300)
+        #expect(before["suggestions"] as? [String] == ["lattice schema index Movie title --sortable", "lattice schema index Movie rating --queryable"])
+        let names = { (arguments: [String]) throws -> [String] in
+            (try cli.ok(arguments).json["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
+        }
+        let unindexed = try names(query + ["--json"])
+        #expect(unindexed.count == 10)
+
+        #expect(try cli.ok(["schema", "index", "Movie", "title", "--sortable"]).stdout.contains("indexed Movie.title: sortable"))
+        let both = try cli.ok(["schema", "index", "Movie", "rating", "--json"]).json
+        #expect(both["indexes"] as? [String] == ["QUERYABLE", "SORTABLE"])
+        #expect(try cli.ok(["schema", "index", "Movie", "rating", "--queryable"]).stdout.contains("already has queryable"))
+        #expect(try cli.ok(["schema", "show"]).stdout.contains("rating: INT64  [queryable, sortable]"))
+        let shown = try cli.ok(["schema", "show", "--json"]).json["recordTypes"] as? [[String: Any]] ?? []
+        let fields = shown.first?["fields"] as? [[String: Any]] ?? []
+        #expect(fields.first { $0["fieldName"] as? String == "title" }?["indexes"] as? [String] == ["SORTABLE"])
+
+        let after = try cli.ok(query + ["--explain", "--json"]).json
+        #expect((after["suggestions"] as? [String])?.isEmpty == true)
+        #expect((after["recordsRead"] as? Int ?? 0) <= 150) // the 150 matches at most, never all 300
+        #expect(try names(query + ["--json"]) == unindexed, "an index changes how much is read, never the page")
+        let explained = try cli.ok(query + ["--explain"]).stdout
+        #expect(explained.contains("plan: ") && explained.contains("to return 10"))
+
+        for (arguments, message) in [
+            (["Movie", "tags", "--queryable"], "cannot be queryable"), (["Movie", "rating", "--searchable"], "only STRING fields can be searchable"),
+            (["Movie", "nope"], "has no field nope"), (["Nope", "title"], "no record type Nope"), (["Movie", "bad-name"], "field name"),
+        ] {
+            let refused = try cli.run(["schema", "index"] + arguments)
+            #expect(refused.status == 65 && refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
+        }
+    }
+
     @Test func watchStreamsCommitsOfAnotherProcess() throws {
         try setUpStore()
         // A commit of several records before the watch starts must not trouble it.

@@ -50,15 +50,50 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(try database.modifyRecords(saving: batch, deleting: [], savePolicy: .allKeys))
     }
 
-    Benchmark("sorted, filtered page of 50 out of 100,000 records") { benchmark in
-        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-bench-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+    // The workload's Track type has title (sortable) and rating (queryable) indexed.
+    for count in [100_000, 1_000_000] {
+        let rig = QueryRig(records: count)
+        Benchmark(
+            "sorted, filtered page of 50 out of \(count) records, indexed (rating >= X, sorted by title)",
+            configuration: .init(metrics: [.wallClock, .peakMemoryResident], maxDuration: .seconds(15), maxIterations: 2_000),
+            closure: { _ in
+                let query = Query(recordType: "Track", predicate: .condition(QueryCondition(.field("rating"), .greaterThanOrEquals, .int64(Int64.random(in: 0..<900_000)))),
+                                  sortDescriptors: [QuerySort(.field("title"))])
+                blackHole(try rig.database.records(matching: query, resultsLimit: 50))
+            },
+            setup: { try rig.prepare() }, teardown: { rig.remove() })
+    }
+
+    let unindexed = QueryRig(records: records)
+    Benchmark(
+        "sorted, filtered page of 50 out of 100000 records, no index (plays >= X, sorted by artist)",
+        configuration: .init(metrics: [.wallClock], maxDuration: .seconds(15), maxIterations: 10),
+        closure: { _ in
+            let query = Query(recordType: "Track", predicate: .condition(QueryCondition(.field("plays"), .greaterThanOrEquals, .int64(Int64.random(in: 0..<90_000)))),
+                              sortDescriptors: [QuerySort(.field("artist"))])
+            blackHole(try unindexed.database.records(matching: query, resultsLimit: 50))
+        },
+        setup: { try unindexed.prepare() }, teardown: { unindexed.remove() })
+}
+
+/// A store holding the merge workload's records, made once per benchmark.
+final class QueryRig: @unchecked Sendable {
+    let records: Int
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-bench-\(UUID().uuidString)")
+    private var container: Container?
+
+    init(records: Int) { self.records = records }
+
+    var database: Database { container!.privateCloudDatabase }
+
+    func prepare() throws {
         let (container, changeSet) = try Workload.prepareStore(.empty, records: records, directory: directory)
         try container.apply(changeSet: changeSet)
-        let query = Query(recordType: "Track", predicate: .condition(QueryCondition(.field("rating"), .greaterThanOrEquals, .int64(500_000))), sortDescriptors: [QuerySort(.field("title"))])
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations {
-            blackHole(try container.privateCloudDatabase.records(matching: query, resultsLimit: 50))
-        }
+        self.container = container
+    }
+
+    func remove() {
+        container = nil
+        try? FileManager.default.removeItem(at: directory)
     }
 }

@@ -49,11 +49,21 @@ public enum Workload {
         for i in records { try replica.save(name(i), type: "Track", in: zone, changes: fields(record: i, generation: generation)) }
     }
 
+    /// The record type's two indexed fields (the merge benchmark has
+    /// two): they travel in the sender's schema, so every receiver keeps them.
+    public static let indexes: [(field: String, kinds: IndexKinds)] = [("title", [.sortable, .queryable]), ("rating", .queryable)]
+
+    static func addIndexes(_ replica: MemoryReplica) throws {
+        for (field, kinds) in indexes { try replica.addIndex(kinds, field: field, of: "Track") }
+    }
+
     /// Sets up a scenario in memory: the receiver and the incoming change set.
     public static func prepareMemory(_ scenario: Scenario, records n: Int) throws -> (receiver: MemoryReplica, changeSet: [UInt8]) {
         let clock = Clock()
         let sender = memoryReplica(1, clock: clock)
         let receiver = memoryReplica(2, clock: clock)
+        try write(sender, records: 0..<1, generation: 0)
+        try addIndexes(sender)
         switch scenario {
         case .empty:
             try write(sender, records: 0..<n, generation: 0)

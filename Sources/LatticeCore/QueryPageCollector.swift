@@ -1,0 +1,73 @@
+/// Gathers one page of a query from candidates read in a plan's order, and
+/// says when reading may stop. The page is the same whatever the plan: the
+/// predicate and cursor are checked on each candidate and the page is sorted
+/// by the engine's order, so an index only decides how much is read.
+public struct QueryPageCollector {
+    public let engine: QueryEngine
+    public let cursor: QueryPosition?
+    public let limit: Int
+    private let order: Ordering
+    private var matches: [(position: QueryPosition, record: RecordState)] = []
+    /// The first sort key of the match that filled the page, in grouped order.
+    private var boundary: FieldValue??
+    public private(set) var candidatesRead = 0
+
+    /// How candidates arrive.
+    public enum Ordering: Sendable {
+        /// Exactly in the query's order.
+        case complete
+        /// Ordered by the first sort key only.
+        case byFirstKey
+        case unordered
+    }
+
+    public init(engine: QueryEngine, cursor: QueryPosition?, limit: Int, order: Ordering) {
+        self.engine = engine
+        self.cursor = cursor
+        self.limit = limit
+        self.order = order
+    }
+
+    public init(engine: QueryEngine, plan: QueryPlan, cursor: QueryPosition?, limit: Int) {
+        let ordering: Ordering = plan.order == .none ? .unordered : (plan.orderIsComplete ? .complete : .byFirstKey)
+        self.init(engine: engine, cursor: cursor, limit: limit, order: ordering)
+    }
+
+    /// Takes one candidate; returns false once no later candidate can be on the page.
+    public mutating func offer(_ record: RecordState) -> Bool {
+        candidatesRead += 1
+        guard record.isAlive, record.recordType == engine.recordType, engine.predicate.matches(record) else { return true }
+        let position = engine.position(of: record)
+        if let cursor, engine.compare(position, cursor) <= 0 { return true }
+        switch order {
+        case .unordered:
+            matches.append((position, record))
+            return true
+        case .complete:
+            matches.append((position, record))
+            return matches.count <= limit
+        case .byFirstKey:
+            let first = position.values.first ?? nil
+            if let boundary {
+                guard sameFirstKey(first, boundary) else { return false }
+            } else if matches.count == limit {
+                boundary = .some(first)
+            }
+            matches.append((position, record))
+            return true
+        }
+    }
+
+    private func sameFirstKey(_ a: FieldValue?, _ b: FieldValue?) -> Bool {
+        let only = QueryEngine(recordType: engine.recordType, predicate: .all, sorts: Array(engine.sorts.prefix(1)))
+        return only.compare(QueryPosition(values: [a], recordName: ""), QueryPosition(values: [b], recordName: "")) == 0
+    }
+
+    /// The page and, when more may follow, where it ended.
+    public func finish() -> (records: [RecordState], next: QueryPosition?) {
+        let sorted = matches.sorted { engine.compare($0.position, $1.position) < 0 }
+        guard sorted.count > limit else { return (sorted.map(\.record), nil) }
+        let page = sorted.prefix(limit)
+        return (page.map(\.record), page.last?.position)
+    }
+}

@@ -1,0 +1,214 @@
+/// A column an index can read: a field's indexed values, or the record's name.
+public enum IndexColumn: Hashable, Sendable {
+    case field(String)
+    case recordName
+}
+
+/// The part of a query's filter that indexes can check. It is never narrower
+/// than the predicate: every record the predicate matches passes it, so the
+/// predicate, checked again on each candidate, has the last word.
+public indirect enum IndexFilter: Hashable, Sendable {
+    public enum Comparison: String, Hashable, Sendable {
+        case equals = "=", lessThan = "<", lessThanOrEquals = "<=", greaterThan = ">", greaterThanOrEquals = ">="
+    }
+
+    case compare(IndexColumn, Comparison, FieldValue)
+    case oneOf(IndexColumn, [FieldValue])
+    /// Text beginning with the prefix (by UTF-8 bytes).
+    case prefix(IndexColumn, String)
+    /// A searchable field holding all (or any) of the tokens.
+    case tokens(field: String, tokens: [String], all: Bool)
+    case and([IndexFilter])
+    case or([IndexFilter])
+
+    /// The fields whose indexes this filter reads.
+    public var fields: Set<String> {
+        switch self {
+        case .compare(.field(let name), _, _), .oneOf(.field(let name), _), .prefix(.field(let name), _), .tokens(let name, _, _): return [name]
+        case .compare, .oneOf, .prefix: return []
+        case .and(let parts), .or(let parts): return parts.reduce(into: Set()) { $0.formUnion($1.fields) }
+        }
+    }
+}
+
+/// How a query reads the store: which rows it reads as candidates, in which
+/// order, and when it may stop. Made by `QueryPlanner` from the query and the
+/// schema's indexes; the store turns it into SQL.
+public struct QueryPlan: Hashable, Sendable {
+    public enum Order: Hashable, Sendable {
+        /// Candidates in no useful order: all of them are read, then sorted.
+        case none
+        case recordName(ascending: Bool)
+        /// By an indexed field, records without a value last.
+        case field(String, ascending: Bool)
+    }
+
+    /// What indexes check before a record is read; nil when they check nothing.
+    public var filter: IndexFilter?
+    public var order: Order
+    /// Candidates arrive in exactly the query's order, so reading stops once
+    /// the page is full. Otherwise they arrive grouped by the first sort key
+    /// (reading stops after the group that fills the page) or in no order.
+    public var orderIsComplete: Bool
+    /// Fields whose index would let this query read fewer rows, with the kind it needs.
+    public var suggestions: [(field: String, kind: IndexKinds)]
+
+    public static func == (a: QueryPlan, b: QueryPlan) -> Bool {
+        a.filter == b.filter && a.order == b.order && a.orderIsComplete == b.orderIsComplete
+            && a.suggestions.map(\.field) == b.suggestions.map(\.field) && a.suggestions.map(\.kind) == b.suggestions.map(\.kind)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(filter)
+        hasher.combine(order)
+        hasher.combine(orderIsComplete)
+    }
+
+    /// Whether the type's index table is read (else the records table is).
+    public var readsTypeIndex: Bool {
+        if case .field = order { return true }
+        return !(filter?.fields.isEmpty ?? true)
+    }
+
+    /// Whether reading can stop before every candidate is read.
+    public var stopsEarly: Bool { order != .none }
+
+    /// One line for `query --explain`.
+    public var summary: String {
+        let filterPart = filter.map { filter -> String in
+            let fields = filter.fields.sorted()
+            return fields.isEmpty ? "record names narrowed by the filter" : "the index on \(fields.joined(separator: ", ")) narrows the candidates"
+        }
+        switch order {
+        case .field(let field, let ascending):
+            let how = orderIsComplete ? "stops when the page is full" : "stops after the first sort key's group that fills the page"
+            return ["index walk in the order of \(field) (\(ascending ? "ascending" : "descending"))", filterPart, how].compactMap { $0 }.joined(separator: "; ")
+        case .recordName(let ascending):
+            let how = orderIsComplete ? "stops when the page is full" : "stops after the record name group that fills the page"
+            return ["walk by record name (\(ascending ? "ascending" : "descending"))", filterPart, how].compactMap { $0 }.joined(separator: "; ")
+        case .none:
+            if let filterPart { return "\(filterPart); every candidate is read and sorted" }
+            return "scan: every record of the type is read, filtered and sorted"
+        }
+    }
+}
+
+/// Chooses how to run a query from the indexes the schema has.
+public enum QueryPlanner {
+    public static func plan(_ engine: QueryEngine, schema: Schema) -> QueryPlan {
+        let kinds = { (field: String) in schema.indexKinds(field, of: engine.recordType) }
+        let filter = translate(engine.predicate, kinds: kinds)
+        var order = QueryPlan.Order.none
+        var suggestions: [(field: String, kind: IndexKinds)] = []
+        if let first = engine.sorts.first {
+            switch first.key {
+            case .recordName:
+                order = .recordName(ascending: first.ascending)
+            case .field(let name) where first.relativeLocation == nil:
+                if kinds(name).isOrdered { order = .field(name, ascending: first.ascending) } else { suggestions.append((name, .sortable)) }
+            default:
+                break
+            }
+        } else {
+            order = .recordName(ascending: true)
+        }
+        let covered = filter?.fields ?? []
+        for (field, kind) in wanted(engine.predicate) where !covered.contains(field) && !suggestions.contains(where: { $0.field == field }) && !kinds(field).contains(kind) {
+            suggestions.append((field, kind))
+        }
+        // Record names are unique, so sort keys after one are never consulted.
+        let complete: Bool
+        switch order {
+        case .none: complete = false
+        case .recordName: complete = true
+        case .field: complete = engine.sorts.count == 1
+        }
+        return QueryPlan(filter: filter, order: order, orderIsComplete: complete, suggestions: suggestions)
+    }
+
+    /// The weakest index filter implied by `predicate` (nil: nothing to narrow by).
+    static func translate(_ predicate: QueryPredicate, kinds: (String) -> IndexKinds) -> IndexFilter? {
+        switch predicate {
+        case .all, .not:
+            return nil
+        case .condition(let condition):
+            return translate(condition, kinds: kinds)
+        case .and(let parts):
+            let translated = parts.compactMap { translate($0, kinds: kinds) }
+            if translated.count <= 1 { return translated.first }
+            return .and(translated)
+        case .or(let parts):
+            var translated: [IndexFilter] = []
+            for part in parts {
+                // One operand that no index narrows lets any record through.
+                guard let filter = translate(part, kinds: kinds) else { return nil }
+                translated.append(filter)
+            }
+            return translated.count == 1 ? translated[0] : .or(translated)
+        }
+    }
+
+    private static func translate(_ condition: QueryCondition, kinds: (String) -> IndexKinds) -> IndexFilter? {
+        let column: IndexColumn
+        switch condition.key {
+        case .recordName: column = .recordName
+        case .field(let name):
+            if condition.comparator == .containsAllTokens || condition.comparator == .containsAnyTokens {
+                guard kinds(name).contains(.searchable), case .string(let text) = condition.value else { return nil }
+                let tokens = Array(Set(Tokenizer.tokens(text))).sorted()
+                guard !tokens.isEmpty else { return nil }
+                return .tokens(field: name, tokens: tokens, all: condition.comparator == .containsAllTokens)
+            }
+            guard kinds(name).isOrdered else { return nil }
+            column = .field(name)
+        default: return nil
+        }
+        switch condition.comparator {
+        case .equals: return isIndexable(condition.value) ? .compare(column, .equals, condition.value) : nil
+        case .lessThan: return isOrderable(condition.value) ? .compare(column, .lessThan, condition.value) : nil
+        case .lessThanOrEquals: return isOrderable(condition.value) ? .compare(column, .lessThanOrEquals, condition.value) : nil
+        case .greaterThan: return isOrderable(condition.value) ? .compare(column, .greaterThan, condition.value) : nil
+        case .greaterThanOrEquals: return isOrderable(condition.value) ? .compare(column, .greaterThanOrEquals, condition.value) : nil
+        case .beginsWith:
+            guard case .string(let prefix) = condition.value else { return nil }
+            return .prefix(column, prefix)
+        case .in:
+            guard case .list(let items) = condition.value, items.allSatisfy(isIndexable) else { return nil }
+            return .oneOf(column, items)
+        default:
+            // Negations match records without the field; tokens over every field have no index.
+            return nil
+        }
+    }
+
+    /// Values an index compares exactly as the query engine does.
+    public static func isIndexable(_ value: FieldValue) -> Bool {
+        switch value {
+        case .string, .int64, .double, .bool, .date, .bytes, .reference: return true
+        case .asset, .location, .list: return false
+        }
+    }
+
+    public static func isOrderable(_ value: FieldValue) -> Bool {
+        switch value {
+        case .string, .int64, .double, .bool, .date: return true
+        default: return false
+        }
+    }
+
+    /// The fields the predicate filters on, with the index kind that would serve each.
+    private static func wanted(_ predicate: QueryPredicate) -> [(String, IndexKinds)] {
+        switch predicate {
+        case .all: return []
+        case .condition(let condition):
+            guard case .field(let name) = condition.key else { return [] }
+            switch condition.comparator {
+            case .containsAllTokens, .containsAnyTokens: return [(name, .searchable)]
+            case .equals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals, .beginsWith, .in: return [(name, .queryable)]
+            default: return []
+            }
+        case .and(let parts), .or(let parts): return parts.flatMap(wanted)
+        case .not: return []
+        }
+    }
+}

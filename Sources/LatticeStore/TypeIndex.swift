@@ -1,0 +1,149 @@
+import Foundation
+import GRDB
+import LatticeCore
+
+/// The SQL side of one record type's field indexes.
+///
+/// A type with indexed fields has a table of its live records (row id, zone,
+/// name) with one column per queryable or sortable field, each column in an
+/// SQLite index on (zone, value, name); its searchable fields' tokens live in
+/// a second table. Both follow the records table through a foreign key, so
+/// dropping a zone's records drops their index rows too. Table and column
+/// names are the hex of the type and field names: SQLite folds the case of
+/// identifiers, and `Movie` and `movie` are two types.
+struct TypeIndex {
+    let recordType: String
+    /// Fields with an ordered index, with their columns.
+    let ordered: [(field: String, column: String)]
+    let searchable: [String]
+
+    init?(recordType: String, schema: Schema) {
+        let fields = schema.indexedFields(of: recordType)
+        guard !fields.isEmpty else { return nil }
+        self.recordType = recordType
+        ordered = fields.filter { $0.kinds.isOrdered }.map { ($0.field, Self.column($0.field)) }
+        searchable = fields.filter { $0.kinds.contains(.searchable) }.map(\.field)
+    }
+
+    var table: String { Self.table(recordType) }
+    var tokenTable: String { "\"tk_\(Self.hex(recordType))\"" }
+
+    static func table(_ recordType: String) -> String { "\"ix_\(hex(recordType))\"" }
+    static func column(_ field: String) -> String { "\"c_\(hex(field))\"" }
+
+    private static func hex(_ text: String) -> String {
+        text.utf8.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+
+    func column(of field: String) -> String? { ordered.first { $0.field == field }?.column }
+
+    // MARK: Tables
+
+    /// Creates the tables and SQL indexes this layout needs, adding columns a
+    /// table made for fewer indexes lacks.
+    func create(in db: GRDB.Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE IF NOT EXISTS \(table) (
+                rid INTEGER PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+                zone INTEGER NOT NULL,
+                name TEXT NOT NULL)
+            """)
+        let existing = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { "\"\($0["name"] as String)\"" })
+        for (_, column) in ordered where !existing.contains(column) {
+            try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(column)")
+        }
+        let base = String(table.dropFirst().dropLast())
+        try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(base)_name\" ON \(table) (zone, name)")
+        for (_, column) in ordered {
+            let name = "\(base)_\(column.dropFirst().dropLast())"
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(table) (zone, \(column), name)")
+        }
+        if !searchable.isEmpty {
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS \(tokenTable) (
+                    field TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    rid INTEGER NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+                    PRIMARY KEY (field, token, rid)
+                ) WITHOUT ROWID
+                """)
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"tk_\(base.dropFirst(3))_rid\" ON \(tokenTable) (rid)")
+        }
+    }
+
+    /// Refills the index from every live record of the type, in every zone.
+    func rebuild(in db: GRDB.Database, decode: (Data) throws -> RecordState) throws {
+        try db.execute(sql: "DELETE FROM \(table)")
+        if !searchable.isEmpty { try db.execute(sql: "DELETE FROM \(tokenTable)") }
+        let writer = try Writer(self, db: db)
+        let rows = try Row.fetchCursor(db, sql: "SELECT id, zone, state FROM records WHERE type = ? AND alive = 1", arguments: [recordType])
+        while let row = try rows.next() {
+            try writer.put(try decode(row[2]), rid: row[0], zone: row[1])
+        }
+    }
+
+    // MARK: Rows
+
+    /// Keeps the index rows of one record up to date, with its statements
+    /// prepared once per transaction.
+    struct Writer {
+        let index: TypeIndex
+        private let upsert: Statement
+        private let delete: Statement
+        private let deleteTokens: Statement?
+        private let insertToken: Statement?
+
+        init(_ index: TypeIndex, db: GRDB.Database) throws {
+            self.index = index
+            let columns = index.ordered.map(\.column)
+            let values = Array(repeating: "?", count: columns.count + 3).joined(separator: ", ")
+            let updates = (["zone", "name"] + columns).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+            upsert = try db.makeStatement(sql: """
+                INSERT INTO \(index.table) (\((["rid", "zone", "name"] + columns).joined(separator: ", "))) VALUES (\(values))
+                ON CONFLICT (rid) DO UPDATE SET \(updates)
+                """)
+            delete = try db.makeStatement(sql: "DELETE FROM \(index.table) WHERE rid = ?")
+            if index.searchable.isEmpty {
+                deleteTokens = nil
+                insertToken = nil
+            } else {
+                deleteTokens = try db.makeStatement(sql: "DELETE FROM \(index.tokenTable) WHERE rid = ?")
+                insertToken = try db.makeStatement(sql: "INSERT OR IGNORE INTO \(index.tokenTable) (field, token, rid) VALUES (?, ?, ?)")
+            }
+        }
+
+        /// Indexes a live record's values; a deleted record leaves the index.
+        func put(_ state: RecordState, rid: Int64, zone: Int64) throws {
+            guard state.isAlive else { return try remove(rid: rid) }
+            var arguments: [DatabaseValueConvertible?] = [rid, zone, state.recordName]
+            for (field, _) in index.ordered { arguments.append(TypeIndex.sqlValue(state[field: field])) }
+            try upsert.execute(arguments: StatementArguments(arguments))
+            guard let deleteTokens, let insertToken else { return }
+            try deleteTokens.execute(arguments: [rid])
+            for field in index.searchable {
+                guard case .string(let text)? = state[field: field] else { continue }
+                for token in Set(Tokenizer.tokens(text)) { try insertToken.execute(arguments: [field, token, rid]) }
+            }
+        }
+
+        func remove(rid: Int64) throws {
+            try delete.execute(arguments: [rid])
+            try deleteTokens?.execute(arguments: [rid])
+        }
+    }
+
+    /// A field value as its index column holds it: SQLite orders these as the
+    /// query engine orders the values (numbers by value, text by UTF-8 bytes).
+    static func sqlValue(_ value: FieldValue?) -> DatabaseValueConvertible? {
+        switch value {
+        case .string(let text)?: return text
+        case .int64(let number)?: return number
+        case .double(let number)?: return number
+        case .bool(let flag)?: return flag ? 1 : 0
+        case .date(let milliseconds)?: return milliseconds
+        case .bytes(let bytes)?: return Data(bytes)
+        case .reference(let reference)?: return reference.recordName
+        case .asset?, .location?, .list?, nil: return nil
+        }
+    }
+}
