@@ -39,6 +39,7 @@ public struct QueryPageCollector {
         guard record.isAlive, record.recordType == engine.recordType, engine.predicate.matches(record) else { return true }
         let position = engine.position(of: record)
         if let cursor, engine.compare(position, cursor) <= 0 { return true }
+        defer { if matches.count > 2 * (limit + 1) + 64 { keepBest() } }
         switch order {
         case .unordered:
             matches.append((position, record))
@@ -56,6 +57,13 @@ public struct QueryPageCollector {
             matches.append((position, record))
             return true
         }
+    }
+
+    /// Only the first `limit + 1` matches in the query's order can be on the
+    /// page or mark its end: memory stays bounded by the page, not the type.
+    private mutating func keepBest() {
+        matches.sort { engine.compare($0.position, $1.position) < 0 }
+        matches.removeLast(matches.count - (limit + 1))
     }
 
     private func sameFirstKey(_ a: FieldValue?, _ b: FieldValue?) -> Bool {

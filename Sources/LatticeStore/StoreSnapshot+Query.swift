@@ -68,18 +68,23 @@ struct QuerySQL {
         var arguments: StatementArguments
     }
 
-    private var nameColumn: String { index == nil ? "r.name" : "q.name" }
+    /// The read walks the records table by name (else the index table leads).
+    var byName = false
 
+    private var nameColumn: String { index == nil || byName ? "r.name" : "q.name" }
+
+    /// CROSS JOIN fixes which table SQLite walks: the one whose order or
+    /// index the plan chose.
     private func source(_ conditions: inout [String], _ arguments: inout [DatabaseValueConvertible?], readsRecords: Bool = true) -> String {
-        if let index {
+        if let index, !byName {
             conditions.append("q.zone = ?")
             arguments.append(zone)
-            return readsRecords ? "FROM \(index.table) q JOIN records r ON r.id = q.rid" : "FROM \(index.table) q"
+            return readsRecords ? "FROM \(index.table) q CROSS JOIN records r ON r.id = q.rid" : "FROM \(index.table) q"
         }
         // The unary plus keeps SQLite on the (zone, name) index, which gives the order.
         conditions.append("r.zone = ? AND +r.type = ? AND +r.alive = 1")
         arguments += [zone, recordType]
-        return "FROM records r"
+        return index.map { "FROM records r CROSS JOIN \($0.table) q ON q.rid = r.id" } ?? "FROM records r"
     }
 
     /// Counts candidates the filter lets through, stopping at `limit`.
@@ -101,9 +106,11 @@ struct QuerySQL {
         case .none:
             return [pass(plan.filter, indexedFilter: true, extra: [], order: "")]
         case .recordName(let ascending):
+            var walk = self
+            walk.byName = true
             var extra: [(String, [DatabaseValueConvertible?])] = []
-            if let cursor { extra.append(("\(nameColumn) \(ascending ? ">" : "<") ?", [cursor.recordName])) }
-            return [pass(plan.filter, indexedFilter: false, extra: extra, order: "ORDER BY \(nameColumn) \(ascending ? "ASC" : "DESC")")]
+            if let cursor { extra.append(("r.name \(ascending ? ">" : "<") ?", [cursor.recordName])) }
+            return [walk.pass(plan.filter, indexedFilter: false, extra: extra, order: "ORDER BY r.name \(ascending ? "ASC" : "DESC")")]
         case .field(let field, let ascending):
             guard let column = index?.column(of: field).map({ "q.\($0)" }) else { return [] }
             var result: [Pass] = []

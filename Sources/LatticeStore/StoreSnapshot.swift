@@ -115,9 +115,15 @@ public class StoreSnapshot {
         try recordBlob(name, zoneID: zoneID).map(decode)
     }
 
+    /// The row id of the record `recordBlob` found last: a write that
+    /// follows the read of the same record needs no second lookup.
+    var lastRecordRow: (zone: Int64, name: String, id: Int64)?
+
     func recordBlob(_ name: String, zoneID: Int64) throws -> Data? {
-        if recordStatement == nil { recordStatement = try db.makeStatement(sql: "SELECT state FROM records WHERE zone = ? AND name = ?") }
-        return try Data.fetchOne(recordStatement!, arguments: [zoneID, name])
+        if recordStatement == nil { recordStatement = try db.makeStatement(sql: "SELECT id, state FROM records WHERE zone = ? AND name = ?") }
+        guard let row = try Row.fetchOne(recordStatement!, arguments: [zoneID, name]) else { return nil }
+        lastRecordRow = (zoneID, name, row[0])
+        return row[1]
     }
 
     public func liveRecordCount(in key: ZoneKey) throws -> Int {

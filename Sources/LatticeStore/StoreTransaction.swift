@@ -19,8 +19,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var cachedSchema: Schema?
     private var cachedSequence: UInt64?
     private var clockMoved = false
-    private var upsertStatement: Statement?
-    private var upsertReturningStatement: Statement?
+    private var insertStatement: Statement?
+    private var updateStatement: Statement?
     /// Per record type: its index writer, or nil when the type has no index.
     private var indexWriters: [String: TypeIndex.Writer?] = [:]
     /// Whether anything was written: a transaction without changes is not a commit.
@@ -98,6 +98,10 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     public func removeAllRecords(in key: ZoneKey) throws {
         guard let row = try zoneRow(key) else { return }
+        let schema = try schema()
+        for recordType in Set(schema.indexes.keys.map(\.recordType)) {
+            try TypeIndex(recordType: recordType, schema: schema)?.removeAll(zone: row.id, in: db)
+        }
         try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [row.id])
         guard db.changesCount > 0 else { return }
         try db.execute(sql: "DELETE FROM cascades WHERE zone = ?", arguments: [row.id])
@@ -137,16 +141,10 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
-        let arguments: StatementArguments = [zone, state.recordName, state.recordType, state.isAlive ? 1 : 0, Int64(try commitSequence), Data(blob)]
-        let formerType = previous.map(\.recordType).flatMap { $0 == state.recordType ? nil : $0 }
-        if let writer = try indexWriter(for: state.recordType) {
-            let rid = try upsertRecord(returningID: true, arguments)!
-            try writer.put(state, rid: rid, zone: zone)
-            if let formerType, let former = try indexWriter(for: formerType) { try former.remove(rid: rid) }
-        } else if let formerType, let former = try indexWriter(for: formerType) {
-            try former.remove(rid: try upsertRecord(returningID: true, arguments)!)
-        } else {
-            _ = try upsertRecord(returningID: false, arguments)
+        let rid = try writeRecordRow(state, blob: blob, isNew: previous == nil, zone: zone)
+        if let writer = try indexWriter(for: state.recordType) { try writer.put(state, rid: rid, zone: zone) }
+        if let previous, previous.recordType != state.recordType, let former = try indexWriter(for: previous.recordType) {
+            try former.remove(rid: rid)
         }
         let before = previous?.liveCascadeTargets ?? []
         let after = state.liveCascadeTargets
@@ -160,20 +158,32 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         try touch(key, zone)
     }
 
-    /// Inserts or updates a record's row; returns its row id when asked.
-    private func upsertRecord(returningID: Bool, _ arguments: StatementArguments) throws -> Int64? {
-        let sql = """
-            INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, alive = excluded.alive,
-                change_seq = excluded.change_seq, state = excluded.state
-            """
-        if returningID {
-            if upsertReturningStatement == nil { upsertReturningStatement = try db.makeStatement(sql: sql + " RETURNING id") }
-            return try Int64.fetchOne(upsertReturningStatement!, arguments: arguments)
+    /// Inserts a new record's row or updates the existing one by row id (the
+    /// merge or save just read it, so its id is at hand); returns the row id.
+    private func writeRecordRow(_ state: RecordState, blob: [UInt8], isNew: Bool, zone: Int64) throws -> Int64 {
+        let alive = state.isAlive ? 1 : 0
+        let sequence = Int64(try commitSequence)
+        if isNew {
+            if insertStatement == nil {
+                insertStatement = try db.makeStatement(sql: "INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)")
+            }
+            try insertStatement!.execute(arguments: [zone, state.recordName, state.recordType, alive, sequence, Data(blob)])
+            return db.lastInsertedRowID
         }
-        if upsertStatement == nil { upsertStatement = try db.makeStatement(sql: sql) }
-        try upsertStatement!.execute(arguments: arguments)
-        return nil
+        let rid: Int64
+        if let last = lastRecordRow, last.zone == zone, last.name == state.recordName {
+            rid = last.id
+        } else {
+            guard let found = try Int64.fetchOne(db, sql: "SELECT id FROM records WHERE zone = ? AND name = ?", arguments: [zone, state.recordName]) else {
+                throw StoreError.corrupt(path: store.directory.path, reason: "record \(state.recordName) vanished while it was written")
+            }
+            rid = found
+        }
+        if updateStatement == nil {
+            updateStatement = try db.makeStatement(sql: "UPDATE records SET type = ?, alive = ?, change_seq = ?, state = ? WHERE id = ?")
+        }
+        try updateStatement!.execute(arguments: [state.recordType, alive, sequence, Data(blob), rid])
+        return rid
     }
 
     private func indexWriter(for recordType: String) throws -> TypeIndex.Writer? {

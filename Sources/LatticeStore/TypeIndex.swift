@@ -7,8 +7,7 @@ import LatticeCore
 /// A type with indexed fields has a table of its live records (row id, zone,
 /// name) with one column per queryable or sortable field, each column in an
 /// SQLite index on (zone, value, name); its searchable fields' tokens live in
-/// a second table. Both follow the records table through a foreign key, so
-/// dropping a zone's records drops their index rows too. Table and column
+/// a second table. Table and column
 /// names are the hex of the type and field names: SQLite folds the case of
 /// identifiers, and `Movie` and `movie` are two types.
 struct TypeIndex {
@@ -40,11 +39,13 @@ struct TypeIndex {
     // MARK: Tables
 
     /// Creates the tables and SQL indexes this layout needs, adding columns a
-    /// table made for fewer indexes lacks.
+    /// table made for fewer indexes lacks. Index rows name their record by
+    /// row id without a foreign key: a merge writes them for every record,
+    /// and the one place records are dropped (`removeAll`) drops them too.
     func create(in db: GRDB.Database) throws {
         try db.execute(sql: """
             CREATE TABLE IF NOT EXISTS \(table) (
-                rid INTEGER PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+                rid INTEGER PRIMARY KEY,
                 zone INTEGER NOT NULL,
                 name TEXT NOT NULL)
             """)
@@ -53,7 +54,6 @@ struct TypeIndex {
             try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(column)")
         }
         let base = String(table.dropFirst().dropLast())
-        try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(base)_name\" ON \(table) (zone, name)")
         for (_, column) in ordered {
             let name = "\(base)_\(column.dropFirst().dropLast())"
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(table) (zone, \(column), name)")
@@ -63,12 +63,20 @@ struct TypeIndex {
                 CREATE TABLE IF NOT EXISTS \(tokenTable) (
                     field TEXT NOT NULL,
                     token TEXT NOT NULL,
-                    rid INTEGER NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+                    rid INTEGER NOT NULL,
                     PRIMARY KEY (field, token, rid)
                 ) WITHOUT ROWID
                 """)
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"tk_\(base.dropFirst(3))_rid\" ON \(tokenTable) (rid)")
         }
+    }
+
+    /// Drops the index rows of a zone's records, before the records go.
+    func removeAll(zone: Int64, in db: GRDB.Database) throws {
+        if !searchable.isEmpty {
+            try db.execute(sql: "DELETE FROM \(tokenTable) WHERE rid IN (SELECT rid FROM \(table) WHERE zone = ?)", arguments: [zone])
+        }
+        try db.execute(sql: "DELETE FROM \(table) WHERE zone = ?", arguments: [zone])
     }
 
     /// Refills the index from every live record of the type, in every zone.
