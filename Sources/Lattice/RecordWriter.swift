@@ -8,6 +8,8 @@ struct RecordWriter {
     let transaction: StoreTransaction
     let savePolicy: SavePolicy
     var schema: Schema
+    /// What `check` read of each record, for `write`: a batch reads each record once.
+    private var checked: [Record.ID: RecordState?] = [:]
 
     init(database: Database, transaction: StoreTransaction, savePolicy: SavePolicy) throws {
         self.database = database
@@ -29,6 +31,7 @@ struct RecordWriter {
         try requireZone(record.recordID.zoneID)
         try RecordValidation.check(record, schema: schema)
         let existing = try current(record.recordID)
+        checked[record.recordID] = .some(existing)
         if let existing, existing.isAlive, existing.recordType != record.recordType {
             throw LatticeError(.invalidArguments, "record \(record.recordID) is a \(existing.recordType); cannot save it as a \(record.recordType)")
         }
@@ -64,7 +67,7 @@ struct RecordWriter {
         let changes = Set(keys).sorted().map { (name: $0, value: record[$0]) }
         let outcome = try transaction.save(
             record.recordID.recordName, type: record.recordType, in: key, changes: changes,
-            replacement: savePolicy == .allKeys ? .allKeys : .changedKeys)
+            replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, knownPrevious: checked.removeValue(forKey: record.recordID))
         if outcome.changed { try schema.merge(transaction.schema()) }
         return Record(state: outcome.state, zoneID: record.recordID.zoneID)
     }

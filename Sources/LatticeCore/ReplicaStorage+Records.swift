@@ -10,13 +10,15 @@ extension ReplicaStorage {
     /// Saves fields of a record (nil values remove fields): the local write of
     /// DESIGN §2, checked against the schema, which grows just in time.
     /// A save that changes nothing a reader can see is not written.
+    /// `knownPrevious`: the record's state as the caller just read it in this
+    /// transaction (`.some(nil)` when absent), so it is not read again.
     @discardableResult
     public func save(
         _ name: String, type: String, in zone: ZoneKey, changes: [(name: String, value: FieldValue?)],
-        replacement: FieldReplacement = .changedKeys
+        replacement: FieldReplacement = .changedKeys, knownPrevious: RecordState?? = .none
     ) throws -> SaveOutcome {
         let sync = try liveSyncState(of: zone)
-        let previous = try record(named: name, in: zone)
+        let previous = try knownPrevious ?? record(named: name, in: zone)
         if let previous, previous.isAlive, previous.recordType != type {
             throw ReplicaError.recordTypeMismatch(record: name, stored: previous.recordType, requested: type)
         }
