@@ -16,11 +16,12 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(path: "../"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .target(name: "Workload", dependencies: [.product(name: "Lattice", package: lattice), .product(name: "LatticeCore", package: lattice)]),
-        .executableTarget(name: "lattice-merge-figures", dependencies: ["Workload"]),
+        .executableTarget(name: "lattice-merge-figures", dependencies: ["Workload", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "lattice-sync-figures", dependencies: [
             "Workload", .product(name: "Lattice", package: lattice), .product(name: "LatticeCrypto", package: lattice),
             .product(name: "LatticeProtocol", package: lattice),

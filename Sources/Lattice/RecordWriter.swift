@@ -63,8 +63,21 @@ struct RecordWriter {
     mutating func write(_ record: Record) throws -> Record {
         let key = database.key(record.recordID.zoneID)
         if record.recordID.zoneID.isDefault { try transaction.createZone(key) }
-        let keys = savePolicy == .allKeys || record.recordChangeTag == nil ? record.allKeys() + record.changedKeys() : record.changedKeys()
-        let changes = Set(keys).sorted().map { (name: $0, value: record[$0]) }
+        var keys = record.changedKeys()
+        if savePolicy == .allKeys || record.recordChangeTag == nil {
+            // Both lists are sorted: merge them, once each.
+            let all = record.allKeys()
+            var merged: [String] = []
+            merged.reserveCapacity(all.count + keys.count)
+            var (i, j) = (0, 0)
+            while i < all.count || j < keys.count {
+                if j == keys.count || (i < all.count && all[i] < keys[j]) { merged.append(all[i]); i += 1 }
+                else if i == all.count || keys[j] < all[i] { merged.append(keys[j]); j += 1 }
+                else { merged.append(all[i]); i += 1; j += 1 }
+            }
+            keys = merged
+        }
+        let changes = keys.map { (name: $0, value: record[$0]) }
         let outcome = try transaction.save(
             record.recordID.recordName, type: record.recordType, in: key, changes: changes,
             replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, knownPrevious: checked.removeValue(forKey: record.recordID))

@@ -23,21 +23,20 @@ extension ReplicaStorage {
             throw ReplicaError.recordTypeMismatch(record: name, stored: previous.recordType, requested: type)
         }
         let schema = try self.schema()
-        do { try schema.check(recordType: type, values: changes) } catch { throw ReplicaError.schema(error) }
+        let undefined: [(name: String, type: FieldType)]
+        do { undefined = try schema.check(recordType: type, values: changes) } catch { throw ReplicaError.schema(error) }
         let incarnations = try targetIncarnations(of: changes, in: zone)
         let incarnation = { (target: String) in incarnations[target] ?? 1 }
         if LocalWrite.changesNothing(previous: previous, recordType: type, changes: changes, replacement: replacement, targetIncarnation: incarnation) {
             return SaveOutcome(state: previous!, changed: false)
         }
         let stamp = nextStamp()
-        var definitions = Schema()
-        definitions.addRecordType(type)
-        for (field, value) in changes {
-            if let value, schema.field(field, of: type) == nil {
-                definitions.merge(SchemaField(recordType: type, field: field, type: value.type, stamp: stamp))
-            }
+        if !undefined.isEmpty || !schema.recordTypes.contains(type) {
+            var definitions = Schema()
+            definitions.addRecordType(type)
+            for (field, fieldType) in undefined { definitions.merge(SchemaField(recordType: type, field: field, type: fieldType, stamp: stamp)) }
+            try mergeSchema(definitions)
         }
-        try mergeSchema(definitions)
         let state = LocalWrite.save(
             previous: previous, recordName: name, recordType: type, changes: changes,
             replacement: replacement, stamp: stamp, targetIncarnation: incarnation)

@@ -118,8 +118,11 @@ public struct Schema: Hashable, Sendable {
 
     /// Checks a write of `values` to a record of `recordType`: a field's type
     /// is fixed by its first definition, and production refuses new types and fields.
-    public func check(recordType: String, values: [(name: String, value: FieldValue?)]) throws(SchemaViolation) {
+    /// Returns the fields written that the schema does not define yet.
+    @discardableResult
+    public func check(recordType: String, values: [(name: String, value: FieldValue?)]) throws(SchemaViolation) -> [(name: String, type: FieldType)] {
         if isProduction, !recordTypes.contains(recordType) { throw .unknownRecordType(recordType) }
+        var undefined: [(name: String, type: FieldType)] = []
         for (name, value) in values {
             guard let value else { continue }
             if let defined = field(name, of: recordType) {
@@ -130,8 +133,11 @@ public struct Schema: Hashable, Sendable {
                 }
             } else if isProduction {
                 throw .unknownField(recordType: recordType, field: name)
+            } else {
+                undefined.append((name, value.type))
             }
         }
+        return undefined
     }
 
     /// Definitions in a stable order.

@@ -1,6 +1,9 @@
 // Prints Lattice's merge figures as JSON lines for compare/run.sh:
 //   swift run -c release lattice-merge-figures [--records N] [--runs R]
+// and, with --mode saves / --mode ceiling, the batched-save figure and the
+// engine's ceiling (the same rows through SQLite, no Lattice code around them).
 import Foundation
+import Lattice
 import LatticeCore
 import Workload
 
@@ -27,7 +30,7 @@ while let argument = arguments.next() {
         let name = arguments.next() ?? ""
         scenarios = Workload.Scenario.allCases.filter { $0.rawValue == name }
     default:
-        FileHandle.standardError.write(Data("usage: lattice-merge-figures [--records N] [--runs R] [--mode memory|store] [--scenario empty|half-lose|concurrent-10pct] [--reapply]\n".utf8))
+        FileHandle.standardError.write(Data("usage: lattice-merge-figures [--records N] [--runs R] [--mode memory|store|saves|ceiling] [--scenario empty|half-lose|concurrent-10pct] [--reapply]\n".utf8))
         exit(64)
     }
 }
@@ -43,6 +46,31 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 }
 
 do {
+    if modes.contains("saves") {
+        // Batches of 1,000 new records of 8 fields through modifyRecords, each a durable commit.
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-bench-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try Container(identifier: "bench", directory: directory).privateCloudDatabase
+        var best = Double.infinity
+        for batch in 0..<(records / 1_000) {
+            let saving = (batch * 1_000..<(batch + 1) * 1_000).map { i -> Record in
+                var record = Record(recordType: "Track", recordName: Workload.name(i))
+                for (name, value) in Workload.fields(record: i, generation: 0) { record[name] = value }
+                return record
+            }
+            best = min(best, try seconds { _ = try database.modifyRecords(saving: saving, deleting: [], savePolicy: .allKeys) })
+        }
+        print("{\"system\":\"lattice\",\"figure\":\"batched saves\",\"recordsPerBatch\":1000,\"bestBatchSeconds\":\(best),\"recordsPerSecond\":\(Int(1_000 / best))}")
+        exit(0)
+    }
+    if modes.contains("ceiling") {
+        for (name, indexed) in [("no index", false), ("two indexes", true)] {
+            var best = Double.infinity
+            for _ in 0..<runs { best = min(best, try Ceiling.insert(records: records, indexed: indexed)) }
+            print("{\"system\":\"sqlite\",\"scenario\":\"ceiling, \(name)\",\"mode\":\"store\",\"fieldWrites\":\(records * 8),\"seconds\":\(best),\"bytes\":0}")
+        }
+        exit(0)
+    }
     for scenario in scenarios {
         var best = Double.infinity
         var size = 0

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Peak resident memory (and time) of the release `lattice` binary on a store
+# of N records (default 1,000,000, the merge workload's shape): importing the
+# lines, indexing two fields, a sorted filtered page with and without
+# indexes, writing all records to a bundle and applying it to an empty store.
+# Syncing the same records between two nodes is Benchmarks/sync/rss.sh.
+# Usage: Benchmarks/store/rss.sh [--records N]
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+RECORDS=1000000
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --records) RECORDS="$2"; shift 2 ;;
+    *) echo "usage: $0 [--records N]" >&2; exit 2 ;;
+  esac
+done
+(cd "$ROOT" && swift build -c release --product lattice >&2)
+L="$ROOT/.build/release/lattice"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+python3 - "$RECORDS" > "$TMP/lines.jsonl" <<'PY'
+import json, random, sys
+random.seed(1)
+letters = "abcdefghijklmnopqrstuvwxyz"
+for i in range(int(sys.argv[1])):
+    word = lambda: "".join(random.choice(letters) for _ in range(20))
+    print(json.dumps({"recordName": "r%07d" % i, "recordType": "Track", "fields": {
+        "title": {"value": word()}, "artist": {"value": word()}, "album": {"value": word()},
+        "plays": {"value": i}, "rating": {"value": random.randrange(1000000)}, "score": {"value": i * 0.5 + 0.25},
+        "liked": {"value": i % 2 == 0}, "released": {"value": 1700000000000 + i * 1000, "type": "TIMESTAMP"}}}))
+PY
+
+# Runs one lattice command and prints its figure as a JSON line: wall time
+# and the peak resident set of that process alone.
+measure() {
+  local figure="$1"; shift
+  python3 - "$figure" "$L" "$@" <<'PY'
+import json, resource, subprocess, sys, time
+figure, command = sys.argv[1], sys.argv[2:]
+start = time.monotonic()
+done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+seconds = time.monotonic() - start
+if done.returncode != 0:
+    sys.exit(f"{figure}: exit {done.returncode}: {done.stderr.decode()}")
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+print(json.dumps({"figure": figure, "seconds": round(seconds, 2), "peak_mb": peak}))
+PY
+}
+
+"$L" init --store "$TMP/a" >/dev/null
+"$L" zone create Tracks --store "$TMP/a" >/dev/null
+measure "import $RECORDS lines" record import Tracks "$TMP/lines.jsonl" --store "$TMP/a"
+measure "index title (sortable) over $RECORDS records" schema index Track title --sortable --store "$TMP/a"
+measure "index rating (queryable) over $RECORDS records" schema index Track rating --queryable --store "$TMP/a"
+measure "page of 50, indexed (rating >= 500000, sorted by title)" query Track --zone Tracks --where 'rating >= 500000' --sort title --limit 50 --store "$TMP/a"
+measure "page of 50, no index (plays >= 500000, sorted by artist)" query Track --zone Tracks --where 'plays >= 500000' --sort artist --limit 50 --store "$TMP/a"
+measure "bundle create of $RECORDS records" bundle create -o "$TMP/all.bundle" Tracks --store "$TMP/a"
+"$L" init --store "$TMP/b" >/dev/null
+measure "bundle apply of $RECORDS records to an empty store" bundle apply "$TMP/all.bundle" --store "$TMP/b"
