@@ -20,17 +20,7 @@ L="$ROOT/.build/release/lattice"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 
-python3 - "$RECORDS" > "$TMP/lines.jsonl" <<'PY'
-import json, random, sys
-random.seed(1)
-letters = "abcdefghijklmnopqrstuvwxyz"
-for i in range(int(sys.argv[1])):
-    word = lambda: "".join(random.choice(letters) for _ in range(20))
-    print(json.dumps({"recordName": "r%07d" % i, "recordType": "Track", "fields": {
-        "title": {"value": word()}, "artist": {"value": word()}, "album": {"value": word()},
-        "plays": {"value": i}, "rating": {"value": random.randrange(1000000)}, "score": {"value": i * 0.5 + 0.25},
-        "liked": {"value": i % 2 == 0}, "released": {"value": 1700000000000 + i * 1000, "type": "TIMESTAMP"}}}))
-PY
+python3 "$HERE/../workload_lines.py" "$RECORDS" > "$TMP/lines.jsonl"
 
 # Runs one lattice command and prints its figure as a JSON line: wall time
 # and the peak resident set of that process alone.

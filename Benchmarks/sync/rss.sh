@@ -24,17 +24,7 @@ trap 'for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 
 "$L" trust "$("$L" id --store "$TMP/a")" --store "$TMP/b" >/dev/null
 "$L" zone create Tracks --store "$TMP/a" >/dev/null
 echo "== importing $RECORDS records into A" >&2
-python3 - "$RECORDS" <<'PY' | "$L" record import Tracks - --batch-size 5000 --store "$TMP/a" >/dev/null
-import json, random, sys
-random.seed(1)
-letters = "abcdefghijklmnopqrstuvwxyz"
-for i in range(int(sys.argv[1])):
-    word = lambda: "".join(random.choice(letters) for _ in range(20))
-    print(json.dumps({"recordName": "r%07d" % i, "recordType": "Track", "fields": {
-        "title": {"value": word()}, "artist": {"value": word()}, "album": {"value": word()},
-        "plays": {"value": i}, "rating": {"value": random.randrange(1000000)}, "score": {"value": i * 0.5 + 0.25},
-        "liked": {"value": i % 2 == 0}, "released": {"value": 1700000000000 + i * 1000, "type": "TIMESTAMP"}}}))
-PY
+python3 "$HERE/../workload_lines.py" "$RECORDS" | "$L" record import Tracks - --batch-size 5000 --store "$TMP/a" >/dev/null
 "$L" serve --port 0 --listen 127.0.0.1 --no-mdns --store "$TMP/a" > "$TMP/a.log" 2>&1 &
 PIDS+=($!); A=$!
 for _ in $(seq 100); do grep -q "listening on port" "$TMP/a.log" && break; sleep 0.1; done
