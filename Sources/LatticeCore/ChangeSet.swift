@@ -75,13 +75,10 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
 public enum ChangeSetFormat {
     public static let magic: [UInt8] = Array("LTCS".utf8)
     /// Version 2 added conflicts and target incarnations to record states;
-    /// version 3 adds the schema's field indexes to the header, and is written
-    /// only when the schema has some, so builds that read 2 still read the rest.
+    /// version 3 the schema's field indexes in the header and the compact
+    /// record form (front-coded names, a lone vector entry as a flag).
     public static let version: UInt8 = 3
     public static let readableVersions: ClosedRange<UInt8> = 1...3
-
-    /// The version a change set with this header is written in.
-    static func version(for header: ChangeSetHeader) -> UInt8 { header.schema.indexes.isEmpty ? 2 : 3 }
     /// Frames are cut near this size, so writer and reader hold one frame at a time.
     public static let targetFrameSize = 64 * 1024
     public static let maximumFrameSize = 16 * 1024 * 1024
@@ -113,7 +110,8 @@ public struct ChangeSetWriter {
     public init(header: ChangeSetHeader, sink: @escaping ([UInt8]) throws -> Void) throws {
         self.sink = sink
         replicas = ReplicaTable(header.replicas)
-        let version = ChangeSetFormat.version(for: header)
+        let version = ChangeSetFormat.version
+        codec = RecordCodec(compact: true)
         let opening = ChangeSetFormat.magic + [version]
         chain = ChangeSetFormat.chainSeed(opening)
         try emit(opening)
@@ -220,6 +218,7 @@ public struct ChangeSetReader<Source: ByteSource> {
         guard kind == .header else { throw ChangeSetError.malformed("first frame is not a header") }
         var reader = BinaryReader(payload)
         let header = try wrap { try HeaderCodec.decode(from: &reader, version: magic[4]) }
+        codec = RecordCodec(compact: magic[4] >= 3)
         self.header = header
         return header
     }

@@ -74,7 +74,10 @@ struct RecordCodec {
         /// Each field is followed by a byte saying whether target incarnations
         /// and losing writes follow (absent in most records, and in older blobs).
         static let fieldExtras: UInt8 = 32
+        /// The vector is the latest stamp alone (compact form only).
+        static let vectorIsLatest: UInt8 = 64
         static let known: UInt8 = 63
+        static let knownCompact: UInt8 = 127
     }
 
     private struct Extras {
@@ -84,10 +87,45 @@ struct RecordCodec {
 
     var names = NameTable()
     var previousTime: UInt64 = 0
+    /// Change-set format 3: a record name is written as the bytes it shares
+    /// with the previous record's and the rest (records of a frame come in
+    /// change order, which is mostly name order), and a vector that is the
+    /// latest stamp alone as a flag.
+    var compact = false
+    private var previousName: [UInt8] = []
+
+    init(compact: Bool = false) { self.compact = compact }
 
     mutating func reset() {
         names.reset()
         previousTime = 0
+        previousName.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func writeName(_ name: String, into writer: inout BinaryWriter) {
+        guard compact else { return writer.string(name) }
+        var name = name
+        name.withUTF8 { utf8 in
+            var shared = 0
+            let limit = min(utf8.count, previousName.count)
+            while shared < limit, utf8[shared] == previousName[shared] { shared += 1 }
+            writer.varint(shared)
+            writer.varint(utf8.count - shared)
+            writer.raw(utf8[shared...])
+            previousName.removeAll(keepingCapacity: true)
+            previousName.append(contentsOf: utf8)
+        }
+    }
+
+    private mutating func readName(from reader: inout BinaryReader) throws -> String {
+        guard compact else { return try reader.string() }
+        let shared = try reader.count(below: previousName.count + 1, "shared name length")
+        let rest = try reader.length("name length")
+        previousName.removeSubrange(shared...)
+        let at = reader.offset
+        previousName.append(contentsOf: try reader.raw(rest))
+        guard let name = String(validating: previousName, as: UTF8.self) else { throw DecodingError.malformed("invalid UTF-8", offset: at) }
+        return name
     }
 
     mutating func encode(_ state: RecordState, into writer: inout BinaryWriter, replicas: inout ReplicaTable) {
@@ -98,16 +136,21 @@ struct RecordCodec {
         if state.created == latest { flags |= Flags.createdIsLatest }
         if state.deleted == latest { flags |= Flags.deletedIsLatest }
         if state.fields.contains(where: \.hasExtras) { flags |= Flags.fieldExtras }
+        let vectorIsLatest = compact && state.vector.entries.count == 1 && state.vector.entries[0].replica == latest.replica
+            && state.vector.entries[0].time == latest.time
+        if vectorIsLatest { flags |= Flags.vectorIsLatest }
         writer.byte(flags)
-        writer.string(state.recordName)
+        writeName(state.recordName, into: &writer)
         writer.varint(state.causalLength)
         writer.zigzag(Int64(bitPattern: latest.time.rawValue &- previousTime))
         previousTime = latest.time.rawValue
         writer.varint(replicas.index(of: latest.replica))
-        writer.varint(state.vector.entries.count)
-        for entry in state.vector.entries {
-            writer.varint(replicas.index(of: entry.replica))
-            writer.zigzag(Int64(bitPattern: latest.time.rawValue &- entry.time.rawValue))
+        if !vectorIsLatest {
+            writer.varint(state.vector.entries.count)
+            for entry in state.vector.entries {
+                writer.varint(replicas.index(of: entry.replica))
+                writer.zigzag(Int64(bitPattern: latest.time.rawValue &- entry.time.rawValue))
+            }
         }
         names.write(state.recordType, into: &writer)
         func stamp(_ stamp: Stamp) {
@@ -149,8 +192,8 @@ struct RecordCodec {
     /// What precedes the fields: enough to tell whether a merge would change anything.
     private mutating func decodePrefix(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> (flags: UInt8, recordName: String, causalLength: UInt64, latest: Stamp, vector: VersionVector) {
         let flags = try reader.byte()
-        guard flags & ~Flags.known == 0 else { throw DecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
-        let recordName = try reader.string()
+        guard flags & ~(compact ? Flags.knownCompact : Flags.known) == 0 else { throw DecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
+        let recordName = try readName(from: &reader)
         guard Limits.isRecordName(recordName) else { throw DecodingError.malformed("\"\(recordName)\" is not a record name", offset: reader.offset) }
         let causalLength = try reader.varint()
         guard causalLength > 0, causalLength <= Limits.maximumCausalLength, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
@@ -160,9 +203,13 @@ struct RecordCodec {
         previousTime = latestTime
         let latest = Stamp(time: HLCTimestamp(rawValue: latestTime), replica: replicas[try reader.count(below: replicas.count, "replica index")])
         var vector = VersionVector()
-        for _ in 0..<(try reader.count(below: replicas.count + 1, "vector length")) {
-            let replica = replicas[try reader.count(below: replicas.count, "replica index")]
-            vector.advance(replica, to: HLCTimestamp(rawValue: latestTime &- UInt64(bitPattern: try reader.zigzag())))
+        if flags & Flags.vectorIsLatest != 0 {
+            vector.advance(latest.replica, to: latest.time)
+        } else {
+            for _ in 0..<(try reader.count(below: replicas.count + 1, "vector length")) {
+                let replica = replicas[try reader.count(below: replicas.count, "replica index")]
+                vector.advance(replica, to: HLCTimestamp(rawValue: latestTime &- UInt64(bitPattern: try reader.zigzag())))
+            }
         }
         return (flags, recordName, causalLength, latest, vector)
     }

@@ -23,6 +23,22 @@ import Testing
         #expect(try reader.nextRecord() == nil)
     }
 
+    @Test func recordNamesAreFrontCodedWithinAFrameWhateverTheirBytes() throws {
+        let clock = ManualClock()
+        let replica = makeReplica(7, clock: clock)
+        replica.createZone(testZone)
+        // Shared prefixes that end inside a two-byte scalar ("é" C3 A9, "ê" C3 AA), and none at all.
+        let names = ["r000001", "r000002", "r000010", "é1", "ê2", "ê", "ê", "zz", "a", "r000001x"]
+        for name in Set(names) { try replica.save(name, type: "T", in: testZone, changes: [("v", .int64(1))]) }
+        let bytes = try replica.makeChangeSet(for: testZone, since: VersionVector())
+        #expect(bytes[4] == ChangeSetFormat.version)
+        var reader = ChangeSetReader(source: ArrayByteSource(bytes))
+        _ = try reader.readHeader()
+        var read: [String] = []
+        while let record = try reader.nextRecord() { read.append(record.recordName) }
+        #expect(read.sorted() == Set(names).sorted())
+    }
+
     @Test func everyTruncationAndEveryBitFlipIsDetected() throws {
         let clock = ManualClock()
         let replica = makeReplica(3, clock: clock)
