@@ -129,7 +129,7 @@ public struct Database: Sendable {
         saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
         savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
     ) throws(LatticeError) -> ModifyResults {
-        var saveIDs = Set<Record.ID>()
+        var saveIDs = Set<Record.ID>(minimumCapacity: recordsToSave.count)
         for record in recordsToSave {
             guard saveIDs.insert(record.recordID).inserted, !recordIDsToDelete.contains(record.recordID) else {
                 throw LatticeError(.invalidArguments, "record \(record.recordID) appears twice in one request")
@@ -138,9 +138,9 @@ public struct Database: Sendable {
         return try LatticeError.wrap {
             try store.write { transaction in
                 var writer = try RecordWriter(database: self, transaction: transaction, savePolicy: savePolicy)
-                let saves = try recordsToSave.map { record in (record, Result { () throws(LatticeError) in try writer.check(record) }) }
+                let saves = try recordsToSave.map { record in (record, Result { () throws(LatticeError) -> RecordState? in try writer.check(record) }) }
                 let deletes = try recordIDsToDelete.map { id in (id, Result { () throws(LatticeError) in try writer.checkDelete(id) }) }
-                let failed = saves.contains { (try? $0.1.get()) == nil } || deletes.contains { (try? $0.1.get()) == nil }
+                let failed = saves.contains { $0.1.failure != nil } || deletes.contains { $0.1.failure != nil }
                 if atomically && failed {
                     var results = ModifyResults(saveResults: [:], deleteResults: [:])
                     var partial: [String: LatticeError] = [:]
@@ -157,10 +157,12 @@ public struct Database: Sendable {
                     let culprit = partial.values.first { $0.code != .batchRequestFailed }
                     throw LatticeError(culprit?.code ?? .partialFailure, culprit?.message ?? "the atomic batch failed", serverRecord: culprit?.serverRecord, partialErrors: partial)
                 }
-                var results = ModifyResults(saveResults: [:], deleteResults: [:])
+                var results = ModifyResults(saveResults: .init(minimumCapacity: saves.count), deleteResults: .init(minimumCapacity: deletes.count))
                 for (record, check) in saves {
-                    if case .failure(let error) = check { results.saveResults[record.recordID] = .failure(error); continue }
-                    results.saveResults[record.recordID] = .success(try writer.write(record))
+                    switch check {
+                    case .failure(let error): results.saveResults[record.recordID] = .failure(error)
+                    case .success(let previous): results.saveResults[record.recordID] = .success(try writer.write(record, previous: previous))
+                    }
                 }
                 for (id, check) in deletes {
                     if case .failure(let error) = check { results.deleteResults[id] = .failure(error); continue }

@@ -56,7 +56,8 @@ public struct Record: Hashable, Sendable {
 
     init(state: RecordState, zoneID: Zone.ID) {
         self.init(recordType: state.recordType, recordID: ID(recordName: state.recordName, zoneID: zoneID))
-        for (name, value) in state.presentFields { values[name] = value }
+        values.reserveCapacity(state.fields.count)
+        for field in state.fields { if let value = field.value { values[field.name] = value } }
         recordChangeTag = state.changeTag
         creationDate = Int64(state.created.time.milliseconds)
         let modified = state.lastModified

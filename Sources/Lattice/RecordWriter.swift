@@ -8,8 +8,6 @@ struct RecordWriter {
     let transaction: StoreTransaction
     let savePolicy: SavePolicy
     var schema: Schema
-    /// What `check` read of each record, for `write`: a batch reads each record once.
-    private var checked: [Record.ID: RecordState?] = [:]
 
     init(database: Database, transaction: StoreTransaction, savePolicy: SavePolicy) throws {
         self.database = database
@@ -27,19 +25,20 @@ struct RecordWriter {
         try LatticeError.wrap { try transaction.record(id.recordName, in: database.key(id.zoneID)) }
     }
 
-    mutating func check(_ record: Record) throws(LatticeError) {
+    /// Checks a save before anything is written; returns the record's stored
+    /// state, which `write` takes so that a batch reads each record once.
+    mutating func check(_ record: Record) throws(LatticeError) -> RecordState? {
         try requireZone(record.recordID.zoneID)
         try RecordValidation.check(record, schema: schema)
         let existing = try current(record.recordID)
-        checked[record.recordID] = .some(existing)
         if let existing, existing.isAlive, existing.recordType != record.recordType {
             throw LatticeError(.invalidArguments, "record \(record.recordID) is a \(existing.recordType); cannot save it as a \(record.recordType)")
         }
-        guard savePolicy == .ifServerRecordUnchanged else { return }
+        guard savePolicy == .ifServerRecordUnchanged else { return existing }
         let alive = existing?.isAlive == true
         switch (record.recordChangeTag, alive) {
         case (nil, false):
-            return
+            return existing
         case (nil, true):
             throw LatticeError(.serverRecordChanged, "record \(record.recordID) already exists; fetch it and save your changes onto it, or save with the changedKeys or allKeys policy",
                                serverRecord: Record(state: existing!, zoneID: record.recordID.zoneID))
@@ -50,6 +49,7 @@ struct RecordWriter {
                 throw LatticeError(.serverRecordChanged, "record \(record.recordID) changed since it was fetched (tag \(tag), now \(existing!.changeTag)); merge with the server record and retry",
                                    serverRecord: Record(state: existing!, zoneID: record.recordID.zoneID))
             }
+            return existing
         }
     }
 
@@ -60,29 +60,40 @@ struct RecordWriter {
         }
     }
 
-    mutating func write(_ record: Record) throws -> Record {
+    /// Saves a checked record; `previous` is what `check` returned for it.
+    func write(_ record: Record, previous: RecordState?) throws -> Record {
         let key = database.key(record.recordID.zoneID)
         if record.recordID.zoneID.isDefault { try transaction.createZone(key) }
-        var keys = record.changedKeys()
-        if savePolicy == .allKeys || record.recordChangeTag == nil {
-            // Both lists are sorted: merge them, once each.
-            let all = record.allKeys()
-            var merged: [String] = []
-            merged.reserveCapacity(all.count + keys.count)
-            var (i, j) = (0, 0)
-            while i < all.count || j < keys.count {
-                if j == keys.count || (i < all.count && all[i] < keys[j]) { merged.append(all[i]); i += 1 }
-                else if i == all.count || keys[j] < all[i] { merged.append(keys[j]); j += 1 }
-                else { merged.append(all[i]); i += 1; j += 1 }
-            }
-            keys = merged
-        }
-        let changes = keys.map { (name: $0, value: record[$0]) }
         let outcome = try transaction.save(
-            record.recordID.recordName, type: record.recordType, in: key, changes: changes,
-            replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, knownPrevious: checked.removeValue(forKey: record.recordID))
-        if outcome.changed { try schema.merge(transaction.schema()) }
+            record.recordID.recordName, type: record.recordType, in: key, changes: changes(of: record),
+            replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, knownPrevious: .some(previous))
         return Record(state: outcome.state, zoneID: record.recordID.zoneID)
+    }
+
+    /// The fields a save writes, by name: every field (and every removed
+    /// one) under allKeys or for a new record, else the changed ones.
+    private func changes(of record: Record) -> [(name: String, value: FieldValue?)] {
+        let changed = record.changedKeys()
+        guard savePolicy == .allKeys || record.recordChangeTag == nil else { return changed.map { ($0, record[$0]) } }
+        let present = record.fields.sorted { $0.key < $1.key }
+        // Both lists are sorted: merge them; a changed key without a value is a removal.
+        var merged: [(name: String, value: FieldValue?)] = []
+        merged.reserveCapacity(present.count + changed.count)
+        var (i, j) = (0, 0)
+        while i < present.count || j < changed.count {
+            if j == changed.count || (i < present.count && present[i].key < changed[j]) {
+                merged.append((present[i].key, present[i].value))
+                i += 1
+            } else if i == present.count || changed[j] < present[i].key {
+                merged.append((changed[j], nil))
+                j += 1
+            } else {
+                merged.append((present[i].key, present[i].value))
+                i += 1
+                j += 1
+            }
+        }
+        return merged
     }
 
     mutating func delete(_ id: Record.ID) throws {

@@ -31,6 +31,9 @@ public struct Schema: Hashable, Sendable {
     }
 
     public private(set) var fields: [Key: SchemaField] = [:]
+    /// The same definitions by record type, then field: a save checks its
+    /// fields with one lookup of its type and one of each field name.
+    private var fieldsByType: [String: [String: SchemaField]] = [:]
     /// The recordTypes known even without fields.
     public private(set) var recordTypes: Set<String> = []
     /// When the schema was deployed to production; nil in development.
@@ -44,7 +47,7 @@ public struct Schema: Hashable, Sendable {
     public var isProduction: Bool { deployed != nil }
 
     public func field(_ name: String, of recordType: String) -> SchemaField? {
-        fields[Key(recordType: recordType, field: name)]
+        fieldsByType[recordType]?[name]
     }
 
     /// Adds a definition; returns whether the schema changed.
@@ -54,6 +57,7 @@ public struct Schema: Hashable, Sendable {
         let key = Key(recordType: definition.recordType, field: definition.field)
         if let existing = fields[key], existing.stamp < definition.stamp || existing == definition { return false }
         fields[key] = definition
+        fieldsByType[definition.recordType, default: [:]][definition.field] = definition
         return true
     }
 
@@ -123,9 +127,10 @@ public struct Schema: Hashable, Sendable {
     public func check(recordType: String, values: [(name: String, value: FieldValue?)]) throws(SchemaViolation) -> [(name: String, type: FieldType)] {
         if isProduction, !recordTypes.contains(recordType) { throw .unknownRecordType(recordType) }
         var undefined: [(name: String, type: FieldType)] = []
+        let defined = fieldsByType[recordType] ?? [:]
         for (name, value) in values {
             guard let value else { continue }
-            if let defined = field(name, of: recordType) {
+            if let defined = defined[name] {
                 // An empty list fits any list type.
                 let emptyList = { if case .list(let items) = value { return items.isEmpty && defined.type.isList } else { return false } }()
                 guard defined.type == value.type || emptyList else {
