@@ -76,8 +76,10 @@ struct RecordCodec {
         static let fieldExtras: UInt8 = 32
         /// The vector is the latest stamp alone (compact form only).
         static let vectorIsLatest: UInt8 = 64
+        /// The record type was set with the record's creation (compact form only).
+        static let typeIsCreated: UInt8 = 128
         static let known: UInt8 = 63
-        static let knownCompact: UInt8 = 127
+        static let knownCompact: UInt8 = 255
     }
 
     private struct Extras {
@@ -93,6 +95,9 @@ struct RecordCodec {
     /// latest stamp alone as a flag.
     var compact = false
     private var previousName: [UInt8] = []
+    /// Compact form: a creation stamp is written as a delta from the
+    /// previous record's (records of a batch are mostly created together).
+    private var previousCreated: UInt64 = 0
 
     init(compact: Bool = false) { self.compact = compact }
 
@@ -100,6 +105,7 @@ struct RecordCodec {
         names.reset()
         previousTime = 0
         previousName.removeAll(keepingCapacity: true)
+        previousCreated = 0
     }
 
     private mutating func writeName(_ name: String, into writer: inout BinaryWriter) {
@@ -139,6 +145,7 @@ struct RecordCodec {
         let vectorIsLatest = compact && state.vector.entries.count == 1 && state.vector.entries[0].replica == latest.replica
             && state.vector.entries[0].time == latest.time
         if vectorIsLatest { flags |= Flags.vectorIsLatest }
+        if compact, state.typeStamp == state.created, state.typeStamp != latest { flags |= Flags.typeIsCreated }
         writer.byte(flags)
         writeName(state.recordName, into: &writer)
         writer.varint(state.causalLength)
@@ -157,8 +164,17 @@ struct RecordCodec {
             writer.varint(replicas.index(of: stamp.replica))
             writer.varint(latest.time.rawValue - stamp.time.rawValue)
         }
-        if flags & Flags.typeIsLatest == 0 { stamp(state.typeStamp) }
-        if flags & Flags.createdIsLatest == 0 { stamp(state.created) }
+        if compact {
+            if flags & Flags.createdIsLatest == 0 {
+                writer.varint(replicas.index(of: state.created.replica))
+                writer.zigzag(Int64(bitPattern: state.created.time.rawValue &- previousCreated))
+            }
+            if flags & (Flags.typeIsLatest | Flags.typeIsCreated) == 0 { stamp(state.typeStamp) }
+            previousCreated = state.created.time.rawValue
+        } else {
+            if flags & Flags.typeIsLatest == 0 { stamp(state.typeStamp) }
+            if flags & Flags.createdIsLatest == 0 { stamp(state.created) }
+        }
         if let deleted = state.deleted, flags & Flags.deletedIsLatest == 0 {
             writer.byte(1)
             stamp(deleted)
@@ -237,8 +253,25 @@ struct RecordCodec {
         guard vector.covers(latest) else {
             throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
         }
-        let typeStamp = flags & Flags.typeIsLatest != 0 ? latest : try stamp()
-        let created = flags & Flags.createdIsLatest != 0 ? latest : try stamp()
+        let typeStamp: Stamp
+        let created: Stamp
+        if compact {
+            if flags & Flags.createdIsLatest != 0 {
+                created = latest
+            } else {
+                let replica = replicas[try reader.count(below: replicas.count, "replica index")]
+                let time = previousCreated &+ UInt64(bitPattern: try reader.zigzag())
+                created = Stamp(time: HLCTimestamp(rawValue: time), replica: replica)
+                guard time <= latestTime, vector.covers(created) else {
+                    throw DecodingError.malformed("record \"\(recordName)\" has a creation stamp its vector does not cover", offset: reader.offset)
+                }
+            }
+            typeStamp = flags & Flags.typeIsLatest != 0 ? latest : (flags & Flags.typeIsCreated != 0 ? created : try stamp())
+            previousCreated = created.time.rawValue
+        } else {
+            typeStamp = flags & Flags.typeIsLatest != 0 ? latest : try stamp()
+            created = flags & Flags.createdIsLatest != 0 ? latest : try stamp()
+        }
         let deleted: Stamp?
         switch try reader.byte() {
         case 0: deleted = nil
