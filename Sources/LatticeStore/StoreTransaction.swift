@@ -142,7 +142,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
         let rid = try writeRecordRow(state, blob: blob, isNew: previous == nil, zone: zone)
-        if let writer = try indexWriter(for: state.recordType) { try writer.put(state, rid: rid, zone: zone) }
+        if let writer = try indexWriter(for: state.recordType) { try writer.put(state, previous: previous, rid: rid, zone: zone) }
         if let previous, previous.recordType != state.recordType, let former = try indexWriter(for: previous.recordType) {
             try former.remove(rid: rid)
         }

@@ -121,8 +121,15 @@ struct TypeIndex {
         }
 
         /// Indexes a live record's values; a deleted record leaves the index.
-        func put(_ state: RecordState, rid: Int64, zone: Int64) throws {
+        /// `previous`: the state the row held, whose index rows stay when no
+        /// indexed value changed (a merge whose incoming writes lose, say).
+        func put(_ state: RecordState, previous: RecordState? = nil, rid: Int64, zone: Int64) throws {
             guard state.isAlive else { return try remove(rid: rid) }
+            if let previous, previous.isAlive, previous.recordType == state.recordType,
+               index.ordered.allSatisfy({ previous[field: $0.field] == state[field: $0.field] }),
+               index.searchable.allSatisfy({ previous[field: $0] == state[field: $0] }) {
+                return
+            }
             var arguments: [DatabaseValueConvertible?] = [rid, zone, state.recordName]
             for (field, _) in index.ordered { arguments.append(TypeIndex.sqlValue(state[field: field])) }
             try upsert.execute(arguments: StatementArguments(arguments))
