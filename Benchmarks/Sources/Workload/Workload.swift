@@ -58,12 +58,13 @@ public enum Workload {
     }
 
     /// Sets up a scenario in memory: the receiver and the incoming change set.
-    public static func prepareMemory(_ scenario: Scenario, records n: Int) throws -> (receiver: MemoryReplica, changeSet: [UInt8]) {
+    /// `indexed`: whether the record type carries the two indexed fields.
+    public static func prepareMemory(_ scenario: Scenario, records n: Int, indexed: Bool = true) throws -> (receiver: MemoryReplica, changeSet: [UInt8]) {
         let clock = Clock()
         let sender = memoryReplica(1, clock: clock)
         let receiver = memoryReplica(2, clock: clock)
         try write(sender, records: 0..<1, generation: 0)
-        if ProcessInfo.processInfo.environment["NO_INDEXES"] == nil { try addIndexes(sender) }
+        if indexed { try addIndexes(sender) }
         switch scenario {
         case .empty:
             try write(sender, records: 0..<n, generation: 0)
@@ -85,8 +86,8 @@ public enum Workload {
     }
 
     /// Sets up a scenario on disk: receiver store in `directory`, change set from a store beside it.
-    public static func prepareStore(_ scenario: Scenario, records n: Int, directory: URL) throws -> (receiver: Container, changeSet: [UInt8]) {
-        let (memoryReceiver, changeSet) = try prepareMemory(scenario, records: n)
+    public static func prepareStore(_ scenario: Scenario, records n: Int, directory: URL, indexed: Bool = true) throws -> (receiver: Container, changeSet: [UInt8]) {
+        let (memoryReceiver, changeSet) = try prepareMemory(scenario, records: n, indexed: indexed)
         let receiver = try Container(identifier: "bench", directory: directory)
         // The receiver's own prior state, copied in through the same merge path.
         if scenario != .empty {

@@ -13,6 +13,8 @@ var modes: Set<String> = ["memory", "store"]
 var scenarios = Workload.Scenario.allCases
 /// Measure applying each change set a second time: everything is already held.
 var reapply = false
+/// Leave the record type without its two indexed fields.
+var indexed = true
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -26,11 +28,12 @@ while let argument = arguments.next() {
         exit(0)
     case "--mode": modes = [arguments.next() ?? ""]
     case "--reapply": reapply = true
+    case "--no-indexes": indexed = false
     case "--scenario":
         let name = arguments.next() ?? ""
         scenarios = Workload.Scenario.allCases.filter { $0.rawValue == name }
     default:
-        FileHandle.standardError.write(Data("usage: lattice-merge-figures [--records N] [--runs R] [--mode memory|store|saves|ceiling] [--scenario empty|half-lose|concurrent-10pct] [--reapply]\n".utf8))
+        FileHandle.standardError.write(Data("usage: lattice-merge-figures [--records N] [--runs R] [--mode memory|store|saves|ceiling] [--scenario empty|half-lose|concurrent-10pct] [--reapply] [--no-indexes]\n".utf8))
         exit(64)
     }
 }
@@ -75,7 +78,7 @@ do {
         var best = Double.infinity
         var size = 0
         for _ in 0..<(modes.contains("memory") ? runs : 0) {
-            let (receiver, changeSet) = try Workload.prepareMemory(scenario, records: records)
+            let (receiver, changeSet) = try Workload.prepareMemory(scenario, records: records, indexed: indexed)
             size = changeSet.count
             if reapply { _ = try receiver.apply(changeSet) }
             best = min(best, try seconds { _ = try receiver.apply(changeSet) })
@@ -85,7 +88,7 @@ do {
         for _ in 0..<(modes.contains("store") ? runs : 0) {
             let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-bench-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let (receiver, changeSet) = try Workload.prepareStore(scenario, records: records, directory: directory)
+            let (receiver, changeSet) = try Workload.prepareStore(scenario, records: records, directory: directory, indexed: indexed)
             size = changeSet.count
             if reapply { _ = try receiver.apply(changeSet: changeSet) }
             best = min(best, try seconds { _ = try receiver.apply(changeSet: changeSet) })

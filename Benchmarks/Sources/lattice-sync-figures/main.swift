@@ -8,7 +8,8 @@ import Workload
 // Sync figures for the README, as JSON lines on stdout (a summary on stderr):
 //   lattice-sync-figures propagation [--saves 1000]        a library save on A until a query on B sees it
 //   lattice-sync-figures propagation-cli [--saves 200]     the same, saved by a separate `lattice record save` process
-//   lattice-sync-figures initial [--records 100000]        an empty node syncs the merge workload; crypto, store and network apart
+//   lattice-sync-figures initial [--records 100000] [--no-indexes]   an empty node syncs the merge workload (two
+//                                                          indexed fields unless --no-indexes); crypto, store and network apart
 // Both nodes run in this process, on loopback, encrypted, with durable (synchronous=FULL) stores.
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -87,7 +88,7 @@ func initial() async throws {
     let pair = try SyncPair()
     let (a, b) = (pair.a, pair.b)
     // A holds the merge workload (100,000 records x 8 fields), written through the store's merge path.
-    let (sender, _) = try Workload.prepareMemory(.empty, records: 0)
+    let (sender, _) = try Workload.prepareMemory(.empty, records: 0, indexed: !arguments.contains("--no-indexes"))
     try Workload.write(sender, records: 0..<records, generation: 0)
     try a.apply(changeSet: sender.makeChangeSet(for: Workload.zone, since: VersionVector()))
 
