@@ -8,6 +8,8 @@ struct RecordWriter {
     let transaction: StoreTransaction
     let savePolicy: SavePolicy
     var schema: Schema
+    /// Whether this batch has made sure the default zone exists.
+    private var defaultZoneReady = false
 
     init(database: Database, transaction: StoreTransaction, savePolicy: SavePolicy) throws {
         self.database = database
@@ -61,9 +63,12 @@ struct RecordWriter {
     }
 
     /// Saves a checked record; `previous` is what `check` returned for it.
-    func write(_ record: Record, previous: RecordState?) throws -> Record {
+    mutating func write(_ record: Record, previous: RecordState?) throws -> Record {
         let key = database.key(record.recordID.zoneID)
-        if record.recordID.zoneID.isDefault { try transaction.createZone(key) }
+        if record.recordID.zoneID.isDefault, !defaultZoneReady {
+            try transaction.createZone(key)
+            defaultZoneReady = true
+        }
         let outcome = try transaction.save(
             record.recordID.recordName, type: record.recordType, in: key, changes: changes(of: record),
             replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, knownPrevious: .some(previous))

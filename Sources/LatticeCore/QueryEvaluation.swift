@@ -98,8 +98,10 @@ extension QueryCondition {
 
     private func tokensMatch(_ text: String) -> Bool {
         guard case .string(let query) = value else { return false }
-        let have = Set(Tokenizer.tokens(text))
-        let wanted = Tokenizer.tokens(query)
+        // Tokens match by their bytes, as the token index does (a Set of
+        // Strings would also match canonically equivalent spellings).
+        let have = Set(Tokenizer.tokens(text).map { Array($0.utf8) })
+        let wanted = Tokenizer.tokens(query).map { Array($0.utf8) }
         return comparator == .containsAllTokens ? wanted.allSatisfy(have.contains) : wanted.contains(where: have.contains)
     }
 }
@@ -117,8 +119,8 @@ public enum ValueComparison {
     public static func equal(_ a: FieldValue, _ b: FieldValue) -> Bool {
         if let order = order(a, b) { return order == 0 }
         switch (a, b) {
-        case (.reference(let x), .reference(let y)): return x.recordName == y.recordName
-        case (.reference(let x), .string(let y)), (.string(let y), .reference(let x)): return x.recordName == y
+        case (.reference(let x), .reference(let y)): return textOrder(x.recordName, y.recordName) == 0
+        case (.reference(let x), .string(let y)), (.string(let y), .reference(let x)): return textOrder(x.recordName, y) == 0
         default: return a == b
         }
     }
@@ -128,8 +130,8 @@ public enum ValueComparison {
         switch (a, b) {
         case (.int64(let x), .int64(let y)): return x < y ? -1 : (x == y ? 0 : 1)
         case (.double(let x), .double(let y)): return x < y ? -1 : (x == y ? 0 : 1)
-        case (.int64(let x), .double(let y)): return compare(Double(x), y)
-        case (.double(let x), .int64(let y)): return compare(x, Double(y))
+        case (.int64(let x), .double(let y)): return compare(x, y)
+        case (.double(let x), .int64(let y)): return -compare(y, x)
         case (.date(let x), .date(let y)): return x < y ? -1 : (x == y ? 0 : 1)
         case (.string(let x), .string(let y)): return textOrder(x, y)
         case (.bool(let x), .bool(let y)): return x == y ? 0 : (!x ? -1 : 1)
@@ -138,6 +140,16 @@ public enum ValueComparison {
     }
 
     private static func compare(_ x: Double, _ y: Double) -> Int { x < y ? -1 : (x == y ? 0 : 1) }
+
+    /// An integer against a double exactly, as SQLite compares them (a
+    /// conversion to Double would round integers past 2^53).
+    private static func compare(_ x: Int64, _ y: Double) -> Int {
+        let rounded = compare(Double(x), y)
+        guard rounded == 0 else { return rounded }
+        // Double(x) == y, so y is a whole number within one rounding step of x.
+        if y >= 9_223_372_036_854_775_808.0 { return -1 }
+        return x < Int64(y) ? -1 : (x == Int64(y) ? 0 : 1)
+    }
 
     /// Text orders by its UTF-8 bytes (so by code point), as SQLite's indexes
     /// order it: an indexed query and a scan agree on every string.

@@ -105,7 +105,15 @@ public enum QueryPlanner {
             case .recordName:
                 order = .recordName(ascending: first.ascending)
             case .field(let name) where first.relativeLocation == nil:
-                if kinds(name).isOrdered { order = .field(name, ascending: first.ascending) } else { suggestions.append((name, .sortable)) }
+                // Only a sortable index orders as the engine does: SQLite orders
+                // blobs and reference names by bytes, the engine otherwise. The
+                // field's type is checked too, as kinds from a peer are not.
+                let type = schema.field(name, of: engine.recordType)?.type
+                if kinds(name).contains(.sortable), let type, IndexKinds.sortable.refusal(for: type) == nil {
+                    order = .field(name, ascending: first.ascending)
+                } else {
+                    suggestions.append((name, .sortable))
+                }
             default:
                 break
             }
@@ -155,8 +163,9 @@ public enum QueryPlanner {
         case .field(let name):
             if condition.comparator == .containsAllTokens || condition.comparator == .containsAnyTokens {
                 guard kinds(name).contains(.searchable), case .string(let text) = condition.value else { return nil }
-                let tokens = Array(Set(Tokenizer.tokens(text))).sorted()
-                guard !tokens.isEmpty else { return nil }
+                // Distinct by bytes, as the token index and the engine tell tokens apart.
+                let tokens = Set(Tokenizer.tokens(text).map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }.sorted()
+                guard !tokens.isEmpty, tokens.count <= maximumPushedValues else { return nil }
                 return .tokens(field: name, tokens: tokens, all: condition.comparator == .containsAllTokens)
             }
             guard kinds(name).isOrdered else { return nil }
@@ -173,13 +182,17 @@ public enum QueryPlanner {
             guard case .string(let prefix) = condition.value else { return nil }
             return .prefix(column, prefix)
         case .in:
-            guard case .list(let items) = condition.value, items.allSatisfy(isIndexable) else { return nil }
+            guard case .list(let items) = condition.value, items.count <= maximumPushedValues, items.allSatisfy(isIndexable) else { return nil }
             return .oneOf(column, items)
         default:
             // Negations match records without the field; tokens over every field have no index.
             return nil
         }
     }
+
+    /// Longer IN lists and token lists are checked record by record: SQLite
+    /// binds at most 32,766 values per statement.
+    static let maximumPushedValues = 500
 
     /// Values an index compares exactly as the query engine does.
     public static func isIndexable(_ value: FieldValue) -> Bool {

@@ -126,8 +126,8 @@ struct TypeIndex {
         func put(_ state: RecordState, previous: RecordState? = nil, rid: Int64, zone: Int64) throws {
             guard state.isAlive else { return try remove(rid: rid) }
             if let previous, previous.isAlive, previous.recordType == state.recordType,
-               index.ordered.allSatisfy({ previous[field: $0.field] == state[field: $0.field] }),
-               index.searchable.allSatisfy({ previous[field: $0] == state[field: $0] }) {
+               index.ordered.allSatisfy({ TypeIndex.sameIndexedValue(previous[field: $0.field], state[field: $0.field]) }),
+               index.searchable.allSatisfy({ TypeIndex.sameIndexedValue(previous[field: $0], state[field: $0]) }) {
                 return
             }
             var arguments: [DatabaseValueConvertible?] = [rid, zone, state.recordName]
@@ -137,13 +137,25 @@ struct TypeIndex {
             try deleteTokens.execute(arguments: [rid])
             for field in index.searchable {
                 guard case .string(let text)? = state[field: field] else { continue }
-                for token in Set(Tokenizer.tokens(text)) { try insertToken.execute(arguments: [field, token, rid]) }
+                // INSERT OR IGNORE drops repeats; a Set<String> would also drop canonically equivalent spellings.
+                for token in Tokenizer.tokens(text) { try insertToken.execute(arguments: [field, token, rid]) }
             }
         }
 
         func remove(rid: Int64) throws {
             try delete.execute(arguments: [rid])
             try deleteTokens?.execute(arguments: [rid])
+        }
+    }
+
+    /// Whether two values leave the same index rows: text by its bytes, since
+    /// Swift's `==` also equates canonically equivalent spellings.
+    static func sameIndexedValue(_ a: FieldValue?, _ b: FieldValue?) -> Bool {
+        switch (a, b) {
+        case (.string(let x)?, .string(let y)?): return x.utf8.elementsEqual(y.utf8)
+        case (.reference(let x)?, .reference(let y)?): return x.recordName.utf8.elementsEqual(y.recordName.utf8)
+        case (.string?, _), (_, .string?), (.reference?, _), (_, .reference?): return false
+        default: return a == b
         }
     }
 

@@ -12,8 +12,10 @@ import Testing
     let zones = [ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "A")), ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "B"))]
     let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-index-\(UUID().uuidString)")
 
-    static let titles = ["Toy", "Toy Story", "Toy Story 2", "toy", "Up", "Über", "école", "e\u{301}cole", "", "Z", "Zebra \u{10FFFF}", "Cars", "Coco"]
-    static let words = ["toy story", "story of a toy", "cars", "up up and away", "Coco music", "", "école et toy"]
+    // Canonically equivalent spellings ("é" and "e" + U+0301) are different text to an index and to the engine.
+    static let titles = ["Toy", "Toy Story", "Toy Story 2", "toy", "Up", "Über", "école", "e\u{301}cole", "", "Z", "Zebra \u{10FFFF}", "Cars", "Coco", "Café", "Cafe\u{301}"]
+    static let words = ["toy story", "story of a toy", "cars", "up up and away", "Coco music", "", "école et toy", "e\u{301}cole café", "cafe\u{301}"]
+    static let big: Int64 = 9_007_199_254_740_992 // 2^53: doubles round the integers around it
 
     func makeStore(_ name: String) throws -> RecordStore {
         let store = try RecordStore(directory: directory.appendingPathComponent(name))
@@ -30,6 +32,9 @@ import Testing
             ("flag", maybe(.bool(Bool.random(using: &random)))),
             ("words", maybe(.string(Self.words.randomElement(using: &random)!))),
             ("when", maybe(.date(Int64.random(in: 0...5, using: &random) * 86_400_000))),
+            ("blob", maybe(.bytes([[1, 2], [5], [1], [], [0xFF, 0]].randomElement(using: &random)!))),
+            ("owner", maybe(.reference(RecordReference(recordName: ["bb", "bc", "c", "é", "e\u{301}"].randomElement(using: &random)!)))),
+            ("big", maybe(.int64(Self.big + Int64.random(in: -2...2, using: &random)))),
         ]
     }
 
@@ -50,7 +55,7 @@ import Testing
 
     func randomCondition(_ random: inout SeededGenerator) -> QueryPredicate {
         let condition: QueryCondition
-        switch Int.random(in: 0..<11, using: &random) {
+        switch Int.random(in: 0..<15, using: &random) {
         case 0: condition = QueryCondition(.field("title"), .beginsWith, .string(["Toy", "e", "é", "Z", "", "toy S"].randomElement(using: &random)!))
         case 1: condition = QueryCondition(.field("title"), .equals, .string(Self.titles.randomElement(using: &random)!))
         case 2: condition = QueryCondition(.field("title"), [.lessThan, .greaterThanOrEquals].randomElement(using: &random)!, .string(Self.titles.randomElement(using: &random)!))
@@ -58,9 +63,13 @@ import Testing
         case 4: condition = QueryCondition(.field("rating"), .in, .list([.int64(Int64.random(in: 0...9, using: &random)), .double(2.0), .int64(7)]))
         case 5: condition = QueryCondition(.field("score"), [.lessThan, .greaterThan].randomElement(using: &random)!, .int64(Int64.random(in: -5...5, using: &random)))
         case 6: condition = QueryCondition(.field("flag"), .equals, .bool(Bool.random(using: &random)))
-        case 7: condition = QueryCondition(.field("words"), [.containsAllTokens, .containsAnyTokens].randomElement(using: &random)!, .string(["toy", "story toy", "up cars", "école", "nothing"].randomElement(using: &random)!))
+        case 7: condition = QueryCondition(.field("words"), [.containsAllTokens, .containsAnyTokens].randomElement(using: &random)!, .string(["toy", "story toy", "up cars", "école", "nothing", "café", "cafe\u{301} café", "e\u{301}cole"].randomElement(using: &random)!))
         case 8: condition = QueryCondition(.recordName, [.beginsWith, .greaterThan].randomElement(using: &random)!, .string(["r1", "r3", "r"].randomElement(using: &random)!))
         case 9: condition = QueryCondition(.field("when"), .greaterThanOrEquals, .date(Int64.random(in: 0...5, using: &random) * 86_400_000))
+        case 10: condition = QueryCondition(.field("blob"), .equals, .bytes([[1, 2], [5], []].randomElement(using: &random)!))
+        case 11: condition = QueryCondition(.field("owner"), .equals, [.string("é"), .string("e\u{301}"), .reference(RecordReference(recordName: "bb"))].randomElement(using: &random)!)
+        case 12: condition = QueryCondition(.field("big"), [.lessThanOrEquals, .equals, .greaterThan].randomElement(using: &random)!, .double(Double(Self.big) + [0, 2, -2].randomElement(using: &random)!))
+        case 13: condition = QueryCondition(.field("rating"), .in, .list((0..<600).map { .int64(Int64($0 % 7)) }))
         default: condition = QueryCondition(.field("title"), .notBeginsWith, .string("Toy"))
         }
         return .condition(condition)
@@ -77,7 +86,7 @@ import Testing
     }
 
     func randomSorts(_ random: inout SeededGenerator) -> [QuerySort] {
-        let keys: [QueryKey] = [.field("title"), .field("rating"), .field("score"), .field("flag"), .field("when"), .recordName, .field("words")]
+        let keys: [QueryKey] = [.field("title"), .field("rating"), .field("score"), .field("flag"), .field("when"), .recordName, .field("words"), .field("blob"), .field("owner"), .field("big")]
         return (0..<Int.random(in: 0...2, using: &random)).map { _ in QuerySort(keys.randomElement(using: &random)!, ascending: Bool.random(using: &random)) }
     }
 
@@ -110,6 +119,10 @@ import Testing
                 _ = try transaction.addIndex(.queryable, field: "flag", of: "Item")
                 _ = try transaction.addIndex(.searchable, field: "words", of: "Item")
                 _ = try transaction.addIndex(.sortable, field: "when", of: "Item")
+                // Queryable only: an index on them filters but never orders.
+                _ = try transaction.addIndex(.queryable, field: "blob", of: "Item")
+                _ = try transaction.addIndex(.queryable, field: "owner", of: "Item")
+                _ = try transaction.addIndex([.queryable, .sortable], field: "big", of: "Item")
             }
         }
         for _ in 0..<8 { try randomWrite(store, &random) }
@@ -117,6 +130,7 @@ import Testing
             // Fields must exist before they are indexed: write one of each.
             try store.write { _ = try $0.save("seed", type: "Item", in: zones[0], changes: [
                 ("title", "Toy"), ("rating", .int64(1)), ("score", .double(0.5)), ("flag", .bool(true)), ("words", "toy"), ("when", .date(0)),
+                ("blob", .bytes([1])), ("owner", .reference(RecordReference(recordName: "c"))), ("big", .int64(Self.big)),
             ]) }
             try addIndexes()
         }
@@ -124,6 +138,7 @@ import Testing
         if !early {
             try store.write { _ = try $0.save("seed", type: "Item", in: zones[0], changes: [
                 ("title", "Toy"), ("rating", .int64(1)), ("score", .double(0.5)), ("flag", .bool(true)), ("words", "toy"), ("when", .date(0)),
+                ("blob", .bytes([1])), ("owner", .reference(RecordReference(recordName: "c"))), ("big", .int64(Self.big)),
             ]) }
             try addIndexes()
         }
@@ -200,6 +215,34 @@ import Testing
         let page = try b.read { try $0.queryPage(query, in: zones[0], after: nil, limit: 3) }
         #expect(page.records.first?.recordName == "m50")
         #expect(page.recordsRead == 3 + 1)
+    }
+
+    @Test func aMergedSpellingThatSwiftCallsEqualStillReachesTheIndex() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock()
+        func store(_ name: String) throws -> RecordStore {
+            let store = try RecordStore(directory: directory.appendingPathComponent(name), wallClock: { clock.now })
+            try store.write { _ = try $0.createZone(zones[0]) }
+            return store
+        }
+        let (a, b, c) = (try store("a"), try store("b"), try store("c"))
+        try a.write { _ = try $0.save("seed", type: "Note", in: zones[0], changes: [("title", "x")]) }
+        try a.write { _ = try $0.addIndex([.queryable, .sortable], field: "title", of: "Note") }
+        try b.write { _ = try $0.save("n", type: "Note", in: zones[0], changes: [("title", "Café"), ("n", .int64(1))]) }
+        clock.now += 1_000
+        // c writes the same record later, spelling the title decomposed: Swift's == calls the two equal, SQL does not.
+        try c.write { _ = try $0.save("n", type: "Note", in: zones[0], changes: [("title", "Cafe\u{301}"), ("n", .int64(2))]) }
+        for from in [b, c] {
+            let since = try a.read { try $0.syncState(of: zones[0])?.vector } ?? VersionVector()
+            try a.apply(try from.changeSet(for: zones[0], since: since))
+        }
+        let stored = try #require(try a.read { try $0.record("n", in: zones[0]) })
+        #expect(stored[field: "title"].map { if case .string(let text) = $0 { return Array(text.utf8) } else { return [] } } == Array("Cafe\u{301}".utf8))
+        for (title, expected) in [("Cafe\u{301}", ["n"]), ("Café", [])] {
+            let query = QueryEngine(recordType: "Note", predicate: .condition(QueryCondition(.field("title"), .equals, .string(title))), sorts: [])
+            let page = try a.read { try $0.queryPage(query, in: zones[0], after: nil, limit: 10) }
+            #expect(page.records.map(\.recordName) == expected, "\(Array(title.utf8)) (\(page.strategy))")
+        }
     }
 
     @Test func aHostileIndexSectionIsRefused() throws {
