@@ -392,6 +392,9 @@ enum HeaderCodec {
                     throw DecodingError.malformed("unknown index kinds \(kinds.rawValue) on \(recordType).\(field)", offset: reader.offset)
                 }
                 schema.merge(index: kinds, field: field, of: recordType)
+                guard schema.indexedFields(of: recordType).count <= Limits.maximumIndexedFieldsPerType else {
+                    throw DecodingError.malformed("more than \(Limits.maximumIndexedFieldsPerType) indexed fields on \(recordType)", offset: reader.offset)
+                }
             }
         }
         guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in header", offset: reader.offset) }

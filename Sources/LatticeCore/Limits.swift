@@ -5,6 +5,9 @@ public enum Limits {
     /// A record's fields total at most this (CloudKit's 1 MB); larger data goes in an asset.
     public static let maximumRecordBytes = 1_000_000
     public static let maximumNameLength = 255
+    /// Indexed fields per record type: each is a column of the type's index
+    /// table, and SQLite allows 2,000 columns.
+    public static let maximumIndexedFieldsPerType = 100
     /// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in milliseconds.
     public static let dateRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
     /// Causal lengths beyond this are refused: honest histories stay far below,

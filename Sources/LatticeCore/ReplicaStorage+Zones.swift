@@ -48,6 +48,10 @@ extension ReplicaStorage {
         if let refusal = kinds.refusal(for: definition.type) {
             throw ReplicaError.index("cannot index \(recordType).\(field) (\(definition.type)): \(refusal)")
         }
+        let indexed = current.indexedFields(of: recordType)
+        if !indexed.contains(where: { $0.field == field }), indexed.count >= Limits.maximumIndexedFieldsPerType {
+            throw ReplicaError.index("\(recordType) already has \(indexed.count) indexed fields, the most a record type may have")
+        }
         var index = Schema()
         index.merge(index: kinds, field: field, of: recordType)
         return try mergeSchema(index).indexKinds(field, of: recordType)

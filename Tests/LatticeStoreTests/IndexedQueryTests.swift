@@ -262,6 +262,15 @@ import Testing
             var hostile = BinaryReader(bytes)
             #expect(throws: DecodingError.self) { _ = try HeaderCodec.decode(from: &hostile, version: 3) }
         }
+        // More indexed fields on one type than its index table may have columns for.
+        var crowded = Schema()
+        for i in 0...Limits.maximumIndexedFieldsPerType { crowded.merge(index: .queryable, field: "f\(i)", of: "Movie") }
+        var crowdedHeader = header
+        crowdedHeader.schema = crowded
+        var crowdedBytes = BinaryWriter()
+        try HeaderCodec.encode(crowdedHeader, version: 3, into: &crowdedBytes)
+        var crowdedReader = BinaryReader(crowdedBytes.bytes)
+        #expect(throws: DecodingError.self) { _ = try HeaderCodec.decode(from: &crowdedReader, version: 3) }
         // A version-2 reader of the same bytes finds trailing bytes, not a crash.
         var old = BinaryReader(writer.bytes)
         #expect(throws: DecodingError.self) { _ = try HeaderCodec.decode(from: &old, version: 2) }
