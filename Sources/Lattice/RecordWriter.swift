@@ -23,8 +23,23 @@ struct RecordWriter {
         guard exists else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist; create it first") }
     }
 
+    /// States read ahead for a batch, by zone then name: a name of a zone
+    /// read ahead and not found here is not stored.
+    private var readAhead: [Zone.ID: [String: RecordState]] = [:]
+
+    /// Reads the stored states of a batch's records with a few statements
+    /// instead of one per record.
+    mutating func readAhead(_ ids: [Record.ID]) throws(LatticeError) {
+        let byZone = Dictionary(grouping: ids, by: \.zoneID)
+        for (zoneID, ids) in byZone {
+            let states = try LatticeError.wrap { try transaction.records(named: ids.map(\.recordName), in: database.key(zoneID)) }
+            readAhead[zoneID] = states
+        }
+    }
+
     private func current(_ id: Record.ID) throws(LatticeError) -> RecordState? {
-        try LatticeError.wrap { try transaction.record(id.recordName, in: database.key(id.zoneID)) }
+        if let states = readAhead[id.zoneID] { return states[id.recordName] }
+        return try LatticeError.wrap { try transaction.record(id.recordName, in: database.key(id.zoneID)) }
     }
 
     /// Checks a save before anything is written; returns the record's stored
