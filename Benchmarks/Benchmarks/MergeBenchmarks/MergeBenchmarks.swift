@@ -41,7 +41,8 @@ let benchmarks: @Sendable () -> Void = {
     // state of an app writing in batches (the first batch also defines the schema).
     let batches = BatchRig()
     Benchmark(
-        "batched save, 1,000 records of 8 fields per modifyRecords", configuration: .init(scalingFactor: .kilo),
+        "batched save, 1,000 records of 8 fields per modifyRecords",
+        configuration: .init(metrics: [.wallClock, .throughput], scalingFactor: .kilo, maxDuration: .seconds(10), maxIterations: 100),
         closure: { benchmark in
             let batch = batches.makeBatch()
             benchmark.startMeasurement()
