@@ -41,7 +41,7 @@ public struct LatticeError: Error, CustomStringConvertible, Sendable {
         } catch let error as ReplicaError {
             switch error {
             case .zoneNotFound: throw LatticeError(.zoneNotFound, error.description)
-            case .unknownRecord: throw LatticeError(.unknownItem, error.description)
+            case .unknownRecord, .indexTargetMissing: throw LatticeError(.unknownItem, error.description)
             case .recordTypeMismatch, .schema, .index: throw LatticeError(.invalidArguments, error.description)
             }
         } catch let error as ChangeSetError {

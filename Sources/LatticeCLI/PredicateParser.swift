@@ -258,11 +258,16 @@ public struct PredicateParser {
                 tokens.append((.op(op), column))
                 position += op.count
             default:
-                if character.isNumber || ((character == "-" || character == "+") && position + 1 < characters.count && characters[position + 1].isNumber) {
+                let nextIsDigit = position + 1 < characters.count && characters[position + 1].isNumber
+                if character.isNumber || ((character == "-" || character == "+" || character == ".") && nextIsDigit) {
                     var value = String(character)
                     position += 1
-                    while position < characters.count, characters[position].isNumber || characters[position] == "." || characters[position] == "e" || characters[position] == "E" {
-                        value.append(characters[position])
+                    // Digits, a point, an exponent with its sign: what the CLI prints (1e-300) reads back.
+                    while position < characters.count {
+                        let next = characters[position]
+                        let exponentSign = (next == "-" || next == "+") && (value.last == "e" || value.last == "E")
+                        guard next.isNumber || next == "." || next == "e" || next == "E" || exponentSign else { break }
+                        value.append(next)
                         position += 1
                     }
                     tokens.append((.number(value), column))

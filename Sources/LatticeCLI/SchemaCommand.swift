@@ -63,7 +63,7 @@ struct SchemaCommand: ParsableCommand {
             if options.json {
                 Output.json(["recordType": recordType, "fieldName": field, "indexes": now.names.map { $0.uppercased() }, "added": added.names.map { $0.uppercased() }])
             } else if added.isEmpty {
-                Output.line("\(recordType).\(field) already has \(kinds.names.joined(separator: ", ")) (indexes: \(now))")
+                Output.line("\(recordType).\(field) is already indexed: \(now)")
             } else {
                 Output.line("indexed \(recordType).\(field): \(now)")
             }

@@ -21,6 +21,14 @@ public indirect enum IndexFilter: Hashable, Sendable {
     case and([IndexFilter])
     case or([IndexFilter])
 
+    /// How many conditions the filter holds.
+    public var conditionCount: Int {
+        switch self {
+        case .compare, .oneOf, .prefix, .tokens: return 1
+        case .and(let parts), .or(let parts): return parts.reduce(0) { $0 + $1.conditionCount }
+        }
+    }
+
     /// The fields whose indexes this filter reads.
     public var fields: Set<String> {
         switch self {
@@ -97,7 +105,10 @@ public struct QueryPlan: Hashable, Sendable {
 public enum QueryPlanner {
     public static func plan(_ engine: QueryEngine, schema: Schema) -> QueryPlan {
         let kinds = { (field: String) in schema.indexKinds(field, of: engine.recordType) }
-        let filter = translate(engine.predicate, kinds: kinds)
+        var filter = translate(engine.predicate, kinds: kinds)
+        // SQLite refuses expressions nested 1,000 deep; a filter that large
+        // is checked record by record instead.
+        if let large = filter, large.conditionCount > maximumPushedConditions { filter = nil }
         var order = QueryPlan.Order.none
         var suggestions: [(field: String, kind: IndexKinds)] = []
         if let first = engine.sorts.first {
@@ -189,6 +200,9 @@ public enum QueryPlanner {
             return nil
         }
     }
+
+    /// Filters with more conditions are checked record by record.
+    static let maximumPushedConditions = 100
 
     /// Longer IN lists and token lists are checked record by record: SQLite
     /// binds at most 32,766 values per statement.

@@ -41,7 +41,7 @@ extension ReplicaStorage {
         let current = try schema()
         guard let definition = current.field(field, of: recordType) else {
             let known = current.recordTypes.contains(recordType)
-            throw ReplicaError.index(known
+            throw ReplicaError.indexTargetMissing(known
                 ? "\(recordType) has no field \(field); save a record with it first"
                 : "there is no record type \(recordType); save a record of it first")
         }

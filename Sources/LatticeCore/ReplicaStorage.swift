@@ -85,6 +85,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     case schema(SchemaViolation)
     /// An index that cannot be made, and why.
     case index(String)
+    /// An index on a record type or field the schema does not have.
+    case indexTargetMissing(String)
 
     public var description: String {
         switch self {
@@ -93,7 +95,7 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .recordTypeMismatch(let name, let stored, let requested):
             return "record \(name) is a \(stored); cannot save it as a \(requested)"
         case .schema(let violation): return violation.description
-        case .index(let reason): return reason
+        case .index(let reason), .indexTargetMissing(let reason): return reason
         }
     }
 }
