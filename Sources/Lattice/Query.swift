@@ -24,18 +24,18 @@ public struct Query: Hashable, Sendable {
         /// A printable form (base64url) that `init(stringValue:query:)` accepts.
         public var stringValue: String {
             var bytes = position.encoded()
-            bytes.append(contentsOf: Array(query.fingerprint.utf8))
+            bytes.append(contentsOf: Array(query.fingerprint(in: zoneID).utf8))
             return Base64URL.encode(bytes)
         }
 
         /// Rebuilds a cursor printed by `stringValue` for the same query and zone.
         public init(stringValue: String, query: Query, zoneID: Zone.ID = .default) throws(LatticeError) {
-            let fingerprint = Array(query.fingerprint.utf8)
+            let fingerprint = Array(query.fingerprint(in: zoneID).utf8)
             guard let data = Base64URL.decode(stringValue), data.count > fingerprint.count,
                   Array(data.suffix(fingerprint.count)) == fingerprint,
                   let position = try? QueryPosition(decoding: Array(data.dropLast(fingerprint.count)))
             else {
-                throw LatticeError(.invalidArguments, "the cursor is malformed or belongs to another query")
+                throw LatticeError(.invalidArguments, "the cursor is malformed or belongs to another query or zone")
             }
             self.init(query: query, zoneID: zoneID, position: position)
         }
@@ -47,10 +47,11 @@ public struct Query: Hashable, Sendable {
         }
     }
 
-    /// A short digest of what the query asks, so a cursor cannot be reused for another.
-    var fingerprint: String {
+    /// A short digest of what the query asks and where, so a cursor cannot
+    /// be reused for another query or zone.
+    func fingerprint(in zoneID: Zone.ID) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "\(recordType)|\(predicate)|\(sortDescriptors)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        for byte in "\(recordType)|\(predicate)|\(sortDescriptors)|\(zoneID.zoneName)|\(zoneID.ownerName)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return String(hash, radix: 36)
     }
 }

@@ -218,10 +218,18 @@ public enum WebServicesJSON {
         return try array.map { item in
             guard let sort = item as? [String: Any], let name = sort["fieldName"] as? String else { throw CLIError.usage("--sort: each sortBy entry needs fieldName") }
             var location: Location?
-            if let relative = sort["relativeLocation"], case .location(let value)? = try? Self.value(from: ["value": relative, "type": "LOCATION"], field: name, container: nil) {
+            if let relative = sort["relativeLocation"] {
+                guard case .location(let value)? = try? Self.value(from: ["value": relative, "type": "LOCATION"], field: name, container: nil) else {
+                    throw CLIError.usage("--sort: relativeLocation of \(name) must be {\"latitude\": …, \"longitude\": …}")
+                }
                 location = value
             }
-            return QuerySort(QueryKey(name: name), ascending: (sort["ascending"] as? Bool) ?? true, relativeLocation: location)
+            var ascending = true
+            if let given = sort["ascending"] {
+                guard let flag = given as? Bool, !(given is String) else { throw CLIError.usage("--sort: ascending of \(name) must be true or false") }
+                ascending = flag
+            }
+            return QuerySort(QueryKey(name: name), ascending: ascending, relativeLocation: location)
         }
     }
 }

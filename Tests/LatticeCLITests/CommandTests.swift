@@ -184,6 +184,10 @@ import Testing
         // A filter of a thousand conditions on indexed fields is checked record by record, not refused by SQLite.
         let chain = (0..<1_000).map { "rating == \($0 % 10)" }.joined(separator: " OR ")
         #expect(try names(["query", "Movie", "--zone", "Movies", "--where", chain, "--limit", "5", "--json"]).count == 5)
+        // A sortBy entry with a value that is not a boolean is refused, not read as ascending.
+        let badSort = try cli.run(["query", "Movie", "--zone", "Movies", "--sort", #"[{"fieldName":"rating","ascending":"no"}]"#])
+        #expect(badSort.status == 64 && badSort.stderr.contains("true or false"), "\(badSort.status) \(badSort.stderr)")
+        #expect(try names(["query", "Movie", "--zone", "Movies", "--sort", #"[{"fieldName":"title","ascending":false}]"#, "--limit", "3", "--json"]).count == 3)
         // Numbers as the CLI prints them read back, exponent signs included.
         for number in ["-1e-300", "1e+3", ".5", "2.5E-1"] {
             try cli.ok(["query", "Movie", "--zone", "Movies", "--where", "rating >= \(number)"])

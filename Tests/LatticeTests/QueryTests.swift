@@ -87,6 +87,8 @@ import Testing
         #expect(rest.matchResults.map { $0["title"]!.stringValue! } == ["Toy Story", "Toy Story 2", "WALL-E"])
         #expect(rest.queryCursor == nil)
         #expect(throws: LatticeError.self) { try Query.Cursor(stringValue: cursor.stringValue, query: Query(recordType: "Song")) }
+        // Nor in another zone.
+        #expect(throws: LatticeError.self) { try Query.Cursor(stringValue: cursor.stringValue, query: query, zoneID: Zone.ID(zoneName: "Other")) }
     }
 
     @Test func invalidPredicatesAreRejected() throws {
