@@ -5,16 +5,7 @@
 # Usage: Benchmarks/sync/rss.sh [--records N]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-RECORDS=1000000
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --records) RECORDS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--records N]" >&2; exit 2 ;;
-  esac
-done
-(cd "$ROOT" && swift build -c release --product lattice >&2)
-L="$ROOT/.build/release/lattice"
+source "$HERE/../release-lattice.sh"
 TMP="$(mktemp -d)"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$TMP"' EXIT

@@ -36,7 +36,7 @@ extension ChangeSetHeader {
         var replicas = Set<ReplicaID>()
         for vector in [sync.knowledge, sync.vector, base] { replicas.formUnion(vector.entries.lazy.map(\.replica)) }
         replicas.insert(sync.zoneState.stamp.replica)
-        for definition in schema.fields.values { replicas.insert(definition.stamp.replica) }
+        for definition in schema.definitions { replicas.insert(definition.stamp.replica) }
         if let deployed = schema.deployed { replicas.insert(deployed.replica) }
         self.init(zone: zone, zoneState: sync.zoneState, base: base, top: sync.vector, claimsTop: claimsTop, replicas: replicas.sorted(), schema: schema)
     }

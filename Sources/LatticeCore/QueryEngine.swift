@@ -75,19 +75,24 @@ public struct QueryEngine: Sendable {
     /// Total order on positions: each sort key in turn (missing values last),
     /// then record name so equal keys still have one order on every replica.
     public func compare(_ a: QueryPosition, _ b: QueryPosition) -> Int {
-        for (index, sort) in sorts.enumerated() {
-            let x = index < a.values.count ? a.values[index] : nil
-            let y = index < b.values.count ? b.values[index] : nil
-            switch (x, y) {
-            case (nil, nil): continue
-            case (nil, _): return 1
-            case (_, nil): return -1
-            case (let x?, let y?):
-                let order = ValueComparison.order(x, y) ?? Self.fallbackOrder(x, y)
-                if order != 0 { return sort.ascending ? order : -order }
-            }
+        for index in sorts.indices {
+            let order = compareKey(index, index < a.values.count ? a.values[index] : nil, index < b.values.count ? b.values[index] : nil)
+            if order != 0 { return order }
         }
         return ValueComparison.textOrder(a.recordName, b.recordName)
+    }
+
+    /// The order of two values of sort key `index`: missing values last,
+    /// whichever the direction.
+    public func compareKey(_ index: Int, _ x: FieldValue?, _ y: FieldValue?) -> Int {
+        switch (x, y) {
+        case (nil, nil): return 0
+        case (nil, _): return 1
+        case (_, nil): return -1
+        case (let x?, let y?):
+            let order = ValueComparison.order(x, y) ?? Self.fallbackOrder(x, y)
+            return sorts[index].ascending ? order : -order
+        }
     }
 
     private func sortValue(_ record: RecordState, _ sort: QuerySort) -> FieldValue? {

@@ -50,7 +50,7 @@ public struct QueryPageCollector {
         case .byFirstKey:
             let first = position.values.first ?? nil
             if let boundary {
-                guard sameFirstKey(first, boundary) else { return false }
+                guard engine.compareKey(0, first, boundary) == 0 else { return false }
             } else if matches.count == limit {
                 boundary = .some(first)
             }
@@ -64,11 +64,6 @@ public struct QueryPageCollector {
     private mutating func keepBest() {
         matches.sort { engine.compare($0.position, $1.position) < 0 }
         matches.removeLast(matches.count - (limit + 1))
-    }
-
-    private func sameFirstKey(_ a: FieldValue?, _ b: FieldValue?) -> Bool {
-        let only = QueryEngine(recordType: engine.recordType, predicate: .all, sorts: Array(engine.sorts.prefix(1)))
-        return only.compare(QueryPosition(values: [a], recordName: ""), QueryPosition(values: [b], recordName: "")) == 0
     }
 
     /// The page and, when more may follow, where it ended.

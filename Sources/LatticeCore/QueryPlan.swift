@@ -58,28 +58,19 @@ public struct QueryPlan: Hashable, Sendable {
     /// the page is full. Otherwise they arrive grouped by the first sort key
     /// (reading stops after the group that fills the page) or in no order.
     public var orderIsComplete: Bool
-    /// Fields whose index would let this query read fewer rows, with the kind it needs.
-    public var suggestions: [(field: String, kind: IndexKinds)]
-
-    public static func == (a: QueryPlan, b: QueryPlan) -> Bool {
-        a.filter == b.filter && a.order == b.order && a.orderIsComplete == b.orderIsComplete
-            && a.suggestions.map(\.field) == b.suggestions.map(\.field) && a.suggestions.map(\.kind) == b.suggestions.map(\.kind)
+    /// A field whose index would let this query read fewer rows, with the kind it needs.
+    public struct Suggestion: Hashable, Sendable {
+        public var field: String
+        public var kind: IndexKinds
     }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(filter)
-        hasher.combine(order)
-        hasher.combine(orderIsComplete)
-    }
+    public var suggestions: [Suggestion]
 
     /// Whether the type's index table is read (else the records table is).
     public var readsTypeIndex: Bool {
         if case .field = order { return true }
         return !(filter?.fields.isEmpty ?? true)
     }
-
-    /// Whether reading can stop before every candidate is read.
-    public var stopsEarly: Bool { order != .none }
 
     /// One line for `query --explain`.
     public var summary: String {
@@ -110,7 +101,7 @@ public enum QueryPlanner {
         // is checked record by record instead.
         if let large = filter, large.conditionCount > maximumPushedConditions { filter = nil }
         var order = QueryPlan.Order.none
-        var suggestions: [(field: String, kind: IndexKinds)] = []
+        var suggestions: [QueryPlan.Suggestion] = []
         if let first = engine.sorts.first {
             switch first.key {
             case .recordName:
@@ -123,7 +114,7 @@ public enum QueryPlanner {
                 if kinds(name).contains(.sortable), let type, IndexKinds.sortable.refusal(for: type) == nil {
                     order = .field(name, ascending: first.ascending)
                 } else {
-                    suggestions.append((name, .sortable))
+                    suggestions.append(QueryPlan.Suggestion(field: name, kind: .sortable))
                 }
             default:
                 break
@@ -133,7 +124,7 @@ public enum QueryPlanner {
         }
         let covered = filter?.fields ?? []
         for (field, kind) in wanted(engine.predicate) where !covered.contains(field) && !suggestions.contains(where: { $0.field == field }) && !kinds(field).contains(kind) {
-            suggestions.append((field, kind))
+            suggestions.append(QueryPlan.Suggestion(field: field, kind: kind))
         }
         // Record names are unique, so sort keys after one are never consulted.
         let complete: Bool

@@ -30,10 +30,13 @@ public struct Schema: Hashable, Sendable {
         public static func < (lhs: Key, rhs: Key) -> Bool { (lhs.recordType, lhs.field) < (rhs.recordType, rhs.field) }
     }
 
-    public private(set) var fields: [Key: SchemaField] = [:]
-    /// The same definitions by record type, then field: a save checks its
-    /// fields with one lookup of its type and one of each field name.
+    /// The definitions by record type, then field: a save checks its fields
+    /// with one lookup of its type and one of each field name.
     private var fieldsByType: [String: [String: SchemaField]] = [:]
+
+    /// Every definition, in no particular order.
+    public var definitions: [SchemaField] { fieldsByType.values.flatMap(\.values) }
+
     /// The recordTypes known even without fields.
     public private(set) var recordTypes: Set<String> = []
     /// When the schema was deployed to production; nil in development.
@@ -54,9 +57,7 @@ public struct Schema: Hashable, Sendable {
     @discardableResult
     public mutating func merge(_ definition: SchemaField) -> Bool {
         recordTypes.insert(definition.recordType)
-        let key = Key(recordType: definition.recordType, field: definition.field)
-        if let existing = fields[key], existing.stamp < definition.stamp || existing == definition { return false }
-        fields[key] = definition
+        if let existing = field(definition.field, of: definition.recordType), existing.stamp < definition.stamp || existing == definition { return false }
         fieldsByType[definition.recordType, default: [:]][definition.field] = definition
         return true
     }
@@ -98,7 +99,7 @@ public struct Schema: Hashable, Sendable {
     @discardableResult
     public mutating func merge(_ other: Schema) -> Schema {
         var changes = Schema()
-        for definition in other.fields.values where merge(definition) { changes.merge(definition) }
+        for definition in other.definitions where merge(definition) { changes.merge(definition) }
         for recordType in other.recordTypes where addRecordType(recordType) { changes.addRecordType(recordType) }
         if merge(deployed: other.deployed) { changes.merge(deployed: other.deployed) }
         for (key, kinds) in other.indexes {
@@ -108,12 +109,12 @@ public struct Schema: Hashable, Sendable {
         return changes
     }
 
-    public var isEmpty: Bool { fields.isEmpty && recordTypes.isEmpty && deployed == nil && indexes.isEmpty }
+    public var isEmpty: Bool { fieldsByType.isEmpty && recordTypes.isEmpty && deployed == nil && indexes.isEmpty }
 
     /// The part of the schema whose stamps `accepts` takes (the clock-skew bound).
     public func filter(_ accepts: (Stamp) -> Bool) -> Schema {
         var kept = Schema()
-        for definition in fields.values where accepts(definition.stamp) { kept.merge(definition) }
+        for definition in definitions where accepts(definition.stamp) { kept.merge(definition) }
         for recordType in recordTypes { kept.addRecordType(recordType) }
         if let deployed, accepts(deployed) { kept.merge(deployed: deployed) }
         for (key, kinds) in indexes { kept.merge(index: kinds, field: key.field, of: key.recordType) }
@@ -147,7 +148,7 @@ public struct Schema: Hashable, Sendable {
 
     /// Definitions in a stable order.
     public var sortedFields: [SchemaField] {
-        fields.sorted { $0.key < $1.key }.map(\.value)
+        definitions.sorted { ($0.recordType, $0.field) < ($1.recordType, $1.field) }
     }
 }
 

@@ -23,16 +23,19 @@ extension StoreSnapshot {
     public func queryPage(
         _ engine: QueryEngine, in key: ZoneKey, after cursor: QueryPosition?, limit: Int, selectiveFilter: Int = StoreSnapshot.selectiveFilterCandidates
     ) throws -> QueryPageResult {
-        var plan = QueryPlanner.plan(engine, schema: try schema())
+        let schema = try schema()
+        var plan = QueryPlanner.plan(engine, schema: schema)
         guard let zone = try zoneRow(key) else {
             return QueryPageResult(records: [], next: nil, plan: plan, strategy: "the zone does not exist here", recordsRead: 0)
         }
+        // A plan that reads field indexes has them: the planner pushes only indexed fields.
+        let index = plan.readsTypeIndex ? TypeIndex(recordType: engine.recordType, schema: schema) : nil
+        let builder = QuerySQL(index: index, zone: zone.id, recordType: engine.recordType)
         var strategy = plan.summary
         // A selective filter beats walking the sort order: when the filter's
         // index finds few candidates, read them all and sort them.
-        if selectiveFilter > 0, case .field = plan.order, let filter = plan.filter, !filter.fields.isEmpty, let index = TypeIndex(recordType: engine.recordType, schema: try schema()) {
-            let probe = QuerySQL(index: index, zone: zone.id, recordType: engine.recordType)
-            let count = try probe.countCandidates(filter, upTo: selectiveFilter, db: db)
+        if selectiveFilter > 0, case .field = plan.order, let filter = plan.filter, !filter.fields.isEmpty {
+            let count = try builder.countCandidates(filter, upTo: selectiveFilter, db: db)
             if count < selectiveFilter {
                 plan.order = .none
                 plan.orderIsComplete = false
@@ -40,8 +43,6 @@ extension StoreSnapshot {
             }
         }
         var collector = QueryPageCollector(engine: engine, plan: plan, cursor: cursor, limit: limit)
-        let index = plan.readsTypeIndex ? TypeIndex(recordType: engine.recordType, schema: try schema()) : nil
-        let builder = QuerySQL(index: index, zone: zone.id, recordType: engine.recordType)
         passes: for pass in builder.passes(plan, cursor: cursor) {
             let rows = try Data.fetchCursor(db, sql: pass.sql, arguments: pass.arguments)
             while let blob = try rows.next() {
@@ -53,7 +54,7 @@ extension StoreSnapshot {
     }
 
     /// Below this many candidates a filter's index is used instead of the sort's.
-    public static var selectiveFilterCandidates: Int { 1_000 }
+    public static let selectiveFilterCandidates = 1_000
 }
 
 /// The SQL that reads a plan's candidates: from the type's index table when
@@ -101,7 +102,9 @@ struct QuerySQL {
     /// The statements to run in turn. An order by a field reads the records
     /// with a value first, then those without (which sort last).
     func passes(_ plan: QueryPlan, cursor: QueryPosition?) -> [Pass] {
-        let cursorFirst = cursor.map { $0.values.first ?? nil }
+        // The cursor's first sort value, and whether it lies among the records without one.
+        let cursorValue = cursor?.values.first ?? nil
+        let cursorAmongMissing = cursor != nil && cursorValue == nil
         switch plan.order {
         case .none:
             return [pass(plan.filter, indexedFilter: true, extra: [], order: "")]
@@ -115,16 +118,16 @@ struct QuerySQL {
             guard let column = index?.column(of: field).map({ "q.\($0)" }) else { return [] }
             var result: [Pass] = []
             // Records with a value, unless the cursor is already among those without.
-            if cursorFirst == nil || cursorFirst! != nil {
+            if !cursorAmongMissing {
                 var extra: [(String, [DatabaseValueConvertible?])] = [("\(column) IS NOT NULL", [])]
-                if let value = cursorFirst ?? nil, QueryPlanner.isOrderable(value), let bound = TypeIndex.sqlValue(value) {
+                if let cursor, let value = cursorValue, QueryPlanner.isOrderable(value), let bound = TypeIndex.sqlValue(value) {
                     extra.append(("\(column) \(ascending ? ">=" : "<=") ?", [bound]))
-                    if plan.orderIsComplete { extra.append(("(\(column) <> ? OR q.name > ?)", [bound, cursor!.recordName])) }
+                    if plan.orderIsComplete { extra.append(("(\(column) <> ? OR q.name > ?)", [bound, cursor.recordName])) }
                 }
                 result.append(pass(plan.filter, indexedFilter: false, extra: extra, order: "ORDER BY \(column) \(ascending ? "ASC" : "DESC"), q.name ASC"))
             }
             var extra: [(String, [DatabaseValueConvertible?])] = [("\(column) IS NULL", [])]
-            if plan.orderIsComplete, let cursor, cursorFirst! == nil { extra.append(("q.name > ?", [cursor.recordName])) }
+            if plan.orderIsComplete, let cursor, cursorAmongMissing { extra.append(("q.name > ?", [cursor.recordName])) }
             result.append(pass(plan.filter, indexedFilter: false, extra: extra, order: "ORDER BY q.name ASC"))
             return result
         }

@@ -222,7 +222,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     }
 
     public func persistSchemaChanges(_ changes: Schema) throws {
-        for field in changes.fields.values {
+        for field in changes.definitions {
             try db.execute(sql: """
                 INSERT INTO schema_fields (record_type, field, type, stamp) VALUES (?, ?, ?, ?)
                 ON CONFLICT (record_type, field) DO UPDATE SET type = excluded.type, stamp = excluded.stamp

@@ -452,7 +452,7 @@ struct ConvergenceFuzzer {
             #expect(actual == expected, "\(context(who)): record \(name) is \(actual.map(String.init(describing:)) ?? "absent"), the model says \(expected.map(String.init(describing:)) ?? "absent")")
         }
         let schema = try replica.schema()
-        #expect(Set(schema.fields.values.map { Model.Definition(recordType: $0.recordType, field: $0.field, type: $0.type, stamp: $0.stamp) }) == Set(state.definitions.values), "\(context(who)): schema fields differ from the model")
+        #expect(Set(schema.definitions.map { Model.Definition(recordType: $0.recordType, field: $0.field, type: $0.type, stamp: $0.stamp) }) == Set(state.definitions.values), "\(context(who)): schema fields differ from the model")
         #expect(schema.recordTypes == state.recordTypes && schema.deployed == state.deployed, "\(context(who)): schema differs from the model")
     }
 

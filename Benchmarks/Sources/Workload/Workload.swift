@@ -63,8 +63,11 @@ public enum Workload {
         let clock = Clock()
         let sender = memoryReplica(1, clock: clock)
         let receiver = memoryReplica(2, clock: clock)
-        try write(sender, records: 0..<1, generation: 0)
-        if indexed { try addIndexes(sender) }
+        if indexed {
+            // A field is indexed once a record defines it.
+            try write(sender, records: 0..<1, generation: 0)
+            try addIndexes(sender)
+        }
         switch scenario {
         case .empty:
             try write(sender, records: 0..<n, generation: 0)
