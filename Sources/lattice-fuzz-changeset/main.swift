@@ -11,6 +11,9 @@ import Foundation
 import LatticeFuzzing
 
 let workDirectory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-fuzz-\(getpid())")
+// Global because libFuzzer's callback is a C function pointer and captures nothing.
+// Unsafe only in name: the callback, replay and the mutation loop all run inputs
+// one at a time on the main thread (libFuzzer's -jobs and -fork use processes).
 nonisolated(unsafe) let target = try! ChangeSetFuzzTarget(directory: workDirectory)
 
 #if LIBFUZZER

@@ -19,7 +19,7 @@ struct ConvergenceFuzzer {
     static let names = (0...5).map { "m\($0)" } + (0...2).map { "p\($0)" }
     static func type(of name: String) -> String { name.hasPrefix("m") ? "Movie" : "Person" }
 
-    nonisolated(unsafe) static let fieldPool: [(String, (inout SeededGenerator) -> FieldValue)] = [
+    static let fieldPool: [(String, @Sendable (inout SeededGenerator) -> FieldValue)] = [
         ("title", { .string(["Toy Story", "Up", "Coco", "Cars", "Brave"].randomElement(using: &$0)!) }),
         ("rating", { rng in
             // Now and then a string: replicas that race to define the field disagree on its type.
@@ -49,10 +49,11 @@ struct ConvergenceFuzzer {
         var claims: Bool
     }
 
-    /// What the histories exercised, summed over a run: a fuzzer that never
-    /// reaches a cascade or a deferral proves nothing about them.
-    nonisolated(unsafe) static var coverage: [String: Int] = [:]
-    static func count(_ what: String, _ times: Int = 1) { coverage[what, default: 0] += times }
+    /// What this history exercised. Each fuzzer counts its own and the test
+    /// that wants a total sums them: tests run in parallel, so a shared
+    /// counter would be written by several threads at once.
+    var coverage = FuzzCoverage()
+    mutating func count(_ what: String, _ times: Int = 1) { coverage.count(what, times) }
 
     let seed: UInt64
     var rng: SeededGenerator
@@ -130,7 +131,7 @@ struct ConvergenceFuzzer {
             return
         }
         if Model.schemaRefuses(state, type: type, changes: changes) {
-            Self.count(state.deployed == nil ? "saves refused for a field type" : "saves refused by the production schema")
+            count(state.deployed == nil ? "saves refused for a field type" : "saves refused by the production schema")
             guard case .schema = outcome.refusal else {
                 Issue.record("\(context(who)): the schema should refuse \(type) \(changes), got \(outcome)")
                 return
@@ -149,7 +150,7 @@ struct ConvergenceFuzzer {
             Model.Written(value: value, incarnations: value.cascadeTargets.map { incarnations[$0]! })
         }
         if alive, let fold, changesNothing(fold, changes.map { ($0.name, written($0.value)) }, replacement) {
-            Self.count("no-op saves")
+            count("no-op saves")
             #expect((try? outcome.get()) == false, "\(context(who)): a save that changes nothing must not be written")
             #expect(try replicas[who].commitSequence() == before, "\(context(who)): a no-op save took a commit")
             return
@@ -158,7 +159,7 @@ struct ConvergenceFuzzer {
             Issue.record("\(context(who)): save of \(name) should have been written, got \(outcome)")
             return
         }
-        Self.count(alive ? "saves" : "creations")
+        count(alive ? "saves" : "creations")
         let stamp = state.tick(wallClock: clocks[who].now)
         var fields: [String: Model.Written] = [:]
         for change in changes where alive || change.value != nil { fields[change.name] = written(change.value) }
@@ -213,8 +214,8 @@ struct ConvergenceFuzzer {
         let cascaded = cascade(at: &state, wallClock: clocks[who].now)
         states[who] = state
         let deleted = try replicas[who].delete(name, in: Self.zone)
-        Self.count("deletes")
-        Self.count("cascade deletes of a local delete", cascaded.count)
+        count("deletes")
+        count("cascade deletes of a local delete", cascaded.count)
         #expect(deleted == [name] + cascaded, "\(context(who)): deleting \(name) should cascade to \(cascaded), deleted \(deleted)")
         try expectMatchesModel(who)
     }
@@ -233,7 +234,7 @@ struct ConvergenceFuzzer {
             #expect(try replicas[who].commitSequence() == before, "\(context(who)): clearing no conflict took a commit")
             return
         }
-        Self.count("conflict clears")
+        count("conflict clears")
         #expect(cleared, "\(context(who)): \(name) had conflicts to clear")
         var removed = Set<Model.VersionID>()
         for versions in fold.versions.values { for loser in versions.dropFirst() { removed.insert(loser.id) } }
@@ -249,7 +250,7 @@ struct ConvergenceFuzzer {
         var state = states[who]
         let stamp = state.tick(wallClock: clocks[who].now)
         let exists = state.zone.incarnation % 2 == 1
-        Self.count(exists ? "zone deletes" : "zone re-creations")
+        count(exists ? "zone deletes" : "zone re-creations")
         state.zone = Model.ZoneEvent(incarnation: state.zone.incarnation + 1, stamp: stamp)
         states[who] = state
         if exists { try replicas[who].deleteZone(Self.zone) } else { try replicas[who].createZone(Self.zone) }
@@ -266,7 +267,7 @@ struct ConvergenceFuzzer {
             return
         }
         #expect(deployed)
-        Self.count("deployments")
+        count("deployments")
         state.deployed = state.tick(wallClock: clocks[who].now)
         states[who] = state
         try expectMatchesModel(who)
@@ -364,7 +365,7 @@ struct ConvergenceFuzzer {
                 state.zone = item.zone
                 changed = true
             } else {
-                Self.count("zone changes deferred whole")
+                count("zone changes deferred whole")
                 zoneDeferred = true
             }
         }
@@ -378,7 +379,7 @@ struct ConvergenceFuzzer {
                 for (name, carried) in item.carried {
                     let newest = carried.map { model.events[$0].stamp.time }.max()!
                     guard model.accepts(newest, wallClock: wallClock) else {
-                        Self.count("records deferred")
+                        count("records deferred")
                         anyDeferred = true
                         continue
                     }
@@ -390,7 +391,7 @@ struct ConvergenceFuzzer {
             }
         }
         let cascaded = cascade(at: &state, wallClock: wallClock)
-        Self.count("cascade deletes on merge", cascaded.count)
+        count("cascade deletes on merge", cascaded.count)
         if !cascaded.isEmpty { changed = true }
         states[to] = state
 
@@ -401,7 +402,7 @@ struct ConvergenceFuzzer {
         let claimMoves = item.claims && !stale && !anyDeferred && !zoneDeferred && item.top.entries.allSatisfy { model.accepts($0.time, wallClock: wallClock) }
             && vectorBefore.dominates(item.base) && !vectorBefore.dominates(item.top)
         let moved = try replicas[to].commitSequence() != sequenceBefore
-        Self.count(moved ? "deliveries that committed" : "deliveries that changed nothing")
+        count(moved ? "deliveries that committed" : "deliveries that changed nothing")
         #expect(moved == (changed || claimMoves), "\(context(to)): the commit sequence \(moved ? "moved" : "stayed") on a change set that brought \(changed || claimMoves ? "something" : "nothing") new")
         try expectMatchesModel(to)
     }
@@ -419,7 +420,7 @@ struct ConvergenceFuzzer {
         let records = try target.records(in: Self.zone)
         let sync = try target.syncState(of: Self.zone)
         let sequence = try target.commitSequence()
-        Self.count("damaged change sets")
+        count("damaged change sets")
         #expect(throws: (any Error).self, "\(context(item.to)): a damaged change set must be refused") { try target.apply(bytes) }
         #expect(try target.records(in: Self.zone) == records, "\(context(item.to)): a refused change set changed records")
         #expect(try target.syncState(of: Self.zone) == sync, "\(context(item.to)): a refused change set changed the zone")
@@ -456,13 +457,13 @@ struct ConvergenceFuzzer {
         #expect(schema.recordTypes == state.recordTypes && schema.deployed == state.deployed, "\(context(who)): schema differs from the model")
     }
 
-    func checkConverged() throws {
+    mutating func checkConverged() throws {
         let reference = try replicas[0].records(in: Self.zone)
         let referenceZone = try replicas[0].syncState(of: Self.zone)?.zoneState
         for (index, replica) in replicas.enumerated() {
             let records = try replica.records(in: Self.zone)
             if index == 0 {
-                Self.count("converged records with conflicts", records.filter(\.hasConflicts).count)
+                count("converged records with conflicts", records.filter(\.hasConflicts).count)
             }
             #expect(records == reference, "\(context(index)): not identical to replica 0")
             #expect(try canonicalBytes(records) == (try canonicalBytes(reference)), "\(context(index)): not byte-identical to replica 0")
@@ -541,19 +542,18 @@ extension ConvergenceFuzzer {
     @Test func thousandsOfSeededHistoriesConvergeOnDiskAndInMemory() throws {
         let base = UInt64(Self.environment["LATTICE_FUZZ_SEED"] ?? "") ?? 20_261_123
         let cases = Int(Self.environment["LATTICE_FUZZ_CASES"] ?? "") ?? 2000
-        defer { try? FileManager.default.removeItem(at: StoreFuzzReplica.root) }
-        ConvergenceFuzzer.coverage = [:]
+        var coverage = FuzzCoverage()
         for offset in 0..<UInt64(cases) {
             var fuzzer = try ConvergenceFuzzer(seed: base &+ offset)
             try fuzzer.run(steps: 60)
+            coverage += fuzzer.coverage
         }
-        let coverage = ConvergenceFuzzer.coverage
-        print("convergence fuzzer, \(cases) histories:", coverage.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        print("convergence fuzzer, \(cases) histories:", coverage.summary)
         if cases >= 500 {
             for what in ["no-op saves", "saves refused for a field type", "saves refused by the production schema", "cascade deletes of a local delete",
                          "cascade deletes on merge", "conflict clears", "zone deletes", "zone re-creations", "records deferred",
                          "zone changes deferred whole", "deliveries that changed nothing", "converged records with conflicts"] {
-                #expect(coverage[what, default: 0] > 0, "the fuzzer never exercised: \(what)")
+                #expect(coverage[what] > 0, "the fuzzer never exercised: \(what)")
             }
         }
     }

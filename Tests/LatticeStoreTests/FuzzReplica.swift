@@ -59,15 +59,17 @@ final class StoreFuzzReplica: FuzzReplica {
     var replicaID: ReplicaID { store.replica }
     let kind = "store"
 
-    /// On tmpfs where there is one: the same SQLite code, without waiting on a disk.
-    static let root: URL = {
+    /// A directory of its own, on tmpfs where there is one: the same SQLite
+    /// code without waiting on a disk. No shared parent, so no test can remove
+    /// another's store while it runs.
+    static func newDirectory() -> URL {
         let shm = URL(fileURLWithPath: "/dev/shm")
         let base = FileManager.default.isWritableFile(atPath: shm.path) ? shm : URL(fileURLWithPath: NSTemporaryDirectory())
-        return base.appendingPathComponent("lattice-fuzz-\(getpid())")
-    }()
+        return base.appendingPathComponent("lattice-fuzz-\(getpid())-\(UUID().uuidString)")
+    }
 
     init(clock: ManualClock) throws {
-        directory = Self.root.appendingPathComponent(UUID().uuidString)
+        directory = Self.newDirectory()
         store = try RecordStore(directory: directory, wallClock: { clock.now })
     }
 
