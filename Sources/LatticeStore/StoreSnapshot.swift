@@ -69,9 +69,13 @@ public class StoreSnapshot {
     }
 
     func zoneRow(_ key: ZoneKey) throws -> ZoneRow? {
-        let row = try Row.fetchOne(db, sql: """
+        // Cached per connection, as are the schema's reads: almost every
+        // operation starts here, and preparing the statement anew (with GRDB's
+        // authorizer walking it) cost more than running it.
+        let statement = try db.cachedStatement(sql: """
             SELECT id, causal_length, stamp, vector, knowledge FROM zones WHERE scope = ? AND name = ? AND owner = ?
-            """, arguments: [Int(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName])
+            """)
+        let row = try Row.fetchOne(statement, arguments: [Int(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName])
         return try row.map { try zoneRow(from: $0, key: key) }
     }
 
@@ -120,7 +124,7 @@ public class StoreSnapshot {
     var lastRecordRow: (zone: Int64, name: String, id: Int64)?
 
     func recordBlob(_ name: String, zoneID: Int64) throws -> Data? {
-        if recordStatement == nil { recordStatement = try db.makeStatement(sql: "SELECT id, state FROM records WHERE zone = ? AND name = ?") }
+        if recordStatement == nil { recordStatement = try db.cachedStatement(sql: "SELECT id, state FROM records WHERE zone = ? AND name = ?") }
         guard let row = try Row.fetchOne(recordStatement!, arguments: [zoneID, name]) else { return nil }
         lastRecordRow = (zoneID, name, row[0])
         return row[1]
@@ -196,17 +200,17 @@ public class StoreSnapshot {
 
     public func schema() throws -> Schema {
         var schema = Schema()
-        for row in try Row.fetchAll(db, sql: "SELECT record_type, field, type, stamp FROM schema_fields") {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, type, stamp FROM schema_fields")) {
             let code: Int = row[2]
             guard let type = FieldType(code: UInt8(truncatingIfNeeded: code)) else { continue }
             schema.merge(SchemaField(recordType: row[0], field: row[1], type: type, stamp: try RecordBlob.decodeStamp([UInt8](row[3] as Data))))
         }
-        for type in try String.fetchAll(db, sql: "SELECT record_type FROM schema_types") { schema.addRecordType(type) }
-        for row in try Row.fetchAll(db, sql: "SELECT record_type, field, kinds FROM schema_indexes") {
+        for type in try String.fetchAll(db.cachedStatement(sql: "SELECT record_type FROM schema_types")) { schema.addRecordType(type) }
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, kinds FROM schema_indexes")) {
             let bits: Int = row[2]
             schema.merge(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])
         }
-        if let deployed = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'deployed'") {
+        if let deployed = try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'deployed'")) {
             schema.merge(deployed: try RecordBlob.decodeStamp([UInt8](deployed)))
         }
         return schema
