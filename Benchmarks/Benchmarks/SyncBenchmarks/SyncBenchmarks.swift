@@ -4,6 +4,8 @@ import Lattice
 import LatticeCore
 import Workload
 
+// Set in a benchmark's setup, read by its iterations, cleared in its teardown:
+// package-benchmark runs those one after another, never two at once.
 nonisolated(unsafe) var propagationRig: SyncPair?
 nonisolated(unsafe) var saves = 0
 
