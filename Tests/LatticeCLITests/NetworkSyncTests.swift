@@ -42,7 +42,10 @@ import Glibc
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", script]
-        process.environment = ["LATTICE": CLI.binary.path, "STORE": cli.path(store), "PATH": "/usr/bin:/bin"]
+        var environment = ["LATTICE": CLI.binary.path, "STORE": cli.path(store), "PATH": "/usr/bin:/bin"]
+        // Under scripts/tsan.sh, each lattice the shell starts must log its races where the others do.
+        environment["TSAN_OPTIONS"] = ProcessInfo.processInfo.environment["TSAN_OPTIONS"]
+        process.environment = environment
         try process.run()
         return process
     }

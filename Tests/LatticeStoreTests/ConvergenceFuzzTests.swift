@@ -53,7 +53,6 @@ struct ConvergenceFuzzer {
     /// that wants a total sums them: tests run in parallel, so a shared
     /// counter would be written by several threads at once.
     var coverage = FuzzCoverage()
-    mutating func count(_ what: String, _ times: Int = 1) { coverage.count(what, times) }
 
     let seed: UInt64
     var rng: SeededGenerator
@@ -131,7 +130,7 @@ struct ConvergenceFuzzer {
             return
         }
         if Model.schemaRefuses(state, type: type, changes: changes) {
-            count(state.deployed == nil ? "saves refused for a field type" : "saves refused by the production schema")
+            coverage.count(state.deployed == nil ? "saves refused for a field type" : "saves refused by the production schema")
             guard case .schema = outcome.refusal else {
                 Issue.record("\(context(who)): the schema should refuse \(type) \(changes), got \(outcome)")
                 return
@@ -150,7 +149,7 @@ struct ConvergenceFuzzer {
             Model.Written(value: value, incarnations: value.cascadeTargets.map { incarnations[$0]! })
         }
         if alive, let fold, changesNothing(fold, changes.map { ($0.name, written($0.value)) }, replacement) {
-            count("no-op saves")
+            coverage.count("no-op saves")
             #expect((try? outcome.get()) == false, "\(context(who)): a save that changes nothing must not be written")
             #expect(try replicas[who].commitSequence() == before, "\(context(who)): a no-op save took a commit")
             return
@@ -159,7 +158,7 @@ struct ConvergenceFuzzer {
             Issue.record("\(context(who)): save of \(name) should have been written, got \(outcome)")
             return
         }
-        count(alive ? "saves" : "creations")
+        coverage.count(alive ? "saves" : "creations")
         let stamp = state.tick(wallClock: clocks[who].now)
         var fields: [String: Model.Written] = [:]
         for change in changes where alive || change.value != nil { fields[change.name] = written(change.value) }
@@ -214,8 +213,8 @@ struct ConvergenceFuzzer {
         let cascaded = cascade(at: &state, wallClock: clocks[who].now)
         states[who] = state
         let deleted = try replicas[who].delete(name, in: Self.zone)
-        count("deletes")
-        count("cascade deletes of a local delete", cascaded.count)
+        coverage.count("deletes")
+        coverage.count("cascade deletes of a local delete", cascaded.count)
         #expect(deleted == [name] + cascaded, "\(context(who)): deleting \(name) should cascade to \(cascaded), deleted \(deleted)")
         try expectMatchesModel(who)
     }
@@ -234,7 +233,7 @@ struct ConvergenceFuzzer {
             #expect(try replicas[who].commitSequence() == before, "\(context(who)): clearing no conflict took a commit")
             return
         }
-        count("conflict clears")
+        coverage.count("conflict clears")
         #expect(cleared, "\(context(who)): \(name) had conflicts to clear")
         var removed = Set<Model.VersionID>()
         for versions in fold.versions.values { for loser in versions.dropFirst() { removed.insert(loser.id) } }
@@ -250,7 +249,7 @@ struct ConvergenceFuzzer {
         var state = states[who]
         let stamp = state.tick(wallClock: clocks[who].now)
         let exists = state.zone.incarnation % 2 == 1
-        count(exists ? "zone deletes" : "zone re-creations")
+        coverage.count(exists ? "zone deletes" : "zone re-creations")
         state.zone = Model.ZoneEvent(incarnation: state.zone.incarnation + 1, stamp: stamp)
         states[who] = state
         if exists { try replicas[who].deleteZone(Self.zone) } else { try replicas[who].createZone(Self.zone) }
@@ -267,7 +266,7 @@ struct ConvergenceFuzzer {
             return
         }
         #expect(deployed)
-        count("deployments")
+        coverage.count("deployments")
         state.deployed = state.tick(wallClock: clocks[who].now)
         states[who] = state
         try expectMatchesModel(who)
@@ -365,7 +364,7 @@ struct ConvergenceFuzzer {
                 state.zone = item.zone
                 changed = true
             } else {
-                count("zone changes deferred whole")
+                coverage.count("zone changes deferred whole")
                 zoneDeferred = true
             }
         }
@@ -379,7 +378,7 @@ struct ConvergenceFuzzer {
                 for (name, carried) in item.carried {
                     let newest = carried.map { model.events[$0].stamp.time }.max()!
                     guard model.accepts(newest, wallClock: wallClock) else {
-                        count("records deferred")
+                        coverage.count("records deferred")
                         anyDeferred = true
                         continue
                     }
@@ -391,7 +390,7 @@ struct ConvergenceFuzzer {
             }
         }
         let cascaded = cascade(at: &state, wallClock: wallClock)
-        count("cascade deletes on merge", cascaded.count)
+        coverage.count("cascade deletes on merge", cascaded.count)
         if !cascaded.isEmpty { changed = true }
         states[to] = state
 
@@ -402,7 +401,7 @@ struct ConvergenceFuzzer {
         let claimMoves = item.claims && !stale && !anyDeferred && !zoneDeferred && item.top.entries.allSatisfy { model.accepts($0.time, wallClock: wallClock) }
             && vectorBefore.dominates(item.base) && !vectorBefore.dominates(item.top)
         let moved = try replicas[to].commitSequence() != sequenceBefore
-        count(moved ? "deliveries that committed" : "deliveries that changed nothing")
+        coverage.count(moved ? "deliveries that committed" : "deliveries that changed nothing")
         #expect(moved == (changed || claimMoves), "\(context(to)): the commit sequence \(moved ? "moved" : "stayed") on a change set that brought \(changed || claimMoves ? "something" : "nothing") new")
         try expectMatchesModel(to)
     }
@@ -420,7 +419,7 @@ struct ConvergenceFuzzer {
         let records = try target.records(in: Self.zone)
         let sync = try target.syncState(of: Self.zone)
         let sequence = try target.commitSequence()
-        count("damaged change sets")
+        coverage.count("damaged change sets")
         #expect(throws: (any Error).self, "\(context(item.to)): a damaged change set must be refused") { try target.apply(bytes) }
         #expect(try target.records(in: Self.zone) == records, "\(context(item.to)): a refused change set changed records")
         #expect(try target.syncState(of: Self.zone) == sync, "\(context(item.to)): a refused change set changed the zone")
@@ -463,7 +462,7 @@ struct ConvergenceFuzzer {
         for (index, replica) in replicas.enumerated() {
             let records = try replica.records(in: Self.zone)
             if index == 0 {
-                count("converged records with conflicts", records.filter(\.hasConflicts).count)
+                coverage.count("converged records with conflicts", records.filter(\.hasConflicts).count)
             }
             #expect(records == reference, "\(context(index)): not identical to replica 0")
             #expect(try canonicalBytes(records) == (try canonicalBytes(reference)), "\(context(index)): not byte-identical to replica 0")

@@ -1,7 +1,7 @@
 /// How often a fuzzer run reached each situation it knows by name: a fuzzer
 /// that never reaches a cascade or a deferral proves nothing about them.
 /// A value, owned by one run and summed by whoever wants a total.
-struct FuzzCoverage: Equatable, Sendable {
+struct FuzzCoverage: Sendable {
     private(set) var counts: [String: Int] = [:]
 
     mutating func count(_ what: String, _ times: Int = 1) { counts[what, default: 0] += times }

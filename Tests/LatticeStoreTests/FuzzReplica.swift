@@ -59,17 +59,15 @@ final class StoreFuzzReplica: FuzzReplica {
     var replicaID: ReplicaID { store.replica }
     let kind = "store"
 
-    /// A directory of its own, on tmpfs where there is one: the same SQLite
-    /// code without waiting on a disk. No shared parent, so no test can remove
-    /// another's store while it runs.
-    static func newDirectory() -> URL {
+    /// On tmpfs where there is one: the same SQLite code, without waiting on a disk.
+    static let base: URL = {
         let shm = URL(fileURLWithPath: "/dev/shm")
-        let base = FileManager.default.isWritableFile(atPath: shm.path) ? shm : URL(fileURLWithPath: NSTemporaryDirectory())
-        return base.appendingPathComponent("lattice-fuzz-\(getpid())-\(UUID().uuidString)")
-    }
+        return FileManager.default.isWritableFile(atPath: shm.path) ? shm : URL(fileURLWithPath: NSTemporaryDirectory())
+    }()
 
     init(clock: ManualClock) throws {
-        directory = Self.newDirectory()
+        // A directory of its own, with no shared parent: no test can remove another's store while it runs.
+        directory = Self.base.appendingPathComponent("lattice-fuzz-\(getpid())-\(UUID().uuidString)")
         store = try RecordStore(directory: directory, wallClock: { clock.now })
     }
 
