@@ -40,6 +40,15 @@ struct DoctorCommand: ParsableCommand {
         }
         findings.append(mdnsFinding(status))
         findings.append(Self.multicastFinding())
+        if let watch = status?.commitWatch {
+            // Polling works, with a delay: worth knowing, not a failure.
+            findings.append(Finding(subject: "commit watch", kind: watch == "wake-up socket" ? .ok : .note, detail: watch == "wake-up socket"
+                ? "a wake-up socket: other processes' commits and trust changes reach the node at once"
+                : "\(watch); other processes' commits and trust changes reach the node within that delay"))
+        }
+        if let strangers = status?.strangers, let summary = PeersCommand.summary(strangers) {
+            findings.append(Finding(subject: "refusals", kind: .note, detail: summary))
+        }
         for row in try PeerRow.all(container) {
             let subject = "\(row.name ?? "device") \(row.deviceID)"
             guard let problem = Self.problem(row, status: status, ourID: container.deviceID) else {

@@ -16,9 +16,13 @@ struct PeersCommand: ParsableCommand {
         let rows = try PeerRow.all(container)
         let status = NodeStatus.read(store: container.directory)
         if options.json {
-            Output.json(["device": container.deviceID, "nodeRunning": status != nil, "discovery": status?.discovery?.state ?? NSNull(), "peers": rows.map(\.json)])
+            Output.json([
+                "device": container.deviceID, "nodeRunning": status != nil, "discovery": status?.discovery?.state ?? NSNull(), "peers": rows.map(\.json),
+                "turnedAway": status?.strangers.map(Self.json) ?? NSNull(),
+            ])
             return
         }
+        defer { if let strangers = status?.strangers, let summary = Self.summary(strangers) { Output.line(summary) } }
         if rows.isEmpty {
             Output.line("no known devices; trust one with `lattice trust DEVICE-ID` (its `lattice id`)")
             return
@@ -27,6 +31,31 @@ struct PeersCommand: ParsableCommand {
         Output.table(
             header: ["NAME", "DEVICE ID", "TRUSTED", "CONNECTED", "ON LAN", "ADDRESS", "LAST SEEN", "BEHIND (us/them)", "NOTE"],
             rows: rows.map(\.text))
+    }
+
+    /// Refusals in a line or two: totals by reason, then the busiest sources.
+    static func summary(_ log: StrangerLog) -> String? {
+        guard log.total > 0 else { return nil }
+        let reasons = StrangerLog.Reason.allCases.compactMap { reason in log.totals[reason.rawValue].map { "\($0) \(words(reason))" } }
+        let busiest = Dictionary(log.sources.map { ($0.address, $0.count) }, uniquingKeysWith: +).sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(3)
+        return "turned away since the node started: \(reasons.joined(separator: ", ")); recent sources: "
+            + busiest.map { "\($0.key) (\($0.value))" }.joined(separator: ", ")
+    }
+
+    static func words(_ reason: StrangerLog.Reason) -> String {
+        switch reason {
+        case .untrusted: return "untrusted"
+        case .tooManyConnections: return "over the connection limits"
+        case .handshakeFailed: return "failed handshakes"
+        }
+    }
+
+    static func json(_ log: StrangerLog) -> [String: Any] {
+        [
+            "totals": log.totals,
+            "sources": log.sources.map { ["address": $0.address, "reason": $0.reason.rawValue, "count": $0.count, "last": $0.last] as [String: Any] },
+            "devices": log.devices.map { ["deviceID": $0.deviceID, "address": $0.address, "count": $0.count, "last": $0.last] as [String: Any] },
+        ]
     }
 }
 
@@ -47,6 +76,8 @@ struct PeerRow {
     var discoveryProblemCause: DiscoveryProblem.Cause?
     /// Why the node's last attempt to connect to it failed.
     var dialError: String?
+    /// Connections of it the running node refused (not trusted here), recently.
+    var refusals: Int?
 
     /// Trusted devices, strangers that connected, and devices discovery sees now, in that order.
     static func all(_ container: Container) throws -> [PeerRow] {
@@ -62,12 +93,26 @@ struct PeerRow {
                 address: (now?.connected == true ? now?.address : nil) ?? seen?.addresses.first ?? peer.address,
                 container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem, discoveryProblemCause: seen?.problemCause, dialError: seen?.dialError)
         }
-        let knownIDs = Set(known.map(\.deviceID))
+        var knownIDs = Set(known.map(\.deviceID))
         for device in (status?.discovery?.devices ?? []) where !knownIDs.contains(device.deviceID) {
             rows.append(PeerRow(
                 deviceID: device.deviceID, name: nil, trusted: false, connected: live[device.deviceID]?.connected ?? false, discovered: true,
                 address: device.addresses.first, container: device.container, lastSeen: nil, live: live[device.deviceID],
                 discoveryProblem: device.problem, discoveryProblemCause: device.problemCause, dialError: device.dialError))
+            knownIDs.insert(device.deviceID)
+        }
+        // Devices the node refused lately: in memory there, in the store at most once a minute.
+        for stranger in status?.strangers?.devices ?? [] {
+            let seen = Date(timeIntervalSince1970: Double(stranger.last) / 1000)
+            if let index = rows.firstIndex(where: { $0.deviceID == stranger.deviceID }) {
+                rows[index].refusals = stranger.count
+                if rows[index].lastSeen.map({ $0 < seen }) ?? true { rows[index].lastSeen = seen }
+                if !rows[index].connected { rows[index].address = stranger.address }
+            } else {
+                rows.append(PeerRow(
+                    deviceID: stranger.deviceID, name: nil, trusted: false, connected: false, discovered: false, address: stranger.address,
+                    container: nil, lastSeen: seen, live: nil, refusals: stranger.count))
+            }
         }
         return rows.sorted { ($0.trusted ? 0 : 1, $0.name ?? "~", $0.deviceID) < ($1.trusted ? 0 : 1, $1.name ?? "~", $1.deviceID) }
     }
@@ -81,6 +126,7 @@ struct PeerRow {
         if live?.clockSkew == true { return "clock ahead: records deferred" }
         if let dialError, !connected { return "cannot connect: \(dialError)" }
         if let error = live?.lastError, !connected { return error }
+        if let refusals, !trusted { return "refused \(refusals) time(s): not trusted here" }
         return ""
     }
 
@@ -99,6 +145,7 @@ struct PeerRow {
             "lastSeen": lastSeen.map { Int64($0.timeIntervalSince1970 * 1000) } ?? NSNull(),
             "recordsBehind": live.map { $0.recordsBehind } ?? NSNull(), "recordsPeerBehind": live.map { $0.recordsPeerBehind } ?? NSNull(),
             "problem": discoveryProblem ?? NSNull(), "lastError": live?.lastError ?? NSNull(), "clockSkew": live?.clockSkew ?? false,
+            "refusals": refusals ?? 0,
         ]
     }
 }

@@ -3,6 +3,8 @@ import Foundation
 import Lattice
 
 struct SyncCommand: ParsableCommand {
+    /// Connections closed before the handshake, in a row, before a peer counts as failed.
+    static let attemptsBeforeHandshake = 4
     static let configuration = CommandConfiguration(
         commandName: "sync", abstract: "Sync with peers: once and exit (--once), or until interrupted.",
         discussion: """
@@ -27,7 +29,9 @@ struct SyncCommand: ParsableCommand {
         let logger = options.bootstrapLogging()
         var configuration = SyncNode.Configuration()
         configuration.peers = peers
-        configuration.reconnect = !once
+        // With --once too: a node under load may close a connection before
+        // its handshake (too many from this address); the dial comes again.
+        configuration.reconnect = true
         // A one-off sync leaves the store's status to the node that may be serving it.
         configuration.publishesStatus = !once
         let node = SyncNode(container: container, configuration: configuration, logger: logger)
@@ -49,6 +53,7 @@ struct SyncCommand: ParsableCommand {
             }
             var progress = ProgressLine(enabled: !json && Output.standardErrorIsTerminal)
             var ended = 0
+            var closedBeforeHandshake: [String: Int] = [:]
             for await event in node.events {
                 var state = outcome.value
                 switch event {
@@ -64,7 +69,14 @@ struct SyncCommand: ParsableCommand {
                     } else if let peer, !state.caughtUp.contains(peer) {
                         state.failures.append(.unavailable("the connection to \(peer) at \(address) ended before the sync finished\(reason.map { ": \($0)" } ?? "")"))
                     } else if peer == nil {
-                        state.failures.append(.unavailable("\(address) is not a Lattice node, or the handshake with it failed\(reason.map { ": \($0)" } ?? "")"))
+                        // Closed with no reason before the handshake: busy, or not a Lattice node. Tried a few times.
+                        if reason == nil || reason?.cause == .other && reason?.handshakeFailed == false {
+                            closedBeforeHandshake[address, default: 0] += 1
+                            if closedBeforeHandshake[address]! < Self.attemptsBeforeHandshake { break }
+                        }
+                        state.failures.append(.unavailable("\(address) is not a Lattice node, is too busy to take the connection, or the handshake with it failed\(reason.map { ": \($0)" } ?? "")"))
+                    } else {
+                        break
                     }
                     ended += 1
                 case .progress(_, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):

@@ -87,20 +87,34 @@ public struct AppliedBatch: Hashable, Sendable {
 }
 
 /// The storage a sync session needs, declared here and implemented by the
-/// store side, so the protocol never imports the store. Calls block and run
-/// off the network's threads.
+/// store side, so the protocol never imports the store. Calls other than
+/// `isTrusted` block and run off the network's threads.
 public protocol SyncDelegate: Sendable {
-    /// Whether `peer` belongs to this account (it then may read and write the private database).
-    func isTrusted(_ peer: DeviceID) throws -> Bool
-    /// Records that `peer` proved its identity from `address`, trusted or not, so a person can trust it by its ID.
-    func noteSeen(_ peer: DeviceID, address: String) throws
+    /// Whether `peer` belongs to this account (it then may read and write the
+    /// private database). Answered from memory and at once, on the network's
+    /// thread: a stranger is refused before it costs a store access or a buffer.
+    func isTrusted(_ peer: DeviceID) -> Bool
+    /// Records that the trusted `peer` connected from `address`.
+    func noteConnected(_ peer: DeviceID, address: String) throws
     /// The opening message for `peer`: local zones, their vectors, and how far
     /// `peer`'s earlier streams were applied here.
     func hello(for peer: DeviceID) throws -> Hello
     /// The zones the store has now (after a local commit, new ones may have appeared).
     func zones() throws -> [ZoneKey]
-    /// The next batch of a zone's stream, read in its own short snapshot; nil when the peer lacks nothing.
-    func produceBatch(_ request: BatchRequest) throws -> OutgoingBatch?
-    /// Applies and commits one batch, and with it `peer`'s resume point for the zone.
+    /// The next batch of a zone's stream for `peer`, read in its own short
+    /// snapshot; nil when the peer lacks nothing. Throws `PeerNoLongerTrusted`
+    /// when that snapshot no longer trusts `peer`.
+    func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch?
+    /// Applies and commits one batch, and with it `peer`'s resume point for the
+    /// zone. Throws `PeerNoLongerTrusted`, committing nothing, when the
+    /// transaction finds `peer` no longer trusted.
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch
+}
+
+/// The store stopped trusting a device while its session ran: the session
+/// ends, and nothing it sent after the change was committed.
+public struct PeerNoLongerTrusted: Error, Hashable, Sendable, CustomStringConvertible {
+    public let peer: DeviceID
+    public init(peer: DeviceID) { self.peer = peer }
+    public var description: String { "device \(peer) is no longer trusted" }
 }

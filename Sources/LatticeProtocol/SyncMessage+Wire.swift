@@ -8,8 +8,6 @@ public enum SyncWire {
     public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.
     public static let partSize = 256 * 1024
-    /// The largest batch a receiver buffers before applying it.
-    public static let maximumBatchSize = 64 << 20
     /// Zones in one hello.
     public static let maximumZones = 100_000
 }

@@ -40,14 +40,25 @@ public struct SyncSession: Sendable {
     }
 
     public struct Configuration: Hashable, Sendable {
-        public var window = 4
+        public var window: Int
         public var batchRecords = 4000
-        public var batchBytes = 2 << 20
+        public var batchBytes: Int
         public var partSize = SyncWire.partSize
-        public var maximumBatchSize = SyncWire.maximumBatchSize
-        /// Batches received and not yet applied before the peer is deemed to ignore the window.
-        public var maximumQueuedBatches = 16
-        public init() {}
+        /// The largest batch a receiver buffers. An honest sender stops a batch
+        /// once it reaches `batchBytes`, so its last record (at most
+        /// `Limits.maximumRecordBytes` of fields, encoded) and the change set's
+        /// header (vectors, schema) are all it can add.
+        public var maximumBatchSize: Int
+        /// Batches received and not yet applied before the peer is deemed to
+        /// ignore the window: an honest sender has at most `window` unacknowledged.
+        public var maximumQueuedBatches: Int
+
+        public init(window: Int = 4, batchBytes: Int = 2 << 20) {
+            self.window = window
+            self.batchBytes = batchBytes
+            maximumBatchSize = batchBytes + 2 * Limits.maximumRecordBytes + (1 << 20)
+            maximumQueuedBatches = window
+        }
     }
 
     private struct Outgoing: Sendable {

@@ -16,6 +16,12 @@ public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// This side refused a stranger: logged, bounded, by whoever counts refusals.
+    var isRefusalOfStranger: Bool {
+        if case .transport(.untrusted) = self { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .transport(let error): return error.description

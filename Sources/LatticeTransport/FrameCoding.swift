@@ -10,8 +10,17 @@ public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     case handshakeFailed(String)
     case channelFailed(String)
     case untrusted(String)
+    case noLongerTrusted(String)
     case tooManyConnections(String)
     case refusedByPeer
+
+    /// The peer did not prove an identity: a failed or unfinished handshake.
+    public var isHandshakeFailure: Bool {
+        switch self {
+        case .handshakeFailed, .handshakeTimedOut: return true
+        default: return false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -22,6 +31,7 @@ public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
         case .handshakeFailed(let why): return "handshake failed: \(why)"
         case .channelFailed(let why): return "encrypted channel failed: \(why)"
         case .untrusted(let device): return "device \(device) is not trusted: connection refused after the handshake"
+        case .noLongerTrusted(let device): return "device \(device) is no longer trusted: its session ended"
         case .tooManyConnections(let address): return "too many connections from \(address)"
         case .refusedByPeer: return "the peer ended the connection after the handshake: it does not trust this device"
         }

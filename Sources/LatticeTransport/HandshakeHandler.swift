@@ -25,13 +25,11 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
     private var state: State
     private let timeout: TimeAmount
     private var timer: Scheduled<Void>?
-    private let frameLimit: FrameLimit?
-    private let sessionFrameLength: Int
 
-    /// With `frameLimit`, frames stay at the handshake's size until it completes, then may grow to `sessionFrameLength`.
-    public init(identity: Identity, initiator: Bool, versions: ClosedRange<UInt8>, timeout: TimeAmount, frameLimit: FrameLimit? = nil, sessionFrameLength: Int = 0) throws {
-        self.frameLimit = frameLimit
-        self.sessionFrameLength = sessionFrameLength
+    /// Frames stay as the decoder's limit has them: whoever learns that the
+    /// peer is trusted raises it, not the handshake (a stranger's proof of
+    /// identity must not let it send larger frames).
+    public init(identity: Identity, initiator: Bool, versions: ClosedRange<UInt8>, timeout: TimeAmount) throws {
         state = initiator
             ? .initiating(try HandshakeInitiator(identity: identity, versions: versions))
             : .responding(try HandshakeResponder(identity: identity, versions: versions), receivedOpening: false)
@@ -95,7 +93,6 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
     private func complete(context: ChannelHandlerContext, result: HandshakeResult, initiator: Bool) {
         timer?.cancel()
         state = .done
-        frameLimit?.maximum = sessionFrameLength
         do {
             let stream = try SecretStreamHandler(sendKey: result.sendKey, receiveKey: result.receiveKey)
             try context.pipeline.syncOperations.addHandler(stream, position: .after(self))

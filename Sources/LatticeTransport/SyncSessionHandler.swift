@@ -9,8 +9,12 @@ import NIOPosix
 public enum ConnectionEvent: Sendable {
     /// The handshake passed and the peer is trusted: the session starts.
     case authenticated(peer: DeviceID, address: String, handle: ConnectionHandle)
-    /// The peer proved its identity but is not trusted: it got nothing.
+    /// The peer proved its identity but is not trusted: it got nothing, and
+    /// cost no store access (`address` is its IP address, no port).
     case refused(peer: DeviceID, address: String)
+    /// A connection from `address` (an IP address) was refused or evicted
+    /// before its handshake finished: too many from its source, or in total.
+    case turnedAway(address: String)
     case session(peer: DeviceID, SyncSession.SessionEvent)
     case closed(peer: DeviceID?, address: String, reason: CloseReason?)
 }
@@ -82,7 +86,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private let settings: ConnectionSettings
     private let logger: Logger
     private let onEvent: @Sendable (ConnectionEvent) -> Void
-    private let onAuthenticated: (@Sendable () -> Void)?
+    private let onTrusted: (@Sendable () -> Void)?
+    private let refusals: RateLimitedLog
     private var context: ChannelHandlerContext?
     private var session: SyncSession?
     private var early: [SyncMessage] = []
@@ -94,11 +99,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private var lastSent = NIODeadline.now()
     private var ticker: RepeatedTask?
 
-    public init(
+    init(
         delegate: any SyncDelegate, threadPool: NIOThreadPool, settings: ConnectionSettings, logger: Logger,
-        onAuthenticated: (@Sendable () -> Void)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
+        refusals: RateLimitedLog? = nil, onTrusted: (@Sendable () -> Void)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
-        self.onAuthenticated = onAuthenticated
+        self.onTrusted = onTrusted
+        self.refusals = refusals ?? RateLimitedLog(logger: logger)
         self.delegate = delegate
         self.threadPool = threadPool
         self.settings = settings
@@ -125,30 +131,32 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         guard let completed = event as? HandshakeCompleted else { return context.fireUserInboundEventTriggered(event) }
         let peer = completed.result.peerDeviceID
         self.peer = peer
-        onAuthenticated?()
         initiator = completed.initiator
         lastHeard = .now()
+        // Before anything else, from memory: a stranger is closed now, while its
+        // frames are still handshake-sized and it still counts as pending.
+        guard delegate.isTrusted(peer) else {
+            let host = context.channel.remoteAddress.flatMap(hostText) ?? address
+            refusals.notice("refused an untrusted device", metadata: ["peer": "\(peer)", "address": "\(address)"])
+            onEvent(.refused(peer: peer, address: host))
+            closeReason = .transport(.untrusted(peer.description))
+            context.close(promise: nil)
+            return
+        }
+        onTrusted?()
         let delegate = delegate
         let address = address
-        runOffLoop({ () throws -> Hello? in
-            try? delegate.noteSeen(peer, address: address) // best effort: a stranger may not make the sync fail
-            guard try delegate.isTrusted(peer) else { return nil }
+        runOffLoop({ () throws -> Hello in
+            try? delegate.noteConnected(peer, address: address) // best effort: the sync need not wait for it
             return try delegate.hello(for: peer)
         }) { handler, hello in
             handler.start(with: hello)
         }
     }
 
-    private func start(with hello: Hello?) {
+    private func start(with hello: Hello) {
         // The connection may have ended while the store was asked.
         guard let context, let peer, context.channel.isActive, closeReason == nil else { return }
-        guard let hello else {
-            logger.notice("refused an untrusted device", metadata: ["peer": "\(peer)", "address": "\(address)"])
-            onEvent(.refused(peer: peer, address: address))
-            closeReason = .transport(.untrusted(peer.description))
-            context.close(promise: nil)
-            return
-        }
         var session = SyncSession(localHello: hello, configuration: settings.session)
         let actions = session.start()
         self.session = session
@@ -171,6 +179,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         } else if now - lastSent >= settings.pingInterval || now - lastHeard >= settings.pingInterval {
             send(.ping)
             context?.flush()
+            pauseReadingIfFlooded()
         }
     }
 
@@ -198,8 +207,33 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {
         let writable = context.channel.isWritable
+        if writable { resumeReading() }
         mutateSession { $0.writabilityChanged(writable) }
         context.fireChannelWritabilityChanged()
+    }
+
+    /// More queued to send than an honest session ever queues: a session
+    /// produces nothing while the socket is unwritable, so beyond the write
+    /// buffer's high mark only one batch and small replies can wait.
+    private var outboundBound: Int { 1024 * 1024 + settings.session.maximumBatchSize + 64 * 1024 }
+    private var readingPaused = false
+
+    /// A peer that sends (pings, batches) but does not read what it is sent:
+    /// reading stops until the socket drains, so replies cannot pile up here.
+    /// (Stopping at mere unwritability would stall two honest sides that
+    /// stream to each other at once, each waiting for the other to read.)
+    private func pauseReadingIfFlooded() {
+        guard !readingPaused, let context, !context.channel.isWritable,
+              let queued = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes), queued > outboundBound else { return }
+        readingPaused = true
+        _ = try? context.channel.syncOptions?.setOption(.autoRead, value: false)
+    }
+
+    private func resumeReading() {
+        guard readingPaused, let context else { return }
+        readingPaused = false
+        _ = try? context.channel.syncOptions?.setOption(.autoRead, value: true)
+        context.read()
     }
 
     private var refreshing = false
@@ -234,7 +268,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 wrote = true
             case .produce(let request):
                 let delegate = delegate
-                runOffLoop({ try delegate.produceBatch(request) }) { handler, batch in
+                guard let peer else { continue }
+                runOffLoop({ try delegate.produceBatch(request, for: peer) }) { handler, batch in
+                    // Trust may have ended since the read began: nothing more goes out.
+                    guard delegate.isTrusted(peer) else { return handler.close(.transport(.noLongerTrusted(peer.description))) }
                     handler.mutateSession { $0.batchProduced(batch) }
                 }
             case .apply(let batch):
@@ -252,7 +289,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 if let peer { onEvent(.session(peer: peer, event)) }
             }
         }
-        if wrote { context?.flush() }
+        if wrote {
+            context?.flush()
+            pauseReadingIfFlooded()
+        }
     }
 
     private var retryScheduled = false
@@ -292,6 +332,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             guard handler.context != nil else { return }
             switch result {
             case .success(let value): then(handler, value)
+            case .failure(let error as PeerNoLongerTrusted): handler.close(.transport(.noLongerTrusted(error.peer.description)))
             case .failure(let error): handler.close(.other("store: \(error)"))
             }
         }
@@ -320,7 +361,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             // The peer proved itself, then left before its hello: it does not trust us.
             closeReason = .transport(.refusedByPeer)
         }
-        if let closeReason {
+        if let closeReason, !closeReason.isRefusalOfStranger {
             logger.info("connection closed", metadata: ["address": "\(address)", "peer": "\(peer.map { "\($0)" } ?? "unauthenticated")", "reason": "\(closeReason)"])
         }
         onEvent(.closed(peer: peer, address: address, reason: closeReason))

@@ -133,6 +133,32 @@ import Testing
         guard case .limitExceeded = reason else { Issue.record("expected a limit, got \(String(describing: reason))"); return }
     }
 
+    @Test func theDefaultCapsMatchHonestUse() throws {
+        // An honest sender has at most `window` batches unacknowledged, each about `batchBytes`.
+        let configuration = SyncSession.Configuration()
+        #expect(configuration.maximumQueuedBatches == configuration.window)
+        #expect(configuration.maximumBatchSize <= configuration.batchBytes + 4 << 20)
+        var session = SyncSession(localHello: ours, configuration: configuration)
+        _ = session.receive(.hello(theirs))
+        let bytes = try changeSet(claims: false)
+        for _ in 0..<configuration.window { #expect(closeReason(session.receive(part(bytes, final: false))) == nil) }
+        guard case .limitExceeded = closeReason(session.receive(part(bytes, final: false))) else {
+            Issue.record("a batch past the window was queued")
+            return
+        }
+        var big = SyncSession(localHello: ours, configuration: configuration)
+        _ = big.receive(.hello(theirs))
+        let chunk = [UInt8](repeating: 0, count: SyncWire.partSize)
+        var reason: ProtocolError?
+        for _ in 0..<(8 << 20) / chunk.count where reason == nil {
+            reason = closeReason(big.receive(.changes(ChangesPart(zone: notes, bytes: chunk, end: nil))))
+        }
+        guard case .limitExceeded = reason else {
+            Issue.record("an 8 MiB batch was buffered")
+            return
+        }
+    }
+
     @Test func anAcknowledgementOfNothingSentIsRefused() {
         var session = started()
         #expect(closeReason(session.receive(.acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 1, row: 1), vector: VersionVector())))) != nil)

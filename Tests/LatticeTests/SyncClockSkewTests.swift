@@ -38,7 +38,7 @@ import Testing
                 while !inbox[side].isEmpty { perform(sessions[side].receive(inbox[side].removeFirst()), side) }
                 while !work[side].isEmpty {
                     switch work[side].removeFirst() {
-                    case .produce(let request): perform(sessions[side].batchProduced(try adapters[side].produceBatch(request)), side)
+                    case .produce(let request): perform(sessions[side].batchProduced(try adapters[side].produceBatch(request, for: ids[1 - side])), side)
                     case .apply(let batch): perform(sessions[side].batchApplied(try adapters[side].applyBatch(batch, from: ids[1 - side])), side)
                     default: break
                     }
@@ -58,10 +58,10 @@ import Testing
         let zone = ZoneKey(scope: .private, zoneID: LatticeCore.ZoneID(zoneName: "notes", ownerName: LatticeCore.ZoneID.defaultOwnerName))
         slowClock.now = start
         try slow.write { _ = try $0.createZone(zone) }
-        try Self.session(StoreSyncAdapter(store: fast, container: "app"), StoreSyncAdapter(store: slow, container: "app"))
+        try Self.session(StoreSyncAdapter.trusting(slow, store: fast), StoreSyncAdapter.trusting(fast, store: slow))
         try fast.write { _ = try $0.save("future", type: "Note", in: zone, changes: [("text", .string("from ahead"))]) }
-        let fastAdapter = StoreSyncAdapter(store: fast, container: "app")
-        let slowAdapter = StoreSyncAdapter(store: slow, container: "app")
+        let fastAdapter = try StoreSyncAdapter.trusting(slow, store: fast)
+        let slowAdapter = try StoreSyncAdapter.trusting(fast, store: slow)
         try Self.session(fastAdapter, slowAdapter)
         #expect(try slow.read { try $0.record("future", in: zone) } == nil)
         // Nothing claims the deferred write is held, and the resume point stays before it.

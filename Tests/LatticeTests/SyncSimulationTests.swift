@@ -19,7 +19,7 @@ import LatticeTestSupport
         let id: DeviceID
         init(_ container: Container) {
             self.container = container
-            adapter = StoreSyncAdapter(store: container.store, container: container.containerIdentifier)
+            adapter = StoreSyncAdapter(store: container.store, container: container.containerIdentifier, trusted: TrustedDevices(store: container.store))
             id = container.store.identity.deviceID
         }
     }
@@ -104,7 +104,7 @@ import LatticeTestSupport
             var actions: [SyncSession.Action] = []
             switch action {
             case .produce(let request):
-                let batch = try nodes[me].adapter.produceBatch(request)
+                let batch = try nodes[me].adapter.produceBatch(request, for: nodes[peer].id)
                 if let batch {
                     let versions = try Self.versions(in: batch.bytes)
                     let resent = versions.filter { acknowledged[me][peer].contains($0) }

@@ -1,14 +1,19 @@
 import Foundation
 @testable import Lattice
 import LatticeCore
+import LatticeCrypto
 import LatticeProtocol
 import Testing
 
 /// The store side of the protocol on its own.
 @Suite struct SyncStoreAdapterTests {
+    /// A device the stores in these tests trust.
+    let peer = try! Identity.generate().deviceID
+
     func store(with records: Int) throws -> (TemporaryDirectory, Container, ZoneKey) {
         let directory = TemporaryDirectory()
         let container = try directory.container()
+        try container.trust(deviceID: peer.description)
         let database = container.privateCloudDatabase
         try database.save(Zone(zoneName: "notes"))
         for i in 0..<records { try database.save(movie("m\(i)", zone: Zone.ID(zoneName: "notes"), ["rating": .int64(Int64(i))])) }
@@ -23,18 +28,18 @@ import Testing
         // A peer remembers a cursor from before this store was restored from an older copy.
         let (directory, container, zone) = try store(with: 5)
         _ = directory
-        let batch = try #require(try container.syncDelegate().produceBatch(request(zone, after: StreamCursor(sequence: 1_000_000, row: 3))))
+        let batch = try #require(try container.syncDelegate().produceBatch(request(zone, after: StreamCursor(sequence: 1_000_000, row: 3)), for: peer))
         #expect(batch.records == 5 && batch.final)
     }
 
     @Test func batchesCoverTheZoneOnceInOrderAndTheLastClaims() throws {
         let (directory, container, zone) = try store(with: 10)
         _ = directory
-        let delegate = container.syncDelegate()
+        let delegate = try container.syncDelegate()
         var cursor = StreamCursor.start
         var sent = 0
         var finals = 0
-        while let batch = try delegate.produceBatch(request(zone, after: cursor, records: 3)) {
+        while let batch = try delegate.produceBatch(request(zone, after: cursor, records: 3), for: peer) {
             sent += batch.records
             #expect(batch.cursor > cursor)
             cursor = batch.cursor
@@ -48,13 +53,33 @@ import Testing
         // Nothing new after the end: nothing to send to a peer that holds it all.
         var holdsAll = request(zone, after: cursor, peerVector: try container.vector(for: zone))
         holdsAll.peerZoneState = try container.store.read { try $0.syncState(of: zone)!.zoneState }
-        #expect(try delegate.produceBatch(holdsAll) == nil)
+        #expect(try delegate.produceBatch(holdsAll, for: peer) == nil)
     }
 
     @Test func recordsThePeerHoldsAreSkipped() throws {
         let (directory, container, zone) = try store(with: 4)
         _ = directory
-        let batch = try #require(try container.syncDelegate().produceBatch(request(zone, after: .start, peerVector: try container.vector(for: zone))))
+        let batch = try #require(try container.syncDelegate().produceBatch(request(zone, after: .start, peerVector: try container.vector(for: zone)), for: peer))
         #expect(batch.records == 0 && batch.final)
+    }
+
+    @Test func aDeviceNoLongerTrustedGetsNoBatchAndCommitsNone() throws {
+        let (directory, container, zone) = try store(with: 3)
+        _ = directory
+        let delegate = try container.syncDelegate()
+        let batch = try #require(try delegate.produceBatch(request(zone, after: .start), for: peer))
+        let otherDirectory = TemporaryDirectory()
+        let other = try otherDirectory.container()
+        try other.trust(deviceID: container.deviceID)
+        let incoming = IncomingBatch(zone: zone, bytes: batch.bytes, cursor: batch.cursor, final: batch.final, records: batch.records, claimedTop: batch.claimedTop)
+        // The in-memory set still trusts it; the transactions look at the store.
+        try container.untrust(deviceID: peer.description)
+        #expect(delegate.isTrusted(peer))
+        #expect(throws: PeerNoLongerTrusted(peer: peer)) { try delegate.produceBatch(request(zone, after: .start), for: peer) }
+        let otherDelegate = try other.syncDelegate()
+        try other.untrust(deviceID: container.deviceID)
+        #expect(throws: PeerNoLongerTrusted(peer: container.store.identity.deviceID)) { try otherDelegate.applyBatch(incoming, from: container.store.identity.deviceID) }
+        #expect(try other.store.read { try $0.resumePoints(of: container.deviceID) }.isEmpty)
+        #expect(try other.store.read { try $0.record("m0", in: zone) } == nil)
     }
 }

@@ -93,9 +93,11 @@ func initial() async throws {
     try a.apply(changeSet: sender.makeChangeSet(for: Workload.zone, since: VersionVector()))
 
     // Store alone: produce every batch on A, apply every batch on B', no network, no crypto.
-    let delegateA = a.syncDelegate()
     let scratch = try Container(identifier: "bench", directory: root.appendingPathComponent("scratch"))
-    let delegateScratch = scratch.syncDelegate()
+    try a.trust(deviceID: scratch.deviceID)
+    try scratch.trust(deviceID: a.deviceID)
+    let delegateA = try a.syncDelegate()
+    let delegateScratch = try scratch.syncDelegate()
     var cursor = StreamCursor.start
     var produceNanos: UInt64 = 0, applyNanos: UInt64 = 0, bytes = 0, batches: [[UInt8]] = []
     var vector = VersionVector()
@@ -103,7 +105,7 @@ func initial() async throws {
         let t0 = now()
         guard let batch = try delegateA.produceBatch(BatchRequest(
             zone: Workload.zone, after: cursor, peerVector: vector, peerZoneState: nil, wantsTotals: false,
-            maximumRecords: SyncSession.Configuration().batchRecords, maximumBytes: SyncSession.Configuration().batchBytes)) else { break }
+            maximumRecords: SyncSession.Configuration().batchRecords, maximumBytes: SyncSession.Configuration().batchBytes), for: scratch.identity.deviceID) else { break }
         produceNanos += now() - t0
         let t1 = now()
         let applied = try delegateScratch.applyBatch(IncomingBatch(zone: Workload.zone, bytes: batch.bytes, cursor: batch.cursor, final: batch.final, records: batch.records), from: a.identity.deviceID)

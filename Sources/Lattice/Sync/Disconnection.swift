@@ -7,6 +7,8 @@ public struct Disconnection: Sendable, Hashable, CustomStringConvertible {
         case notTrustedByPeer
         /// This device does not trust the peer.
         case notTrustedHere
+        /// This device stopped trusting the peer while its session ran.
+        case trustRevoked
         /// The peer syncs another container.
         case containerMismatch
         /// A network, protocol or store failure, or a planned restart.
@@ -16,6 +18,8 @@ public struct Disconnection: Sendable, Hashable, CustomStringConvertible {
     public var cause: Cause
     /// The reason in words, as logged.
     public var description: String
+    /// The handshake failed or did not finish in time (the peer proved no identity).
+    public var handshakeFailed = false
 
     init(cause: Cause, description: String) {
         self.cause = cause
@@ -29,9 +33,11 @@ public struct Disconnection: Sendable, Hashable, CustomStringConvertible {
         switch reason {
         case .transport(.refusedByPeer): cause = .notTrustedByPeer
         case .transport(.untrusted): cause = .notTrustedHere
+        case .transport(.noLongerTrusted): cause = .trustRevoked
         case .protocolError(.containerMismatch): cause = .containerMismatch
         default: cause = .other
         }
         description = reason.description
+        if case .transport(let error) = reason { handshakeFailed = error.isHandshakeFailure }
     }
 }

@@ -73,6 +73,10 @@ public struct NodeStatus: Codable, Sendable, Hashable {
     public var listeningPort: Int?
     public var peers: [PeerStatus]
     public var discovery: Discovery?
+    /// How the node hears of other processes' commits: "wake-up socket", or "polling every N ms: why".
+    public var commitWatch: String?
+    /// Connections turned away, bounded.
+    public var strangers: StrangerLog?
 
     public static let fileName = "node-status.json"
 

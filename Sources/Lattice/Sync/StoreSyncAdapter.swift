@@ -11,6 +11,7 @@ import NIOConcurrencyHelpers
 struct StoreSyncAdapter: SyncDelegate {
     let store: RecordStore
     let container: String
+    let trusted: TrustedDevices
     /// Zones where a peer's stream brought records stamped too far in the
     /// future, until that peer's next session: their resume point stays
     /// before the deferred records, and no claim is taken, so the records come
@@ -22,19 +23,22 @@ struct StoreSyncAdapter: SyncDelegate {
         var zone: ZoneKey
     }
 
-    init(store: RecordStore, container: String) {
+    init(store: RecordStore, container: String, trusted: TrustedDevices) {
         self.store = store
         self.container = container
+        self.trusted = trusted
     }
 
-    func isTrusted(_ peer: DeviceID) throws -> Bool {
-        guard peer != store.identity.deviceID else { return false }
-        return try store.read { try $0.peer(peer.description)?.trusted ?? false }
-    }
+    func isTrusted(_ peer: DeviceID) -> Bool { trusted.contains(peer) }
 
-    func noteSeen(_ peer: DeviceID, address: String) throws {
-        guard peer != store.identity.deviceID else { return } // dialed itself
+    func noteConnected(_ peer: DeviceID, address: String) throws {
         try store.write { try $0.upsertPeer(peer.description, name: nil, trusted: nil, address: address, lastSeen: RecordStore.systemWallClock()) }
+    }
+
+    /// Inside every produce and apply: the in-memory set lags a trust change
+    /// by a wake-up; the transaction's own view of the store does not.
+    private func requireTrusted(_ peer: DeviceID, in snapshot: StoreSnapshot) throws {
+        guard try snapshot.peer(peer.description)?.trusted == true else { throw PeerNoLongerTrusted(peer: peer) }
     }
 
     func hello(for peer: DeviceID) throws -> Hello {
@@ -52,8 +56,9 @@ struct StoreSyncAdapter: SyncDelegate {
         try store.read { try $0.zones(in: .private).map(\.key) }
     }
 
-    func produceBatch(_ request: BatchRequest) throws -> OutgoingBatch? {
+    func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
         try store.read { snapshot in
+            try requireTrusted(peer, in: snapshot)
             guard let batch = try snapshot.streamBatch(
                 for: request.zone, after: ChangeCursor(request.after), peerVector: request.peerVector, peerZoneState: request.peerZoneState,
                 maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes)
@@ -70,6 +75,7 @@ struct StoreSyncAdapter: SyncDelegate {
         let mark = DeferredStream(peer: peer, zone: batch.zone)
         let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
         let applied = try store.write { transaction in
+            try requireTrusted(peer, in: transaction)
             let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred)
             guard summary.changeSets == 1 else {
                 throw ChangeSetError.malformed("a batch holds \(summary.changeSets) change sets; one of \(batch.zone) was announced")
@@ -95,7 +101,12 @@ extension ChangeCursor {
 extension Container {
     /// The store side of the sync protocol over this container, for tools that
     /// drive `SyncSession`s themselves (simulations, benchmarks). The node uses the same.
-    public func syncDelegate() -> any SyncDelegate { StoreSyncAdapter(store: store, container: containerIdentifier) }
+    /// Trust is read from the store now, and again only by `SyncNode`s.
+    public func syncDelegate() throws(LatticeError) -> any SyncDelegate {
+        let trusted = TrustedDevices(store: store)
+        _ = try LatticeError.wrap { try trusted.reload() }
+        return StoreSyncAdapter(store: store, container: containerIdentifier, trusted: trusted)
+    }
 
     /// This device's identity, for the handshake.
     public var identity: Identity { store.identity }

@@ -57,6 +57,11 @@ public final class SyncNode: Sendable {
         public var maximumConnectionsPerAddress = 8
         /// Write `node-status.json` for `lattice status` in other processes.
         public var publishesStatus = true
+        /// Watch the store for commits by other processes through a wake-up
+        /// socket; without one (or when it cannot be made) the node polls.
+        public var usesWakeUpSocket = true
+        /// How often the node looks for commits and trust changes when it has no wake-up socket.
+        public var pollInterval: TimeAmount = .milliseconds(500)
         /// Advertise this node and find peers by mDNS (DNS-SD `_lattice._tcp`), and
         /// dial trusted devices of the same container as they appear. Needs a listening port.
         public var discovers = false
@@ -115,6 +120,13 @@ public final class SyncNode: Sendable {
         var discovered: DiscoveredPeers
         /// Trusted device IDs, as of the last commit (trust changes are commits).
         var trusted: Set<String> = []
+        /// Connections turned away, bounded; published in the status.
+        var strangers = StrangerLog()
+        /// When untrusted devices were last written to the store's peers.
+        var strangersSaved = NIODeadline.now()
+        var strangersUnsaved = false
+        /// Polls for commits when there is no wake-up socket.
+        var poller: RepeatedTask?
         /// One dial loop per discovered device it should sync with.
         var discoveryDialers: [String: Task<Void, Never>] = [:]
         /// Why the last dial of a discovered device failed, until one succeeds.
@@ -123,9 +135,11 @@ public final class SyncNode: Sendable {
 
     public let container: Container
     public let configuration: Configuration
+    /// Trust as of the last wake-up: answered at once, on the network's thread.
+    let trustedDevices: TrustedDevices
     let logger: Logger
-    private let group: MultiThreadedEventLoopGroup
-    private let threadPool: NIOThreadPool
+    let group: MultiThreadedEventLoopGroup
+    let threadPool: NIOThreadPool
     let state: NIOLockedValueBox<State>
     let continuation: AsyncStream<Event>.Continuation
     /// Every event, in order; one consumer.
@@ -135,6 +149,7 @@ public final class SyncNode: Sendable {
         self.container = container
         self.configuration = configuration
         self.logger = logger
+        trustedDevices = TrustedDevices(store: container.store)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         threadPool = NIOThreadPool(numberOfThreads: 2)
         let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
@@ -162,7 +177,7 @@ public final class SyncNode: Sendable {
         var settings = configuration.connection
         settings.deferredRetry = { [weak self] peer in self?.deferredRetryDelay(peer) ?? .seconds(30) }
         return SyncEndpoint(
-            identity: container.store.identity, delegate: StoreSyncAdapter(store: container.store, container: container.containerIdentifier),
+            identity: container.store.identity, delegate: StoreSyncAdapter(store: container.store, container: container.containerIdentifier, trusted: trustedDevices),
             group: group, threadPool: threadPool, settings: settings,
             maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress, logger: logger,
             onEvent: { [weak self] event in self?.handle(event) })
@@ -172,6 +187,7 @@ public final class SyncNode: Sendable {
     /// Fails with networkUnavailable if the port cannot be bound.
     public func start() async throws(LatticeError) {
         if configuration.publishesStatus { try lockStore() }
+        _ = try LatticeError.wrap { try trustedDevices.reload() }
         threadPool.start()
         let endpoint = endpoint
         if let port = configuration.port {
@@ -194,12 +210,7 @@ public final class SyncNode: Sendable {
                 throw LatticeError(.networkUnavailable, "cannot listen on \(configuration.listenHost):\(port): \(Self.describe(error))\(inUse ? " (another program uses the port; pick one with --port, or 0 for any)" : "")")
             }
         }
-        do {
-            let watcher = try CommitWatcher(store: container.directory) { [weak self] in self?.localCommit() }
-            state.withLockedValue { $0.watcher = watcher }
-        } catch {
-            logger.warning("commits by other processes will not be pushed at once: \(error)")
-        }
+        watchCommits()
         for peer in configuration.peers { addPeer(peer) }
         if configuration.discovers, let port = listeningPort { startDiscovery(port: port) }
         publishStatus()
@@ -226,6 +237,8 @@ public final class SyncNode: Sendable {
         for dialer in dialers { dialer.cancel() }
         let discoveryDialers = stopDiscovery()
         watcher?.stop()
+        state.withLockedValue { $0.poller }?.cancel()
+        saveStrangers()
         for handle in handles { handle.close() }
         for channel in dialing { channel.close(promise: nil) } // connections still in their handshake
         try? await listener?.close()
@@ -333,11 +346,18 @@ public final class SyncNode: Sendable {
 
     /// A commit on the store, by any process (on the watcher's thread): sessions
     /// push it, and devices no longer trusted lose their sessions at once.
-    private func localCommit() {
+    func localCommit() {
+        // The set first, then the connections: one registered after this
+        // snapshot checks the new set itself (see `.authenticated`).
+        do {
+            try trustedDevices.reload()
+        } catch {
+            logger.warning("cannot read trust from the store; sessions keep the trust last read: \(error)")
+        }
+        let trusted = trustedDevices.all
         let connections = state.withLockedValue { $0.connections }
         let discovering = state.withLockedValue { $0.discovery != nil }
         guard !connections.isEmpty || discovering else { return }
-        let trusted = Set(((try? container.peers()) ?? []).filter(\.trusted).map(\.deviceID))
         if discovering { trustChanged(trusted) }
         for (peer, handles) in connections {
             if trusted.contains(peer) {
@@ -368,6 +388,13 @@ public final class SyncNode: Sendable {
                 return handles.filter { $0 != keep }
             }
             for extra in duplicate { extra.close() }
+            // Trust may have ended between the handshake and the registration,
+            // after the wake-up's sweep of the connections: look again.
+            guard trustedDevices.contains(peer) else {
+                logger.notice("closing the session of a device no longer trusted", metadata: ["peer": "\(id)"])
+                handle.close()
+                break
+            }
             state.withLockedValue { _ = $0.deferredThisSession.remove(id) }
             logger.info("connected", metadata: ["peer": "\(id)", "address": "\(address)"])
             continuation.yield(.connected(peer: id, address: address))
@@ -375,10 +402,16 @@ public final class SyncNode: Sendable {
             if peer.description == container.deviceID {
                 continuation.yield(.unreachable(address: address, reason: "that address is this device itself"))
             } else {
+                noteStranger(.untrusted, address: address, deviceID: peer.description)
                 continuation.yield(.refused(peer: peer.description, address: address))
             }
+        case .turnedAway(let address):
+            noteStranger(.tooManyConnections, address: address)
         case .closed(let peer, let address, let closeReason):
             var reason = closeReason.map(Disconnection.init)
+            if peer == nil, case .transport(let error) = closeReason, error.isHandshakeFailure {
+                noteStranger(.handshakeFailed, address: PeerAddress(address)?.host ?? address)
+            }
             if let peer {
                 let id = peer.description
                 state.withLockedValue { state in

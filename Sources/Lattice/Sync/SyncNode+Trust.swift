@@ -1,0 +1,87 @@
+import Foundation
+import LatticeStore
+import NIOConcurrencyHelpers
+import NIOCore
+
+extension SyncNode {
+    /// How the node hears of commits by other processes, trust changes included.
+    public enum CommitWatch: Sendable, Hashable {
+        /// A wake-up socket in the store: at once.
+        case wakeUpSocket
+        /// No wake-up socket (the reason says why): the node polls the store.
+        case polling(every: TimeAmount, reason: String)
+    }
+
+    /// Watches the store through a wake-up socket, or else polls it.
+    func watchCommits() {
+        var reason = "turned off in the configuration"
+        if configuration.usesWakeUpSocket {
+            do {
+                let watcher = try CommitWatcher(store: container.directory) { [weak self] in self?.localCommit() }
+                state.withLockedValue {
+                    $0.watcher = watcher
+                    $0.status.commitWatch = "wake-up socket"
+                }
+                return
+            } catch {
+                reason = "\(error)"
+            }
+        }
+        let interval = configuration.pollInterval
+        logger.warning("no wake-up socket: commits and trust changes by other processes are noticed by polling the store every \(interval.nanoseconds / 1_000_000) ms", metadata: ["reason": "\(reason)"])
+        let last = NIOLockedValueBox(pollMark())
+        // Store reads: on the thread pool, not the event loop.
+        let poller = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
+            guard let node = self else { return }
+            node.threadPool.submit { [weak node] _ in
+                guard let self = node else { return }
+                let mark = self.pollMark()
+                guard last.withLockedValue({ last in defer { last = mark }; return last != mark }) else { return }
+                self.localCommit()
+            }
+        }
+        state.withLockedValue {
+            $0.poller = poller
+            $0.status.commitWatch = "polling every \(interval.nanoseconds / 1_000_000) ms: \(reason)"
+        }
+    }
+
+    /// What changes when another process commits: the change sequence, or trust.
+    private func pollMark() -> [String] {
+        let sequence = (try? container.store.currentSequence()).map { "\($0)" } ?? "?"
+        let trusted = ((try? container.peers()) ?? []).filter(\.trusted).map(\.deviceID).sorted()
+        return [sequence] + trusted
+    }
+
+    /// Counts a connection turned away; untrusted devices reach the store's
+    /// peers (so a person can trust one by its ID) at most once a minute.
+    func noteStranger(_ reason: StrangerLog.Reason, address: String, deviceID: String? = nil) {
+        let save = state.withLockedValue { state -> Bool in
+            state.strangers.note(reason, address: address, deviceID: deviceID, at: RecordStore.systemWallClock())
+            state.status.strangers = state.strangers
+            if deviceID != nil { state.strangersUnsaved = true }
+            return state.strangersUnsaved && NIODeadline.now() - state.strangersSaved >= .seconds(60)
+        }
+        if save { threadPool.submit { [weak self] _ in self?.saveStrangers() } }
+    }
+
+    /// Writes the recent untrusted devices to the store's peers, in one transaction.
+    func saveStrangers() {
+        let devices = state.withLockedValue { state -> [StrangerLog.Device] in
+            guard state.strangersUnsaved else { return [] }
+            state.strangersUnsaved = false
+            state.strangersSaved = .now()
+            return state.strangers.devices
+        }
+        guard !devices.isEmpty else { return }
+        do {
+            try container.store.write { transaction in
+                for device in devices.reversed() {
+                    try transaction.upsertPeer(device.deviceID, name: nil, trusted: nil, address: device.address, lastSeen: device.last)
+                }
+            }
+        } catch {
+            logger.warning("cannot record untrusted devices in the store: \(error)")
+        }
+    }
+}

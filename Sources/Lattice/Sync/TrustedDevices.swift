@@ -1,0 +1,36 @@
+import LatticeCrypto
+import LatticeStore
+import NIOConcurrencyHelpers
+
+/// The devices this store trusts, held in memory so a connection's trust is
+/// known at once on the network's thread, with no store access: a stranger
+/// is refused before it costs anything. Reloaded on every wake-up of the
+/// store (trust changes wake running nodes) and by the node's fallback poll.
+final class TrustedDevices: Sendable {
+    private let store: RecordStore
+    private let devices: NIOLockedValueBox<Set<DeviceID>>
+
+    init(store: RecordStore) {
+        self.store = store
+        devices = NIOLockedValueBox([])
+    }
+
+    func contains(_ device: DeviceID) -> Bool {
+        device != store.identity.deviceID && devices.withLockedValue { $0.contains(device) }
+    }
+
+    /// The set now, as the device IDs' printed form.
+    var all: Set<String> { Set(devices.withLockedValue { $0 }.map(\.description)) }
+
+    /// Reads the set from the store; returns whether it changed.
+    @discardableResult
+    func reload() throws -> Bool {
+        let fresh = try store.read { snapshot in
+            Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) })
+        }
+        return devices.withLockedValue { current in
+            defer { current = fresh }
+            return current != fresh
+        }
+    }
+}

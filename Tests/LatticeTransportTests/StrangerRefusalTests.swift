@@ -1,0 +1,91 @@
+import Foundation
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+@testable import LatticeTransport
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// Real endpoints on loopback: a stranger is refused from memory, at once,
+/// whatever the node's store threads are doing.
+@Suite struct StrangerRefusalTests {
+    /// Trusts a fixed set; its store calls block until released, as a long store write would make them.
+    final class BlockingDelegate: SyncDelegate, @unchecked Sendable {
+        let trusted: Set<DeviceID>
+        let gate = DispatchSemaphore(value: 0)
+        let hellos = NIOLockedValueBox(0)
+        let blocks: Bool
+
+        init(trusting trusted: Set<DeviceID>, blocks: Bool) {
+            self.trusted = trusted
+            self.blocks = blocks
+        }
+
+        func isTrusted(_ peer: DeviceID) -> Bool { trusted.contains(peer) }
+        func noteConnected(_ peer: DeviceID, address: String) throws {}
+        func hello(for peer: DeviceID) throws -> Hello {
+            hellos.withLockedValue { $0 += 1 }
+            if blocks { gate.wait() }
+            return Hello(container: "app", zones: [])
+        }
+        func zones() throws -> [ZoneKey] { [] }
+        func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? { nil }
+        func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch { AppliedBatch(vector: VersionVector(), recordsChanged: 0) }
+    }
+
+    final class Events: @unchecked Sendable {
+        let list = NIOLockedValueBox<[ConnectionEvent]>([])
+        func add(_ event: ConnectionEvent) { list.withLockedValue { $0.append(event) } }
+        var refusals: Int { list.withLockedValue { $0.filter { if case .refused = $0 { true } else { false } }.count } }
+        var refusedByPeer: Int {
+            list.withLockedValue { $0.filter { if case .closed(_, _, .transport(.refusedByPeer)?) = $0 { true } else { false } }.count }
+        }
+    }
+
+    func waitUntil(_ seconds: Double = 20, _ condition: () -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return condition()
+    }
+
+    @Test func strangersAreRefusedWhileEveryStoreThreadIsBusy() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        let logger = Logger(label: "test")
+        let node = try Identity.generate()
+        let friends = try [Identity.generate(), Identity.generate()]
+        let delegate = BlockingDelegate(trusting: Set(friends.map(\.deviceID)), blocks: true)
+        let nodeEvents = Events()
+        let server = SyncEndpoint(identity: node, delegate: delegate, group: group, threadPool: pool, logger: logger, onEvent: nodeEvents.add)
+        let listener = try await server.listen(host: "127.0.0.1", port: 0)
+        let port = try #require(listener.localAddress?.port)
+        // Two trusted devices take both store threads (their hellos block).
+        var channels: [Channel] = []
+        for friend in friends {
+            let client = SyncEndpoint(identity: friend, delegate: BlockingDelegate(trusting: [node.deviceID], blocks: false), group: group, threadPool: pool, logger: logger, onEvent: { _ in })
+            channels.append(try await client.connect(host: "127.0.0.1", port: port))
+        }
+        #expect(try await waitUntil { delegate.hellos.withLockedValue { $0 } == 2 })
+        // Strangers now: each is refused though no store thread is free.
+        let strangerEvents = Events()
+        for _ in 0..<20 {
+            let stranger = SyncEndpoint(identity: try Identity.generate(), delegate: BlockingDelegate(trusting: [node.deviceID], blocks: false), group: group, threadPool: pool, logger: logger, onEvent: strangerEvents.add)
+            channels.append(try await stranger.connect(host: "127.0.0.1", port: port))
+        }
+        #expect(try await waitUntil { strangerEvents.refusedByPeer == 20 }, "strangers refused: \(strangerEvents.refusedByPeer) of 20")
+        #expect(nodeEvents.refusals == 20)
+        #expect(server.limiter.count == 2) // the strangers are gone, the friends stay
+        for _ in 0..<10 { delegate.gate.signal() }
+        for channel in channels { try? await channel.close() }
+        try? await listener.close()
+        try? await pool.shutdownGracefully()
+        try? await group.shutdownGracefully()
+    }
+}
