@@ -37,6 +37,7 @@ public struct LatticeError: Error, CustomStringConvertible, Sendable {
             case .notAStore, .noStore: throw LatticeError(.badContainer, error.description)
             case .corrupt: throw LatticeError(.badDatabase, error.description)
             case .io: throw LatticeError(.internalError, error.description)
+            case .insecure: throw LatticeError(.permissionFailure, error.description)
             }
         } catch let error as ReplicaError {
             switch error {

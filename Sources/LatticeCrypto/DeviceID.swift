@@ -7,10 +7,10 @@ public struct DeviceID: Hashable, Sendable, CustomStringConvertible {
     /// SHA-256 of the Ed25519 public key.
     public let digest: [UInt8]
 
-    public init(publicKey: [UInt8]) {
-        try? Sodium.ready()
+    public init(publicKey: [UInt8]) throws {
+        try Sodium.ready()
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
-        _ = crypto_hash_sha256(&digest, publicKey, UInt64(publicKey.count))
+        try Sodium.check(crypto_hash_sha256(&digest, publicKey, UInt64(publicKey.count)), "crypto_hash_sha256")
         self.digest = digest
     }
 

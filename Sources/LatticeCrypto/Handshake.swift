@@ -22,11 +22,25 @@ public enum HandshakeError: Error, Equatable, Sendable, CustomStringConvertible 
 /// protocol version, and one key per direction.
 public struct HandshakeResult: Sendable {
     public let peerPublicKey: [UInt8]
+    public let peerDeviceID: DeviceID
     public let version: UInt8
-    public let sendKey: [UInt8]
-    public let receiveKey: [UInt8]
+    public let sendKey: SecretBytes
+    public let receiveKey: SecretBytes
 
-    public var peerDeviceID: DeviceID { DeviceID(publicKey: peerPublicKey) }
+    /// Derives the direction keys from the crypto_kx pair and wipes the pair.
+    init(peerPublicKey: [UInt8], version: UInt8, kx: inout (send: [UInt8], receive: [UInt8]), transcript: [UInt8], directions: (send: String, receive: String)) throws {
+        defer {
+            Sodium.wipe(&kx.send)
+            Sodium.wipe(&kx.receive)
+        }
+        self.peerPublicKey = peerPublicKey
+        peerDeviceID = try DeviceID(publicKey: peerPublicKey)
+        self.version = version
+        var send = try Handshake.directionKey(kx.send, transcript: transcript, direction: directions.send)
+        var receive = try Handshake.directionKey(kx.receive, transcript: transcript, direction: directions.receive)
+        sendKey = SecretBytes(taking: &send)
+        receiveKey = SecretBytes(taking: &receive)
+    }
 }
 
 /// The handshake, a SIGMA-style exchange of three messages over libsodium:
@@ -52,27 +66,44 @@ public enum Handshake {
     /// The largest handshake message: a frame decoder may refuse anything bigger before the handshake ends.
     public static let maximumMessageLength = secondMessageLength
 
-    static func transcriptHash(_ parts: [UInt8]...) -> [UInt8] {
+    static func transcriptHash(_ parts: [UInt8]...) throws -> [UInt8] {
         let message = Array("lattice handshake transcript v1".utf8) + parts.joined()
         var out = [UInt8](repeating: 0, count: 32)
-        crypto_generichash(&out, out.count, message, UInt64(message.count), nil, 0)
+        try Sodium.check(crypto_generichash(&out, out.count, message, UInt64(message.count), nil, 0), "crypto_generichash")
         return out
     }
 
     /// A direction's key: the crypto_kx key bound to the transcript and the direction.
-    static func directionKey(_ kxKey: [UInt8], transcript: [UInt8], direction: String) -> [UInt8] {
+    static func directionKey(_ kxKey: [UInt8], transcript: [UInt8], direction: String) throws -> [UInt8] {
         let message = transcript + Array(direction.utf8)
         var out = [UInt8](repeating: 0, count: Int(crypto_secretstream_xchacha20poly1305_KEYBYTES))
-        crypto_generichash(&out, out.count, message, UInt64(message.count), kxKey, kxKey.count)
+        try Sodium.check(crypto_generichash(&out, out.count, message, UInt64(message.count), kxKey, kxKey.count), "crypto_generichash")
         return out
     }
 
-    static func ephemeralKeyPair() throws -> (public: [UInt8], secret: [UInt8]) {
+    static func ephemeralKeyPair() throws -> (public: [UInt8], secret: SecretBytes) {
         try Sodium.ready()
         var publicKey = [UInt8](repeating: 0, count: keyLength)
         var secretKey = [UInt8](repeating: 0, count: Int(crypto_kx_SECRETKEYBYTES))
         try Sodium.check(crypto_kx_keypair(&publicKey, &secretKey), "crypto_kx_keypair")
-        return (publicKey, secretKey)
+        return (publicKey, SecretBytes(taking: &secretKey))
+    }
+
+    /// The crypto_kx session keys, or a malformed-message error for a bad peer key.
+    static func sessionKeys(client: Bool, ephemeral: (public: [UInt8], secret: SecretBytes), peerEphemeral: [UInt8]) throws -> (send: [UInt8], receive: [UInt8]) {
+        var receive = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
+        var send = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
+        let code = ephemeral.secret.withBytes { secret in
+            client
+                ? crypto_kx_client_session_keys(&receive, &send, ephemeral.public, secret, peerEphemeral)
+                : crypto_kx_server_session_keys(&receive, &send, ephemeral.public, secret, peerEphemeral)
+        }
+        do {
+            try Sodium.check(code, client ? "crypto_kx_client_session_keys" : "crypto_kx_server_session_keys")
+        } catch {
+            throw HandshakeError.malformed("the peer's ephemeral key is not a valid X25519 key")
+        }
+        return (send, receive)
     }
 }
 
@@ -80,7 +111,7 @@ public enum Handshake {
 public struct HandshakeInitiator: Sendable {
     public let identity: Identity
     public let versions: ClosedRange<UInt8>
-    private let ephemeral: (public: [UInt8], secret: [UInt8])
+    private let ephemeral: (public: [UInt8], secret: SecretBytes)
     private var firstMessage: [UInt8] = []
 
     public init(identity: Identity, versions: ClosedRange<UInt8>) throws {
@@ -113,21 +144,14 @@ public struct HandshakeInitiator: Sendable {
         let peerIdentity = take(Handshake.identityLength)
         let signedPart = Array(message[0..<offset])
         let signature = take(Handshake.signLength)
-        let responderTranscript = Handshake.transcriptHash(firstMessage, signedPart)
+        let responderTranscript = try Handshake.transcriptHash(firstMessage, signedPart)
         guard Identity.verify(signature, of: Array("R".utf8) + responderTranscript, publicKey: peerIdentity) else { throw HandshakeError.badSignature }
 
-        let transcript = Handshake.transcriptHash(firstMessage, message, identity.publicKey)
+        let transcript = try Handshake.transcriptHash(firstMessage, message, identity.publicKey)
         let reply = identity.publicKey + (try identity.sign(Array("I".utf8) + transcript))
-        var receive = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
-        var send = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
-        guard crypto_kx_client_session_keys(&receive, &send, ephemeral.public, ephemeral.secret, peerEphemeral) == 0 else {
-            throw HandshakeError.malformed("the peer's ephemeral key is not a valid X25519 key")
-        }
-        let final = Handshake.transcriptHash(firstMessage, message, reply)
-        let result = HandshakeResult(
-            peerPublicKey: peerIdentity, version: version,
-            sendKey: Handshake.directionKey(send, transcript: final, direction: "I->R"),
-            receiveKey: Handshake.directionKey(receive, transcript: final, direction: "R->I"))
+        var keys = try Handshake.sessionKeys(client: true, ephemeral: ephemeral, peerEphemeral: peerEphemeral)
+        let final = try Handshake.transcriptHash(firstMessage, message, reply)
+        let result = try HandshakeResult(peerPublicKey: peerIdentity, version: version, kx: &keys, transcript: final, directions: ("I->R", "R->I"))
         return (reply, result)
     }
 }
@@ -136,7 +160,7 @@ public struct HandshakeInitiator: Sendable {
 public struct HandshakeResponder: Sendable {
     public let identity: Identity
     public let versions: ClosedRange<UInt8>
-    private let ephemeral: (public: [UInt8], secret: [UInt8])
+    private let ephemeral: (public: [UInt8], secret: SecretBytes)
     private var firstMessage: [UInt8] = []
     private var secondMessage: [UInt8] = []
     private var peerEphemeral: [UInt8] = []
@@ -162,7 +186,7 @@ public struct HandshakeResponder: Sendable {
         firstMessage = message
         peerEphemeral = Array(message[6...])
         let signedPart = Handshake.magic + [version] + ephemeral.public + identity.publicKey
-        let signature = try identity.sign(Array("R".utf8) + Handshake.transcriptHash(firstMessage, signedPart))
+        let signature = try identity.sign(Array("R".utf8) + (try Handshake.transcriptHash(firstMessage, signedPart)))
         secondMessage = signedPart + signature
         return secondMessage
     }
@@ -175,17 +199,10 @@ public struct HandshakeResponder: Sendable {
         }
         let peerIdentity = Array(message[0..<Handshake.identityLength])
         let signature = Array(message[Handshake.identityLength...])
-        let transcript = Handshake.transcriptHash(firstMessage, secondMessage, peerIdentity)
+        let transcript = try Handshake.transcriptHash(firstMessage, secondMessage, peerIdentity)
         guard Identity.verify(signature, of: Array("I".utf8) + transcript, publicKey: peerIdentity) else { throw HandshakeError.badSignature }
-        var receive = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
-        var send = [UInt8](repeating: 0, count: Int(crypto_kx_SESSIONKEYBYTES))
-        guard crypto_kx_server_session_keys(&receive, &send, ephemeral.public, ephemeral.secret, peerEphemeral) == 0 else {
-            throw HandshakeError.malformed("the peer's ephemeral key is not a valid X25519 key")
-        }
-        let final = Handshake.transcriptHash(firstMessage, secondMessage, message)
-        return HandshakeResult(
-            peerPublicKey: peerIdentity, version: secondMessage[4],
-            sendKey: Handshake.directionKey(send, transcript: final, direction: "R->I"),
-            receiveKey: Handshake.directionKey(receive, transcript: final, direction: "I->R"))
+        var keys = try Handshake.sessionKeys(client: false, ephemeral: ephemeral, peerEphemeral: peerEphemeral)
+        let final = try Handshake.transcriptHash(firstMessage, secondMessage, message)
+        return try HandshakeResult(peerPublicKey: peerIdentity, version: secondMessage[4], kx: &keys, transcript: final, directions: ("R->I", "I->R"))
     }
 }

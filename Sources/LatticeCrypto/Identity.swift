@@ -5,13 +5,15 @@ import CSodium
 public struct Identity: Sendable {
     public static let seedLength = 32
     public let publicKey: [UInt8]
-    private let secretKey: [UInt8]
+    public let deviceID: DeviceID
+    private let secretKey: SecretBytes
 
     /// A new identity from the system's entropy.
     public static func generate() throws -> Identity {
         try Sodium.ready()
         var seed = [UInt8](repeating: 0, count: seedLength)
-        randombytes_buf(&seed, seedLength)
+        randombytes_buf(&seed, seedLength) // returns nothing: it cannot fail once sodium_init succeeded
+        defer { Sodium.wipe(&seed) }
         return try Identity(seed: seed)
     }
 
@@ -21,19 +23,21 @@ public struct Identity: Sendable {
         guard seed.count == Self.seedLength else { throw CryptoError.invalidKey("a seed has \(Self.seedLength) bytes, got \(seed.count)") }
         var publicKey = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
         var secretKey = [UInt8](repeating: 0, count: Int(crypto_sign_SECRETKEYBYTES))
+        defer { Sodium.wipe(&secretKey) }
         try Sodium.check(crypto_sign_seed_keypair(&publicKey, &secretKey, seed), "crypto_sign_seed_keypair")
         self.publicKey = publicKey
-        self.secretKey = secretKey
+        self.secretKey = SecretBytes(taking: &secretKey)
+        deviceID = try DeviceID(publicKey: publicKey)
     }
 
-    /// The seed, for the key file.
-    public var seed: [UInt8] { Array(secretKey.prefix(Self.seedLength)) }
-
-    public var deviceID: DeviceID { DeviceID(publicKey: publicKey) }
+    /// The seed, for the key file: a copy the caller wipes (`Sodium.wipe`) once written.
+    public func seed() -> [UInt8] { secretKey.withBytes { Array($0.prefix(Self.seedLength)) } }
 
     public func sign(_ message: [UInt8]) throws -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))
-        try Sodium.check(crypto_sign_detached(&signature, nil, message, UInt64(message.count), secretKey), "crypto_sign_detached")
+        try secretKey.withBytes { key in
+            try Sodium.check(crypto_sign_detached(&signature, nil, message, UInt64(message.count), key), "crypto_sign_detached")
+        }
         return signature
     }
 

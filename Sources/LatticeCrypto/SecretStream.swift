@@ -44,6 +44,11 @@ public struct SecretStreamSender: Sendable {
             "crypto_secretstream_xchacha20poly1305_push")
         return out
     }
+
+    /// Zeroes the stream's state (its key): the stream cannot be used after.
+    public mutating func wipe() {
+        withUnsafeMutableBytes(of: &state) { buffer in sodium_memzero(buffer.baseAddress, buffer.count) }
+    }
 }
 
 /// The receiving half.
@@ -70,4 +75,10 @@ public struct SecretStreamReceiver: Sendable {
         finished = tag == UInt8(crypto_secretstream_xchacha20poly1305_TAG_FINAL)
         return (out, finished)
     }
+
+    /// Zeroes the stream's state (its key): the stream cannot be used after.
+    public mutating func wipe() {
+        withUnsafeMutableBytes(of: &state) { buffer in sodium_memzero(buffer.baseAddress, buffer.count) }
+    }
+
 }

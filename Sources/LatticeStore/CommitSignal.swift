@@ -24,11 +24,27 @@ enum CommitSignal {
         defer { close(fd) }
         for name in names where name.hasSuffix(".sock") {
             let path = directory.appendingPathComponent(name).path
-            let sent = withSocketAddress(path) { address, length in sendto(fd, "", 0, Int32(MSG_DONTWAIT), address, length) }
+            let sent = withSocketAddress(in: directory.path, name: name) { address, length in sendto(fd, "", 0, Int32(MSG_DONTWAIT), address, length) }
             if sent == nil || (sent! < 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
                 unlink(path) // its watcher died without cleaning up
             }
         }
+    }
+
+    /// Calls `body` with the address of socket `name` in `directory`. A path
+    /// too long for a socket address (about 100 bytes) goes, on Linux, through
+    /// the directory's descriptor: `/proc/self/fd/N/name` names the same file.
+    static func withSocketAddress<T>(in directory: String, name: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T? {
+        let path = directory + "/" + name
+        if path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) { return withSocketAddress(path, body) }
+        #if os(Linux)
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return withSocketAddress("/proc/self/fd/\(fd)/\(name)", body)
+        #else
+        return nil
+        #endif
     }
 
     static func withSocketAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T? {
@@ -51,6 +67,8 @@ enum CommitSignal {
 /// process, until `stop()`. Several wake-ups in a row may arrive as one.
 public final class CommitWatcher: @unchecked Sendable {
     private let path: String
+    private let directory: String
+    private let name: String
     private let fd: Int32
     private let thread: Thread
     private let stopped = StopFlag()
@@ -64,15 +82,20 @@ public final class CommitWatcher: @unchecked Sendable {
         var isSet: Bool { lock.withLock { value } }
     }
 
-    /// Fails if the store directory's path is too long for a Unix socket (about 100 bytes).
+    /// Fails if the socket cannot be made: `wake/` is not the user's own
+    /// private directory, or (not on Linux) the store's path is too long for a socket address.
     public init(store: URL, onCommit: @escaping @Sendable () -> Void) throws {
         let directory = CommitSignal.directory(of: store)
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        path = directory.appendingPathComponent("\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock").path
+        // Anyone who can write here can wake the node, or plant a socket it would send to.
+        try PrivateFiles.checkDirectory(directory.path, what: "the store's wake-up directory", fix: true)
+        let name = "\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        self.directory = directory.path
+        self.name = name
+        path = directory.appendingPathComponent(name).path
         let socketFD = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         guard socketFD >= 0 else { throw StoreError.io(path: path, reason: "cannot create a wake-up socket (errno \(errno))") }
-        let path = path
-        let bound = CommitSignal.withSocketAddress(path) { address, length in bind(socketFD, address, length) }
+        let bound = CommitSignal.withSocketAddress(in: directory.path, name: name) { address, length in bind(socketFD, address, length) }
         guard bound == 0 else {
             close(socketFD)
             throw StoreError.io(path: path, reason: bound == nil ? "the store's path is too long for a wake-up socket" : "cannot bind a wake-up socket (errno \(errno))")
@@ -101,7 +124,7 @@ public final class CommitWatcher: @unchecked Sendable {
         guard !stopped.set() else { return }
         let fd = fd
         // Wake the thread, which sees the flag and leaves.
-        _ = CommitSignal.withSocketAddress(path) { address, length in sendto(fd, "", 0, 0, address, length) }
+        _ = CommitSignal.withSocketAddress(in: directory, name: name) { address, length in sendto(fd, "", 0, 0, address, length) }
         unlink(path)
         // The thread closes nothing: give it a moment to leave recv, then close.
         DispatchQueue.global().asyncAfter(deadline: .now() + 1) { close(fd) }

@@ -49,6 +49,9 @@ public final class RecordStore: Sendable {
                 throw StoreError.io(path: directory.path, reason: "cannot create the store directory (\(error.localizedDescription))")
             }
         }
+        // An empty directory holds no secret yet: made private, it is fine. A store
+        // that others could reach may have lost its key already: the user decides.
+        try PrivateFiles.checkDirectory(directory.path, what: "the store directory", fix: !hasDatabase)
         identity = try Self.loadOrCreateIdentity(at: identityPath, create: !hasDatabase)
         let fingerprint = identity.deviceID.digest
         replica = ReplicaID(bytes: fingerprint)
@@ -79,19 +82,27 @@ public final class RecordStore: Sendable {
     }
 
     private static func loadOrCreateIdentity(at path: String, create: Bool) throws -> Identity {
-        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+        if FileManager.default.fileExists(atPath: path) {
+            try PrivateFiles.checkKeyFile(path, what: "the identity key file")
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw StoreError.io(path: path, reason: "cannot read the identity key file")
+            }
             let hex = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard hex.count == 64, let seed = hexBytes(hex) else {
+            guard hex.count == 64, var seed = hexBytes(hex) else {
                 throw StoreError.corrupt(path: path, reason: "the identity key file is damaged")
             }
+            defer { Sodium.wipe(&seed) }
             return try Identity(seed: seed)
         }
         guard create else { throw StoreError.corrupt(path: path, reason: "the identity key file is missing") }
         let identity = try Identity.generate()
-        let hex = identity.seed.map { String(format: "%02x", $0) }.joined() + "\n"
-        guard FileManager.default.createFile(atPath: path, contents: Data(hex.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw StoreError.io(path: path, reason: "cannot write the identity key file")
+        var seed = identity.seed()
+        var hex = Array(seed.map { String(format: "%02x", $0) }.joined().utf8) + [UInt8(ascii: "\n")]
+        defer {
+            Sodium.wipe(&seed)
+            Sodium.wipe(&hex)
         }
+        try PrivateFiles.writeAtomically(Data(hex), to: path)
         return identity
     }
 

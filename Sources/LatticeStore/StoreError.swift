@@ -6,6 +6,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The database file is damaged or from an incompatible build.
     case corrupt(path: String, reason: String)
     case io(path: String, reason: String)
+    /// The store's directory or key file is not this user's alone.
+    case insecure(path: String, reason: String)
     case zoneNotFound(String)
     case changeTokenExpired(String)
 
@@ -14,7 +16,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notAStore(let path): return "\(path) is not a Lattice store (no lattice.sqlite); choose an empty directory or run `lattice init`"
         case .noStore(let path): return "no Lattice store at \(path); run `lattice init` or pass --store"
         case .corrupt(let path, let reason): return "store at \(path) cannot be read: \(reason)"
-        case .io(let path, let reason): return "\(path): \(reason)"
+        case .io(let path, let reason), .insecure(let path, let reason): return "\(path): \(reason)"
         case .zoneNotFound(let zone): return "zone \(zone) does not exist"
         case .changeTokenExpired(let why): return "change token expired: \(why); fetch all records again"
         }

@@ -13,13 +13,19 @@ public final class SecretStreamHandler: ChannelDuplexHandler {
 
     private var sender: SecretStreamSender
     private var receiver: SecretStreamReceiver?
-    private let receiveKey: [UInt8]
+    private let receiveKey: SecretBytes
     private var failed = false
     private var closing = false
 
-    public init(sendKey: [UInt8], receiveKey: [UInt8]) throws {
-        sender = try SecretStreamSender(key: sendKey)
+    public init(sendKey: SecretBytes, receiveKey: SecretBytes) throws {
+        sender = try sendKey.withBytes { try SecretStreamSender(key: $0) }
         self.receiveKey = receiveKey
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        // The streams' states hold the keys' successors: gone with the connection.
+        sender.wipe()
+        receiver?.wipe()
     }
 
     public func handlerAdded(context: ChannelHandlerContext) {
@@ -32,7 +38,7 @@ public final class SecretStreamHandler: ChannelDuplexHandler {
         let bytes = frame.readBytes(length: frame.readableBytes) ?? []
         do {
             guard var receiver else {
-                receiver = try SecretStreamReceiver(key: receiveKey, header: bytes)
+                receiver = try receiveKey.withBytes { try SecretStreamReceiver(key: $0, header: bytes) }
                 return
             }
             let (plaintext, final) = try receiver.open(bytes)

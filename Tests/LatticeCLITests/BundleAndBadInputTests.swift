@@ -204,4 +204,21 @@ import Testing
         try cli.ok(["bundle", "apply", file], store: "b")
         #expect(try cli.ok(["record", "get", "Music/s"], store: "b").stdout.contains("\"S\""))
     }
+
+    @Test func aStoreWhoseSecretsOthersCanReadIsRefusedWithWhatToDo() throws {
+        try cli.ok(["init"], store: "open")
+        let key = cli.path("open") + "/identity.key"
+        #expect(chmod(key, 0o644) == 0)
+        let keyOpen = try cli.run(["record", "save", "Movies/x", "--type", "Movie", "title=X"], store: "open")
+        #expect(keyOpen.status == 77, "\(keyOpen.stderr)")
+        #expect(keyOpen.stderr.contains("the identity key file is readable or writable by other users (mode 0644)"), "\(keyOpen.stderr)")
+        #expect(keyOpen.stderr.contains("chmod 600 \(key)"))
+        #expect(chmod(key, 0o600) == 0)
+        #expect(chmod(cli.path("open"), 0o755) == 0)
+        let directoryOpen = try cli.run(["id"], store: "open")
+        #expect(directoryOpen.status == 77)
+        #expect(directoryOpen.stderr.contains("the store directory is open to other users (mode 0755)"), "\(directoryOpen.stderr)")
+        #expect(chmod(cli.path("open"), 0o700) == 0)
+        try cli.ok(["id"], store: "open")
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LatticeStore
 
 /// What a running node shows other processes (`lattice status`, `lattice peers`):
 /// written to `node-status.json` in the store as it changes.
@@ -93,10 +94,8 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let data = try? encoder.encode(self) else { return }
-        let temporary = directory.appendingPathComponent(".\(Self.fileName).\(pid)")
         do {
-            try data.write(to: temporary)
-            _ = rename(temporary.path, directory.appendingPathComponent(Self.fileName).path)
+            try PrivateFiles.writeAtomically(data, to: directory.appendingPathComponent(Self.fileName).path)
         } catch {
             // Status is best effort: syncing goes on without it.
         }
