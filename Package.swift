@@ -80,6 +80,8 @@ let package = Package(
         .executableTarget(name: "lattice", dependencies: ["LatticeCLI"]),
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
+        // A hostile client (throwaway identities, oversized messages) for the flood test and benchmark.
+        .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol"]),
         // The change-set fuzzer: a library the tests replay crashers with, and its binary (scripts/fuzz.sh).
         .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeStore"]),
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
@@ -95,6 +97,6 @@ let package = Package(
         ]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child"]),
-        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
+        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
     ]
 )

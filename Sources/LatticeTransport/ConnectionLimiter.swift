@@ -15,25 +15,57 @@ import NIOCore
 /// newcomer evicts that source's oldest pending connection, and at the total
 /// bound the oldest pending connection of any source; a newcomer that finds
 /// only connections in their grace period, or only trusted sessions, is refused.
+///
+/// Every connection that ends without its device known trusted (a stranger,
+/// a failed or unfinished handshake, an eviction) spends one of its source's
+/// allowance of strangers, which comes back at a steady rate; a source that
+/// has spent it is refused at connect, before any handshake work, until it
+/// has some again (as OpenSSH's per-source penalties do). A flood of
+/// throwaway identities from one host so costs the node an accepted socket
+/// each, not a handshake each. Trusted sessions spend nothing.
+/// A source's allowance of strangers: a token bucket.
+struct StrangerAllowance: Equatable, Sendable {
+    /// Strangers a source may bring at once.
+    var burst: Double
+    /// Strangers per second that come back.
+    var refillPerSecond: Double
+
+    static let `default` = StrangerAllowance(burst: 32, refillPerSecond: 4)
+}
+
 final class ConnectionLimiter<Connection>: @unchecked Sendable {
     private struct Pending {
         let connection: Connection
         let admitted: NIODeadline
     }
 
+    private struct Spent {
+        var tokens: Double
+        var updated: NIODeadline
+    }
+
     private let lock = NIOLock()
     private var pending: [String: [Pending]] = [:]
     /// Every counted connection, with its source.
     private var admitted: [ObjectIdentifier: String] = [:]
+    /// Sources that spent some of their allowance, with what they have left.
+    private var spent: [String: Spent] = [:]
     let maximumPendingPerSource: Int
     let maximumTotal: Int
     let grace: TimeAmount
+    let allowance: StrangerAllowance
+    /// Sources tracked at most; past it, those whose allowance came back are forgotten first.
+    static var maximumTrackedSources: Int { 4096 }
     private let now: @Sendable () -> NIODeadline
 
-    init(maximumPendingPerSource: Int, maximumTotal: Int, grace: TimeAmount = .seconds(1), now: @escaping @Sendable () -> NIODeadline = { .now() }) {
+    init(
+        maximumPendingPerSource: Int, maximumTotal: Int, grace: TimeAmount = .seconds(1), allowance: StrangerAllowance = .default,
+        now: @escaping @Sendable () -> NIODeadline = { .now() }
+    ) {
         self.maximumPendingPerSource = maximumPendingPerSource
         self.maximumTotal = maximumTotal
         self.grace = grace
+        self.allowance = allowance
         self.now = now
     }
 
@@ -42,6 +74,8 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
         case sourceBusy
         /// The node holds its maximum, and no pending connection is past its grace period.
         case full
+        /// The source brought more strangers than its allowance: it waits until some comes back.
+        case tooManyStrangers
     }
 
     enum Admission {
@@ -52,6 +86,7 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
     func admit(_ connection: Connection, from source: String) -> Admission {
         lock.withLock {
             let now = now()
+            guard tokens(of: source, at: now) >= 1 else { return .refused(.tooManyStrangers) }
             var evicted: Connection?
             if pending[source, default: []].count >= maximumPendingPerSource {
                 guard let oldest = pending[source]?.first, oldest.admitted + grace <= now else { return .refused(.sourceBusy) }
@@ -78,6 +113,12 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
         lock.withLock { forget(connection) }
     }
 
+    /// Sources whose spent allowance is remembered now.
+    var trackedSources: Int { lock.withLock { spent.count } }
+
+    /// What `source` has left of its allowance of strangers now.
+    func allowanceLeft(for source: String) -> Double { lock.withLock { tokens(of: source, at: now()) } }
+
     /// Connections counted now, pending or trusted.
     var count: Int { lock.withLock { admitted.count } }
 
@@ -87,15 +128,47 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
     /// Connections are objects (channels): their identity is the key.
     private static func key(_ connection: Connection) -> ObjectIdentifier { ObjectIdentifier(connection as AnyObject) }
 
+    /// Stops counting the connection; one that was never trusted spends one of its source's allowance.
     private func forget(_ connection: Connection) {
-        removePending(connection)
-        admitted[Self.key(connection)] = nil
+        guard let source = admitted.removeValue(forKey: Self.key(connection)) else { return }
+        if removePending(connection, of: source) { spend(source) }
     }
 
-    private func removePending(_ connection: Connection) {
-        guard let source = admitted[Self.key(connection)], let waiting = pending[source] else { return }
+    /// Returns whether the connection was pending.
+    @discardableResult
+    private func removePending(_ connection: Connection) -> Bool {
+        guard let source = admitted[Self.key(connection)] else { return false }
+        return removePending(connection, of: source)
+    }
+
+    private func removePending(_ connection: Connection, of source: String) -> Bool {
+        guard let waiting = pending[source] else { return false }
         let rest = waiting.filter { Self.key($0.connection) != Self.key(connection) }
         pending[source] = rest.isEmpty ? nil : rest
+        return rest.count < waiting.count
+    }
+
+    private func tokens(of source: String, at now: NIODeadline) -> Double {
+        guard let entry = spent[source] else { return allowance.burst }
+        let seconds = Double((now - entry.updated).nanoseconds) / 1e9
+        return min(allowance.burst, entry.tokens + max(0, seconds) * allowance.refillPerSecond)
+    }
+
+    private func spend(_ source: String) {
+        let now = now()
+        let left = tokens(of: source, at: now) - 1
+        if spent[source] == nil, spent.count >= Self.maximumTrackedSources { makeRoomInSpent(now: now) }
+        spent[source] = Spent(tokens: max(0, left), updated: now)
+    }
+
+    /// Forgets the sources whose allowance came back whole; if none has, the one with the most left.
+    private func makeRoomInSpent(now: NIODeadline) {
+        let recovered = spent.keys.filter { tokens(of: $0, at: now) >= allowance.burst }
+        if recovered.isEmpty {
+            if let richest = spent.keys.max(by: { tokens(of: $0, at: now) < tokens(of: $1, at: now) }) { spent[richest] = nil }
+        } else {
+            for source in recovered { spent[source] = nil }
+        }
     }
 }
 
@@ -113,6 +186,16 @@ extension SocketAddress {
             return groups.joined(separator: ":") + "::/64"
         case .v4: return ipAddress ?? "\(self)"
         case .unixDomainSocket: return "unix"
+        }
+    }
+}
+
+extension ConnectionLimiter.Refusal {
+    var explanation: String {
+        switch self {
+        case .full: return "the node is full"
+        case .sourceBusy: return "its pending handshakes are all new"
+        case .tooManyStrangers: return "it brought more untrusted or failed connections than it may, until some time passes"
         }
     }
 }

@@ -17,6 +17,7 @@ public final class SyncEndpoint: Sendable {
     let onEvent: @Sendable (ConnectionEvent) -> Void
     let limiter: ConnectionLimiter<Channel>
     let refusals: RateLimitedLog
+    let tarpit = Tarpit()
 
     public init(
         identity: Identity, delegate: any SyncDelegate, group: EventLoopGroup, threadPool: NIOThreadPool,
@@ -60,6 +61,7 @@ public final class SyncEndpoint: Sendable {
     /// Listens on `host:port` (port 0 picks one); the channel's local address tells which.
     public func listen(host: String, port: Int) async throws -> Channel {
         let limiter = limiter
+        let tarpit = tarpit
         return try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -69,10 +71,15 @@ public final class SyncEndpoint: Sendable {
                 let address = channel.remoteAddress.map(addressText) ?? "?"
                 let source = channel.remoteAddress?.connectionSource ?? "?"
                 switch limiter.admit(channel, from: source) {
+                case .refused(.tooManyStrangers) where tarpit.hold(channel):
+                    // No reply, no read, closed a moment later: a client looping on
+                    // connect waits instead of making the node accept thousands of sockets a second.
+                    onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?"))
+                    return channel.setOption(ChannelOptions.autoRead, value: false)
                 case .refused(let why):
                     refusals.notice("connection refused", metadata: [
                         "address": "\(address)",
-                        "reason": "\(TransportError.tooManyConnections(source)): \(why == .full ? "the node is full" : "its pending handshakes are all new")",
+                        "reason": "\(TransportError.tooManyConnections(source)): \(why.explanation)",
                     ])
                     onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?"))
                     return channel.close()

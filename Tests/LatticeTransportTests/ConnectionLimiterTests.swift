@@ -14,8 +14,13 @@ import Testing
         func advance(_ amount: TimeAmount) { lock.withLock { value = value + amount } }
     }
 
-    func limiter(perSource: Int = 2, total: Int = 100, clock: Clock) -> ConnectionLimiter<Connection> {
-        ConnectionLimiter(maximumPendingPerSource: perSource, maximumTotal: total, grace: .seconds(1), now: { clock.now })
+    func limiter(perSource: Int = 2, total: Int = 100, allowance: StrangerAllowance = .default, clock: Clock) -> ConnectionLimiter<Connection> {
+        ConnectionLimiter(maximumPendingPerSource: perSource, maximumTotal: total, grace: .seconds(1), allowance: allowance, now: { clock.now })
+    }
+
+    func refusal(_ admission: ConnectionLimiter<Connection>.Admission) -> ConnectionLimiter<Connection>.Refusal? {
+        if case .refused(let why) = admission { return why }
+        return nil
     }
 
     func isAdmitted(_ admission: ConnectionLimiter<Connection>.Admission) -> Bool {
@@ -112,5 +117,54 @@ import Testing
             if case .refused = limiter.admit(Connection(), from: address.connectionSource) { refused += 1 }
         }
         #expect(refused == 56)
+    }
+
+    @Test func aSourceThatBringsTooManyStrangersIsRefusedAtConnectUntilItsAllowanceComesBack() {
+        let clock = Clock()
+        let limiter = limiter(perSource: 8, allowance: StrangerAllowance(burst: 3, refillPerSecond: 1), clock: clock)
+        for _ in 0..<3 {
+            let stranger = Connection()
+            #expect(refusal(limiter.admit(stranger, from: "10.0.0.66")) == nil)
+            limiter.release(stranger) // refused after its handshake: never trusted
+        }
+        #expect(refusal(limiter.admit(Connection(), from: "10.0.0.66")) == .tooManyStrangers)
+        // Another host is not touched by it.
+        #expect(refusal(limiter.admit(Connection(), from: "10.0.0.5")) == nil)
+        // The allowance comes back with time, one stranger a second here.
+        clock.advance(.milliseconds(1001))
+        #expect(limiter.allowanceLeft(for: "10.0.0.66") >= 1)
+        #expect(refusal(limiter.admit(Connection(), from: "10.0.0.66")) == nil)
+    }
+
+    @Test func trustedSessionsSpendNoAllowanceAndEvictionsDo() {
+        let clock = Clock()
+        let limiter = limiter(perSource: 1, allowance: StrangerAllowance(burst: 2, refillPerSecond: 0.001), clock: clock)
+        for _ in 0..<10 {
+            let session = Connection()
+            #expect(refusal(limiter.admit(session, from: "10.0.0.1")) == nil)
+            limiter.trusted(session)
+            limiter.release(session)
+        }
+        #expect(limiter.allowanceLeft(for: "10.0.0.1") == 2)
+        // A pending connection evicted by a newcomer from its source counts against that source.
+        let first = Connection()
+        _ = limiter.admit(first, from: "10.0.0.2")
+        clock.advance(.seconds(2))
+        #expect(evicted(limiter.admit(Connection(), from: "10.0.0.2")) === first)
+        #expect(limiter.allowanceLeft(for: "10.0.0.2") < 2)
+    }
+
+    @Test func theSourcesTrackedStayBounded() {
+        let clock = Clock()
+        let limiter = limiter(perSource: 8, allowance: StrangerAllowance(burst: 2, refillPerSecond: 1), clock: clock)
+        let sources = ConnectionLimiter<Connection>.maximumTrackedSources + 10
+        for index in 0..<sources {
+            let stranger = Connection()
+            _ = limiter.admit(stranger, from: "source-\(index)")
+            limiter.release(stranger)
+        }
+        #expect(limiter.trackedSources <= ConnectionLimiter<Connection>.maximumTrackedSources)
+        // The latest are still remembered.
+        #expect(limiter.allowanceLeft(for: "source-\(sources - 1)") < 2)
     }
 }

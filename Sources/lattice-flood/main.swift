@@ -1,0 +1,251 @@
+// A hostile client for the flood test and benchmark: throwaway identities
+// that complete the handshake with a node, then try to send large messages.
+// It speaks the raw protocol over blocking sockets, one thread per lane.
+//
+//   lattice-flood --port P [--host 127.0.0.1] [--source ADDRESS] [--handshakes 2000] [--lanes 16]
+//                 [--messages 4] [--message-bytes 1048576] [--seconds 60]
+//
+// Each 100th attempt prints its count on standard error, so a test can
+// tell how far the flood has come. SIGTERM or SIGINT stops it early (each lane finishes its connection first).
+// Prints one JSON line: attempts, handshakes completed, connections refused
+// before the handshake ended, bytes of messages the node took, and how long
+// the node held a stranger after its handshake (p50, p99, max, in ms).
+import Foundation
+import LatticeCrypto
+import LatticeProtocol
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct Options {
+    var host = "127.0.0.1"
+    /// The local address to connect from (on loopback, 127.0.0.2 stands for another host).
+    var source: String?
+    var port = 0
+    var handshakes = 2000
+    var lanes = 16
+    var messages = 4
+    var messageBytes = SyncWire.maximumMessageSize
+    var seconds = 60.0
+
+    init(_ arguments: [String]) {
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst() else { Self.fail("\(flag) needs a value") }
+            switch flag {
+            case "--host": host = value
+            case "--source": source = value
+            case "--port": port = Self.number(value, flag)
+            case "--handshakes": handshakes = Self.number(value, flag)
+            case "--lanes": lanes = max(1, Self.number(value, flag))
+            case "--messages": messages = Self.number(value, flag)
+            case "--message-bytes": messageBytes = min(SyncWire.maximumMessageSize, Self.number(value, flag))
+            case "--seconds": seconds = Double(Self.number(value, flag))
+            default: Self.fail("unknown option \(flag)")
+            }
+        }
+        guard port > 0 else { Self.fail("--port is required") }
+    }
+
+    static func number(_ text: String, _ flag: String) -> Int {
+        guard let value = Int(text), value >= 0 else { fail("\(flag) takes a whole number, got \(text)") }
+        return value
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("lattice-flood: \(message)\n".utf8))
+        exit(64)
+    }
+}
+
+/// One connection's fate.
+struct Outcome {
+    var connected = false
+    var handshake = false
+    var messageBytesTaken = 0
+    /// From the end of the handshake to the node's close, in milliseconds.
+    var heldMilliseconds: Double?
+}
+
+/// A blocking TCP connection with length-prefixed frames.
+final class Connection {
+    let fd: Int32
+
+    init?(host: String, port: Int, source: String?, timeoutSeconds: Int) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                return nil
+            }
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr(host)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            return nil
+        }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// Sends a frame; returns how many of its bytes the node took before it stopped reading or closed.
+    @discardableResult
+    func sendFrame(_ payload: [UInt8]) -> Int {
+        let bytes = withUnsafeBytes(of: UInt32(payload.count).bigEndian, Array.init) + payload
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { break }
+            sent += n
+        }
+        return sent
+    }
+
+    func readFrame() -> [UInt8]? {
+        guard let header = read(4) else { return nil }
+        let length = Int(header.reduce(0) { $0 << 8 | UInt32($1) })
+        guard length <= 1 << 21 else { return nil }
+        return read(length)
+    }
+
+    private func read(_ count: Int) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: count)
+        var got = 0
+        while got < count {
+            let n = out.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, count - got, 0) }
+            if n <= 0 { return nil }
+            got += n
+        }
+        return out
+    }
+
+    /// Waits for the node to close (reading and dropping what it sends); false on timeout.
+    func awaitClose() -> Bool {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &scratch, scratch.count, 0)
+            if n == 0 { return true }
+            if n < 0 { return errno == ECONNRESET || errno == EPIPE }
+        }
+    }
+}
+
+func attack(_ options: Options, payload: [UInt8]) -> Outcome {
+    var outcome = Outcome()
+    guard let connection = Connection(host: options.host, port: options.port, source: options.source, timeoutSeconds: 10) else { return outcome }
+    outcome.connected = true
+    do {
+        var initiator = try HandshakeInitiator(identity: try Identity.generate(), versions: SyncWire.versions)
+        connection.sendFrame(initiator.start())
+        guard let second = connection.readFrame() else { return outcome }
+        let (reply, result) = try initiator.receive(second)
+        guard connection.sendFrame(reply) == reply.count + 4 else { return outcome }
+        outcome.handshake = true
+        let done = Date()
+        if options.messages > 0 {
+            var sender = try result.sendKey.withBytes { try SecretStreamSender(key: $0) }
+            var taken = connection.sendFrame(sender.header)
+            for _ in 0..<options.messages {
+                let frame = try sender.seal(payload)
+                let sent = connection.sendFrame(frame)
+                taken += sent
+                if sent < frame.count + 4 { break }
+            }
+            outcome.messageBytesTaken = taken
+        }
+        if connection.awaitClose() { outcome.heldMilliseconds = Date().timeIntervalSince(done) * 1000 }
+    } catch {
+        // A handshake the node broke off counts as refused.
+    }
+    return outcome
+}
+
+/// The attempts taken and their outcomes, shared by the lanes.
+final class Tally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var taken = 0
+    private var stopped = false
+    private var results: [Outcome] = []
+    let limit: Int
+    let deadline: Date
+
+    init(limit: Int, deadline: Date) {
+        self.limit = limit
+        self.deadline = deadline
+    }
+
+    /// Takes the next attempt, or false when all are taken or time is up.
+    func claim() -> Bool {
+        lock.withLock {
+            guard !stopped, taken < limit, Date() < deadline else { return false }
+            taken += 1
+            return true
+        }
+    }
+
+    func stop() { lock.withLock { stopped = true } }
+    func add(_ outcome: Outcome) {
+        let count = lock.withLock {
+            results.append(outcome)
+            return results.count
+        }
+        if count % 100 == 0 { FileHandle.standardError.write(Data("\(count)\n".utf8)) }
+    }
+    var outcomes: [Outcome] { lock.withLock { results } }
+}
+
+let options = Options(Array(CommandLine.arguments.dropFirst()))
+let payload = [UInt8](repeating: 0x5A, count: options.messageBytes)
+let start = Date()
+let tally = Tally(limit: options.handshakes, deadline: start.addingTimeInterval(options.seconds))
+let signals = [SIGTERM, SIGINT].map { number in
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler { tally.stop() }
+    source.resume()
+    return source
+}
+let finished = DispatchSemaphore(value: 0)
+for _ in 0..<options.lanes {
+    Thread.detachNewThread {
+        while tally.claim() { tally.add(attack(options, payload: payload)) }
+        finished.signal()
+    }
+}
+for _ in 0..<options.lanes { finished.wait() }
+let elapsed = Date().timeIntervalSince(start)
+let outcomes = tally.outcomes
+for source in signals { source.cancel() }
+
+let held = outcomes.compactMap(\.heldMilliseconds).sorted()
+func percentile(_ p: Double) -> Double { held.isEmpty ? 0 : held[min(held.count - 1, Int((Double(held.count) * p).rounded(.up)) - 1)] }
+let summary: [String: Any] = [
+    "attempts": outcomes.count,
+    "connected": outcomes.filter(\.connected).count,
+    "handshakes": outcomes.filter(\.handshake).count,
+    "refusedBeforeHandshake": outcomes.filter { $0.connected && !$0.handshake }.count,
+    "messageBytesTaken": outcomes.map(\.messageBytesTaken).reduce(0, +),
+    "heldP50Ms": percentile(0.5), "heldP99Ms": percentile(0.99), "heldMaxMs": held.last ?? 0,
+    "seconds": elapsed,
+    "handshakesPerSecond": Double(outcomes.filter(\.handshake).count) / max(elapsed, 0.001),
+]
+let json = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
+print(String(decoding: json, as: UTF8.self))
