@@ -118,6 +118,7 @@ struct StatusCommand: ParsableCommand {
             } else {
                 Output.line("mdns       off (--no-mdns)")
             }
+            if let watch = nodeStatus.commitWatch { Output.line("commits    heard by \(watch)") }
             for peer in nodeStatus.peers {
                 Output.line("peer       \(peer.deviceID)  \(peer.connected ? "connected" : "disconnected")  \(peer.address)\(peer.lastError.map { "  last error: \($0)" } ?? "")")
                 for zone in peer.zones {
@@ -135,6 +136,7 @@ extension StatusCommand {
     static func json(_ status: NodeStatus) -> [String: Any] {
         [
             "running": true, "pid": Int(status.pid), "listeningPort": status.listeningPort.map { $0 as Any } ?? NSNull(),
+            "commitWatch": status.commitWatch ?? NSNull(),
             "discovery": status.discovery.flatMap { try? JSONSerialization.jsonObject(with: JSONEncoder().encode($0)) } ?? ["state": "off"],
             "peers": status.peers.map { peer -> [String: Any] in
                 [

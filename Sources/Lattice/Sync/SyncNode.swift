@@ -225,6 +225,9 @@ public final class SyncNode: Sendable {
     /// The port the node listens on, once started.
     public var listeningPort: Int? { state.withLockedValue { $0.status.listeningPort } }
 
+    /// What the node reports now: peers, progress, strangers turned away, how it hears of commits.
+    public var status: NodeStatus { state.withLockedValue { $0.status } }
+
     /// Devices with a running session.
     public var connectedPeers: [String] { state.withLockedValue { $0.connections.filter { !$0.value.isEmpty }.map(\.key).sorted() } }
 
