@@ -10,7 +10,10 @@ import Workload
 //   lattice-sync-figures propagation-cli [--saves 200]     the same, saved by a separate `lattice record save` process
 //   lattice-sync-figures initial [--records 100000] [--no-indexes]   an empty node syncs the merge workload (two
 //                                                          indexed fields unless --no-indexes); crypto, store and network apart
-// Both nodes run in this process, on loopback, encrypted, with durable (synchronous=FULL) stores.
+//   lattice-sync-figures between --a DIR --b DIR [--saves 200] [--label TEXT]
+//                                                          propagation between two stores whose nodes run elsewhere
+//                                                          (`lattice serve` processes): saves alternate A->B and B->A
+// Otherwise both nodes run in this process, on loopback, encrypted, with durable (synchronous=FULL) stores.
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let mode = arguments.first ?? "propagation"
@@ -83,6 +86,39 @@ func propagation(cli: Bool) async throws {
     await pair.stop()
 }
 
+/// Propagation between two stores served by other processes: a save in one
+/// store (in this process, as an app would) until a read of the other sees it.
+func between() throws {
+    func text(_ name: String) -> String? { arguments.firstIndex(of: name).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil } }
+    guard let a = text("--a"), let b = text("--b") else {
+        say("between needs --a DIR --b DIR")
+        exit(2)
+    }
+    let saves = option("--saves", 200)
+    let databases = try [a, b].map { try Container(identifier: "default", directory: URL(fileURLWithPath: $0), create: false).privateCloudDatabase }
+    let zone = Zone.ID(zoneName: "Ping")
+    let tag = UUID().uuidString.prefix(8)
+    var samples: [Double] = []
+    for i in 0..<saves {
+        let (from, to) = i % 2 == 0 ? (databases[0], databases[1]) : (databases[1], databases[0])
+        var record = Record(recordType: "Ping", recordName: "\(tag)-\(i)", zoneID: zone)
+        record["n"] = .int64(Int64(i))
+        _ = try from.save(record)
+        let start = now()
+        while (try? to.record(for: record.recordID)) == nil {
+            guard Double(now() - start) / 1e9 < 60 else { throw LatticeError(.networkUnavailable, "save \(i) did not arrive in 60 s") }
+            usleep(500)
+        }
+        samples.append(Double(now() - start) / 1e6)
+        usleep(20_000)
+    }
+    samples.sort()
+    let label = text("--label") ?? "between"
+    emit(["figure": "propagation between served stores", "label": label, "saves": saves,
+          "p50_ms": percentile(samples, 0.5), "p99_ms": percentile(samples, 0.99), "max_ms": samples.last!])
+    say("\(label): p50 \(String(format: "%.2f", percentile(samples, 0.5))) ms, p99 \(String(format: "%.2f", percentile(samples, 0.99))) ms over \(saves) saves")
+}
+
 func initial() async throws {
     let records = option("--records", 100_000)
     let pair = try SyncPair()
@@ -149,7 +185,8 @@ switch mode {
 case "propagation": try await propagation(cli: false)
 case "propagation-cli": try await propagation(cli: true)
 case "initial": try await initial()
+case "between": try between()
 default:
-    say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N]")
+    say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | between --a DIR --b DIR [--saves N]")
     exit(2)
 }
