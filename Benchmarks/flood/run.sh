@@ -4,9 +4,11 @@
 # lattice-flood (throwaway identities from 127.0.0.2, each sending 1 MiB
 # messages after its handshake) aims at an unrelated node c ("quiet"), then
 # at a ("attacked"); in both, a first runs a 50,000-record write in one
-# transaction and a trusted device d dials a. Prints JSON lines: each
+# transaction, a trusted device d dials a, and a streams the records to b
+# (propagation is sampled after that, under the flood). Prints JSON lines: each
 # phase's propagation, a's CPU seconds, what the flood managed, and a's peak RSS.
 # Usage: Benchmarks/flood/run.sh [--saves 200] [--lanes 64]
+#   LATTICE=PATH runs the nodes with another build of lattice (an older commit's, to compare).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -19,9 +21,10 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--saves N] [--lanes N]" >&2; exit 2 ;;
   esac
 done
-(cd "$ROOT" && swift build -c release --product lattice >&2 && swift build -c release --product lattice-flood >&2)
+[[ -n "${LATTICE:-}" ]] || (cd "$ROOT" && swift build -c release --product lattice >&2)
+(cd "$ROOT" && swift build -c release --product lattice-flood >&2)
 (cd "$ROOT/Benchmarks" && swift build -c release --product lattice-sync-figures >&2)
-L="$ROOT/.build/release/lattice"
+L="${LATTICE:-$ROOT/.build/release/lattice}"
 FLOOD="$ROOT/.build/release/lattice-flood"
 FIGURES="$ROOT/Benchmarks/.build/release/lattice-sync-figures"
 TMP="$(mktemp -d)"
@@ -31,6 +34,7 @@ trap 'for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 
 for s in a b c d; do
   "$L" init --store "$TMP/$s" >/dev/null
   "$L" zone create Ping --store "$TMP/$s" >/dev/null
+  "$L" zone create Bulk --store "$TMP/$s" >/dev/null
 done
 for pair in "a b" "a d"; do
   set -- $pair
@@ -60,16 +64,20 @@ PY
 done
 sleep 1
 
-phase() { # LABEL TARGET-PORT
-  local label="$1" port="$2" before after dialed
+bulk_on_b() {
+  "$L" status --json --store "$TMP/b" | python3 -c 'import json,sys; z=[z for z in json.load(sys.stdin)["zones"] if z["zoneID"]["zoneName"]=="Bulk"]; print(z[0]["recordCount"] if z else 0)'
+}
+phase() { # LABEL TARGET-PORT BULK-RECORDS-EXPECTED-ON-B
+  local label="$1" port="$2" expected="$3" before after dialed
   before="$(cpu "$A")"
   "$FLOOD" --port "$port" --source 127.0.0.2 --handshakes 1000000 --lanes "$LANES" --messages 4 --seconds 600 > "$TMP/flood-$label.json" 2> "$TMP/flood-$label.progress" &
   local flood=$!
-  "$L" record import _defaultZone "$TMP/bulk-$label.jsonl" --batch-size 50000 --database public --store "$TMP/a" >/dev/null &
+  "$L" record import Bulk "$TMP/bulk-$label.jsonl" --batch-size 50000 --store "$TMP/a" >/dev/null &
   local write=$!
   sleep 0.3
   if "$L" sync --peer "127.0.0.1:$APORT" --once --timeout 60 --store "$TMP/d" >/dev/null 2>&1; then dialed=true; else dialed=false; fi
   wait "$write"
+  while [[ "$(bulk_on_b)" -lt "$expected" ]]; do sleep 0.2; done
   "$FIGURES" between --a "$TMP/a" --b "$TMP/b" --saves "$SAVES" --label "$label"
   # At least 2,000 strangers came, whatever the sampling took.
   while [[ "$(tail -n 1 "$TMP/flood-$label.progress" 2>/dev/null || echo 0)" -lt 2000 ]]; do sleep 0.2; done
@@ -77,6 +85,6 @@ phase() { # LABEL TARGET-PORT
   after="$(cpu "$A")"
   echo "{\"figure\":\"flood phase\",\"label\":\"$label\",\"attacked_node_cpu_s\":$(python3 -c "print(round($after - $before, 2))"),\"trusted_dial_in_ok\":$dialed,\"flood\":$(cat "$TMP/flood-$label.json")}"
 }
-phase quiet "$CPORT"
-phase attacked "$APORT"
+phase quiet "$CPORT" 50000
+phase attacked "$APORT" 100000
 echo "{\"figure\":\"attacked node peak RSS\",\"peak_mb\":$(awk '/VmHWM/ {print int($2/1024)}' "/proc/$A/status")}"

@@ -46,6 +46,7 @@ struct PeersCommand: ParsableCommand {
         switch reason {
         case .untrusted: return "untrusted"
         case .tooManyConnections: return "over the connection limits"
+        case .tooManyStrangers: return "refused at connect for bringing too many strangers"
         case .handshakeFailed: return "failed handshakes"
         }
     }

@@ -14,12 +14,7 @@ public enum PrivateFiles {
     /// of ours that others can reach is set to 0700 instead: for a directory
     /// that holds nothing secret yet, or one Lattice made itself.
     public static func checkDirectory(_ path: String, what: String, fix: Bool) throws {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))") }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw StoreError.insecure(path: path, reason: "\(what) is not a plain directory (a symbolic link or a file); remove it or choose another store")
-        }
-        try checkOwner(info, path: path, what: what)
+        let info = try ownStatus(path, what: what, type: S_IFDIR, notOfType: "is not a plain directory (a symbolic link or a file); remove it or choose another store")
         let mode = info.st_mode & 0o777
         guard mode & 0o077 != 0 else { return }
         if fix, chmod(path, 0o700) == 0 { return }
@@ -30,12 +25,7 @@ public enum PrivateFiles {
 
     /// Refuses a key file that is not a regular file of this user's with mode 0600 or stricter.
     public static func checkKeyFile(_ path: String, what: String) throws {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))") }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw StoreError.insecure(path: path, reason: "\(what) is not a regular file (a symbolic link or a directory)")
-        }
-        try checkOwner(info, path: path, what: what)
+        let info = try ownStatus(path, what: what, type: S_IFREG, notOfType: "is not a regular file (a symbolic link or a directory)")
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw StoreError.insecure(
@@ -75,12 +65,17 @@ public enum PrivateFiles {
         }
     }
 
-    private static func checkOwner(_ info: stat, path: String, what: String) throws {
+    /// The file's status (not following a symbolic link), refused unless it is of `type` and this user's.
+    private static func ownStatus(_ path: String, what: String, type: mode_t, notOfType: String) throws -> stat {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))") }
+        guard info.st_mode & S_IFMT == type else { throw StoreError.insecure(path: path, reason: "\(what) \(notOfType)") }
         guard info.st_uid == geteuid() else {
             throw StoreError.insecure(
                 path: path,
                 reason: "\(what) belongs to user \(info.st_uid), not to you (user \(geteuid())); a store is used only by the user who owns it")
         }
+        return info
     }
 
     private static func octal(_ mode: mode_t) -> String { "0" + String(mode, radix: 8) }

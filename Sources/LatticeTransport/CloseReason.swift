@@ -17,7 +17,7 @@ public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// This side refused a stranger: logged, bounded, by whoever counts refusals.
-    var isRefusalOfStranger: Bool {
+    public var isRefusalOfStranger: Bool {
         if case .transport(.untrusted) = self { return true }
         return false
     }

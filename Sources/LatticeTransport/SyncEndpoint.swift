@@ -74,19 +74,19 @@ public final class SyncEndpoint: Sendable {
                 case .refused(.tooManyStrangers) where tarpit.hold(channel):
                     // No reply, no read, closed a moment later: a client looping on
                     // connect waits instead of making the node accept thousands of sockets a second.
-                    onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?"))
+                    onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?", tooManyStrangers: true))
                     return channel.setOption(ChannelOptions.autoRead, value: false)
                 case .refused(let why):
                     refusals.notice("connection refused", metadata: [
                         "address": "\(address)",
                         "reason": "\(TransportError.tooManyConnections(source)): \(why.explanation)",
                     ])
-                    onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?"))
+                    onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?", tooManyStrangers: why == .tooManyStrangers))
                     return channel.close()
                 case .admitted(let evicted):
                     if let evicted {
                         refusals.notice("connection closed", metadata: ["address": "\(evicted.remoteAddress.map(addressText) ?? "?")", "reason": "evicted: the oldest connection still unauthenticated or untrusted"])
-                        onEvent(.turnedAway(address: evicted.remoteAddress.flatMap(hostText) ?? "?"))
+                        onEvent(.turnedAway(address: evicted.remoteAddress.flatMap(hostText) ?? "?", tooManyStrangers: false))
                         evicted.close(promise: nil)
                     }
                 }

@@ -13,8 +13,9 @@ public enum ConnectionEvent: Sendable {
     /// cost no store access (`address` is its IP address, no port).
     case refused(peer: DeviceID, address: String)
     /// A connection from `address` (an IP address) was refused or evicted
-    /// before its handshake finished: too many from its source, or in total.
-    case turnedAway(address: String)
+    /// before its handshake finished: too many from its source, or in total
+    /// (`tooManyStrangers`: its source spent its allowance of strangers).
+    case turnedAway(address: String, tooManyStrangers: Bool)
     case session(peer: DeviceID, SyncSession.SessionEvent)
     case closed(peer: DeviceID?, address: String, reason: CloseReason?)
 }

@@ -76,26 +76,12 @@ final class Connection {
     init?(host: String, port: Int, source: String?, timeoutSeconds: Int) {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        if let source {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            local.sin_addr.s_addr = inet_addr(source)
-            let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard bound == 0 else {
-                close(fd)
-                return nil
-            }
+        let fd = fd
+        if let source, Self.withAddress(source, port: 0, { bind(fd, $0, $1) }) != 0 {
+            close(fd)
+            return nil
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr(host)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
+        guard Self.withAddress(host, port: port, { connect(fd, $0, $1) }) == 0 else {
             close(fd)
             return nil
         }
@@ -105,6 +91,17 @@ final class Connection {
     }
 
     deinit { close(fd) }
+
+    /// Calls `body` with an IPv4 socket address.
+    static func withAddress(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr(host)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
 
     /// Sends a frame; returns how many of its bytes the node took before it stopped reading or closed.
     @discardableResult

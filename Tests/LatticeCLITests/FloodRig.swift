@@ -23,6 +23,7 @@ final class FloodRig {
             try cli.ok(["init"], store: name)
             ids[name] = try cli.ok(["id"], store: name).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             try cli.ok(["zone", "create", "Ping"], store: name)
+            try cli.ok(["zone", "create", "Bulk"], store: name)
         }
         // a and b sync; d is a trusted device of a's that dials in during the flood.
         for (x, y) in [("a", "b"), ("a", "d")] {
@@ -83,10 +84,10 @@ final class FloodRig {
         try Flood(port: port, handshakes: handshakes, messages: messages)
     }
 
-    /// Starts `lattice record import` of `count` records into `store`'s public
-    /// database in one transaction: a long store write that holds the store's
-    /// write lock, and brings no sync traffic after it (the public database
-    /// does not sync yet).
+    /// Starts `lattice record import` of `count` records into zone Bulk of
+    /// `store` in one transaction: a long store write that holds the store's
+    /// write lock, after which the node streams them to its peers (its store
+    /// threads busy).
     func longWrite(store: String, count: Int, tag: String) throws -> Process {
         let file = cli.path("bulk-\(tag).jsonl")
         var lines = ""
@@ -98,7 +99,7 @@ final class FloodRig {
         try lines.write(toFile: file, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = CLI.binary
-        process.arguments = ["record", "import", "_defaultZone", file, "--batch-size", "\(count)", "--database", "public", "--store", cli.path(store)]
+        process.arguments = ["record", "import", "Bulk", file, "--batch-size", "\(count)", "--store", cli.path(store)]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         return process
@@ -130,6 +131,15 @@ final class FloodRig {
     }
 
     enum RigError: Error { case notPropagated(String) }
+
+    /// Waits until `store` holds `count` records in zone Bulk.
+    func waitForBulk(on store: String, count: Int, seconds: Double = 120) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while (try? databases[store]!.recordCount(inZoneWith: Zone.ID(zoneName: "Bulk"))) ?? 0 < count {
+            guard Date() < deadline else { throw RigError.notPropagated("\(count) Bulk records on \(store)") }
+            usleep(50_000)
+        }
+    }
 
     /// The process's peak resident memory (VmHWM), in MB.
     static func peakRSS(_ node: NodeProcess) -> Double {

@@ -11,6 +11,9 @@ public struct StrangerLog: Codable, Sendable, Hashable {
         case untrusted
         /// Too many connections from its address, or in total.
         case tooManyConnections
+        /// Its address brought more untrusted or failed connections than it
+        /// may (an allowance that comes back with time): refused at connect.
+        case tooManyStrangers
         /// The handshake failed or did not finish in time.
         case handshakeFailed
     }

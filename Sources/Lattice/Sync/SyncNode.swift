@@ -86,6 +86,7 @@ public final class SyncNode: Sendable {
         case discoveryUnavailable(reason: String)
         case discoveryAvailable
         /// A device proved its identity but is not trusted here: it got nothing.
+        /// At most 5 in 10 seconds are sent; `status.strangers` counts every one.
         case refused(peer: String, address: String)
         case unreachable(address: String, reason: String)
         case disconnected(peer: String?, address: String, reason: Disconnection?)
@@ -125,6 +126,8 @@ public final class SyncNode: Sendable {
         /// When untrusted devices were last written to the store's peers.
         var strangersSaved = NIODeadline.now()
         var strangersUnsaved = false
+        /// `refused` events sent in the current ten seconds (a flood must not flood the event stream).
+        var refusedEvents: (since: NIODeadline, count: Int) = (.distantPast, 0)
         /// Polls for commits when there is no wake-up socket.
         var poller: RepeatedTask?
         /// One dial loop per discovered device it should sync with.
@@ -406,10 +409,10 @@ public final class SyncNode: Sendable {
                 continuation.yield(.unreachable(address: address, reason: "that address is this device itself"))
             } else {
                 noteStranger(.untrusted, address: address, deviceID: peer.description)
-                continuation.yield(.refused(peer: peer.description, address: address))
+                if announcesRefusal() { continuation.yield(.refused(peer: peer.description, address: address)) }
             }
-        case .turnedAway(let address):
-            noteStranger(.tooManyConnections, address: address)
+        case .turnedAway(let address, let tooManyStrangers):
+            noteStranger(tooManyStrangers ? .tooManyStrangers : .tooManyConnections, address: address)
         case .closed(let peer, let address, let closeReason):
             var reason = closeReason.map(Disconnection.init)
             if peer == nil, case .transport(let error) = closeReason, error.isHandshakeFailure {
@@ -435,7 +438,10 @@ public final class SyncNode: Sendable {
                     }
                 }
             }
-            continuation.yield(.disconnected(peer: peer?.description, address: address, reason: reason))
+            // A refused stranger had its `refused` event (or its count in the status): no second one.
+            if closeReason?.isRefusalOfStranger != true {
+                continuation.yield(.disconnected(peer: peer?.description, address: address, reason: reason))
+            }
         case .session(let peer, let sessionEvent):
             handleSession(peer.description, sessionEvent)
         }
