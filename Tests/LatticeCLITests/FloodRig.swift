@@ -7,41 +7,47 @@ import Glibc
 
 /// Real `lattice serve` processes under a flood of strangers from
 /// `lattice-flood`: two trusted nodes (`a`, attacked, and `b`), an unrelated
-/// node `c`, and the figures the flood test and its benchmark read.
+/// node `c`, a trusted device `d` of `a`'s that dials in, and the figures
+/// the flood test reads. Stores are named `PREFIX` + a, b, c, d.
 final class FloodRig {
     let cli: CLI
+    let prefix: String
     let a: NodeProcess
     let b: NodeProcess
     let c: NodeProcess
     let ids: [String: String]
     private let databases: [String: Database]
 
-    init(cli: CLI) throws {
+    init(cli: CLI, prefix: String) throws {
         self.cli = cli
+        self.prefix = prefix
         var ids: [String: String] = [:]
         for name in ["a", "b", "c", "d"] {
-            try cli.ok(["init"], store: name)
-            ids[name] = try cli.ok(["id"], store: name).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            try cli.ok(["zone", "create", "Ping"], store: name)
-            try cli.ok(["zone", "create", "Bulk"], store: name)
+            try cli.ok(["init"], store: prefix + name)
+            ids[name] = try cli.ok(["id"], store: prefix + name).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            try cli.ok(["zone", "create", "Ping"], store: prefix + name)
+            try cli.ok(["zone", "create", "Bulk"], store: prefix + name)
         }
         // a and b sync; d is a trusted device of a's that dials in during the flood.
         for (x, y) in [("a", "b"), ("a", "d")] {
-            try cli.ok(["trust", ids[y]!, "--name", y], store: x)
-            try cli.ok(["trust", ids[x]!, "--name", x], store: y)
+            try cli.ok(["trust", ids[y]!, "--name", y], store: prefix + x)
+            try cli.ok(["trust", ids[x]!, "--name", x], store: prefix + y)
         }
         self.ids = ids
-        a = try NodeProcess(cli: cli, store: "a", logLevel: "warning")
-        b = try NodeProcess(cli: cli, store: "b", peers: [a.port], logLevel: "warning")
-        c = try NodeProcess(cli: cli, store: "c", logLevel: "warning")
+        a = try NodeProcess(cli: cli, store: prefix + "a", logLevel: "warning")
+        b = try NodeProcess(cli: cli, store: prefix + "b", peers: [a.port], logLevel: "warning")
+        c = try NodeProcess(cli: cli, store: prefix + "c", logLevel: "warning")
         var databases: [String: Database] = [:]
         for name in ["a", "b"] {
-            databases[name] = try Container(identifier: "default", directory: URL(fileURLWithPath: cli.path(name)), create: false).privateCloudDatabase
+            databases[name] = try Container(identifier: "default", directory: URL(fileURLWithPath: cli.path(prefix + name)), create: false).privateCloudDatabase
         }
         self.databases = databases
     }
 
     func stop() { for node in [a, b, c] { node.stop() } }
+
+    /// The store name the CLI knows rig store `name` by.
+    func store(_ name: String) -> String { prefix + name }
 
     static var floodBinary: URL { CLI.binary.deletingLastPathComponent().appendingPathComponent("lattice-flood") }
 
@@ -89,7 +95,7 @@ final class FloodRig {
     /// write lock, after which the node streams them to its peers (its store
     /// threads busy).
     func longWrite(store: String, count: Int, tag: String) throws -> Process {
-        let file = cli.path("bulk-\(tag).jsonl")
+        let file = cli.path("\(prefix)bulk-\(tag).jsonl")
         var lines = ""
         lines.reserveCapacity(count * 120)
         for i in 0..<count {
@@ -99,7 +105,7 @@ final class FloodRig {
         try lines.write(toFile: file, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = CLI.binary
-        process.arguments = ["record", "import", "Bulk", file, "--batch-size", "\(count)", "--store", cli.path(store)]
+        process.arguments = ["record", "import", "Bulk", file, "--batch-size", "\(count)", "--store", cli.path(self.store(store))]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         return process
@@ -160,7 +166,7 @@ final class FloodRig {
 
     /// Bytes of every file in the store's directory tree.
     func storeBytes(_ store: String) -> Int {
-        let root = URL(fileURLWithPath: cli.path(store))
+        let root = URL(fileURLWithPath: cli.path(self.store(store)))
         let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.fileSizeKey])
         var total = 0
         while let file = files?.nextObject() as? URL {

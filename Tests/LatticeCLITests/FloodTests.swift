@@ -15,6 +15,10 @@ import Testing
         var floodOutlastedSamples: Bool
         /// CPU seconds a's node used in the phase.
         var cpuOfA: Double
+        /// 300 strangers before the flood, and how much they grew the target's store.
+        var strangersOnly: [String: Any]
+        var storeGrowth: Int
+        var peakRSSOfA: Double
         var p99: Double { FloodRig.percentile(propagation, 0.99) }
     }
 
@@ -22,40 +26,47 @@ import Testing
     /// messages, while `a` imports 50,000 records in one transaction, a
     /// trusted device dials `a`, and `a` streams the records to `b`; then `a`
     /// and `b` keep syncing under the flood, which the samples time. The flood
-    /// ends after the samples, having made at least 2,000 attempts.
-    func phase(_ rig: FloodRig, target: NodeProcess, tag: String, bulkSoFar: Int) throws -> Phase {
+    /// ends after the samples, having made at least 2,000 attempts. Before
+    /// it, 300 strangers alone (their effect on `target`'s store).
+    func phase(_ rig: FloodRig, target: String, tag: String) throws -> Phase {
+        let node = target == "a" ? rig.a : rig.c
+        let before = rig.storeBytes(target)
+        let strangersOnly = try rig.flood(port: node.port, handshakes: 300, messages: 0).summary()
+        let growth = rig.storeBytes(target) - before
         let cpuBefore = FloodRig.cpuSeconds(rig.a)
-        let flood = try rig.flood(port: target.port, handshakes: 100_000)
+        let flood = try rig.flood(port: node.port, handshakes: 100_000)
         let write = try rig.longWrite(store: "a", count: 50_000, tag: tag)
         Thread.sleep(forTimeInterval: 0.3)
-        let dialIn = try cli.run(["sync", "--peer", "127.0.0.1:\(rig.a.port)", "--once", "--timeout", "60"], store: "d")
+        let dialIn = try cli.run(["sync", "--peer", "127.0.0.1:\(rig.a.port)", "--once", "--timeout", "60"], store: rig.store("d"))
         write.waitUntilExit()
-        try rig.waitForBulk(on: "b", count: bulkSoFar + 50_000)
+        try rig.waitForBulk(on: "b", count: 50_000)
         let sampling = Date()
         let samples = try rig.propagation(tag: tag, minimum: 100) { Date().timeIntervalSince(sampling) > 3 && flood.attempts >= 2000 }
         let floodRan = flood.process.isRunning
         return Phase(
             propagation: samples, flood: flood.summary(stop: true), trustedDialIn: dialIn, floodOutlastedSamples: floodRan,
-            cpuOfA: FloodRig.cpuSeconds(rig.a) - cpuBefore)
+            cpuOfA: FloodRig.cpuSeconds(rig.a) - cpuBefore, strangersOnly: strangersOnly, storeGrowth: growth, peakRSSOfA: FloodRig.peakRSS(rig.a))
     }
 
     @Test func aFloodOfStrangersLeavesTrustedDevicesSyncing() throws {
         defer { cli.cleanup() }
-        let rig = try FloodRig(cli: cli)
+        // A rig each, so the stores, and what a commit costs, are the same size in both phases.
+        let quiet = try {
+            let rig = try FloodRig(cli: cli, prefix: "quiet-")
+            defer { rig.stop() }
+            _ = try rig.propagation(tag: "warm-up", minimum: 4) { true }
+            return try phase(rig, target: "c", tag: "quiet")
+        }()
+        let rig = try FloodRig(cli: cli, prefix: "attacked-")
         defer { rig.stop() }
         _ = try rig.propagation(tag: "warm-up", minimum: 4) { true }
+        let attacked = try phase(rig, target: "a", tag: "attacked")
+        let peak = attacked.peakRSSOfA
+        print("flood: quiet p50 \(FloodRig.percentile(quiet.propagation, 0.5)) ms p99 \(quiet.p99) ms (\(quiet.propagation.count) saves, a's CPU \(quiet.cpuOfA) s), attacked p50 \(FloodRig.percentile(attacked.propagation, 0.5)) ms p99 \(attacked.p99) ms (\(attacked.propagation.count) saves, a's CPU \(attacked.cpuOfA) s); a's peak RSS \(quiet.peakRSSOfA) / \(peak) MB; store +\(attacked.storeGrowth) bytes for 300 strangers; floods \(quiet.flood) \(attacked.flood)")
 
         // Strangers alone: the store hears of them at most once a minute, not per attempt.
-        let before = rig.storeBytes("a")
-        let strangersOnly = try rig.flood(port: rig.a.port, handshakes: 300, messages: 0).summary()
-        let growth = rig.storeBytes("a") - before
-        #expect((strangersOnly["handshakes"] as? Int ?? 0) >= 30, "\(strangersOnly)")
-        #expect(growth < 32 * 1024, "300 strangers grew the store by \(growth) bytes")
-
-        let quiet = try phase(rig, target: rig.c, tag: "quiet", bulkSoFar: 0)
-        let attacked = try phase(rig, target: rig.a, tag: "attacked", bulkSoFar: 50_000)
-        let peak = FloodRig.peakRSS(rig.a)
-        print("flood: quiet p50 \(FloodRig.percentile(quiet.propagation, 0.5)) ms p99 \(quiet.p99) ms (\(quiet.propagation.count) saves, a's CPU \(quiet.cpuOfA) s), attacked p50 \(FloodRig.percentile(attacked.propagation, 0.5)) ms p99 \(attacked.p99) ms (\(attacked.propagation.count) saves, a's CPU \(attacked.cpuOfA) s); a's peak RSS \(peak) MB; store +\(growth) bytes for 300 strangers; floods \(quiet.flood) \(attacked.flood)")
+        #expect((attacked.strangersOnly["handshakes"] as? Int ?? 0) >= 30, "\(attacked.strangersOnly)")
+        #expect(attacked.storeGrowth < 32 * 1024, "300 strangers grew the store by \(attacked.storeGrowth) bytes")
 
         for phase in [quiet, attacked] {
             // The flood really ran: its handshakes completed, and each stranger tried to send 4 MiB.
@@ -71,7 +82,7 @@ import Testing
         let allowed = max(2 * quiet.p99, quiet.p99 + 25)
         #expect(attacked.p99 <= allowed, "propagation p99 under attack \(attacked.p99) ms, under the same load elsewhere \(quiet.p99) ms")
         #expect(peak < 200, "the attacked node's peak RSS was \(peak) MB")
-        let listing = try cli.ok(["peers", "--json"], store: "a").json
+        let listing = try cli.ok(["peers", "--json"], store: rig.store("a")).json
         let peers = listing["peers"] as? [[String: Any]] ?? []
         // Strangers reach the store at most once a minute, the last 10 each time: not one row per attempt.
         let strangersStored = peers.filter { $0["trusted"] as? Bool == false }.count
