@@ -25,7 +25,9 @@ enum CommitSignal {
         for name in names where name.hasSuffix(".sock") {
             let path = directory.appendingPathComponent(name).path
             let sent = withSocketAddress(in: directory.path, name: name) { address, length in sendto(fd, "", 0, Int32(MSG_DONTWAIT), address, length) }
-            if sent == nil || (sent! < 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
+            // Only a socket nobody listens on goes: an address that could not be
+            // made this time (say, no descriptor left for a long path) is no proof.
+            if let sent, sent < 0, errno == ECONNREFUSED || errno == ENOENT {
                 unlink(path) // its watcher died without cleaning up
             }
         }

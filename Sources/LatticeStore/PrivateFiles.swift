@@ -1,4 +1,5 @@
 import Foundation
+import LatticeCrypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -23,9 +24,19 @@ public enum PrivateFiles {
             reason: "\(what) is open to other users (mode \(octal(mode))), so its secret key may have been read; if you are sure it was not, run `chmod 700 \(path)`")
     }
 
-    /// Refuses a key file that is not a regular file of this user's with mode 0600 or stricter.
-    public static func checkKeyFile(_ path: String, what: String) throws {
-        let info = try ownStatus(path, what: what, type: S_IFREG, notOfType: "is not a regular file (a symbolic link or a directory)")
+    /// The bytes of a key file, refused unless it is a regular file (not a
+    /// symbolic link) of this user's with mode 0600 or stricter. The checks
+    /// look at the file opened, not at the path again. The caller wipes the bytes.
+    public static func readKeyFile(_ path: String, what: String) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ELOOP { throw StoreError.insecure(path: path, reason: "\(what) is not a regular file (a symbolic link)") }
+            throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))") }
+        try check(info, path: path, what: what, type: S_IFREG, notOfType: "is not a regular file (a directory or a device)")
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw StoreError.insecure(
@@ -33,12 +44,34 @@ public enum PrivateFiles {
                 reason: "\(what) is readable or writable by other users (mode \(octal(mode))), so the device's secret key may have leaked; "
                     + "if you are sure it did not, run `chmod 600 \(path)`, else start a new store and trust the new device ID")
         }
+        // A key file is small; anything larger is not one.
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        var count = 0
+        while count < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else {
+                Sodium.wipe(&bytes)
+                throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))")
+            }
+            if n == 0 { break }
+            count += n
+        }
+        let content = Array(bytes[0..<count])
+        Sodium.wipe(&bytes)
+        return content
     }
 
     /// Writes `data` to `path` atomically: into a new file that only this
     /// user can read, under a random name no one can prepare, then renamed
     /// over `path`.
     public static func writeAtomically(_ data: Data, to path: String) throws {
+        try writeAtomically([UInt8](data), to: path)
+    }
+
+    /// The same for bytes; `durable` waits until the file and its name are on
+    /// disk (`fsync`), for what must survive a crash whole.
+    public static func writeAtomically(_ data: [UInt8], to path: String, durable: Bool = false) throws {
         let directory = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
         let temporary = "\(directory)/.\(name).\(UInt64.random(in: 0...UInt64.max))"
@@ -57,11 +90,19 @@ public enum PrivateFiles {
                 offset += written
             }
         }
+        if failure == 0, durable, fsync(fd) != 0 { failure = errno }
         close(fd)
         if failure == 0, rename(temporary, path) != 0 { failure = errno }
         guard failure == 0 else {
             unlink(temporary)
             throw StoreError.io(path: path, reason: "cannot write (\(String(cString: strerror(failure))))")
+        }
+        if durable {
+            let directoryFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directoryFD >= 0 {
+                _ = fsync(directoryFD)
+                close(directoryFD)
+            }
         }
     }
 
@@ -69,13 +110,17 @@ public enum PrivateFiles {
     private static func ownStatus(_ path: String, what: String, type: mode_t, notOfType: String) throws -> stat {
         var info = stat()
         guard lstat(path, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))") }
+        try check(info, path: path, what: what, type: type, notOfType: notOfType)
+        return info
+    }
+
+    private static func check(_ info: stat, path: String, what: String, type: mode_t, notOfType: String) throws {
         guard info.st_mode & S_IFMT == type else { throw StoreError.insecure(path: path, reason: "\(what) \(notOfType)") }
         guard info.st_uid == geteuid() else {
             throw StoreError.insecure(
                 path: path,
                 reason: "\(what) belongs to user \(info.st_uid), not to you (user \(geteuid())); a store is used only by the user who owns it")
         }
-        return info
     }
 
     private static func octal(_ mode: mode_t) -> String { "0" + String(mode, radix: 8) }

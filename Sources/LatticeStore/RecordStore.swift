@@ -81,14 +81,13 @@ public final class RecordStore: Sendable {
         }
     }
 
+    /// The identity in the key file (64 hex digits of the Ed25519 seed), or a
+    /// new one written there. The key's bytes pass only through arrays wiped after use.
     private static func loadOrCreateIdentity(at path: String, create: Bool) throws -> Identity {
         if FileManager.default.fileExists(atPath: path) {
-            try PrivateFiles.checkKeyFile(path, what: "the identity key file")
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw StoreError.io(path: path, reason: "cannot read the identity key file")
-            }
-            let hex = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard hex.count == 64, var seed = hexBytes(hex) else {
+            var text = try PrivateFiles.readKeyFile(path, what: "the identity key file")
+            defer { Sodium.wipe(&text) }
+            guard var seed = seed(fromHex: text) else {
                 throw StoreError.corrupt(path: path, reason: "the identity key file is damaged")
             }
             defer { Sodium.wipe(&seed) }
@@ -97,24 +96,42 @@ public final class RecordStore: Sendable {
         guard create else { throw StoreError.corrupt(path: path, reason: "the identity key file is missing") }
         let identity = try Identity.generate()
         var seed = identity.seed()
-        var hex = Array(seed.map { String(format: "%02x", $0) }.joined().utf8) + [UInt8(ascii: "\n")]
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8](repeating: UInt8(ascii: "\n"), count: seed.count * 2 + 1)
+        for (index, byte) in seed.enumerated() {
+            text[2 * index] = digits[Int(byte >> 4)]
+            text[2 * index + 1] = digits[Int(byte & 0x0F)]
+        }
         defer {
             Sodium.wipe(&seed)
-            Sodium.wipe(&hex)
+            Sodium.wipe(&text)
         }
-        try PrivateFiles.writeAtomically(Data(hex), to: path)
+        try PrivateFiles.writeAtomically(text, to: path, durable: true)
         return identity
     }
 
-    static func hexBytes(_ hex: String) -> [UInt8]? {
-        let utf8 = Array(hex.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        for index in stride(from: 0, to: utf8.count, by: 2) {
-            guard let byte = UInt8(String(decoding: utf8[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
+    /// The seed in a key file's text: 64 hex digits, with whitespace around them.
+    static func seed(fromHex text: [UInt8]) -> [UInt8]? {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || ($0 >= 0x09 && $0 <= 0x0D) }
+        guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) }),
+              last - first + 1 == 2 * Identity.seedLength else { return nil }
+        func nibble(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
+            default: return nil
+            }
         }
-        return bytes
+        var seed = [UInt8](repeating: 0, count: Identity.seedLength)
+        for index in 0..<Identity.seedLength {
+            guard let high = nibble(text[first + 2 * index]), let low = nibble(text[first + 2 * index + 1]) else {
+                Sodium.wipe(&seed)
+                return nil
+            }
+            seed[index] = high << 4 | low
+        }
+        return seed
     }
 
     /// Milliseconds since 1970 by the system's wall clock.

@@ -1,6 +1,17 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
+/// A source's allowance of strangers: a token bucket.
+struct StrangerAllowance: Equatable, Sendable {
+    /// Strangers a source may bring at once.
+    var burst: Double
+    /// Strangers per second that come back.
+    var refillPerSecond: Double
+
+    static let `default` = StrangerAllowance(burst: 32, refillPerSecond: 4)
+}
+
+
 /// Bounds connections whose device is not yet known to be trusted, per
 /// source, and all connections in total.
 ///
@@ -16,23 +27,15 @@ import NIOCore
 /// bound the oldest pending connection of any source; a newcomer that finds
 /// only connections in their grace period, or only trusted sessions, is refused.
 ///
-/// Every connection that ends without its device known trusted (a stranger,
-/// a failed or unfinished handshake, an eviction) spends one of its source's
-/// allowance of strangers, which comes back at a steady rate; a source that
-/// has spent it is refused at connect, before any handshake work, until it
-/// has some again (as OpenSSH's per-source penalties do). A flood of
-/// throwaway identities from one host so costs the node an accepted socket
-/// each, not a handshake each. Trusted sessions spend nothing.
-/// A source's allowance of strangers: a token bucket.
-struct StrangerAllowance: Equatable, Sendable {
-    /// Strangers a source may bring at once.
-    var burst: Double
-    /// Strangers per second that come back.
-    var refillPerSecond: Double
-
-    static let `default` = StrangerAllowance(burst: 32, refillPerSecond: 4)
-}
-
+/// Every connection spends one of its source's allowance of strangers when
+/// it is admitted, and gets it back once its device is known trusted: what a
+/// source loses are its strangers, failed or unfinished handshakes and
+/// evictions, and what it may have pending at once never exceeds what it has
+/// left. The allowance comes back at a steady rate; a source that has spent
+/// it is refused at connect, before any handshake work, until it has some
+/// again (as OpenSSH's per-source penalties do). A flood of throwaway
+/// identities from one host so costs the node an accepted socket each, not a
+/// handshake each. Trusted sessions spend nothing.
 final class ConnectionLimiter<Connection>: @unchecked Sendable {
     private struct Pending {
         let connection: Connection
@@ -86,7 +89,8 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
     func admit(_ connection: Connection, from source: String) -> Admission {
         lock.withLock {
             let now = now()
-            guard tokens(of: source, at: now) >= 1 else { return .refused(.tooManyStrangers) }
+            let left = tokens(of: source, at: now)
+            guard left >= 1 else { return .refused(.tooManyStrangers) }
             var evicted: Connection?
             if pending[source, default: []].count >= maximumPendingPerSource {
                 guard let oldest = pending[source]?.first, oldest.admitted + grace <= now else { return .refused(.sourceBusy) }
@@ -97,15 +101,21 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
                 evicted = oldest.connection
             }
             if let evicted { forget(evicted) }
+            setTokens(of: source, to: left - 1, at: now)
             admitted[Self.key(connection)] = source
             pending[source, default: []].append(Pending(connection: connection, admitted: now))
             return .admitted(evicting: evicted)
         }
     }
 
-    /// The connection's device is trusted: it no longer counts against its source.
+    /// The connection's device is trusted: it no longer counts against its
+    /// source, and the allowance it took comes back.
     func trusted(_ connection: Connection) {
-        lock.withLock { removePending(connection) }
+        lock.withLock {
+            guard let source = admitted[Self.key(connection)], removePending(connection, of: source) else { return }
+            let now = now()
+            setTokens(of: source, to: tokens(of: source, at: now) + 1, at: now)
+        }
     }
 
     /// The connection closed (evicted ones were forgotten already).
@@ -128,19 +138,14 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
     /// Connections are objects (channels): their identity is the key.
     private static func key(_ connection: Connection) -> ObjectIdentifier { ObjectIdentifier(connection as AnyObject) }
 
-    /// Stops counting the connection; one that was never trusted spends one of its source's allowance.
+    /// Stops counting the connection (a pending one keeps the allowance it took).
     private func forget(_ connection: Connection) {
         guard let source = admitted.removeValue(forKey: Self.key(connection)) else { return }
-        if removePending(connection, of: source) { spend(source) }
+        removePending(connection, of: source)
     }
 
     /// Returns whether the connection was pending.
     @discardableResult
-    private func removePending(_ connection: Connection) -> Bool {
-        guard let source = admitted[Self.key(connection)] else { return false }
-        return removePending(connection, of: source)
-    }
-
     private func removePending(_ connection: Connection, of source: String) -> Bool {
         guard let waiting = pending[source] else { return false }
         let rest = waiting.filter { Self.key($0.connection) != Self.key(connection) }
@@ -154,11 +159,13 @@ final class ConnectionLimiter<Connection>: @unchecked Sendable {
         return min(allowance.burst, entry.tokens + max(0, seconds) * allowance.refillPerSecond)
     }
 
-    private func spend(_ source: String) {
-        let now = now()
-        let left = tokens(of: source, at: now) - 1
+    private func setTokens(of source: String, to value: Double, at now: NIODeadline) {
+        guard value < allowance.burst else {
+            spent[source] = nil // whole again: nothing to remember
+            return
+        }
         if spent[source] == nil, spent.count >= Self.maximumTrackedSources { makeRoomInSpent(now: now) }
-        spent[source] = Spent(tokens: max(0, left), updated: now)
+        spent[source] = Spent(tokens: max(0, value), updated: now)
     }
 
     /// Forgets the sources whose allowance came back whole; if none has, the one with the most left.

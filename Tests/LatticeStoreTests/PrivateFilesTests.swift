@@ -61,6 +61,20 @@ import Glibc
         _ = try RecordStore(directory: directory)
     }
 
+    @Test func theKeyFileReadsBackInAnyHexCaseAndADamagedOneIsRefused() throws {
+        let directory = root.appendingPathComponent("hex")
+        let id = try RecordStore(directory: directory).identity.deviceID
+        let key = directory.appendingPathComponent(RecordStore.identityFileName).path
+        let text = try String(contentsOfFile: key, encoding: .utf8)
+        #expect(text.count == 65 && text.hasSuffix("\n"))
+        try PrivateFiles.writeAtomically(Data(("  " + text.uppercased() + "\n").utf8), to: key)
+        #expect(try RecordStore(directory: directory).identity.deviceID == id)
+        try PrivateFiles.writeAtomically(Data(text.dropFirst().utf8), to: key)
+        #expect(throws: StoreError.self) { _ = try RecordStore(directory: directory) }
+        try PrivateFiles.writeAtomically(Data(("g" + text.dropFirst()).utf8), to: key)
+        #expect(throws: StoreError.self) { _ = try RecordStore(directory: directory) }
+    }
+
     @Test func anIdentityKeyThatIsASymbolicLinkIsRefused() throws {
         let directory = root.appendingPathComponent("link")
         _ = try RecordStore(directory: directory)

@@ -136,6 +136,14 @@ import Testing
         #expect(refusal(limiter.admit(Connection(), from: "10.0.0.66")) == nil)
     }
 
+    @Test func aSourceCannotHoldMoreHandshakesAtOnceThanItHasAllowanceLeft() {
+        let clock = Clock()
+        let limiter = limiter(perSource: 8, allowance: StrangerAllowance(burst: 1, refillPerSecond: 0.001), clock: clock)
+        // The allowance is taken at admission: eight at once cannot all pass on one token.
+        let admitted = (0..<8).filter { _ in refusal(limiter.admit(Connection(), from: "10.0.0.8")) == nil }.count
+        #expect(admitted == 1)
+    }
+
     @Test func trustedSessionsSpendNoAllowanceAndEvictionsDo() {
         let clock = Clock()
         let limiter = limiter(perSource: 1, allowance: StrangerAllowance(burst: 2, refillPerSecond: 0.001), clock: clock)

@@ -45,7 +45,7 @@ import Testing
         }
     }
 
-    func waitUntil(_ seconds: Double = 20, _ condition: () -> Bool) async throws -> Bool {
+    func waitUntil(_ seconds: Double = 120, _ condition: () -> Bool) async throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if condition() { return true }
@@ -63,13 +63,18 @@ import Testing
         let friends = try [Identity.generate(), Identity.generate()]
         let delegate = BlockingDelegate(trusting: Set(friends.map(\.deviceID)), blocks: true)
         let nodeEvents = Events()
-        let server = SyncEndpoint(identity: node, delegate: delegate, group: group, threadPool: pool, logger: logger, onEvent: nodeEvents.add)
+        // The friends' sessions wait on blocked hellos for as long as the test takes (a loaded CI machine
+        // can take minutes): no keepalive may end them meanwhile.
+        var patient = ConnectionSettings()
+        patient.pingInterval = .seconds(600)
+        patient.idleTimeout = .seconds(1200)
+        let server = SyncEndpoint(identity: node, delegate: delegate, group: group, threadPool: pool, settings: patient, logger: logger, onEvent: nodeEvents.add)
         let listener = try await server.listen(host: "127.0.0.1", port: 0)
         let port = try #require(listener.localAddress?.port)
         // Two trusted devices take both store threads (their hellos block).
         var channels: [Channel] = []
         for friend in friends {
-            let client = SyncEndpoint(identity: friend, delegate: BlockingDelegate(trusting: [node.deviceID], blocks: false), group: group, threadPool: pool, logger: logger, onEvent: { _ in })
+            let client = SyncEndpoint(identity: friend, delegate: BlockingDelegate(trusting: [node.deviceID], blocks: false), group: group, threadPool: pool, settings: patient, logger: logger, onEvent: { _ in })
             channels.append(try await client.connect(host: "127.0.0.1", port: port))
         }
         #expect(try await waitUntil { delegate.hellos.withLockedValue { $0 } == 2 })

@@ -44,6 +44,8 @@ struct StoreSyncAdapter: SyncDelegate {
     func hello(for peer: DeviceID) throws -> Hello {
         deferredStreams.withLockedValue { marks in marks = marks.filter { $0.peer != peer } }
         return try store.read { snapshot in
+            // Zones, vectors and resume points are the account's: not for a device untrusted since the handshake.
+            try requireTrusted(peer, in: snapshot)
             let resume = try snapshot.resumePoints(of: peer.description)
             let zones = try snapshot.zones(in: .private).map { zone in
                 ZoneAdvert(zone: zone.key, zoneState: zone.sync.zoneState, vector: zone.sync.vector, resume: resume[zone.key].map(StreamCursor.init))

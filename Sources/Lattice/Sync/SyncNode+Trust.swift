@@ -60,7 +60,10 @@ extension SyncNode {
             state.strangers.note(reason, address: address, deviceID: deviceID, at: RecordStore.systemWallClock())
             state.status.strangers = state.strangers
             if deviceID != nil { state.strangersUnsaved = true }
-            return state.strangersUnsaved && NIODeadline.now() - state.strangersSaved >= .seconds(60)
+            guard state.strangersUnsaved, NIODeadline.now() - state.strangersSaved >= .seconds(60) else { return false }
+            // Counted as saved now: the save waits for a store thread, and refusals go on meanwhile.
+            state.strangersSaved = .now()
+            return true
         }
         if save { threadPool.submit { [weak self] _ in self?.saveStrangers() } }
     }

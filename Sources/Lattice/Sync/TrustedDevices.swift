@@ -9,6 +9,8 @@ import NIOConcurrencyHelpers
 final class TrustedDevices: Sendable {
     private let store: RecordStore
     private let devices: NIOLockedValueBox<Set<DeviceID>>
+    /// One reload at a time, so an older read never replaces a newer one.
+    private let reloading = NIOLock()
 
     init(store: RecordStore) {
         self.store = store
@@ -25,12 +27,14 @@ final class TrustedDevices: Sendable {
     /// Reads the set from the store; returns whether it changed.
     @discardableResult
     func reload() throws -> Bool {
-        let fresh = try store.read { snapshot in
-            Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) })
-        }
-        return devices.withLockedValue { current in
-            defer { current = fresh }
-            return current != fresh
+        try reloading.withLock {
+            let fresh = try store.read { snapshot in
+                Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) })
+            }
+            return devices.withLockedValue { current in
+                defer { current = fresh }
+                return current != fresh
+            }
         }
     }
 }
