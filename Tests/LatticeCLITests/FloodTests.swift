@@ -65,13 +65,15 @@ import Testing
         print("flood: quiet p50 \(FloodRig.percentile(quiet.propagation, 0.5)) ms p99 \(quiet.p99) ms (\(quiet.propagation.count) saves, a's CPU \(quiet.cpuOfA) s), attacked p50 \(FloodRig.percentile(attacked.propagation, 0.5)) ms p99 \(attacked.p99) ms (\(attacked.propagation.count) saves, a's CPU \(attacked.cpuOfA) s); a's peak RSS \(quiet.peakRSSOfA) / \(peak) MB; store +\(attacked.storeGrowth) bytes for 300 strangers; floods \(quiet.flood) \(attacked.flood)")
 
         // Strangers alone: the store hears of them at most once a minute, not per attempt.
-        #expect((attacked.strangersOnly["handshakes"] as? Int ?? 0) >= 30, "\(attacked.strangersOnly)")
+        // A fresh source has an allowance of 32 handshakes; the rest are refused at connect.
+        let strangersLetIn = attacked.strangersOnly["handshakes"] as? Int ?? 0
+        #expect(strangersLetIn >= 20 && strangersLetIn <= 60, "\(attacked.strangersOnly)")
         #expect(attacked.storeGrowth < 32 * 1024, "300 strangers grew the store by \(attacked.storeGrowth) bytes")
 
         for phase in [quiet, attacked] {
             // The flood really ran: its handshakes completed, and each stranger tried to send 4 MiB.
             #expect((phase.flood["attempts"] as? Int ?? 0) >= 2000, "\(phase.flood)")
-            #expect((phase.flood["handshakes"] as? Int ?? 0) >= 30, "\(phase.flood)")
+            #expect((phase.flood["handshakes"] as? Int ?? 0) >= 10, "\(phase.flood)")
             #expect(phase.trustedDialIn.status == 0, "a trusted device could not sync with the node: \(phase.trustedDialIn.stderr)")
             #expect(phase.floodOutlastedSamples, "the flood ended before the samples did")
         }
@@ -89,7 +91,7 @@ import Testing
         #expect(strangersStored <= 30, "a's store lists \(strangersStored) untrusted devices after thousands of strangers")
         // Refusals are counted by reason and address, in bounded form; events and log lines about them are few.
         let totals = (listing["turnedAway"] as? [String: Any])?["totals"] as? [String: Int] ?? [:]
-        #expect((totals["untrusted"] ?? 0) >= 100 && (totals["tooManyStrangers"] ?? 0) >= 1000, "\(totals)")
+        #expect((totals["untrusted"] ?? 0) >= 30 && (totals["tooManyStrangers"] ?? 0) >= 1000, "\(totals)")
         let sources = (listing["turnedAway"] as? [String: Any])?["sources"] as? [[String: Any]] ?? []
         #expect(sources.contains { $0["address"] as? String == "127.0.0.2" && $0["reason"] as? String == "tooManyStrangers" }, "\(sources)")
         let refusedEvents = rig.a.count("refused")
