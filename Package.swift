@@ -81,7 +81,7 @@ let package = Package(
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
         // A hostile client (throwaway identities, oversized messages) for the flood test and benchmark.
-        .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol"]),
+        .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol", "LatticeTestSupport"]),
         // The change-set fuzzer: a library the tests replay crashers with, and its binary (scripts/fuzz.sh).
         .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeStore"]),
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "LatticeDiscoveryTests", dependencies: ["LatticeDiscovery"]),
         .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto"]),
         .testTarget(name: "LatticeTransportTests", dependencies: [
-            "LatticeTransport", "LatticeProtocol", "LatticeCrypto", "LatticeCore",
+            "LatticeTransport", "LatticeProtocol", "LatticeCrypto", "LatticeCore", "LatticeTestSupport",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
         ]),

@@ -33,13 +33,13 @@ PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$TMP"' EXIT
 cpu() { awk '{print ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 
-serve() { # DIR [PEER-PORT]: starts a node, prints its pid and port
+serve() { # DIR [PEER-PORT]: starts a node (in this shell, so PIDS knows it); sets PID and PORT
   local dir="$1" peer="${2:-}"
   "$L" serve --port 0 --listen 127.0.0.1 --no-mdns --log-level error --store "$dir" ${peer:+--peer 127.0.0.1:$peer} > "$dir.log" 2>&1 &
-  PIDS+=($!)
-  local pid=$!
+  PID=$!
+  PIDS+=("$PID")
   for _ in $(seq 100); do grep -q "listening on port" "$dir.log" && break; sleep 0.1; done
-  echo "$pid $(sed -n 's/^listening on port //p' "$dir.log" | head -1)"
+  PORT="$(sed -n 's/^listening on port //p' "$dir.log" | head -1)"
 }
 
 phase() { # LABEL TARGET (a or c)
@@ -62,10 +62,10 @@ for i in range(50000):
     print(json.dumps({"recordName": f"{tag}-{i}", "recordType": "Track",
                       "fields": {"title": {"value": f"track {i} of a long import", "type": "STRING"}, "n": {"value": i, "type": "INT64"}}}))
 PY
-  local a aport c cport port
-  read -r a aport < <(serve "$dir/a")
-  serve "$dir/b" "$aport" >/dev/null
-  read -r c cport < <(serve "$dir/c")
+  local a aport cport port
+  serve "$dir/a"; a="$PID"; aport="$PORT"
+  serve "$dir/b" "$aport"
+  serve "$dir/c"; cport="$PORT"
   port="$([[ "$target" == a ]] && echo "$aport" || echo "$cport")"
   sleep 1
   before="$(cpu "$a")"

@@ -13,6 +13,7 @@
 import Foundation
 import LatticeCrypto
 import LatticeProtocol
+import LatticeTestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -69,106 +70,30 @@ struct Outcome {
     var heldMilliseconds: Double?
 }
 
-/// A blocking TCP connection with length-prefixed frames.
-final class Connection {
-    let fd: Int32
-
-    init?(host: String, port: Int, source: String?, timeoutSeconds: Int) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        let fd = fd
-        if let source, Self.withAddress(source, port: 0, { bind(fd, $0, $1) }) != 0 {
-            close(fd)
-            return nil
-        }
-        guard Self.withAddress(host, port: port, { connect(fd, $0, $1) }) == 0 else {
-            close(fd)
-            return nil
-        }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    deinit { close(fd) }
-
-    /// Calls `body` with an IPv4 socket address.
-    static func withAddress(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr(host)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-    }
-
-    /// Sends a frame; returns how many of its bytes the node took before it stopped reading or closed.
-    @discardableResult
-    func sendFrame(_ payload: [UInt8]) -> Int {
-        let bytes = withUnsafeBytes(of: UInt32(payload.count).bigEndian, Array.init) + payload
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { break }
-            sent += n
-        }
-        return sent
-    }
-
-    func readFrame() -> [UInt8]? {
-        guard let header = read(4) else { return nil }
-        let length = Int(header.reduce(0) { $0 << 8 | UInt32($1) })
-        guard length <= 1 << 21 else { return nil }
-        return read(length)
-    }
-
-    private func read(_ count: Int) -> [UInt8]? {
-        var out = [UInt8](repeating: 0, count: count)
-        var got = 0
-        while got < count {
-            let n = out.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, count - got, 0) }
-            if n <= 0 { return nil }
-            got += n
-        }
-        return out
-    }
-
-    /// Waits for the node to close (reading and dropping what it sends); false on timeout.
-    func awaitClose() -> Bool {
-        var scratch = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = recv(fd, &scratch, scratch.count, 0)
-            if n == 0 { return true }
-            if n < 0 { return errno == ECONNRESET || errno == EPIPE }
-        }
-    }
-}
-
 func attack(_ options: Options, payload: [UInt8]) -> Outcome {
     var outcome = Outcome()
-    guard let connection = Connection(host: options.host, port: options.port, source: options.source, timeoutSeconds: 10) else { return outcome }
+    guard let connection = RawConnection(host: options.host, port: options.port, source: options.source, timeoutSeconds: 10) else { return outcome }
     outcome.connected = true
     do {
         var initiator = try HandshakeInitiator(identity: try Identity.generate(), versions: SyncWire.versions)
-        connection.sendFrame(initiator.start())
+        connection.frame(initiator.start())
         guard let second = connection.readFrame() else { return outcome }
         let (reply, result) = try initiator.receive(second)
-        guard connection.sendFrame(reply) == reply.count + 4 else { return outcome }
+        guard connection.frame(reply) == reply.count + 4 else { return outcome }
         outcome.handshake = true
         let done = Date()
         if options.messages > 0 {
             var sender = try result.sendKey.withBytes { try SecretStreamSender(key: $0) }
-            var taken = connection.sendFrame(sender.header)
+            var taken = connection.frame(sender.header)
             for _ in 0..<options.messages {
                 let frame = try sender.seal(payload)
-                let sent = connection.sendFrame(frame)
+                let sent = connection.frame(frame)
                 taken += sent
                 if sent < frame.count + 4 { break }
             }
             outcome.messageBytesTaken = taken
         }
-        if connection.awaitClose() { outcome.heldMilliseconds = Date().timeIntervalSince(done) * 1000 }
+        if connection.closedByServer() { outcome.heldMilliseconds = Date().timeIntervalSince(done) * 1000 }
     } catch {
         // A handshake the node broke off counts as refused.
     }

@@ -3,6 +3,7 @@ import LatticeCore
 import LatticeCrypto
 import LatticeProtocol
 @testable import LatticeTransport
+import LatticeTestSupport
 import Logging
 import NIOCore
 import NIOPosix
@@ -15,61 +16,6 @@ import Glibc
 /// queued for it than an honest session ever queues, the node stops reading
 /// from it, so what waits in the node's memory stays bounded.
 @Suite struct UnreadPeerTests {
-    /// A blocking client socket that speaks the protocol by hand and reads only when told.
-    final class RawPeer {
-        let fd: Int32
-
-        init(port: Int) throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            // A small receive buffer: what the node sends piles up on its side, not in the kernel.
-            var small: Int32 = 4096
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            try #require(connected == 0)
-            var timeout = timeval(tv_sec: 2, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        }
-
-        deinit { close(fd) }
-
-        /// Sends all of `bytes`; returns how many went before the node stopped taking them for 2 s.
-        @discardableResult
-        func send(_ bytes: [UInt8]) -> Int {
-            var sent = 0
-            while sent < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { break }
-                sent += n
-            }
-            return sent
-        }
-
-        func frame(_ payload: [UInt8]) -> [UInt8] { withUnsafeBytes(of: UInt32(payload.count).bigEndian, Array.init) + payload }
-
-        func readFrame() -> [UInt8]? {
-            guard let header = read(4) else { return nil }
-            return read(Int(header.reduce(0) { $0 << 8 | UInt32($1) }))
-        }
-
-        private func read(_ count: Int) -> [UInt8]? {
-            var out = [UInt8](repeating: 0, count: count)
-            var got = 0
-            while got < count {
-                let n = out.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, count - got, 0) }
-                if n <= 0 { return nil }
-                got += n
-            }
-            return out
-        }
-    }
-
     final class TrustingDelegate: SyncDelegate, @unchecked Sendable {
         let trusted: DeviceID
         init(trusting trusted: DeviceID) { self.trusted = trusted }
@@ -94,17 +40,19 @@ import Glibc
             identity: node, delegate: TrustingDelegate(trusting: peer.deviceID), group: group, threadPool: pool, settings: settings,
             logger: Logger(label: "test"), onEvent: { _ in })
         let listener = try await server.listen(host: "127.0.0.1", port: 0)
-        let client = try RawPeer(port: try #require(listener.localAddress?.port))
+        // A small receive buffer: what the node sends piles up on its side, not in the kernel.
+        let port = try #require(listener.localAddress?.port)
+        let client = try #require(RawConnection(port: port, receiveBuffer: 4096, timeoutSeconds: 2))
 
         // The handshake and the streams' headers, then a hello: a trusted session.
         var initiator = try HandshakeInitiator(identity: peer, versions: SyncWire.versions)
-        client.send(client.frame(initiator.start()))
+        client.frame(initiator.start())
         let (reply, keys) = try initiator.receive(try #require(client.readFrame()))
-        client.send(client.frame(reply))
+        client.frame(reply)
         var sender = try keys.sendKey.withBytes { try SecretStreamSender(key: $0) }
-        client.send(client.frame(sender.header))
+        client.frame(sender.header)
         _ = try #require(client.readFrame()) // the node's stream header; nothing is read after it
-        client.send(client.frame(try sender.seal(SyncMessage.hello(Hello(container: "app", zones: [])).encoded())))
+        client.frame(try sender.seal(SyncMessage.hello(Hello(container: "app", zones: [])).encoded()))
 
         // Pings, 10,000 to a write, never reading a pong: the node must stop taking them.
         let ping = SyncMessage.ping.encoded()
@@ -114,7 +62,7 @@ import Glibc
         while accepted < limit {
             var chunk: [UInt8] = []
             chunk.reserveCapacity(32 * 10_000)
-            for _ in 0..<10_000 { chunk += try client.frame(sender.seal(ping)) }
+            for _ in 0..<10_000 { chunk += RawConnection.framed(try sender.seal(ping)) }
             let sent = client.send(chunk)
             accepted += sent
             if sent < chunk.count {
