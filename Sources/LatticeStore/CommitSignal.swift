@@ -68,9 +68,9 @@ enum CommitSignal {
 /// Calls `onCommit` (on its own thread) after commits to the store by any
 /// process, until `stop()`. Several wake-ups in a row may arrive as one.
 public final class CommitWatcher: @unchecked Sendable {
-    private let path: String
     private let directory: String
     private let name: String
+    private var path: String { directory + "/" + name }
     private let fd: Int32
     private let thread: Thread
     private let stopped = StopFlag()
@@ -94,7 +94,7 @@ public final class CommitWatcher: @unchecked Sendable {
         let name = "\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         self.directory = directory.path
         self.name = name
-        path = directory.appendingPathComponent(name).path
+        let path = directory.appendingPathComponent(name).path
         let socketFD = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         guard socketFD >= 0 else { throw StoreError.io(path: path, reason: "cannot create a wake-up socket (errno \(errno))") }
         let bound = CommitSignal.withSocketAddress(in: directory.path, name: name) { address, length in bind(socketFD, address, length) }

@@ -31,11 +31,11 @@ public enum PrivateFiles {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ELOOP { throw StoreError.insecure(path: path, reason: "\(what) is not a regular file (a symbolic link)") }
-            throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))")
+            throw StoreError.io(path: path, reason: "cannot read \(what) (\(systemError()))")
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))") }
+        guard fstat(fd, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(systemError()))") }
         try check(info, path: path, what: what, type: S_IFREG, notOfType: "is not a regular file (a directory or a device)")
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
@@ -52,7 +52,7 @@ public enum PrivateFiles {
             if n < 0, errno == EINTR { continue }
             guard n >= 0 else {
                 Sodium.wipe(&bytes)
-                throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))")
+                throw StoreError.io(path: path, reason: "cannot read \(what) (\(systemError()))")
             }
             if n == 0 { break }
             count += n
@@ -76,7 +76,7 @@ public enum PrivateFiles {
         let name = (path as NSString).lastPathComponent
         let temporary = "\(directory)/.\(name).\(UInt64.random(in: 0...UInt64.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.io(path: temporary, reason: "cannot create (\(String(cString: strerror(errno))))") }
+        guard fd >= 0 else { throw StoreError.io(path: temporary, reason: "cannot create (\(systemError()))") }
         var failure: Int32 = 0
         data.withUnsafeBytes { buffer in
             var offset = 0
@@ -95,7 +95,7 @@ public enum PrivateFiles {
         if failure == 0, rename(temporary, path) != 0 { failure = errno }
         guard failure == 0 else {
             unlink(temporary)
-            throw StoreError.io(path: path, reason: "cannot write (\(String(cString: strerror(failure))))")
+            throw StoreError.io(path: path, reason: "cannot write (\(systemError(failure)))")
         }
         if durable {
             let directoryFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -109,7 +109,7 @@ public enum PrivateFiles {
     /// The file's status (not following a symbolic link), refused unless it is of `type` and this user's.
     private static func ownStatus(_ path: String, what: String, type: mode_t, notOfType: String) throws -> stat {
         var info = stat()
-        guard lstat(path, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(String(cString: strerror(errno))))") }
+        guard lstat(path, &info) == 0 else { throw StoreError.io(path: path, reason: "cannot read \(what) (\(systemError()))") }
         try check(info, path: path, what: what, type: type, notOfType: notOfType)
         return info
     }
@@ -124,4 +124,6 @@ public enum PrivateFiles {
     }
 
     private static func octal(_ mode: mode_t) -> String { "0" + String(mode, radix: 8) }
+
+    private static func systemError(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
 }

@@ -11,7 +11,6 @@ struct StrangerAllowance: Equatable, Sendable {
     static let `default` = StrangerAllowance(burst: 32, refillPerSecond: 4)
 }
 
-
 /// Bounds connections whose device is not yet known to be trusted, per
 /// source, and all connections in total.
 ///

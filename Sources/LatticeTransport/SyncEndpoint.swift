@@ -69,19 +69,20 @@ public final class SyncEndpoint: Sendable {
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelInitializer { [self] channel in
                 let address = channel.remoteAddress.map(addressText) ?? "?"
+                let host = channel.remoteAddress.flatMap(hostText) ?? "?"
                 let source = channel.remoteAddress?.connectionSource ?? "?"
                 switch limiter.admit(channel, from: source) {
                 case .refused(.tooManyStrangers) where tarpit.hold(channel):
                     // No reply, no read, closed a moment later: a client looping on
                     // connect waits instead of making the node accept thousands of sockets a second.
-                    onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?", tooManyStrangers: true))
+                    onEvent(.turnedAway(address: host, tooManyStrangers: true))
                     return channel.setOption(ChannelOptions.autoRead, value: false)
                 case .refused(let why):
                     refusals.notice("connection refused", metadata: [
                         "address": "\(address)",
                         "reason": "\(TransportError.tooManyConnections(source)): \(why.explanation)",
                     ])
-                    onEvent(.turnedAway(address: channel.remoteAddress.flatMap(hostText) ?? "?", tooManyStrangers: why == .tooManyStrangers))
+                    onEvent(.turnedAway(address: host, tooManyStrangers: why == .tooManyStrangers))
                     return channel.close()
                 case .admitted(let evicted):
                     if let evicted {

@@ -15,7 +15,6 @@ final class FloodRig {
     let a: NodeProcess
     let b: NodeProcess
     let c: NodeProcess
-    let ids: [String: String]
     private let databases: [String: Database]
 
     init(cli: CLI, prefix: String) throws {
@@ -33,7 +32,6 @@ final class FloodRig {
             try cli.ok(["trust", ids[y]!, "--name", y], store: prefix + x)
             try cli.ok(["trust", ids[x]!, "--name", x], store: prefix + y)
         }
-        self.ids = ids
         a = try NodeProcess(cli: cli, store: prefix + "a", logLevel: "warning")
         b = try NodeProcess(cli: cli, store: prefix + "b", peers: [a.port], logLevel: "warning")
         c = try NodeProcess(cli: cli, store: prefix + "c", logLevel: "warning")

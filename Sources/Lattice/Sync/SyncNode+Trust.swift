@@ -70,14 +70,7 @@ extension SyncNode {
 
     /// Whether a refusal gets its own `refused` event: at most 5 in 10 seconds.
     /// Every refusal is counted in `status.strangers` whatever this says.
-    func announcesRefusal() -> Bool {
-        state.withLockedValue { state in
-            let now = NIODeadline.now()
-            if now - state.refusedEvents.since >= .seconds(10) { state.refusedEvents = (now, 0) }
-            state.refusedEvents.count += 1
-            return state.refusedEvents.count <= 5
-        }
-    }
+    func announcesRefusal() -> Bool { state.withLockedValue { $0.refusedEvents.take() != nil } }
 
     /// Writes the recent untrusted devices to the store's peers, in one transaction.
     func saveStrangers() {

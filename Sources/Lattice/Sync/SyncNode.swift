@@ -126,8 +126,8 @@ public final class SyncNode: Sendable {
         /// When untrusted devices were last written to the store's peers.
         var strangersSaved = NIODeadline.now()
         var strangersUnsaved = false
-        /// `refused` events sent in the current ten seconds (a flood must not flood the event stream).
-        var refusedEvents: (since: NIODeadline, count: Int) = (.distantPast, 0)
+        /// `refused` events: at most 5 in 10 seconds (a flood must not flood the event stream).
+        var refusedEvents = RateWindow(interval: .seconds(10), burst: 5)
         /// Polls for commits when there is no wake-up socket.
         var poller: RepeatedTask?
         /// One dial loop per discovered device it should sync with.
