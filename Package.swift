@@ -46,7 +46,7 @@ let package = Package(
         ),
         // No pkg-config here: Avahi's .pc file adds -D_REENTRANT, which SwiftPM warns about on every build.
         .systemLibrary(name: "CDNSSD", providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
-        .target(name: "LatticeCore"),
+        .target(name: "LatticeCore", dependencies: ["LatticeCrypto"]),
         .target(
             name: "LatticeDiscovery", dependencies: ["CDNSSD"],
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux])), .linkedLibrary("avahi-common", .when(platforms: [.linux]))]

@@ -76,9 +76,12 @@ public enum ChangeSetFormat {
     public static let magic: [UInt8] = Array("LTCS".utf8)
     /// Version 2 added conflicts and target incarnations to record states;
     /// version 3 the schema's field indexes in the header and the compact
-    /// record form (front-coded names, a lone vector entry as a flag).
-    public static let version: UInt8 = 3
-    public static let readableVersions: ClosedRange<UInt8> = 1...3
+    /// record form (front-coded names, a lone vector entry as a flag);
+    /// version 4 ghosts in records and proofs frames (signed blocks).
+    public static let version: UInt8 = 4
+    public static let readableVersions: ClosedRange<UInt8> = 1...4
+    /// Proofs frames are cut after this many blocks.
+    static let blocksPerProofsFrame = 128
     /// Frames are cut near this size, so writer and reader hold one frame at a time.
     public static let targetFrameSize = 64 * 1024
     public static let maximumFrameSize = 16 * 1024 * 1024
@@ -91,13 +94,14 @@ public enum ChangeSetFormat {
     }
 
     enum Kind: UInt8 {
-        case header = 1, records = 2, end = 3
+        case header = 1, records = 2, end = 3, proofs = 4
     }
 }
 
 /// Writes a change set as a stream of frames handed to `sink` as they fill.
 public struct ChangeSetWriter {
     private let sink: ([UInt8]) throws -> Void
+    private let proofs: ProofCollector?
     private var replicas: ReplicaTable
     private var codec = RecordCodec()
     private var frame = BinaryWriter(capacity: ChangeSetFormat.targetFrameSize + 4096)
@@ -107,11 +111,15 @@ public struct ChangeSetWriter {
     public private(set) var recordCount = 0
     public private(set) var byteCount = 0
 
-    public init(header: ChangeSetHeader, sink: @escaping ([UInt8]) throws -> Void) throws {
+    /// `proofs` gathers the blocks that let the receiver check the writes
+    /// (nil only where no replica signs: tests under made-up replica IDs).
+    public init(header: ChangeSetHeader, proofs: ProofCollector?, sink: @escaping ([UInt8]) throws -> Void) throws {
         self.sink = sink
+        self.proofs = proofs
+        proofs?.note(header)
         replicas = ReplicaTable(header.replicas)
         let version = ChangeSetFormat.version
-        codec = RecordCodec(compact: true)
+        codec = RecordCodec(compact: true, ghostCount: true)
         let opening = ChangeSetFormat.magic + [version]
         chain = ChangeSetFormat.chainSeed(opening)
         try emit(opening)
@@ -124,6 +132,7 @@ public struct ChangeSetWriter {
         if let failure { throw failure }
         let before = replicas.replicas.count
         codec.encode(state, into: &frame, replicas: &replicas)
+        proofs?.note(state)
         guard replicas.replicas.count == before else {
             // The frame now holds what no reader could decode: nothing more goes out.
             failure = .replicaMissingFromHeader("record \"\(state.recordName)\"")
@@ -138,6 +147,17 @@ public struct ChangeSetWriter {
     public mutating func finish() throws {
         if let failure { throw failure }
         try flushRecords()
+        if let proofs {
+            let blocks = try proofs.blocks()
+            var start = 0
+            while start < blocks.count {
+                let end = min(start + ChangeSetFormat.blocksPerProofsFrame, blocks.count)
+                var frame = BinaryWriter(capacity: (end - start) * 1024)
+                ProofFrameCodec.encode(Array(blocks[start..<end]), into: &frame)
+                try writeFrame(.proofs, frame.bytes)
+                start = end
+            }
+        }
         var payload = BinaryWriter()
         payload.varint(recordCount)
         try writeFrame(.end, payload.bytes)
@@ -196,6 +216,8 @@ public struct ArrayByteSource: ByteSource {
 public struct ChangeSetReader<Source: ByteSource> {
     public private(set) var source: Source
     public private(set) var header: ChangeSetHeader?
+    /// The blocks the change set's proofs frames carried, complete once `nextRecord` returned nil.
+    public private(set) var proofs: [BlockProof] = []
     private var codec = RecordCodec()
     private var frame = BinaryReader([])
     private var recordsLeftInFrame = 0
@@ -218,7 +240,7 @@ public struct ChangeSetReader<Source: ByteSource> {
         guard kind == .header else { throw ChangeSetError.malformed("first frame is not a header") }
         var reader = BinaryReader(payload)
         let header = try wrap { try HeaderCodec.decode(from: &reader, version: magic[4]) }
-        codec = RecordCodec(compact: magic[4] >= 3)
+        codec = RecordCodec(compact: magic[4] >= 3, ghostCount: magic[4] >= 4)
         self.header = header
         return header
     }
@@ -244,6 +266,8 @@ public struct ChangeSetReader<Source: ByteSource> {
                 }
                 finished = true
                 return nil
+            case .proofs:
+                proofs += try wrap { try ProofFrameCodec.decode(payload, zone: header.zone) }
             case .header:
                 throw ChangeSetError.malformed("a second header inside one change set")
             }

@@ -49,6 +49,7 @@ public enum LocalWrite {
             }
         }
         next.fields = fields
+        next.reconcileGhosts(with: [previous])
         return next
     }
 
@@ -81,6 +82,7 @@ public enum LocalWrite {
         next.fields = []
         next.deleted = stamp
         next.vector.advance(stamp.replica, to: stamp.time)
+        next.reconcileGhosts(with: [previous])
         return next
     }
 
@@ -90,6 +92,7 @@ public enum LocalWrite {
         var next = previous
         for index in next.fields.indices { next.fields[index].losers = [] }
         next.vector.advance(stamp.replica, to: stamp.time)
+        next.reconcileGhosts(with: [previous])
         return next
     }
 }

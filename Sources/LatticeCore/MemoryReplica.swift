@@ -1,3 +1,5 @@
+import LatticeCrypto
+
 /// A whole replica in memory: the replica's logic without SQLite.
 ///
 /// It runs exactly the code the store runs (`ReplicaStorage`'s operations),
@@ -15,6 +17,10 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     public let replica: ReplicaID
+    public let signer: Identity?
+    public var pendingLocalWrites: [PendingLocalWrite] = []
+    /// Blocks by writer and zone, sorted by `last`.
+    private var blocks: [BlockKey: [WriteBlock]] = [:]
     public var clock: HybridLogicalClock
     public var wallClock: () -> UInt64
     private var currentSchema = Schema()
@@ -37,10 +43,26 @@ public final class MemoryReplica: ReplicaStorage {
         case record(slot: Int, name: String, (state: RecordState, sequence: UInt64)?)
         case cascade(slot: Int, target: String, source: String, wasIndexed: Bool)
         case schema(Schema)
+        case blocks(BlockKey, [WriteBlock]?)
     }
 
+    struct BlockKey: Hashable {
+        var replica: ReplicaID
+        var zone: ZoneKey
+    }
+
+    /// A replica under a made-up ID: it neither signs its writes nor checks others' (unit tests of the merge).
     public init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
         self.replica = replica
+        signer = nil
+        self.wallClock = wallClock
+        clock = HybridLogicalClock(maximumSkewMilliseconds: maximumSkewMilliseconds)
+    }
+
+    /// A replica that signs its writes as `identity` and checks every write it receives, as the store does.
+    public init(identity: Identity, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) throws {
+        replica = try WriteBlock.replica(of: identity.publicKey)
+        signer = identity
         self.wallClock = wallClock
         clock = HybridLogicalClock(maximumSkewMilliseconds: maximumSkewMilliseconds)
     }
@@ -61,9 +83,14 @@ public final class MemoryReplica: ReplicaStorage {
         touchedSlots = []
         changed = false
         undo = []
-        defer { undo = [] }
+        pendingLocalWrites = []
+        defer {
+            undo = []
+            pendingLocalWrites = []
+        }
         do {
             let result = try body()
+            try sealLocalWrites()
             // Schema changes alone are kept but take no sequence: it counts zone commits.
             if !touchedSlots.isEmpty {
                 sequence += 1
@@ -92,6 +119,7 @@ public final class MemoryReplica: ReplicaStorage {
         case .cascade(let slot, let target, let source, let wasIndexed):
             if wasIndexed { slots[slot].cascadeIndex[target, default: []].insert(source) } else { slots[slot].cascadeIndex[target]?.remove(source) }
         case .schema(let schema): currentSchema = schema
+        case .blocks(let key, let list): blocks[key] = list
         }
     }
 
@@ -158,6 +186,26 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     public func schema() -> Schema { currentSchema }
+
+    public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) -> WriteBlock? {
+        guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
+        guard let time else { return list.last }
+        return list.first { $0.last >= time }
+    }
+
+    public func storeWriteBlock(_ block: WriteBlock) {
+        let key = BlockKey(replica: block.replica, zone: block.zone)
+        var list = blocks[key] ?? []
+        if let index = list.firstIndex(where: { $0.last >= block.last }), list[index].last == block.last {
+            guard list[index].isHead, !block.isHead else { return }
+            list[index] = block
+        } else {
+            list.insert(block, at: list.firstIndex { $0.last > block.last } ?? list.endIndex)
+        }
+        undo.append(.blocks(key, blocks[key]))
+        blocks[key] = list
+        changed = true
+    }
 
     public func persistSchemaChanges(_ changes: Schema) {
         undo.append(.schema(currentSchema))
@@ -230,12 +278,13 @@ public final class MemoryReplica: ReplicaStorage {
         let zone = slots[slot]
         let start = Checkpoint.deltaStart(in: zone.checkpoints, for: vector)
         let changed = zone.records.values.filter { $0.sequence > start }.sorted { ($0.sequence, $0.state.recordName) < ($1.sequence, $1.state.recordName) }.map(\.state)
-        return try Self.encode(header: ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: currentSchema), records: changed)
+        let proofs = signer.map { _ in ProofCollector(base: vector) { [self] replica, time in writeBlock(of: replica, in: key, covering: time) } }
+        return try Self.encode(header: ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: currentSchema), records: changed, proofs: proofs)
     }
 
-    public static func encode(header: ChangeSetHeader, records: [RecordState]) throws -> [UInt8] {
+    public static func encode(header: ChangeSetHeader, records: [RecordState], proofs: ProofCollector? = nil) throws -> [UInt8] {
         var bytes: [UInt8] = []
-        var writer = try ChangeSetWriter(header: header) { bytes.append(contentsOf: $0) }
+        var writer = try ChangeSetWriter(header: header, proofs: proofs) { bytes.append(contentsOf: $0) }
         for record in records { try writer.append(record) }
         try writer.finish()
         return bytes

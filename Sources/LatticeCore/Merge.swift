@@ -43,6 +43,7 @@ public enum Merge {
             merged.fields = mergeFields(local: local, incoming: incoming, newConflicts: &newConflicts)
         }
         merged.vector = local.vector.joined(with: incoming.vector)
+        merged.reconcileGhosts(with: [local, incoming])
         return MergeOutcome(state: merged, changed: merged != local, newConflicts: newConflicts)
     }
 

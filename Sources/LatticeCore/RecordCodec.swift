@@ -78,7 +78,10 @@ struct RecordCodec {
         static let vectorIsLatest: UInt8 = 64
         /// The record type was set with the record's creation (compact form only).
         static let typeIsCreated: UInt8 = 128
-        static let known: UInt8 = 63
+        /// Ghosts follow the fields (store form only; change sets from
+        /// format 4 always write their count).
+        static let ghosts: UInt8 = 64
+        static let known: UInt8 = 127
         static let knownCompact: UInt8 = 255
     }
 
@@ -99,7 +102,13 @@ struct RecordCodec {
     /// previous record's (records of a batch are mostly created together).
     private var previousCreated: UInt64 = 0
 
-    init(compact: Bool = false) { self.compact = compact }
+    /// Change-set format 4: every record ends with its ghost count.
+    var ghostCount = false
+
+    init(compact: Bool = false, ghostCount: Bool = false) {
+        self.compact = compact
+        self.ghostCount = ghostCount
+    }
 
     mutating func reset() {
         names.reset()
@@ -146,6 +155,7 @@ struct RecordCodec {
             && state.vector.entries[0].time == latest.time
         if vectorIsLatest { flags |= Flags.vectorIsLatest }
         if compact, state.typeStamp == state.created, state.typeStamp != latest { flags |= Flags.typeIsCreated }
+        if !compact, !state.ghosts.isEmpty { flags |= Flags.ghosts }
         writer.byte(flags)
         writeName(state.recordName, into: &writer)
         writer.varint(state.causalLength)
@@ -203,6 +213,20 @@ struct RecordCodec {
                 }
             }
         }
+        guard ghostCount || flags & Flags.ghosts != 0 else { return }
+        writer.varint(state.ghosts.count)
+        for ghost in state.ghosts {
+            stamp(ghost.stamp)
+            switch ghost.key {
+            case WritePart.typeKey: writer.byte(0)
+            case WritePart.createdKey: writer.byte(1)
+            case WritePart.deletedKey: writer.byte(2)
+            default:
+                writer.byte(3)
+                names.write(ghost.key, into: &writer)
+            }
+            writer.blob(ghost.item)
+        }
     }
 
     /// What precedes the fields: enough to tell whether a merge would change anything.
@@ -219,7 +243,7 @@ struct RecordCodec {
         previousTime = latestTime
         let latest = Stamp(time: HLCTimestamp(rawValue: latestTime), replica: replicas[try reader.count(below: replicas.count, "replica index")])
         var vector = VersionVector()
-        if flags & Flags.vectorIsLatest != 0 {
+        if compact, flags & Flags.vectorIsLatest != 0 {
             vector.advance(latest.replica, to: latest.time)
         } else {
             for _ in 0..<(try reader.count(below: replicas.count + 1, "vector length")) {
@@ -321,11 +345,39 @@ struct RecordCodec {
             }
             fields.append(register)
         }
+        var ghosts: [WriteGhost] = []
+        if ghostCount || (!compact && flags & Flags.ghosts != 0) {
+            let count = try reader.count(below: reader.remaining + 1, "ghost count")
+            for _ in 0..<count {
+                let ghostStamp = try stamp()
+                let key: String
+                switch try reader.byte() {
+                case 0: key = WritePart.typeKey
+                case 1: key = WritePart.createdKey
+                case 2: key = WritePart.deletedKey
+                case 3: key = try names.read(from: &reader)
+                case let other: throw DecodingError.malformed("unknown ghost kind \(other)", offset: reader.offset)
+                }
+                let item = try reader.blob()
+                guard item.count <= WritePart.inlineLimit + 1 else { throw DecodingError.malformed("ghost item of \(item.count) bytes", offset: reader.offset) }
+                let ghost = WriteGhost(stamp: ghostStamp, key: key, item: item)
+                if let last = ghosts.last, !WriteGhost.precedes(last, ghost) {
+                    throw DecodingError.malformed("record \"\(recordName)\": ghosts out of order", offset: reader.offset)
+                }
+                ghosts.append(ghost)
+            }
+        }
         let state = RecordState(
             recordName: recordName, causalLength: causalLength, recordType: recordType, typeStamp: typeStamp,
-            created: created, deleted: deleted, fields: fields, vector: vector)
+            created: created, deleted: deleted, fields: fields, vector: vector, ghosts: ghosts)
         guard state.isAlive || fields.isEmpty, state.isAlive == (deleted == nil) else {
             throw DecodingError.malformed("record \"\(recordName)\" mixes a deletion with live fields", offset: reader.offset)
+        }
+        if !ghosts.isEmpty {
+            let live = state.liveStamps
+            guard ghosts.allSatisfy({ live.contains($0.stamp) }) else {
+                throw DecodingError.malformed("record \"\(recordName)\" has a ghost of a write it does not show", offset: reader.offset)
+            }
         }
         guard state.lastModified == latest else {
             throw DecodingError.malformed("record \"\(recordName)\" carries a latest stamp it does not hold", offset: reader.offset)

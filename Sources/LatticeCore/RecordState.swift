@@ -95,11 +95,14 @@ public struct RecordState: Hashable, Sendable {
     public var fields: [FieldRegister]
     /// For each replica, its latest write to this record that is merged in.
     public var vector: VersionVector
+    /// Parts of writes still shown here that the state no longer shows (see `WriteGhost`), sorted.
+    public var ghosts: [WriteGhost]
 
     public init(
         recordName: String, causalLength: UInt64, recordType: String, typeStamp: Stamp,
-        created: Stamp, deleted: Stamp? = nil, fields: [FieldRegister], vector: VersionVector
+        created: Stamp, deleted: Stamp? = nil, fields: [FieldRegister], vector: VersionVector, ghosts: [WriteGhost] = []
     ) {
+        self.ghosts = ghosts
         self.recordName = recordName
         self.causalLength = causalLength
         self.recordType = recordType

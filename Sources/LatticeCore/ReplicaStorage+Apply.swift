@@ -66,6 +66,8 @@ extension ReplicaStorage {
         let acceptable = { (time: HLCTimestamp) in bound.accepts(time, wallClock: wallClock) }
 
         let before = try syncState(of: zone)
+        let check = signer.map { _ in ProofCheck(storage: self, zone: zone, knowledge: before?.knowledge ?? VersionVector()) }
+        check?.header(header.zoneState)
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState
         if zoneState != before?.zoneState {
@@ -77,6 +79,7 @@ extension ReplicaStorage {
                 return summary
             }
             clock.observe(header.zoneState.stamp.time)
+            check?.zoneChanged(to: header.zoneState)
             if let before, zoneState.causalLength > before.zoneState.causalLength { try removeAllRecords(in: zone) }
             sync.zoneState = zoneState
             try setSyncState(sync, of: zone)
@@ -88,6 +91,7 @@ extension ReplicaStorage {
         var candidates = Set<String>()
         while let incoming = try reader.nextRecord() {
             summary.recordsReceived += 1
+            let writes = try check?.received(incoming)
             if stale || !zoneState.exists { continue }
             let newest = incoming.vector.entries.lazy.map(\.time).max() ?? .zero
             guard acceptable(newest) else {
@@ -104,6 +108,7 @@ extension ReplicaStorage {
             }
             let outcome = Merge.merge(local: previous, incoming: incoming)
             guard outcome.changed else { continue }
+            if let check, let writes { check.changed(to: outcome.state, previous: previous, incoming: incoming, writes: writes) }
             clock.observe(newest)
             sync.knowledge.join(incoming.vector)
             summary.recordsChanged += 1
@@ -113,7 +118,10 @@ extension ReplicaStorage {
             if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
         }
         summary.zoneIncarnationStale = stale
-        if takingClaim, !stale, !deferred, header.top.entries.allSatisfy({ acceptable($0.time) }) {
+        let claiming = takingClaim && !stale && !deferred && header.top.entries.allSatisfy({ acceptable($0.time) })
+        // Nothing above is committed until this holds: a refusal undoes the whole change set.
+        try check?.finish(reader.proofs, claim: claiming && header.claimsTop ? header.top : nil)
+        if claiming {
             summary.claimTaken = sync.applyClaim(of: header)
         }
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }

@@ -42,6 +42,7 @@ extension ReplicaStorage {
             replacement: replacement, stamp: stamp, targetIncarnation: incarnation)
         try store(state, previous: previous, in: zone)
         try recordLocalWrite(stamp, in: zone, sync: sync)
+        noteLocalWrite(record: name, stamp: stamp, in: zone)
         return SaveOutcome(state: state, changed: true)
     }
 
@@ -80,6 +81,7 @@ extension ReplicaStorage {
         let stamp = nextStamp()
         try store(LocalWrite.delete(previous: previous, stamp: stamp), previous: previous, in: zone)
         sync.recordLocalWrite(stamp)
+        noteLocalWrite(record: previous.recordName, stamp: stamp, in: zone)
         return try cascadeSources(of: previous.recordName, in: zone)
     }
 
@@ -92,6 +94,7 @@ extension ReplicaStorage {
         let stamp = nextStamp()
         try store(LocalWrite.clearConflicts(previous: previous, stamp: stamp), previous: previous, in: zone)
         try recordLocalWrite(stamp, in: zone, sync: sync)
+        noteLocalWrite(record: name, stamp: stamp, in: zone)
         return true
     }
 

@@ -9,6 +9,7 @@ extension ReplicaStorage {
         var sync = existing ?? ZoneSyncState(zoneState: zoneState)
         sync.zoneState = zoneState
         sync.recordLocalWrite(stamp)
+        noteLocalWrite(record: nil, stamp: stamp, in: zone)
         try setSyncState(sync, of: zone)
         return true
     }
@@ -19,6 +20,7 @@ extension ReplicaStorage {
         let stamp = nextStamp()
         sync.zoneState = ZoneState(causalLength: sync.zoneState.causalLength + 1, stamp: stamp)
         sync.recordLocalWrite(stamp)
+        noteLocalWrite(record: nil, stamp: stamp, in: zone)
         try removeAllRecords(in: zone)
         try setSyncState(sync, of: zone)
     }

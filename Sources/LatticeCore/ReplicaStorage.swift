@@ -1,3 +1,5 @@
+import LatticeCrypto
+
 /// Where a replica keeps its state: a store transaction on disk, or memory.
 ///
 /// The replica's logic — local saves and deletes, cascades, conflicts, zones,
@@ -35,6 +37,19 @@ public protocol ReplicaStorage: AnyObject {
     func schema() throws -> Schema
     /// Persists what a schema merge changed (never empty).
     func persistSchemaChanges(_ changes: Schema) throws
+
+    /// The identity local writes are signed with. Nil only for an in-memory
+    /// replica under a made-up replica ID (unit tests): it neither signs nor checks.
+    var signer: Identity? { get }
+    /// The running transaction's local writes, sealed when it commits.
+    var pendingLocalWrites: [PendingLocalWrite] { get set }
+    /// A block of `replica` in `zone`: the first whose `last` is at or after
+    /// `time`, or with nil the latest (`WriteBlock`).
+    func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock?
+    /// Keeps a checked block (a whole one replaces a head with the same `last`).
+    func storeWriteBlock(_ block: WriteBlock) throws
+    /// Why writes of this writer's block are refused, or nil to accept them.
+    func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String?
 }
 
 /// What `recordToMerge` found.
@@ -46,6 +61,8 @@ public enum RecordLookup {
 }
 
 extension ReplicaStorage {
+    public func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String? { nil }
+
     public func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
         try record(named: name, in: zone)?.version
     }

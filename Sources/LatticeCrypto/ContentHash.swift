@@ -26,9 +26,19 @@ public final class ContentHasher {
         return digest
     }
 
+    /// The hash of bytes in memory, in one call (no state to allocate).
     public static func hash(_ bytes: [UInt8]) throws -> [UInt8] {
-        let hasher = try ContentHasher()
-        try bytes.withUnsafeBytes { try hasher.update($0) }
-        return try hasher.finish()
+        try Sodium.ready()
+        var digest = [UInt8](repeating: 0, count: length)
+        try Sodium.check(crypto_generichash(&digest, length, bytes, UInt64(bytes.count), nil, 0), "crypto_generichash")
+        return digest
+    }
+
+    /// SHA-256, the hash a device ID and a replica ID are made from.
+    public static func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
+        try Sodium.ready()
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        try Sodium.check(crypto_hash_sha256(&digest, bytes, UInt64(bytes.count)), "crypto_hash_sha256")
+        return digest
     }
 }

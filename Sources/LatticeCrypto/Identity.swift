@@ -30,6 +30,15 @@ public struct Identity: Sendable {
         deviceID = try DeviceID(publicKey: publicKey)
     }
 
+    /// A deterministic identity numbered `n`, for tests, fuzzers and
+    /// benchmarks that replay exactly. Never for a store: anyone can derive it.
+    public static func numbered(_ n: UInt64) -> Identity {
+        var seed = [UInt8](repeating: 0x4C, count: seedLength)
+        for index in 0..<8 { seed[index] = UInt8(truncatingIfNeeded: n >> UInt64(8 * index)) }
+        // A 32-byte seed always makes a key pair once libsodium is up.
+        return try! Identity(seed: seed)
+    }
+
     /// The seed, for the key file: a copy the caller wipes (`Sodium.wipe`) once written.
     public func seed() -> [UInt8] { secretKey.withBytes { Array($0.prefix(Self.seedLength)) } }
 

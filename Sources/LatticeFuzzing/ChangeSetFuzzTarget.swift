@@ -1,5 +1,6 @@
 import Foundation
 import LatticeCore
+import LatticeCrypto
 import LatticeStore
 
 /// What the change-set fuzzer checks on every input: whatever bytes a peer
@@ -13,7 +14,7 @@ public final class ChangeSetFuzzTarget {
     /// The wall clock of every replica here: fixed, so a run replays exactly.
     public static let now: UInt64 = 1_700_000_000_000 + 60_000
     public static let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))
-    static let receiver = ReplicaID(high: 0xF00D, low: 1)
+    static let receiver = Identity.numbered(0xF00D)
 
     let base: [UInt8]
     let store: RecordStore
@@ -40,7 +41,7 @@ public final class ChangeSetFuzzTarget {
     }
 
     func runInMemory(_ input: [UInt8]) {
-        let replica = MemoryReplica(replica: Self.receiver, wallClock: { Self.now })
+        let replica = try! MemoryReplica(identity: Self.receiver, wallClock: { Self.now })
         do { try replica.apply(base) } catch { fatalError("the base state does not apply: \(error)") }
         let before = snapshot(replica)
         do {
@@ -54,7 +55,7 @@ public final class ChangeSetFuzzTarget {
                 fatalError("memory replica accepted a change set and cannot send zone \(zone) on: \(error)")
             }
             check(replica.records(in: zone), zone: zone)
-            let peer = MemoryReplica(replica: ReplicaID(high: 0xBEEF, low: 2), wallClock: { Self.now })
+            let peer = try! MemoryReplica(identity: .numbered(0xBEEF2), wallClock: { Self.now })
             do { _ = try peer.apply(bytes) } catch { fatalError("a change set the memory replica wrote does not apply: \(error)") }
         }
     }
@@ -71,7 +72,7 @@ public final class ChangeSetFuzzTarget {
                         fatalError("the store accepted a change set and cannot send zone \(zone) on: \(error)")
                     }
                     check(try transaction.records(changedAfter: 0, in: zone).map(\.state), zone: zone)
-                    let peer = MemoryReplica(replica: ReplicaID(high: 0xBEEF, low: 3), wallClock: { Self.now })
+                    let peer = try! MemoryReplica(identity: .numbered(0xBEEF3), wallClock: { Self.now })
                     do { _ = try peer.apply(bytes) } catch { fatalError("a change set the store wrote does not apply: \(error)") }
                 }
                 throw Rollback()

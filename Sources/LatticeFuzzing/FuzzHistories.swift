@@ -19,10 +19,10 @@ public enum FuzzHistories {
         let clock = Clock()
         let ahead = Clock()
         ahead.now += 3_600_000
-        let a = MemoryReplica(replica: ReplicaID(high: 1, low: 1), wallClock: { clock.now })
-        let b = MemoryReplica(replica: ReplicaID(high: 2, low: 2), wallClock: { clock.now })
-        let c = MemoryReplica(replica: ReplicaID(high: 3, low: 3), wallClock: { clock.now })
-        let future = MemoryReplica(replica: ReplicaID(high: 4, low: 4), wallClock: { ahead.now })
+        let a = try! MemoryReplica(identity: .numbered(1), wallClock: { clock.now })
+        let b = try! MemoryReplica(identity: .numbered(2), wallClock: { clock.now })
+        let c = try! MemoryReplica(identity: .numbered(3), wallClock: { clock.now })
+        let future = try! MemoryReplica(identity: .numbered(4), wallClock: { ahead.now })
         a.createZone(zone)
         try a.save("studio", type: "Studio", in: zone, changes: [("name", .string("Pixar"))])
         for index in 0..<4 {
@@ -50,7 +50,7 @@ public enum FuzzHistories {
         try future.save("m2", type: "Movie", in: zone, changes: [("title", .string("From the future"))])
         b.createZone(other)
         try b.save("x", type: "Note", in: other, changes: [("text", .string("elsewhere")), ("when", .date(5))])
-        let deleter = MemoryReplica(replica: ReplicaID(high: 5, low: 5), wallClock: { clock.now })
+        let deleter = try! MemoryReplica(identity: .numbered(5), wallClock: { clock.now })
         try deleter.apply(base)
         try deleter.deleteZone(zone)
         deleter.createZone(zone)

@@ -106,6 +106,25 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v5: signed write blocks") { db in
+            try db.execute(sql: """
+                -- What each replica signed per zone (WriteBlock): entries is
+                -- NULL for a head (a signature over the entries' hash alone).
+                CREATE TABLE write_blocks (
+                    scope INTEGER NOT NULL,
+                    zone_name TEXT NOT NULL,
+                    owner_name TEXT NOT NULL,
+                    replica BLOB NOT NULL,
+                    last INTEGER NOT NULL,
+                    entry_count INTEGER NOT NULL,
+                    entries_hash BLOB NOT NULL,
+                    signature BLOB NOT NULL,
+                    public_key BLOB NOT NULL,
+                    entries BLOB,
+                    PRIMARY KEY (scope, zone_name, owner_name, replica, last)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

@@ -78,7 +78,7 @@ extension StoreSnapshot {
         let header = ChangeSetHeader(zone: key, sync: zone.sync, base: peerVector, schema: try schema(), claimsTop: reachedEnd)
         var out: [UInt8] = []
         out.reserveCapacity(bytes + 256)
-        var writer = try ChangeSetWriter(header: header) { out.append(contentsOf: $0) }
+        var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector)) { out.append(contentsOf: $0) }
         for state in states { try writer.append(state) }
         try writer.finish()
         return StreamBatch(bytes: out, cursor: max(position, cursor), final: reachedEnd, records: states.count, zoneState: zone.sync.zoneState, claimedTop: reachedEnd ? zone.sync.vector : nil)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LatticeCore
+import LatticeCrypto
 
 /// Write access inside `RecordStore.write`: the `ReplicaStorage` the replica's
 /// logic (in LatticeCore) runs on, persisted in SQLite.
@@ -25,6 +26,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var indexWriters: [String: TypeIndex.Writer?] = [:]
     /// Whether anything was written: a transaction without changes is not a commit.
     public private(set) var hasChanges = false
+    public var pendingLocalWrites: [PendingLocalWrite] = []
 
     init(writing db: GRDB.Database, store: RecordStore) throws {
         let last = HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'hlc'") ?? 0))
@@ -35,6 +37,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     }
 
     public var replica: ReplicaID { store.replica }
+
+    public var signer: Identity? { store.identity }
 
     public var clock: HybridLogicalClock {
         get { hybridClock }
@@ -291,6 +295,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Returns false when nothing changed: then the transaction rolls back.
     func finish() throws -> Bool {
         guard hasChanges else { return false }
+        try sealLocalWrites()
         if !touchedZones.isEmpty {
             let sequence = try commitSequence
             for (zoneID, sync) in touchedZones {

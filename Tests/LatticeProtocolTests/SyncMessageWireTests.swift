@@ -17,7 +17,7 @@ let zoneState = ZoneState(causalLength: 1, stamp: Stamp(time: HLCTimestamp(rawVa
 func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top: VersionVector = vector((replicaA, 10)), claims: Bool) throws -> [UInt8] {
     let header = ChangeSetHeader(zone: zone, zoneState: zoneState, base: base, top: top, claimsTop: claims, replicas: [replicaA, replicaB], schema: Schema())
     var bytes: [UInt8] = []
-    var writer = try ChangeSetWriter(header: header) { bytes += $0 }
+    var writer = try ChangeSetWriter(header: header, proofs: nil) { bytes += $0 }
     try writer.finish()
     return bytes
 }

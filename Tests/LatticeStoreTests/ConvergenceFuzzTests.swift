@@ -73,7 +73,7 @@ struct ConvergenceFuzzer {
             clocks.append(clock)
             let replica: any FuzzReplica = onDisk
                 ? try StoreFuzzReplica(clock: clock)
-                : MemoryFuzzReplica(ReplicaID(high: UInt64(index + 1), low: UInt64(index) &* 31), clock: clock)
+                : try MemoryFuzzReplica(number: UInt64(index + 1), clock: clock)
             replicas.append(replica)
             states.append(Model.Replica(zone: Model.ZoneEvent(incarnation: 0, stamp: Stamp(time: .zero, replica: replica.replicaID)), id: replica.replicaID))
         }
@@ -524,9 +524,15 @@ extension ConvergenceFuzzer {
         var reader = ChangeSetReader(source: ArrayByteSource(bytes))
         var header = try reader.readHeader()!
         var buckets = Array(repeating: [RecordState](), count: parts)
-        while let record = try reader.nextRecord() { buckets[Int.random(in: 0..<parts, using: &rng)].append(record) }
+        var records: [RecordState] = []
+        while let record = try reader.nextRecord() {
+            records.append(record)
+            buckets[Int.random(in: 0..<parts, using: &rng)].append(record)
+        }
         header.claimsTop = false
-        return try buckets.map { try MemoryReplica.encode(header: header, records: $0) }
+        // Each part proves its own writes, with the blocks the whole carried.
+        let blocks = try BlockProof.resolve(reader.proofs, records: records, header: header)
+        return try buckets.map { try MemoryReplica.encode(header: header, records: $0, proofs: ProofCollector(base: header.base, blocks: blocks)) }
     }
 }
 
@@ -544,7 +550,10 @@ extension ConvergenceFuzzer {
         var coverage = FuzzCoverage()
         for offset in 0..<UInt64(cases) {
             var fuzzer = try ConvergenceFuzzer(seed: base &+ offset)
-            try fuzzer.run(steps: 60)
+            do { try fuzzer.run(steps: 60) } catch {
+                Issue.record("seed \(base &+ offset): \(error)")
+                return
+            }
             coverage += fuzzer.coverage
         }
         print("convergence fuzzer, \(cases) histories:", coverage.summary)

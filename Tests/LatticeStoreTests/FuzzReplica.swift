@@ -1,5 +1,6 @@
 import Foundation
 import LatticeCore
+import LatticeCrypto
 import LatticeStore
 import LatticeTestSupport
 
@@ -28,8 +29,9 @@ final class MemoryFuzzReplica: FuzzReplica {
     var replicaID: ReplicaID { replica.replica }
     let kind = "memory"
 
-    init(_ id: ReplicaID, clock: ManualClock) {
-        replica = MemoryReplica(replica: id, wallClock: { clock.now })
+    /// A replica that signs as identity `number` and checks what it receives, as a store does.
+    init(number: UInt64, clock: ManualClock) throws {
+        replica = try MemoryReplica(identity: .numbered(number), wallClock: { clock.now })
     }
 
     func createZone(_ zone: ZoneKey) throws { replica.createZone(zone) }

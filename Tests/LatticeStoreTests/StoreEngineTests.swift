@@ -1,5 +1,6 @@
 import Foundation
 import LatticeCore
+import LatticeCrypto
 import LatticeStore
 import LatticeTestSupport
 import Testing
@@ -68,14 +69,14 @@ import Testing
         let header = ChangeSetHeader(
             zone: zone, zoneState: ZoneState(causalLength: 1, stamp: Stamp(time: .zero, replica: known)),
             base: VersionVector(), top: VersionVector(), claimsTop: true, replicas: [known], schema: Schema())
-        var writer = try ChangeSetWriter(header: header) { _ in }
+        var writer = try ChangeSetWriter(header: header, proofs: nil) { _ in }
         #expect(throws: ChangeSetError.replicaMissingFromHeader("record \"r\"")) { try writer.append(state) }
         #expect(throws: ChangeSetError.self) { try writer.finish() }
         // A header whose own stamps name a replica it lacks is refused too.
         var schema = Schema()
         schema.merge(deployed: stamp)
         let lying = ChangeSetHeader(zone: zone, zoneState: header.zoneState, base: VersionVector(), top: VersionVector(), claimsTop: true, replicas: [known], schema: schema)
-        #expect(throws: ChangeSetError.self) { _ = try ChangeSetWriter(header: lying) { _ in } }
+        #expect(throws: ChangeSetError.self) { _ = try ChangeSetWriter(header: lying, proofs: nil) { _ in } }
     }
 
     @Test func applyingWhatIsAlreadyHeldTakesNoCommit() throws {
@@ -207,7 +208,7 @@ import Testing
     @Test func valuesALocalSaveRefusesAreRefusedFromAPeer() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let clock = ManualClock(1_700_000_000_000)
-        let peer = MemoryReplica(replica: ReplicaID(high: 7, low: 7), wallClock: { clock.now })
+        let peer = try MemoryReplica(identity: .numbered(7), wallClock: { clock.now })
         peer.createZone(zone)
         let target = try store("target", clock: clock)
         for (index, value) in [FieldValue.double(.nan), .double(.infinity), .location(Location(latitude: 91, longitude: 0)), .list([.double(-.infinity)])].enumerated() {
@@ -226,8 +227,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let clock = ManualClock(1_700_000_000_000)
         let target = try store("target", clock: clock)
-        func peer() -> MemoryReplica {
-            let replica = MemoryReplica(replica: ReplicaID(high: 7, low: 7), wallClock: { clock.now })
+        func peer() throws -> MemoryReplica {
+            let replica = try MemoryReplica(identity: .numbered(7), wallClock: { clock.now })
             replica.createZone(zone)
             return replica
         }
@@ -237,23 +238,23 @@ import Testing
             #expect(try target.currentSequence() == sequence)
         }
         for (name, type, field) in [("r/rr", "Movie", "title"), ("r\u{1}r", "Movie", "title"), ("r", "1Movie", "title"), ("r", "Movie", "1title"), ("r", "Movie", "ti tle")] {
-            let replica = peer()
+            let replica = try peer()
             try replica.save(name, type: type, in: zone, changes: [(field, .string("x"))])
             try expectRefused(try replica.makeChangeSet(for: zone, since: VersionVector()), "\(name) \(type).\(field)")
         }
         for zoneName in ["a/b", "with space", ""] {
-            let replica = MemoryReplica(replica: ReplicaID(high: 7, low: 7), wallClock: { clock.now })
+            let replica = try MemoryReplica(identity: .numbered(7), wallClock: { clock.now })
             let bad = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: zoneName))
             replica.createZone(bad)
             try expectRefused(try replica.makeChangeSet(for: bad, since: VersionVector()), "zone \"\(zoneName)\"")
         }
         for value in [FieldValue.string(String(repeating: "x", count: Limits.maximumRecordBytes + 1)), .date(Int64.max), .date(Limits.dateRange.lowerBound - 1)] {
-            let replica = peer()
+            let replica = try peer()
             try replica.save("r", type: "Movie", in: zone, changes: [("v", value)])
             try expectRefused(try replica.makeChangeSet(for: zone, since: VersionVector()), "\(value.type) value")
         }
         // Causal lengths past the bound: a delete of such a record would overflow.
-        let replica = peer()
+        let replica = try peer()
         var state = try replica.save("r", type: "Movie", in: zone, changes: [("v", .int64(1))])
         state.causalLength = Limits.maximumCausalLength + 1
         let header = ChangeSetHeader(zone: zone, sync: replica.syncState(of: zone)!, base: VersionVector(), schema: replica.schema())

@@ -1,5 +1,6 @@
 import Foundation
 import LatticeCore
+import LatticeCrypto
 @testable import LatticeStore
 import GRDB
 import LatticeTestSupport
@@ -21,8 +22,8 @@ import Testing
     @Test(arguments: 0..<20 as Range<UInt64>) func storeAndMemoryAgreeOnRandomHistories(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let clock = Clock()
-        let writers = (1...3).map { index -> MemoryReplica in
-            let replica = MemoryReplica(replica: ReplicaID(high: UInt64(index), low: 0), wallClock: { clock.now })
+        let writers = try (1...3).map { index -> MemoryReplica in
+            let replica = try MemoryReplica(identity: .numbered(UInt64(index)), wallClock: { clock.now })
             return replica
         }
         writers[0].createZone(zone)
@@ -30,7 +31,7 @@ import Testing
         for writer in writers.dropFirst() { try writer.apply(genesis) }
         let (store, url) = try temporaryStore()
         defer { try? FileManager.default.removeItem(at: url) }
-        let mirror = MemoryReplica(replica: store.replica, wallClock: { clock.now })
+        let mirror = try MemoryReplica(identity: store.identity, wallClock: { clock.now })
         var deliveries: [[UInt8]] = [genesis]
         for _ in 0..<40 {
             clock.now += UInt64.random(in: 0...2, using: &rng)

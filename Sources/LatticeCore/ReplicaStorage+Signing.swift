@@ -1,0 +1,66 @@
+import LatticeCrypto
+
+/// A local write of the running transaction, to seal into a block when it commits.
+public struct PendingLocalWrite: Hashable, Sendable {
+    public var zone: ZoneKey
+    /// The record written, or nil for a write to the zone itself.
+    public var record: String?
+    public var stamp: Stamp
+
+    public init(zone: ZoneKey, record: String?, stamp: Stamp) {
+        self.zone = zone
+        self.record = record
+        self.stamp = stamp
+    }
+}
+
+extension ReplicaStorage {
+    /// Notes a local write for `sealLocalWrites`.
+    func noteLocalWrite(record: String?, stamp: Stamp, in zone: ZoneKey) {
+        guard signer != nil else { return }
+        pendingLocalWrites.append(PendingLocalWrite(zone: zone, record: record, stamp: stamp))
+    }
+
+    /// Signs the running transaction's local writes: per zone, blocks of the
+    /// digests of the writes still shown, the last ending at the replica's
+    /// entry in the zone's vector (its signed head). Called just before commit.
+    public func sealLocalWrites() throws {
+        guard let signer, !pendingLocalWrites.isEmpty else { return }
+        let pending = pendingLocalWrites
+        pendingLocalWrites = []
+        var byZone: [ZoneKey: [PendingLocalWrite]] = [:]
+        for write in pending { byZone[write.zone, default: []].append(write) }
+        for (zone, writes) in byZone.sorted(by: { $0.key.description < $1.key.description }) {
+            guard let sync = try syncState(of: zone) else { continue }
+            var entries: [WriteBlock.Entry] = []
+            var cache: [String: RecordState] = [:]
+            for write in writes {
+                if let name = write.record {
+                    guard let state = try cache[name] ?? record(named: name, in: zone) else { continue }
+                    cache[name] = state
+                    guard state.liveStamps.contains(write.stamp) else { continue }
+                    entries.append(WriteBlock.Entry(time: write.stamp.time, digest: WriteDigest.record(state, stamp: write.stamp, in: zone)))
+                } else if sync.zoneState.stamp == write.stamp {
+                    entries.append(WriteBlock.Entry(time: write.stamp.time, digest: WriteDigest.zone(sync.zoneState, in: zone)))
+                }
+            }
+            entries.sort { $0.time < $1.time }
+            // A zone write gets a block of its own: every change set carries
+            // the block of its zone's state, which stays small that way.
+            let zoneTimes = Set(writes.filter { $0.record == nil }.map(\.stamp.time))
+            var chunks: [[WriteBlock.Entry]] = [[]]
+            for entry in entries {
+                let alone = zoneTimes.contains(entry.time)
+                if alone || chunks[chunks.count - 1].count == WriteBlock.maximumEntries, !chunks[chunks.count - 1].isEmpty { chunks.append([]) }
+                chunks[chunks.count - 1].append(entry)
+                if alone { chunks.append([]) }
+            }
+            if chunks.count > 1, chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
+            let head = sync.vector[replica]
+            for (index, chunk) in chunks.enumerated() {
+                let last = index == chunks.count - 1 ? max(head, chunk.last?.time ?? .zero) : chunk.last!.time
+                try storeWriteBlock(try WriteBlock.seal(chunk, last: last, in: zone, by: signer))
+            }
+        }
+    }
+}

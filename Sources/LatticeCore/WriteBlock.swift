@@ -1,0 +1,119 @@
+import LatticeCrypto
+
+/// What one replica signed for one zone: the digests of a run of its writes
+/// (`WriteDigest`), in stamp order, up to `last`.
+///
+/// Each commit seals a block per zone it wrote to, and its `last` is the
+/// replica's entry in the zone's vector after the commit, so a block is also
+/// the replica's signed head: a claim that a peer holds a replica's writes up
+/// to `last` is bounded by it. The signature covers the zone, the replica's
+/// key, `last`, the entry count and a hash of the entries; a relay can send
+/// the signature with the entry hash alone (a head) when the receiver needs
+/// no entry of it.
+public struct WriteBlock: Hashable, Sendable {
+    public struct Entry: Hashable, Sendable {
+        public var time: HLCTimestamp
+        public var digest: [UInt8]
+
+        public init(time: HLCTimestamp, digest: [UInt8]) {
+            self.time = time
+            self.digest = digest
+        }
+    }
+
+    public static let maximumEntries = 256
+    public static let signatureLength = 64
+    public static let publicKeyLength = 32
+
+    public var zone: ZoneKey
+    public var publicKey: [UInt8]
+    public var replica: ReplicaID
+    public var last: HLCTimestamp
+    public var count: Int
+    public var entriesHash: [UInt8]
+    public var signature: [UInt8]
+    /// The entries, or nil for a head.
+    public var entries: [Entry]?
+
+    /// The replica a public key writes as: the first 16 bytes of its SHA-256,
+    /// as the device ID is its whole SHA-256.
+    public static func replica(of publicKey: [UInt8]) throws -> ReplicaID {
+        guard publicKey.count == publicKeyLength else { throw CryptoError.invalidKey("an Ed25519 public key has \(publicKeyLength) bytes") }
+        return ReplicaID(bytes: try ContentHasher.sha256(publicKey))
+    }
+
+    /// Signs `entries` (sorted by time, all at or before `last`) as `identity`.
+    public static func seal(_ entries: [Entry], last: HLCTimestamp, in zone: ZoneKey, by identity: Identity) throws -> WriteBlock {
+        var block = WriteBlock(
+            zone: zone, publicKey: identity.publicKey, replica: try replica(of: identity.publicKey), last: last,
+            count: entries.count, entriesHash: hash(of: entries), signature: [], entries: entries)
+        block.signature = try identity.sign(block.signedMessage)
+        return block
+    }
+
+    /// A block as read: `entries` nil for a head. Check it with `verified()`.
+    public init(zone: ZoneKey, publicKey: [UInt8], replica: ReplicaID, last: HLCTimestamp, count: Int, entriesHash: [UInt8], signature: [UInt8], entries: [Entry]?) {
+        self.zone = zone
+        self.publicKey = publicKey
+        self.replica = replica
+        self.last = last
+        self.count = count
+        self.entriesHash = entriesHash
+        self.signature = signature
+        self.entries = entries
+    }
+
+    public var isHead: Bool { entries == nil }
+
+    /// The same block without its entries.
+    public var head: WriteBlock {
+        var head = self
+        head.entries = nil
+        return head
+    }
+
+    /// Whether the signature holds for the entries (or, for a head, the entry hash).
+    public var isSignatureValid: Bool {
+        if let entries {
+            guard entries.count == count, Self.hash(of: entries) == entriesHash else { return false }
+            var previous: HLCTimestamp?
+            for entry in entries {
+                guard entry.time <= last, previous.map({ $0 < entry.time }) ?? true else { return false }
+                previous = entry.time
+            }
+        }
+        return Identity.verify(signature, of: signedMessage, publicKey: publicKey)
+    }
+
+    /// The digest this block signs for the write at `time`, if it holds one.
+    public func digest(at time: HLCTimestamp) -> [UInt8]? {
+        guard let entries else { return nil }
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].time < time { low = mid + 1 } else { high = mid }
+        }
+        return low < entries.count && entries[low].time == time ? entries[low].digest : nil
+    }
+
+    var signedMessage: [UInt8] {
+        var writer = BinaryWriter(capacity: 160)
+        writer.raw("LTBK1".utf8)
+        WriteDigest.encode(zone, into: &writer)
+        writer.raw(publicKey)
+        writer.varint(last.rawValue)
+        writer.varint(count)
+        writer.raw(entriesHash)
+        return writer.bytes
+    }
+
+    static func hash(of entries: [Entry]) -> [UInt8] {
+        var writer = BinaryWriter(capacity: entries.count * 42 + 8)
+        for entry in entries {
+            writer.varint(entry.time.rawValue)
+            writer.raw(entry.digest)
+        }
+        return WriteDigest.hash(writer.bytes)
+    }
+}

@@ -1,0 +1,55 @@
+import LatticeCrypto
+
+/// The digests writers sign: one per write, over everything the write set.
+///
+/// A record write's digest covers its zone, its record, its stamp and its
+/// items (`WritePart`) in key order; a zone write's covers the zone, its
+/// incarnation and its stamp. A replica checks a write it receives by
+/// computing the digest from the state it got (shown parts and ghosts) and
+/// finding it in a block its writer signed (`WriteBlock`).
+public enum WriteDigest {
+    public static let length = 32
+
+    /// The digest of the record write `stamp` as `state` shows it, in `zone`.
+    public static func record(_ state: RecordState, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 192)
+        writer.raw("LTWR".utf8)
+        encode(zone, into: &writer)
+        writer.string(state.recordName)
+        writer.raw(stamp.replica.bytes)
+        writer.varint(stamp.time.rawValue)
+        for (key, item) in state.items(of: stamp) {
+            writer.string(key)
+            writer.blob(item)
+        }
+        return hash(writer.bytes)
+    }
+
+    /// The digest of the zone write that gave the zone `state`.
+    public static func zone(_ state: ZoneState, in zone: ZoneKey) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 96)
+        writer.raw("LTWZ".utf8)
+        encode(zone, into: &writer)
+        writer.raw(state.stamp.replica.bytes)
+        writer.varint(state.stamp.time.rawValue)
+        writer.varint(state.causalLength)
+        return hash(writer.bytes)
+    }
+
+    /// The digest of every write `state` shows, by stamp.
+    public static func writes(of state: RecordState, in zone: ZoneKey) -> [(stamp: Stamp, digest: [UInt8])] {
+        state.liveStamps.sorted().map { ($0, record(state, stamp: $0, in: zone)) }
+    }
+
+    static func encode(_ zone: ZoneKey, into writer: inout BinaryWriter) {
+        writer.byte(zone.scope.rawValue)
+        writer.string(zone.zoneID.zoneName)
+        writer.string(zone.zoneID.ownerName)
+    }
+
+    static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        // BLAKE2b cannot fail on bytes in memory once libsodium is initialized,
+        // which the store and every replica's identity did first.
+        (try? ContentHasher.hash(bytes)) ?? [UInt8](repeating: 0, count: length)
+    }
+}

@@ -1,0 +1,111 @@
+import LatticeCrypto
+
+/// A part of one write that a record no longer shows: a field (or the type,
+/// or the creation) that a later write replaced while other parts of the
+/// same write are still live.
+///
+/// A write's proof is a digest over all its parts (`WriteDigest`); a replica
+/// that shows only some of them keeps the others as ghosts, so it can still
+/// prove what it shows. Ghosts are a function of the live parts and the
+/// writes' contents, so replicas holding the same live state hold the same
+/// ghosts (they converge like the rest of the state).
+public struct WriteGhost: Hashable, Sendable {
+    public var stamp: Stamp
+    /// `#t` (type), `#c` (creation), `#d` (deletion) or a field name.
+    public var key: String
+    /// The part's item: its bytes when short, else a tag and their hash (`WritePart.item`).
+    public var item: [UInt8]
+
+    public init(stamp: Stamp, key: String, item: [UInt8]) {
+        self.stamp = stamp
+        self.key = key
+        self.item = item
+    }
+
+    static func precedes(_ lhs: WriteGhost, _ rhs: WriteGhost) -> Bool {
+        lhs.stamp != rhs.stamp ? lhs.stamp < rhs.stamp : lhs.key < rhs.key
+    }
+}
+
+/// The parts a record state shows, each with the stamp of the write it came from.
+enum WritePart {
+    static let typeKey = "#t"
+    static let createdKey = "#c"
+    static let deletedKey = "#d"
+    /// Items up to this size are kept as they are; longer ones as a tag and a hash.
+    static let inlineLimit = 32
+
+    /// The item of a part whose canonical bytes are `bytes`: short enough to
+    /// keep as a ghost whatever the value's size.
+    static func item(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count > inlineLimit else { return [0] + bytes }
+        return [1] + ((try? ContentHasher.hash(bytes)) ?? [])
+    }
+
+    static func item(of version: FieldVersion) -> [UInt8] { item(ValueOrder.canonicalBytes(version)) }
+
+    static func lengthItem(_ length: UInt64) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 10)
+        writer.varint(length)
+        return item(writer.bytes)
+    }
+}
+
+extension RecordState {
+    /// The causal length of the incarnation the state's creation stamp created.
+    var createdIncarnation: UInt64 { isAlive ? causalLength : causalLength - 1 }
+
+    /// Calls `body` with the stamp and key of every part the state shows, and
+    /// a way to get its item (computed only when asked).
+    func forEachPart(_ body: (Stamp, String, () -> [UInt8]) -> Void) {
+        body(typeStamp, WritePart.typeKey) { WritePart.item(Array(recordType.utf8)) }
+        body(created, WritePart.createdKey) { WritePart.lengthItem(createdIncarnation) }
+        if let deleted { body(deleted, WritePart.deletedKey) { WritePart.lengthItem(causalLength) } }
+        for field in fields {
+            body(field.stamp, field.name) { WritePart.item(of: field.winner) }
+            for loser in field.losers { body(loser.stamp, field.name) { WritePart.item(of: loser) } }
+        }
+    }
+
+    /// Every stamp a part of the state shows, each once.
+    public var liveStamps: Set<Stamp> {
+        var stamps = Set<Stamp>()
+        forEachPart { stamp, _, _ in stamps.insert(stamp) }
+        return stamps
+    }
+
+    /// The items of the write stamped `stamp` (shown parts and ghosts), sorted
+    /// by key: what its digest covers.
+    func items(of stamp: Stamp) -> [(key: String, item: [UInt8])] {
+        var items: [(key: String, item: [UInt8])] = []
+        forEachPart { partStamp, key, item in if partStamp == stamp { items.append((key, item())) } }
+        for ghost in ghosts where ghost.stamp == stamp { items.append((ghost.key, ghost.item)) }
+        items.sort { $0.key < $1.key }
+        return items
+    }
+
+    /// Sets the ghosts after a change that came from `sources` (the states
+    /// merged, or the state before a local write): for every write the state
+    /// still shows, the parts it no longer shows, as the sources knew them.
+    mutating func reconcileGhosts(with sources: [RecordState]) {
+        var shown: [Stamp: Set<String>] = [:]
+        forEachPart { stamp, key, _ in shown[stamp, default: []].insert(key) }
+        var ghosts: [WriteGhost] = []
+        var taken = Set<WriteGhostKey>()
+        func consider(_ stamp: Stamp, _ key: String, _ item: () -> [UInt8]) {
+            guard let keys = shown[stamp], !keys.contains(key), taken.insert(WriteGhostKey(stamp: stamp, key: key)).inserted else { return }
+            ghosts.append(WriteGhost(stamp: stamp, key: key, item: item()))
+        }
+        for source in sources {
+            source.forEachPart(consider)
+            for ghost in source.ghosts { consider(ghost.stamp, ghost.key) { ghost.item } }
+        }
+        ghosts.sort(by: WriteGhost.precedes)
+        self.ghosts = ghosts
+    }
+}
+
+private struct WriteGhostKey: Hashable {
+    var stamp: Stamp
+    var key: String
+}

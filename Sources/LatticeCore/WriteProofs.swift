@@ -1,0 +1,333 @@
+import LatticeCrypto
+
+/// Why a change set's writes were refused: each means a peer (or a relay
+/// before it) sent what its writer did not sign. Nothing of the change set is applied.
+public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A write no block its writer signed accounts for (a forged replica ID, or a stamp taken from another).
+    case unproven(stamp: Stamp, what: String)
+    /// A write whose content differs from what its writer signed under its stamp.
+    case tampered(stamp: Stamp, what: String)
+    /// A block whose signature does not hold.
+    case badSignature(replica: ReplicaID)
+    /// Two different blocks signed under one stamp.
+    case twoBlocksOneStamp(replica: ReplicaID, last: HLCTimestamp)
+    /// A vector that says a replica's writes are held beyond the latest head it signed.
+    case beyondSignedHead(replica: ReplicaID, claimed: HLCTimestamp, head: HLCTimestamp, what: String)
+    /// A writer this replica does not accept writes from (removed, or not of the account).
+    case writerRefused(replica: ReplicaID, why: String)
+    case malformed(String)
+
+    public var description: String {
+        switch self {
+        case .unproven(let stamp, let what): return "\(what) stamped \(stamp) carries no signature of its writer"
+        case .tampered(let stamp, let what): return "\(what) stamped \(stamp) differs from what its writer signed"
+        case .badSignature(let replica): return "a block of replica \(replica.description.prefix(8)) has a signature that does not hold"
+        case .twoBlocksOneStamp(let replica, let last): return "replica \(replica.description.prefix(8)) signed two different blocks ending at \(last)"
+        case .beyondSignedHead(let replica, let claimed, let head, let what):
+            return "\(what) claims writes of replica \(replica.description.prefix(8)) up to \(claimed); it signed up to \(head)"
+        case .writerRefused(let replica, let why): return "writes of replica \(replica.description.prefix(8)) are refused: \(why)"
+        case .malformed(let why): return "malformed proofs: \(why)"
+        }
+    }
+}
+
+/// One block as a change set carries it: whole, with the digests of the
+/// writes the change set shows left out (the receiver computes them), or a head.
+public struct BlockProof: Sendable {
+    public var block: WriteBlock
+    /// For a whole block: the entries' times, and for each whether the change set shows it.
+    public var times: [HLCTimestamp]?
+    public var shown: [Bool]
+    /// The digests of the entries not shown, in order.
+    public var supplied: [[UInt8]]
+}
+
+/// The proofs frame: a list of blocks of the change set's zone.
+enum ProofFrameCodec {
+    static func encode(_ blocks: [(block: WriteBlock, shown: Set<HLCTimestamp>)], into writer: inout BinaryWriter) {
+        writer.varint(blocks.count)
+        for (block, shown) in blocks {
+            writer.raw(block.publicKey)
+            writer.varint(block.last.rawValue)
+            writer.varint(block.count)
+            writer.raw(block.signature)
+            guard let entries = block.entries else {
+                writer.byte(0)
+                writer.raw(block.entriesHash)
+                continue
+            }
+            writer.byte(1)
+            var previous: UInt64 = 0
+            for entry in entries {
+                writer.varint(entry.time.rawValue - previous)
+                previous = entry.time.rawValue
+            }
+            var bits = [UInt8](repeating: 0, count: (entries.count + 7) / 8)
+            for (index, entry) in entries.enumerated() where shown.contains(entry.time) { bits[index / 8] |= 1 << UInt8(index % 8) }
+            writer.raw(bits)
+            for entry in entries where !shown.contains(entry.time) { writer.raw(entry.digest) }
+        }
+    }
+
+    static func decode(_ payload: [UInt8], zone: ZoneKey) throws -> [BlockProof] {
+        var reader = BinaryReader(payload)
+        var proofs: [BlockProof] = []
+        let count = try reader.count(below: payload.count / 100 + 1, "block count")
+        for _ in 0..<count {
+            let publicKey = Array(try reader.raw(WriteBlock.publicKeyLength))
+            let last = HLCTimestamp(rawValue: try reader.varint())
+            let entryCount = try reader.count(below: WriteBlock.maximumEntries + 1, "block entry count")
+            let signature = Array(try reader.raw(WriteBlock.signatureLength))
+            let replica = try WriteBlock.replica(of: publicKey)
+            switch try reader.byte() {
+            case 0:
+                let hash = Array(try reader.raw(WriteDigest.length))
+                let block = WriteBlock(zone: zone, publicKey: publicKey, replica: replica, last: last, count: entryCount, entriesHash: hash, signature: signature, entries: nil)
+                proofs.append(BlockProof(block: block, times: nil, shown: [], supplied: []))
+            case 1:
+                var times: [HLCTimestamp] = []
+                var previous: UInt64 = 0
+                for _ in 0..<entryCount {
+                    let (time, overflow) = previous.addingReportingOverflow(try reader.varint())
+                    guard !overflow, time <= last.rawValue, times.isEmpty || time > previous else { throw DecodingError.malformed("block entries out of order", offset: reader.offset) }
+                    times.append(HLCTimestamp(rawValue: time))
+                    previous = time
+                }
+                let bits = Array(try reader.raw((entryCount + 7) / 8))
+                let shown = (0..<entryCount).map { bits[$0 / 8] & (1 << UInt8($0 % 8)) != 0 }
+                var supplied: [[UInt8]] = []
+                for isShown in shown where !isShown { supplied.append(Array(try reader.raw(WriteDigest.length))) }
+                let block = WriteBlock(zone: zone, publicKey: publicKey, replica: replica, last: last, count: entryCount, entriesHash: [], signature: signature, entries: nil)
+                proofs.append(BlockProof(block: block, times: times, shown: shown, supplied: supplied))
+            case let other:
+                throw DecodingError.malformed("unknown block form \(other)", offset: reader.offset)
+            }
+        }
+        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in proofs", offset: reader.offset) }
+        return proofs
+    }
+}
+
+/// The sender's side: gathers, while records are written, the blocks the
+/// receiver needs to check them — whole blocks for the writes its vector
+/// (`base`) lacks, heads for the vectors the change set carries.
+public final class ProofCollector {
+    public typealias Lookup = (_ replica: ReplicaID, _ covering: HLCTimestamp?) throws -> WriteBlock?
+    private let base: VersionVector
+    /// The block of a replica whose `last` is the first at or after a time; with nil, its latest.
+    private let lookup: Lookup
+    private var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
+    private var needed: [ReplicaID: Set<HLCTimestamp>] = [:]
+    private var vectors = VersionVector()
+
+    public init(base: VersionVector, lookup: @escaping Lookup) {
+        self.base = base
+        self.lookup = lookup
+    }
+
+    func note(_ state: RecordState) {
+        state.forEachPart { stamp, _, _ in note(stamp) }
+        if !state.isAlive {
+            // A tombstone's type and creation merge by stamp alone: a receiver
+            // that saw those writes only in an incarnation that lost (so its
+            // vector covers them) can find them shown again here, and needs
+            // their blocks though `base` covers them.
+            for stamp in [state.typeStamp, state.created] { needed[stamp.replica, default: []].insert(stamp.time) }
+        }
+        vectors.join(state.vector)
+    }
+
+    func note(_ header: ChangeSetHeader) {
+        note(header.zoneState.stamp)
+        // The zone's state is checked by every receiver that has not seen it
+        // (a bundle may reach one the sender did not make it for): its
+        // one-entry block always goes.
+        needed[header.zoneState.stamp.replica, default: []].insert(header.zoneState.stamp.time)
+        vectors.join(header.top)
+    }
+
+    private func note(_ stamp: Stamp) {
+        shown[stamp.replica, default: []].insert(stamp.time)
+        if !base.covers(stamp) { needed[stamp.replica, default: []].insert(stamp.time) }
+    }
+
+    /// The blocks to send, each with the times the change set shows.
+    func blocks() throws -> [(block: WriteBlock, shown: Set<HLCTimestamp>)] {
+        var result: [(block: WriteBlock, shown: Set<HLCTimestamp>)] = []
+        var replicas = Set(needed.keys)
+        for entry in vectors.entries where entry.time > base[entry.replica] { replicas.insert(entry.replica) }
+        for replica in replicas.sorted() {
+            var covered = HLCTimestamp.zero
+            for time in (needed[replica] ?? []).sorted() where time > covered {
+                // A block the store cannot find goes unsent: the receiver refuses the write and says why.
+                guard let block = try lookup(replica, time), block.entries != nil else { continue }
+                result.append((block, shown[replica] ?? []))
+                covered = block.last
+            }
+            let highest = max(vectors[replica], needed[replica]?.max() ?? .zero)
+            if highest > covered, let latest = try lookup(replica, nil), latest.last > covered {
+                result.append((latest.head, []))
+            }
+        }
+        return result
+    }
+}
+
+/// The receiver's side: checks, before a change set commits, that every
+/// write it changes the replica with was signed by its writer and that no
+/// vector goes beyond a head its replica signed.
+final class ProofCheck {
+    private let storage: ReplicaStorage
+    private let zone: ZoneKey
+    private let knowledge: VersionVector
+    /// Digests of the writes every record read shows, by stamp.
+    private var computed: [Stamp: [UInt8]] = [:]
+    /// Writes that changed the replica, with what they were: each must be proven.
+    private var required: [(stamp: Stamp, digest: [UInt8], what: String)] = []
+    private var vectors: [(vector: VersionVector, what: String)] = []
+
+    init(storage: ReplicaStorage, zone: ZoneKey, knowledge: VersionVector) {
+        self.storage = storage
+        self.zone = zone
+        self.knowledge = knowledge
+    }
+
+    /// Computes the digests of the writes a record read shows; returns them
+    /// for `changed` to require if the record changes the replica.
+    func received(_ state: RecordState) throws -> [(stamp: Stamp, digest: [UInt8])] {
+        let writes = WriteDigest.writes(of: state, in: zone)
+        for (stamp, digest) in writes {
+            if let other = computed.updateValue(digest, forKey: stamp), other != digest {
+                throw WriteProofError.tampered(stamp: stamp, what: "a write shown by two records")
+            }
+        }
+        return writes
+    }
+
+    /// A record read (`incoming`, whose writes are `writes`) changed the
+    /// replica's `previous` state to `merged`: every write `merged` shows
+    /// that `previous` did not show exactly so must be proven.
+    func changed(to merged: RecordState, previous: RecordState?, incoming: RecordState, writes: [(stamp: Stamp, digest: [UInt8])]) {
+        let what = "record \"\(merged.recordName)\""
+        vectors.append((incoming.vector, what))
+        guard let previous else {
+            let outcome = merged == incoming ? writes : WriteDigest.writes(of: merged, in: zone)
+            for (stamp, digest) in outcome { required.append((stamp, digest, what)) }
+            return
+        }
+        let before = previous.liveStamps
+        for stamp in merged.liveStamps.sorted() {
+            let digest = WriteDigest.record(merged, stamp: stamp, in: zone)
+            if before.contains(stamp), WriteDigest.record(previous, stamp: stamp, in: zone) == digest { continue }
+            required.append((stamp, digest, what))
+        }
+    }
+
+    /// The header's zone state is a write the change set shows.
+    func header(_ zoneState: ZoneState) {
+        computed[zoneState.stamp] = WriteDigest.zone(zoneState, in: zone)
+    }
+
+    func zoneChanged(to zoneState: ZoneState) {
+        required.append((zoneState.stamp, WriteDigest.zone(zoneState, in: zone), "the zone's incarnation \(zoneState.causalLength)"))
+    }
+
+    /// Checks the proofs and, if they hold, stores their blocks. `claim`: the
+    /// vector the change set claims, if the replica is about to take it.
+    func finish(_ proofs: [BlockProof], claim: VersionVector?) throws {
+        var blocks: [WriteBlock] = []
+        var proven: [Stamp: [UInt8]] = [:]
+        var heads: [ReplicaID: HLCTimestamp] = [:]
+        for proof in proofs {
+            let block = try resolve(proof)
+            guard block.isSignatureValid else { throw WriteProofError.badSignature(replica: block.replica) }
+            if let refusal = storage.refusal(ofWriter: block.replica, publicKey: block.publicKey, last: block.last) {
+                throw WriteProofError.writerRefused(replica: block.replica, why: refusal)
+            }
+            if let stored = try storage.writeBlock(of: block.replica, in: zone, covering: block.last), stored.last == block.last,
+               stored.entriesHash != block.entriesHash {
+                throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: block.last)
+            }
+            for entry in block.entries ?? [] { proven[Stamp(time: entry.time, replica: block.replica)] = entry.digest }
+            heads[block.replica] = max(heads[block.replica] ?? .zero, block.last)
+            blocks.append(block)
+        }
+        for (stamp, digest, what) in required {
+            var signed = proven[stamp]
+            if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
+            guard let signed else { throw WriteProofError.unproven(stamp: stamp, what: what) }
+            guard signed == digest else { throw WriteProofError.tampered(stamp: stamp, what: what) }
+        }
+        var bounds: [ReplicaID: HLCTimestamp] = [:]
+        func bound(_ replica: ReplicaID) throws -> HLCTimestamp {
+            if let known = bounds[replica] { return known }
+            let stored = try storage.writeBlock(of: replica, in: zone, covering: nil)?.last ?? .zero
+            let value = max(knowledge[replica], heads[replica] ?? .zero, stored)
+            bounds[replica] = value
+            return value
+        }
+        func check(_ vector: VersionVector, _ what: String) throws {
+            for entry in vector.entries where entry.time > knowledge[entry.replica] {
+                let head = try bound(entry.replica)
+                guard entry.time <= head else {
+                    throw WriteProofError.beyondSignedHead(replica: entry.replica, claimed: entry.time, head: head, what: what)
+                }
+            }
+        }
+        for (vector, what) in vectors { try check(vector, what) }
+        if let claim { try check(claim, "the change set's claim") }
+        for block in blocks { try storage.storeWriteBlock(block) }
+    }
+
+    private func resolve(_ proof: BlockProof) throws -> WriteBlock { try proof.resolved(computed) }
+}
+
+extension BlockProof {
+    /// The block whole (or the head), with the digests of the writes the
+    /// change set shows taken from `computed`. Unchecked: see `isSignatureValid`.
+    func resolved(_ computed: [Stamp: [UInt8]]) throws -> WriteBlock {
+        guard let times else { return block }
+        var block = self.block
+        var entries: [WriteBlock.Entry] = []
+        entries.reserveCapacity(times.count)
+        var supplied = self.supplied.makeIterator()
+        for (time, isShown) in zip(times, shown) {
+            let stamp = Stamp(time: time, replica: block.replica)
+            if isShown {
+                guard let digest = computed[stamp] else {
+                    throw WriteProofError.malformed("a block says the change set shows the write \(stamp), which no record shows")
+                }
+                entries.append(WriteBlock.Entry(time: time, digest: digest))
+            } else {
+                guard let digest = supplied.next() else { throw WriteProofError.malformed("a block lacks digests") }
+                entries.append(WriteBlock.Entry(time: time, digest: digest))
+            }
+        }
+        block.entries = entries
+        block.entriesHash = WriteBlock.hash(of: entries)
+        return block
+    }
+
+    /// The blocks of a change set's proofs, resolved against its records and
+    /// zone state: what a relay that re-cuts a change set (tests that split
+    /// one into parts) gives a `ProofCollector` to prove each part again.
+    public static func resolve(_ proofs: [BlockProof], records: [RecordState], header: ChangeSetHeader) throws -> [WriteBlock] {
+        var computed: [Stamp: [UInt8]] = [header.zoneState.stamp: WriteDigest.zone(header.zoneState, in: header.zone)]
+        for record in records {
+            for (stamp, digest) in WriteDigest.writes(of: record, in: header.zone) { computed[stamp] = digest }
+        }
+        return try proofs.map { try $0.resolved(computed) }
+    }
+}
+
+extension ProofCollector {
+    /// A collector that finds blocks among `blocks` alone.
+    public convenience init(base: VersionVector, blocks: [WriteBlock]) {
+        let byReplica = Dictionary(grouping: blocks, by: \.replica).mapValues { $0.sorted { $0.last < $1.last } }
+        self.init(base: base) { replica, time in
+            guard let list = byReplica[replica] else { return nil }
+            guard let time else { return list.last }
+            return list.first { $0.last >= time && ($0.entries != nil || $0.last == list.last?.last) }
+        }
+    }
+}
