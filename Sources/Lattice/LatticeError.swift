@@ -47,6 +47,8 @@ public struct LatticeError: Error, CustomStringConvertible, Sendable {
             }
         } catch let error as ChangeSetError {
             throw LatticeError(.invalidArguments, error.description)
+        } catch let error as WriteProofError {
+            throw LatticeError(.permissionFailure, "refused: \(error.description); nothing of it was applied")
         } catch {
             throw LatticeError(.internalError, "\(error)")
         }

@@ -123,6 +123,9 @@ struct DoctorCommand: ParsableCommand {
 
     /// What keeps `row` from syncing, with what to do; nil when it syncs.
     static func problem(_ row: PeerRow, status: NodeStatus?, ourID: String) -> String? {
+        if row.refusedWrites > 0 {
+            return "sent \(row.refusedWrites) batch(es) of writes that their writers did not sign, refused whole (last: \(row.lastRefusedWrite ?? "?")): it is faulty or hostile; if it is not yours any more, `lattice untrust \(row.deviceID)`"
+        }
         if row.connected {
             if row.live?.clockSkew == true {
                 return "its clock is ahead of this device's by more than the skew bound: its newest records wait until the clocks agree; check both clocks (NTP)"

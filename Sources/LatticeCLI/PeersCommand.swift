@@ -79,6 +79,9 @@ struct PeerRow {
     var dialError: String?
     /// Connections of it the running node refused (not trusted here), recently.
     var refusals: Int?
+    /// Batches of it refused: their writes were not what their writers signed.
+    var refusedWrites = 0
+    var lastRefusedWrite: String?
 
     /// Trusted devices, strangers that connected, and devices discovery sees now, in that order.
     static func all(_ container: Container) throws -> [PeerRow] {
@@ -92,7 +95,8 @@ struct PeerRow {
             return PeerRow(
                 deviceID: peer.deviceID, name: peer.name, trusted: peer.trusted, connected: now?.connected ?? false, discovered: seen != nil,
                 address: (now?.connected == true ? now?.address : nil) ?? seen?.addresses.first ?? peer.address,
-                container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem, discoveryProblemCause: seen?.problemCause, dialError: seen?.dialError)
+                container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem, discoveryProblemCause: seen?.problemCause, dialError: seen?.dialError,
+                refusedWrites: peer.refusedWrites, lastRefusedWrite: peer.lastRefusedWrite)
         }
         var knownIDs = Set(known.map(\.deviceID))
         for device in (status?.discovery?.devices ?? []) where !knownIDs.contains(device.deviceID) {
@@ -125,6 +129,7 @@ struct PeerRow {
         case .notTrustedHere, nil: break
         }
         if live?.clockSkew == true { return "clock ahead: records deferred" }
+        if refusedWrites > 0 { return "refused \(refusedWrites) batch(es) of writes their writers did not sign; last: \(lastRefusedWrite ?? "?")" }
         if let dialError, !connected { return "cannot connect: \(dialError)" }
         if let error = live?.lastError, !connected { return error }
         if let refusals, !trusted { return "refused \(refusals) time(s): not trusted here" }
@@ -147,6 +152,7 @@ struct PeerRow {
             "recordsBehind": live.map { $0.recordsBehind } ?? NSNull(), "recordsPeerBehind": live.map { $0.recordsPeerBehind } ?? NSNull(),
             "problem": discoveryProblem ?? NSNull(), "lastError": live?.lastError ?? NSNull(), "clockSkew": live?.clockSkew ?? false,
             "refusals": refusals ?? 0,
+            "refusedWrites": ["count": refusedWrites, "last": lastRefusedWrite ?? NSNull()] as [String: Any],
         ]
     }
 }

@@ -7,7 +7,7 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
     case unproven(stamp: Stamp, what: String)
     /// A write whose content differs from what its writer signed under its stamp.
     case tampered(stamp: Stamp, what: String)
-    /// A block whose signature does not hold.
+    /// A block whose signature does not hold over the writes shown with it.
     case badSignature(replica: ReplicaID)
     /// Two different blocks signed under one stamp.
     case twoBlocksOneStamp(replica: ReplicaID, last: HLCTimestamp)
@@ -21,7 +21,7 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
         switch self {
         case .unproven(let stamp, let what): return "\(what) stamped \(stamp) carries no signature of its writer"
         case .tampered(let stamp, let what): return "\(what) stamped \(stamp) differs from what its writer signed"
-        case .badSignature(let replica): return "a block of replica \(replica.description.prefix(8)) has a signature that does not hold"
+        case .badSignature(let replica): return "writes of replica \(replica.description.prefix(8)) do not match the block it signed (a write was changed on the way, or the signature is forged)"
         case .twoBlocksOneStamp(let replica, let last): return "replica \(replica.description.prefix(8)) signed two different blocks ending at \(last)"
         case .beyondSignedHead(let replica, let claimed, let head, let what):
             return "\(what) claims writes of replica \(replica.description.prefix(8)) up to \(claimed); it signed up to \(head)"

@@ -10,6 +10,10 @@ public struct PeerRow: Hashable, Sendable {
     public var address: String?
     /// Milliseconds since 1970.
     public var lastSeen: UInt64?
+    /// Batches refused because their writes were not what their writers signed.
+    public var refusedWrites: Int = 0
+    /// Why the last one was.
+    public var lastRefusedWrite: String?
 
     public init(deviceID: String, name: String? = nil, trusted: Bool = false, address: String? = nil, lastSeen: UInt64? = nil) {
         self.deviceID = deviceID
@@ -22,15 +26,20 @@ public struct PeerRow: Hashable, Sendable {
 
 extension StoreSnapshot {
     public func peers() throws -> [PeerRow] {
-        try Row.fetchAll(db, sql: "SELECT device_id, name, trusted, address, last_seen FROM peers ORDER BY trusted DESC, name, device_id").map(Self.peer)
+        try Row.fetchAll(db, sql: "SELECT \(Self.peerColumns) FROM peers ORDER BY trusted DESC, name, device_id").map(Self.peer)
     }
 
     public func peer(_ deviceID: String) throws -> PeerRow? {
-        try Row.fetchOne(db, sql: "SELECT device_id, name, trusted, address, last_seen FROM peers WHERE device_id = ?", arguments: [deviceID]).map(Self.peer)
+        try Row.fetchOne(db, sql: "SELECT \(Self.peerColumns) FROM peers WHERE device_id = ?", arguments: [deviceID]).map(Self.peer)
     }
 
+    private static let peerColumns = "device_id, name, trusted, address, last_seen, refused_writes, last_refused_write"
+
     private static func peer(_ row: Row) -> PeerRow {
-        PeerRow(deviceID: row[0], name: row[1], trusted: (row[2] as Int64) != 0, address: row[3], lastSeen: (row[4] as Int64?).map { UInt64(max(0, $0)) })
+        var peer = PeerRow(deviceID: row[0], name: row[1], trusted: (row[2] as Int64) != 0, address: row[3], lastSeen: (row[4] as Int64?).map { UInt64(max(0, $0)) })
+        peer.refusedWrites = row[5]
+        peer.lastRefusedWrite = row[6]
+        return peer
     }
 
     /// How far `peer`'s stream of each zone was applied here.
@@ -79,6 +88,13 @@ extension StoreTransaction {
             """, arguments: [name, trusted.map { $0 ? 1 : 0 }, address, lastSeen.map { Int64(clamping: $0) }, deviceID])
         // A running node re-reads trust on a wake-up.
         if trusted != nil { wakesWatchers = true }
+        markChanged()
+    }
+
+    /// Counts a batch of `deviceID` refused because its writes were not what their writers signed.
+    public func noteRefusedWrites(of deviceID: String, reason: String) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [deviceID])
+        try db.execute(sql: "UPDATE peers SET refused_writes = refused_writes + 1, last_refused_write = ? WHERE device_id = ?", arguments: [reason, deviceID])
         markChanged()
     }
 

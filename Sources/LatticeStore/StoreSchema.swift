@@ -123,6 +123,10 @@ enum StoreSchema {
                     entries BLOB,
                     PRIMARY KEY (scope, zone_name, owner_name, replica, last)
                 ) WITHOUT ROWID;
+                -- Batches of a peer refused because their writes were not
+                -- what their writers signed: how many, and the last reason.
+                ALTER TABLE peers ADD COLUMN refused_writes INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE peers ADD COLUMN last_refused_write TEXT;
                 """)
         }
         return migrator

@@ -5,6 +5,8 @@ import LatticeProtocol
 public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     case transport(TransportError)
     case protocolError(ProtocolError)
+    /// This side refused the peer's batch: its writes were not what their writers signed.
+    case refusedWrites(String)
     /// Anything else: a socket error, this side's store, a planned restart.
     case other(String)
 
@@ -26,6 +28,7 @@ public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .transport(let error): return error.description
         case .protocolError(let error): return error.description
+        case .refusedWrites(let why): return "refused its writes: \(why)"
         case .other(let why): return why
         }
     }

@@ -334,6 +334,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             switch result {
             case .success(let value): then(handler, value)
             case .failure(let error as PeerNoLongerTrusted): handler.close(.transport(.noLongerTrusted(error.peer.description)))
+            case .failure(let error as WriteProofError): handler.close(.refusedWrites(error.description))
             case .failure(let error): handler.close(.other("store: \(error)"))
             }
         }

@@ -11,6 +11,11 @@ public struct Peer: Sendable, Hashable {
     public var address: String?
     /// When it last completed a handshake with this device.
     public var lastSeen: Date?
+    /// Batches from it refused because their writes were not what their writers
+    /// signed (a forged or tampered write, a claim beyond a signed head).
+    public var refusedWrites: Int = 0
+    /// Why the last one was refused.
+    public var lastRefusedWrite: String?
 }
 
 extension Container {
@@ -36,7 +41,8 @@ extension Container {
         try LatticeError.wrap {
             try store.read { try $0.peers() }.map { row in
                 Peer(deviceID: row.deviceID, name: row.name, trusted: row.trusted, address: row.address,
-                     lastSeen: row.lastSeen.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                     lastSeen: row.lastSeen.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                     refusedWrites: row.refusedWrites, lastRefusedWrite: row.lastRefusedWrite)
             }
         }
     }

@@ -74,6 +74,14 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
+        do { return try applyChecked(batch, from: peer) } catch let error as WriteProofError {
+            // The batch changed nothing; what it tried is kept for `peers` and `doctor`.
+            try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: error.description) }
+            throw error
+        }
+    }
+
+    private func applyChecked(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
         let mark = DeferredStream(peer: peer, zone: batch.zone)
         let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
         let applied = try store.write { transaction in

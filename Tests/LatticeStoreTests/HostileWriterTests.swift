@@ -1,0 +1,246 @@
+import Foundation
+import LatticeCore
+import LatticeCrypto
+@testable import LatticeStore
+import LatticeTestSupport
+import Testing
+
+/// A trusted device that lies about other devices' writes, driven without
+/// sockets: stores on disk exchange change sets, one of them (B) hand-made.
+/// Each forgery is refused whole by the honest store (C), changes nothing
+/// there, says why, and A, B and C still converge on the honest data.
+@Suite struct HostileWriterTests {
+    let movies = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))
+    let books = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Books"))
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-hostile-\(UUID().uuidString)")
+    let clock = ManualClock(1_700_000_000_000)
+
+    /// A, B and C hold A's Movies (m1, m2) and Books (b1); B has written m3.
+    func honestStores() throws -> (a: RecordStore, b: RecordStore, c: RecordStore) {
+        func open(_ name: String) throws -> RecordStore {
+            try RecordStore(directory: directory.appendingPathComponent(name), wallClock: { [clock] in clock.now })
+        }
+        let a = try open("a")
+        let b = try open("b")
+        let c = try open("c")
+        try a.write { _ = try $0.createZone(movies) }
+        try a.write { _ = try $0.createZone(books) }
+        try a.write { try $0.save("m1", type: "Movie", in: movies, changes: [("title", "Up"), ("rating", .int64(4))]) }
+        try a.write { try $0.save("m2", type: "Movie", in: movies, changes: [("title", "Cars")]) }
+        try a.write { try $0.save("b1", type: "Book", in: books, changes: [("title", "Dune")]) }
+        for target in [b, c] { for zone in [movies, books] { try sync(a, to: target, zone) } }
+        clock.now += 10
+        try b.write { try $0.save("m3", type: "Movie", in: movies, changes: [("title", "Coco")]) }
+        try sync(b, to: c, movies)
+        return (a, b, c)
+    }
+
+    @discardableResult
+    func sync(_ from: RecordStore, to: RecordStore, _ zone: ZoneKey) throws -> ApplySummary {
+        let vector = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
+        return try to.apply(try from.changeSet(for: zone, since: vector))
+    }
+
+    /// A change set taken apart: its header, records and resolved blocks.
+    struct Parts {
+        var header: ChangeSetHeader
+        var records: [RecordState]
+        var blocks: [WriteBlock]
+
+        init(_ bytes: [UInt8]) throws {
+            var reader = ChangeSetReader(source: ArrayByteSource(bytes))
+            header = try reader.readHeader()!
+            records = []
+            while let record = try reader.nextRecord() { records.append(record) }
+            blocks = try BlockProof.resolve(reader.proofs, records: records, header: header)
+        }
+
+        /// Put back together, each write proven with the blocks at hand (as a relay would).
+        func bytes() throws -> [UInt8] {
+            var header = header
+            var replicas = Set(header.replicas)
+            for record in records { for entry in record.vector.entries { replicas.insert(entry.replica) } }
+            header.replicas = replicas.sorted()
+            return try MemoryReplica.encode(header: header, records: records, proofs: ProofCollector(base: header.base, blocks: blocks))
+        }
+    }
+
+    /// What a store holds, to tell that a refusal changed nothing.
+    func contents(_ store: RecordStore) throws -> [String] {
+        try store.read { snapshot in
+            try [movies, books].flatMap { zone -> [String] in
+                let sync = try snapshot.syncState(of: zone)
+                return ["\(zone): \(String(describing: sync))"] + (try snapshot.records(changedAfter: 0, in: zone).map { "\($0.state)" })
+            }
+        } + ["sequence \(try store.currentSequence())"]
+    }
+
+    /// Delivers `bytes` to C, expects a refusal for the stated reason, and that C is as it was.
+    func expectRefused(_ bytes: [UInt8], by c: RecordStore, _ reason: (WriteProofError) -> Bool, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let before = try contents(c)
+        do {
+            try c.apply(bytes)
+            Issue.record("the forgery was applied", sourceLocation: sourceLocation)
+        } catch let error as WriteProofError {
+            #expect(reason(error), "refused for another reason: \(error)", sourceLocation: sourceLocation)
+        }
+        #expect(try contents(c) == before, "a refused change set changed the store", sourceLocation: sourceLocation)
+    }
+
+    /// After the attack, honest data still flows between all three and they end equal.
+    func expectHonestConvergence(_ a: RecordStore, _ b: RecordStore, _ c: RecordStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        clock.now += 10
+        try a.write { try $0.save("m1", type: "Movie", in: movies, changes: [("rating", .int64(5))]) }
+        try c.write { try $0.save("m4", type: "Movie", in: movies, changes: [("title", "Soul")]) }
+        for _ in 0..<2 {
+            for (from, to) in [(a, b), (b, c), (c, a), (a, c), (c, b), (b, a)] { for zone in [movies, books] { try sync(from, to: to, zone) } }
+        }
+        let states = try [a, b, c].map { store in try store.read { try $0.records(changedAfter: 0, in: movies).map(\.state).sorted { $0.recordName < $1.recordName } } }
+        #expect(states[0] == states[1] && states[1] == states[2], sourceLocation: sourceLocation)
+        #expect(states[0].map(\.recordName) == ["m1", "m2", "m3", "m4"], sourceLocation: sourceLocation)
+        #expect(states[0].first?[field: "rating"] == .int64(5), sourceLocation: sourceLocation)
+    }
+
+    @Test("(a) a write stamped with another device's replica ID") func aWriteStampedWithAnotherDevicesReplicaIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        // B writes as A: a replica under A's ID that cannot sign as A.
+        let impostor = MemoryReplica(replica: a.replica, wallClock: { [clock] in clock.now })
+        try impostor.apply(try a.changeSet(for: movies, since: VersionVector()))
+        clock.now += 10
+        try impostor.save("m1", type: "Movie", in: movies, changes: [("title", "Down")])
+        let forged = try impostor.makeChangeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector })
+        try expectRefused(forged, by: c) { if case .unproven(let stamp, _) = $0 { stamp.replica == a.replica } else { false } }
+        // Wrapped in B's own signed change set, it is refused just the same.
+        var parts = try Parts(try b.changeSet(for: movies, since: VersionVector()))
+        parts.records = parts.records.map { $0.recordName == "m1" ? impostor.record("m1", in: movies)! : $0 }
+        try expectRefused(try parts.bytes(), by: c) { _ in true }
+        try expectHonestConvergence(a, b, c)
+    }
+
+    @Test("(b) another device's stamp re-used with another value") func anotherDevicesStampReusedWithAnotherValueIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        var parts = try Parts(try a.changeSet(for: movies, since: VersionVector()))
+        // A new record "m9" carrying A's stamp of m1, with B's value.
+        var copy = parts.records.first { $0.recordName == "m1" }!
+        copy.recordName = "m9"
+        copy.fields = copy.fields.map { field in
+            var field = field
+            if field.name == "title" { field.value = .string("Evil") }
+            return field
+        }
+        parts.records = [copy]
+        try expectRefused(try parts.bytes(), by: c) { error in
+            switch error {
+            case .tampered, .badSignature: true
+            default: false
+            }
+        }
+        try expectHonestConvergence(a, b, c)
+    }
+
+    @Test("(c) a tampered relay of a third device's write") func aTamperedRelayOfAThirdDevicesWriteIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        clock.now += 10
+        try a.write { try $0.save("m2", type: "Movie", in: movies, changes: [("title", "Cars 2")]) }
+        try sync(a, to: b, movies)
+        // B relays A's new write to C with the value changed, under A's stamp and A's block.
+        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        #expect(parts.records.map(\.recordName) == ["m2"])
+        parts.records[0].fields = parts.records[0].fields.map { field in
+            var field = field
+            field.value = .string("Trucks")
+            return field
+        }
+        try expectRefused(try parts.bytes(), by: c) { error in
+            switch error {
+            case .tampered, .badSignature: true
+            default: false
+            }
+        }
+        // What A signed covers the parts a later write replaced (the record's
+        // ghosts): a store that never saw them refuses the record without them.
+        clock.now += 10
+        try a.write { try $0.save("m1", type: "Movie", in: movies, changes: [("title", "Up!")]) }
+        var ghosted = try Parts(try a.changeSet(for: movies, since: VersionVector()))
+        let index = ghosted.records.firstIndex { $0.recordName == "m1" }!
+        #expect(!ghosted.records[index].ghosts.isEmpty)
+        ghosted.records[index].ghosts = []
+        let fresh = try RecordStore(directory: directory.appendingPathComponent("d"), wallClock: { [clock] in clock.now })
+        try expectRefused(try ghosted.bytes(), by: fresh) { error in
+            switch error {
+            case .tampered(let stamp, _): stamp.replica == a.replica
+            case .badSignature(let replica): replica == a.replica
+            default: false
+            }
+        }
+        try expectHonestConvergence(a, b, c)
+    }
+
+    @Test("(d) a claim beyond what the writer signed") func aClaimBeyondWhatTheWriterSignedIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        // A writes offline; B never hears of it and claims C holds A's writes up to "now".
+        clock.now += 10
+        try a.write { try $0.save("m2", type: "Movie", in: movies, changes: [("title", "Offline edit")]) }
+        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        parts.header.top.advance(a.replica, to: HLCTimestamp(milliseconds: clock.now + 5, counter: 0))
+        try expectRefused(try parts.bytes(), by: c) { if case .beyondSignedHead(let replica, _, _, _) = $0 { replica == a.replica } else { false } }
+        // A record's vector inflated the same way is refused too.
+        var record = try Parts(try b.changeSet(for: movies, since: VersionVector()))
+        record.records[0].vector.advance(a.replica, to: HLCTimestamp(milliseconds: clock.now + 5, counter: 0))
+        try expectRefused(try record.bytes(), by: c) { if case .beyondSignedHead = $0 { true } else { false } }
+        // A's offline edit still reaches C, which would have skipped it had it taken the claim.
+        try sync(a, to: c, movies)
+        #expect(try c.read { try $0.record("m2", in: movies) }?[field: "title"] == "Offline edit")
+        try expectHonestConvergence(a, b, c)
+    }
+
+    @Test("(e) a zone deletion stamped as another device") func aZoneDeletionStampedAsAnotherDeviceIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        clock.now += 10
+        parts.header.zoneState = ZoneState(causalLength: parts.header.zoneState.causalLength + 1, stamp: Stamp(time: HLCTimestamp(milliseconds: clock.now, counter: 0), replica: a.replica))
+        parts.header.top.advance(a.replica, to: parts.header.zoneState.stamp.time)
+        parts.records = []
+        try expectRefused(try parts.bytes(), by: c) { error in
+            switch error {
+            case .unproven(let stamp, _), .tampered(let stamp, _): stamp.replica == a.replica
+            case .beyondSignedHead(let replica, _, _, _): replica == a.replica
+            default: false
+            }
+        }
+        #expect(try c.read { try $0.syncState(of: movies)?.zoneState.exists } == true)
+        try expectHonestConvergence(a, b, c)
+    }
+
+    @Test("(f) a signed block replayed into another zone") func aSignedBlockReplayedIntoAnotherZoneIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        // A's signed write to Books, replayed as a write to Movies with A's Books block.
+        let book = try Parts(try a.changeSet(for: books, since: VersionVector()))
+        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        var record = book.records.first { $0.recordName == "b1" }!
+        record.recordType = "Movie"
+        parts.records = [record]
+        parts.blocks += book.blocks.map { block in
+            var replayed = block
+            replayed.zone = movies
+            return replayed
+        }
+        try expectRefused(try parts.bytes(), by: c) { error in
+            switch error {
+            case .badSignature, .unproven, .tampered: true
+            default: false
+            }
+        }
+        // An old head of A's, replayed as it was, changes nothing and is no error.
+        let sequence = try c.currentSequence()
+        try c.apply(try a.changeSet(for: movies, since: VersionVector()))
+        #expect(try c.currentSequence() == sequence)
+        try expectHonestConvergence(a, b, c)
+    }
+}
