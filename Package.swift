@@ -97,6 +97,6 @@ let package = Package(
         ]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child"]),
-        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
+        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "LatticeCore", "LatticeStore", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
     ]
 )

@@ -75,13 +75,16 @@ extension StoreSnapshot {
             // Everything after the cursor in this snapshot is in this batch.
             position = max(position, ChangeCursor.end(of: try sequence()))
         }
-        let header = ChangeSetHeader(zone: key, sync: zone.sync, base: peerVector, schema: try schema(), claimsTop: reachedEnd)
+        // A store that lost writes of its own claims no more of its own than it holds.
+        var told = zone.sync
+        told.vector = try vectorToTell(zone.sync, in: key)
+        let header = ChangeSetHeader(zone: key, sync: told, base: peerVector, schema: try schema(), claimsTop: reachedEnd)
         var out: [UInt8] = []
         out.reserveCapacity(bytes + 256)
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector)) { out.append(contentsOf: $0) }
         for state in states { try writer.append(state) }
         try writer.finish()
-        return StreamBatch(bytes: out, cursor: max(position, cursor), final: reachedEnd, records: states.count, zoneState: zone.sync.zoneState, claimedTop: reachedEnd ? zone.sync.vector : nil)
+        return StreamBatch(bytes: out, cursor: max(position, cursor), final: reachedEnd, records: states.count, zoneState: zone.sync.zoneState, claimedTop: reachedEnd ? told.vector : nil)
     }
 
     /// Where a stream resumes: after the peer's cursor, or after the last

@@ -72,3 +72,51 @@ enum WriteBlockEntries {
         return entries
     }
 }
+
+// MARK: A store restored from an older copy
+
+extension StoreSnapshot {
+    private static func gapKey(_ key: ZoneKey) -> String { "own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
+
+    /// Whether `head`, a peer's entry for this replica in `key`'s vector, is a
+    /// head this store signed and still holds. Every such entry is one of its
+    /// blocks' `last`; one it lacks means the store lost writes of its own
+    /// (restored from an older copy while its peers kept them).
+    public func holdsOwnHead(_ head: HLCTimestamp, in key: ZoneKey) throws -> Bool {
+        guard head > .zero else { return true }
+        return try writeBlock(of: store.replica, in: key, covering: head)?.last == head
+    }
+
+    /// The head of its own a peer holds and this store lost, if one was seen.
+    public func ownGap(in key: ZoneKey) throws -> HLCTimestamp? {
+        try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Self.gapKey(key)]).map { HLCTimestamp(rawValue: UInt64(bitPattern: $0)) }
+    }
+
+    /// The vector to tell peers for `key`: with a gap, this replica's own
+    /// entry goes back to the last head it holds below the gap, so peers send
+    /// its lost writes back.
+    public func vectorToTell(_ sync: ZoneSyncState, in key: ZoneKey) throws -> VersionVector {
+        guard let gap = try ownGap(in: key) else { return sync.vector }
+        let floor = try HLCTimestamp(rawValue: UInt64(bitPattern: Int64.fetchOne(db, sql: """
+            SELECT last FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last < ? ORDER BY last DESC LIMIT 1
+            """, arguments: [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Data(store.replica.bytes), Int64(bitPattern: gap.rawValue)]) ?? 0))
+        return VersionVector(sync.vector.entries.map { entry in (entry.replica, entry.replica == store.replica ? min(entry.time, floor) : entry.time) })
+    }
+}
+
+extension StoreTransaction {
+    /// Remembers that a peer holds `head`, a head of this store's own it lacks.
+    public func noteOwnGap(_ head: HLCTimestamp, in key: ZoneKey) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)", Int64(bitPattern: head.rawValue)])
+        markChanged()
+    }
+
+    /// Forgets the gap once the store holds its head again. Returns whether it closed one.
+    @discardableResult
+    public func closeOwnGapIfFilled(in key: ZoneKey) throws -> Bool {
+        guard let gap = try ownGap(in: key), try holdsOwnHead(gap, in: key) else { return false }
+        try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)"])
+        markChanged()
+        return true
+    }
+}

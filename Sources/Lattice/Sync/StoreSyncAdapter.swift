@@ -17,6 +17,10 @@ struct StoreSyncAdapter: SyncDelegate {
     /// before the deferred records, and no claim is taken, so the records come
     /// again (and land) on the next session, and no vector says they are held.
     let deferredStreams = NIOLockedValueBox(Set<DeferredStream>())
+    /// The cursor each outgoing stream last handed out, per peer and zone: a
+    /// cursor a peer asks for that this process did not hand out comes from
+    /// its hello, so from a history this store may have lost (see `produceBatch`).
+    let issuedCursors = NIOLockedValueBox([DeferredStream: StreamCursor]())
 
     struct DeferredStream: Hashable {
         var peer: DeviceID
@@ -48,7 +52,12 @@ struct StoreSyncAdapter: SyncDelegate {
             try requireTrusted(peer, in: snapshot)
             let resume = try snapshot.resumePoints(of: peer.description)
             let zones = try snapshot.zones(in: .private).map { zone in
-                ZoneAdvert(zone: zone.key, zoneState: zone.sync.zoneState, vector: zone.sync.vector, resume: resume[zone.key].map(StreamCursor.init))
+                // A store that lost writes of its own asks for them from the peer's vector, not from
+                // where the peer's stream stopped: that stream skipped them while this store claimed them.
+                let gap = try snapshot.ownGap(in: zone.key) != nil
+                return ZoneAdvert(
+                    zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
+                    resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
             }
             return Hello(container: container, zones: zones)
         }
@@ -59,14 +68,30 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
-        try store.read { snapshot in
+        let mark = DeferredStream(peer: peer, zone: request.zone)
+        let told = request.peerVector[store.replica]
+        let lost = try store.read { try !$0.holdsOwnHead(told, in: request.zone) }
+        var after = ChangeCursor(request.after)
+        if lost {
+            // The peer holds writes of this store that it lost: it was restored
+            // from an older copy. Its change sequence was rewound with it, so a
+            // cursor into its stream from before (the peer's hello) would skip
+            // what it wrote since; the stream starts again from the peer's
+            // vector. Its next hello asks for its own writes back.
+            if issuedCursors.withLockedValue({ $0[mark] }) != request.after { after = ChangeCursor(sequence: 0, row: 0) }
+            try store.write { transaction in
+                if try transaction.ownGap(in: request.zone).map({ $0 < told }) ?? true { try transaction.noteOwnGap(told, in: request.zone) }
+            }
+        }
+        return try store.read { snapshot in
             try requireTrusted(peer, in: snapshot)
             guard let batch = try snapshot.streamBatch(
-                for: request.zone, after: ChangeCursor(request.after), peerVector: request.peerVector, peerZoneState: request.peerZoneState,
+                for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
                 maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes)
             else { return nil }
             let totals = request.wantsTotals
                 ? try snapshot.streamTotals(for: request.zone, after: ChangeCursor(request.after), peerVector: request.peerVector) : nil
+            issuedCursors.withLockedValue { $0[mark] = StreamCursor(batch.cursor) }
             return OutgoingBatch(
                 bytes: batch.bytes, cursor: StreamCursor(batch.cursor), final: batch.final, records: batch.records,
                 zoneState: batch.zoneState, claimedTop: batch.claimedTop, totals: totals)
@@ -90,6 +115,7 @@ struct StoreSyncAdapter: SyncDelegate {
             guard summary.changeSets == 1 else {
                 throw ChangeSetError.malformed("a batch holds \(summary.changeSets) change sets; one of \(batch.zone) was announced")
             }
+            try transaction.closeOwnGapIfFilled(in: batch.zone)
             let deferred = alreadyDeferred || summary.recordsDeferred > 0 || summary.zoneDeferred
             if !deferred { try transaction.setResumePoint(ChangeCursor(batch.cursor), of: peer.description, for: batch.zone) }
             let vector = try transaction.syncState(of: batch.zone)?.vector ?? VersionVector()
