@@ -20,7 +20,9 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
-        .target(name: "Workload", dependencies: [.product(name: "Lattice", package: lattice), .product(name: "LatticeCore", package: lattice)]),
+        .target(name: "Workload", dependencies: [
+            .product(name: "Lattice", package: lattice), .product(name: "LatticeCore", package: lattice), .product(name: "LatticeCrypto", package: lattice),
+        ]),
         .executableTarget(name: "lattice-merge-figures", dependencies: ["Workload", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "lattice-sync-figures", dependencies: [
             "Workload", .product(name: "Lattice", package: lattice), .product(name: "LatticeCrypto", package: lattice),

@@ -1,12 +1,16 @@
 import Foundation
 import LatticeCore
 import LatticeCrypto
-import LatticeStore
+@_spi(Benchmarks) import LatticeStore
 
 /// A container, as `CKContainer`: one replica directory per container and device.
 public final class Container: Sendable {
     public let containerIdentifier: String
     let store: RecordStore
+
+    /// Turns off the check of received writes against their writers'
+    /// signatures, to measure its cost (`Benchmarks/`); never for real use.
+    @_spi(Benchmarks) public func skipWriteChecks() { store.checksWrites = false }
 
     /// Opens (creating if needed) the container's replica in `directory`, or in
     /// the default location `$XDG_DATA_HOME/lattice/<identifier>`.

@@ -43,7 +43,8 @@ public final class MemoryReplica: ReplicaStorage {
         case record(slot: Int, name: String, (state: RecordState, sequence: UInt64)?)
         case cascade(slot: Int, target: String, source: String, wasIndexed: Bool)
         case schema(Schema)
-        case blocks(BlockKey, [WriteBlock]?)
+        case blockInserted(BlockKey, Int)
+        case blockRemoved(BlockKey, Int, WriteBlock)
     }
 
     struct BlockKey: Hashable {
@@ -119,7 +120,8 @@ public final class MemoryReplica: ReplicaStorage {
         case .cascade(let slot, let target, let source, let wasIndexed):
             if wasIndexed { slots[slot].cascadeIndex[target, default: []].insert(source) } else { slots[slot].cascadeIndex[target]?.remove(source) }
         case .schema(let schema): currentSchema = schema
-        case .blocks(let key, let list): blocks[key] = list
+        case .blockInserted(let key, let index): blocks[key]!.remove(at: index)
+        case .blockRemoved(let key, let index, let block): blocks[key]!.insert(block, at: index)
         }
     }
 
@@ -190,21 +192,43 @@ public final class MemoryReplica: ReplicaStorage {
     public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) -> WriteBlock? {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
         guard let time else { return list.last }
-        return list.first { $0.last >= time }
+        let start = Self.firstBlock(in: list, endingAtOrAfter: time)
+        guard start < list.count else { return nil }
+        // Versions of a block a restored store signed again can overlap: the first that holds the write.
+        return list[start..<min(list.count, start + 8)].first { $0.digest(at: time) != nil } ?? list[start]
+    }
+
+    public func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>) -> [WriteBlock] {
+        guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return [] }
+        return Array(list[Self.firstBlock(in: list, endingAtOrAfter: range.lowerBound)...].prefix { $0.last <= range.upperBound })
     }
 
     public func storeWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
-        var list = blocks[key] ?? []
-        if let index = list.firstIndex(where: { $0.last >= block.last }), list[index].last == block.last {
-            guard list[index].isHead, !block.isHead else { return }
-            list[index] = block
-        } else {
-            list.insert(block, at: list.firstIndex { $0.last > block.last } ?? list.endIndex)
+        let later = writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...HLCTimestamp(rawValue: .max))
+        if later.contains(where: { $0.supersedes(block) || ($0.last == block.last && !block.supersedes($0)) }) { return }
+        if block.entries != nil {
+            for older in writeBlocks(of: block.replica, in: block.zone, endingIn: (block.firstTime ?? block.last)...block.last).reversed() where block.supersedes(older) {
+                let index = Self.firstBlock(in: blocks[key]!, endingAtOrAfter: older.last)
+                undo.append(.blockRemoved(key, index, older))
+                blocks[key]!.remove(at: index)
+            }
         }
-        undo.append(.blocks(key, blocks[key]))
-        blocks[key] = list
+        let index = Self.firstBlock(in: blocks[key] ?? [], endingAtOrAfter: block.last)
+        undo.append(.blockInserted(key, index))
+        blocks[key, default: []].insert(block, at: index)
         changed = true
+    }
+
+    /// Blocks are kept sorted by `last`: a binary search finds the first at or after `time`.
+    private static func firstBlock(in list: [WriteBlock], endingAtOrAfter time: HLCTimestamp) -> Int {
+        var low = 0
+        var high = list.count
+        while low < high {
+            let mid = (low + high) / 2
+            if list[mid].last < time { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     public func persistSchemaChanges(_ changes: Schema) {

@@ -66,7 +66,7 @@ extension ReplicaStorage {
         let acceptable = { (time: HLCTimestamp) in bound.accepts(time, wallClock: wallClock) }
 
         let before = try syncState(of: zone)
-        let check = signer.map { _ in ProofCheck(storage: self, zone: zone, knowledge: before?.knowledge ?? VersionVector()) }
+        let check = signer != nil && checksWrites ? ProofCheck(storage: self, zone: zone, knowledge: before?.knowledge ?? VersionVector()) : nil
         check?.header(header.zoneState)
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState

@@ -35,11 +35,15 @@ extension ReplicaStorage {
             var entries: [WriteBlock.Entry] = []
             var cache: [String: RecordState] = [:]
             for write in writes {
+                // Every stamp the commit took gets an entry, so every head the
+                // replica ever signed is an entry time (see `holdsOwnHead`); one
+                // no record shows any more gets a digest no receiver asks for.
                 if let name = write.record {
                     guard let state = try cache[name] ?? record(named: name, in: zone) else { continue }
                     cache[name] = state
-                    guard state.liveStamps.contains(write.stamp) else { continue }
-                    entries.append(WriteBlock.Entry(time: write.stamp.time, digest: WriteDigest.record(state, stamp: write.stamp, in: zone)))
+                    let shown = state.liveStamps.contains(write.stamp)
+                    entries.append(WriteBlock.Entry(
+                        time: write.stamp.time, digest: shown ? WriteDigest.record(state, stamp: write.stamp, in: zone) : WriteDigest.gone(name, stamp: write.stamp, in: zone)))
                 } else if sync.zoneState.stamp == write.stamp {
                     entries.append(WriteBlock.Entry(time: write.stamp.time, digest: WriteDigest.zone(sync.zoneState, in: zone)))
                 }
@@ -48,6 +52,14 @@ extension ReplicaStorage {
             // A zone write gets a block of its own: every change set carries
             // the block of its zone's state, which stays small that way.
             let zoneTimes = Set(writes.filter { $0.record == nil }.map(\.stamp.time))
+            // Otherwise the commit extends the replica's latest block and signs it
+            // again, so a history of small commits costs a signature to check per
+            // block of up to `maximumEntries` writes, not per commit.
+            if zoneTimes.isEmpty, let open = try writeBlock(of: replica, in: zone, covering: nil), let held = open.entries,
+               held.count + entries.count <= WriteBlock.maximumEntries,
+               !(sync.zoneState.stamp.replica == replica && open.digest(at: sync.zoneState.stamp.time) != nil) {
+                entries = held + entries
+            }
             var chunks: [[WriteBlock.Entry]] = [[]]
             for entry in entries {
                 let alone = zoneTimes.contains(entry.time)

@@ -41,12 +41,18 @@ public protocol ReplicaStorage: AnyObject {
     /// The identity local writes are signed with. Nil only for an in-memory
     /// replica under a made-up replica ID (unit tests): it neither signs nor checks.
     var signer: Identity? { get }
+    /// Whether writes received are checked against their writers' signatures
+    /// (always, but where a benchmark measures what the check costs).
+    var checksWrites: Bool { get }
     /// The running transaction's local writes, sealed when it commits.
     var pendingLocalWrites: [PendingLocalWrite] { get set }
     /// A block of `replica` in `zone`: the first whose `last` is at or after
     /// `time`, or with nil the latest (`WriteBlock`).
     func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock?
-    /// Keeps a checked block (a whole one replaces a head with the same `last`).
+    /// Every block of `replica` in `zone` whose `last` lies in `range`, by `last`.
+    func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>) throws -> [WriteBlock]
+    /// Keeps a checked block, dropping the versions of it that it supersedes;
+    /// a block superseded by one kept is not kept.
     func storeWriteBlock(_ block: WriteBlock) throws
     /// Why writes of this writer's block are refused, or nil to accept them.
     func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String?
@@ -62,6 +68,8 @@ public enum RecordLookup {
 
 extension ReplicaStorage {
     public func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String? { nil }
+
+    public var checksWrites: Bool { true }
 
     public func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
         try record(named: name, in: zone)?.version

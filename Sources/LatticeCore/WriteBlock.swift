@@ -97,6 +97,25 @@ public struct WriteBlock: Hashable, Sendable {
         return low < entries.count && entries[low].time == time ? entries[low].digest : nil
     }
 
+    /// Whether this block is a later version of `other`: a commit extends its
+    /// replica's latest block (up to `maximumEntries`) and signs it again, so
+    /// `other` (whole or a head) is superseded when its entries begin this one's.
+    public func supersedes(_ other: WriteBlock) -> Bool {
+        guard let entries, other.replica == replica, other.zone == zone, other.last <= last, other.count <= entries.count else { return false }
+        if let older = other.entries { return Array(entries.prefix(older.count)) == older }
+        return other.count > 0 && Self.hash(of: Array(entries.prefix(other.count))) == other.entriesHash
+    }
+
+    /// A time at which both blocks hold a write with different digests: two
+    /// writes signed under one stamp.
+    public func conflict(with other: WriteBlock) -> HLCTimestamp? {
+        guard let entries, other.entries != nil else { return nil }
+        for entry in entries { if let digest = other.digest(at: entry.time), digest != entry.digest { return entry.time } }
+        return nil
+    }
+
+    public var firstTime: HLCTimestamp? { entries?.first?.time }
+
     var signedMessage: [UInt8] {
         var writer = BinaryWriter(capacity: 160)
         writer.raw("LTBK1".utf8)

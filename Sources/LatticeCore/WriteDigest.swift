@@ -36,6 +36,18 @@ public enum WriteDigest {
         return hash(writer.bytes)
     }
 
+    /// The entry of a write its own commit already replaced (a record saved
+    /// twice, a conflict clear): signed so the commit's stamps all have one.
+    static func gone(_ recordName: String, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 96)
+        writer.raw("LTWG".utf8)
+        encode(zone, into: &writer)
+        writer.string(recordName)
+        writer.raw(stamp.replica.bytes)
+        writer.varint(stamp.time.rawValue)
+        return hash(writer.bytes)
+    }
+
     /// The digest of every write `state` shows, by stamp.
     public static func writes(of state: RecordState, in zone: ZoneKey) -> [(stamp: Stamp, digest: [UInt8])] {
         state.liveStamps.sorted().map { ($0, record(state, stamp: $0, in: zone)) }

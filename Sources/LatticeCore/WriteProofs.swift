@@ -9,7 +9,7 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
     case tampered(stamp: Stamp, what: String)
     /// A block whose signature does not hold over the writes shown with it.
     case badSignature(replica: ReplicaID)
-    /// Two different blocks signed under one stamp.
+    /// Two different writes signed under one stamp (`last` names the stamp's time).
     case twoBlocksOneStamp(replica: ReplicaID, last: HLCTimestamp)
     /// A vector that says a replica's writes are held beyond the latest head it signed.
     case beyondSignedHead(replica: ReplicaID, claimed: HLCTimestamp, head: HLCTimestamp, what: String)
@@ -22,7 +22,7 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
         case .unproven(let stamp, let what): return "\(what) stamped \(stamp) carries no signature of its writer"
         case .tampered(let stamp, let what): return "\(what) stamped \(stamp) differs from what its writer signed"
         case .badSignature(let replica): return "writes of replica \(replica.description.prefix(8)) do not match the block it signed (a write was changed on the way, or the signature is forged)"
-        case .twoBlocksOneStamp(let replica, let last): return "replica \(replica.description.prefix(8)) signed two different blocks ending at \(last)"
+        case .twoBlocksOneStamp(let replica, let last): return "replica \(replica.description.prefix(8)) signed two different writes stamped \(last)"
         case .beyondSignedHead(let replica, let claimed, let head, let what):
             return "\(what) claims writes of replica \(replica.description.prefix(8)) up to \(claimed); it signed up to \(head)"
         case .writerRefused(let replica, let why): return "writes of replica \(replica.description.prefix(8)) are refused: \(why)"
@@ -244,9 +244,13 @@ final class ProofCheck {
             if let refusal = storage.refusal(ofWriter: block.replica, publicKey: block.publicKey, last: block.last) {
                 throw WriteProofError.writerRefused(replica: block.replica, why: refusal)
             }
-            if let stored = try storage.writeBlock(of: block.replica, in: zone, covering: block.last), stored.last == block.last,
-               stored.entriesHash != block.entriesHash {
-                throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: block.last)
+            if let first = block.firstTime {
+                // The blocks it could overlap: those ending within it, and the next one (a later version).
+                var stored = try storage.writeBlocks(of: block.replica, in: zone, endingIn: first...block.last)
+                if let next = try storage.writeBlock(of: block.replica, in: zone, covering: block.last), next.last > block.last { stored.append(next) }
+                for other in stored {
+                    if let time = block.conflict(with: other) { throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: time) }
+                }
             }
             for entry in block.entries ?? [] { proven[Stamp(time: entry.time, replica: block.replica)] = entry.digest }
             heads[block.replica] = max(heads[block.replica] ?? .zero, block.last)

@@ -15,6 +15,9 @@ public final class RecordStore: Sendable {
 
     public let directory: URL
     public let identity: Identity
+    /// Off only to measure what checking writes costs (`Benchmarks/`): a
+    /// store that applies writes it cannot attribute is open to forgery.
+    @_spi(Benchmarks) public nonisolated(unsafe) var checksWrites = true
     public let replica: ReplicaID
     /// Random per store: change tokens from another store are recognized as such.
     public let storeID: [UInt8]

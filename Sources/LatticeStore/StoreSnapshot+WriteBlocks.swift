@@ -4,24 +4,39 @@ import LatticeCore
 import LatticeCrypto
 
 extension StoreSnapshot {
-    /// A block of `replica` in `key`: the first whose `last` is at or after
-    /// `time`, or with nil the latest.
-    public func writeBlock(of replica: ReplicaID, in key: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock? {
-        let columns = "last, entry_count, entries_hash, signature, public_key, entries"
-        let zone = "scope = ? AND zone_name = ? AND owner_name = ? AND replica = ?"
-        var arguments: StatementArguments = [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Data(replica.bytes)]
-        let row: Row?
-        if let time {
-            arguments += [Int64(bitPattern: time.rawValue)]
-            row = try Row.fetchOne(db, sql: "SELECT \(columns) FROM write_blocks WHERE \(zone) AND last >= ? ORDER BY last LIMIT 1", arguments: arguments)
-        } else {
-            row = try Row.fetchOne(db, sql: "SELECT \(columns) FROM write_blocks WHERE \(zone) ORDER BY last DESC LIMIT 1", arguments: arguments)
-        }
-        guard let row else { return nil }
+    private static let blockColumns = "last, entry_count, entries_hash, signature, public_key, entries"
+    private static let blockZone = "scope = ? AND zone_name = ? AND owner_name = ? AND replica = ?"
+
+    private func blockArguments(_ replica: ReplicaID, _ key: ZoneKey) -> StatementArguments {
+        [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Data(replica.bytes)]
+    }
+
+    private func block(_ row: Row, replica: ReplicaID, zone key: ZoneKey) throws -> WriteBlock {
         let entries = try (row[5] as Data?).map { try WriteBlockEntries.decode([UInt8]($0)) }
         return WriteBlock(
             zone: key, publicKey: [UInt8](row[4] as Data), replica: replica, last: HLCTimestamp(rawValue: UInt64(bitPattern: row[0])),
             count: row[1], entriesHash: [UInt8](row[2] as Data), signature: [UInt8](row[3] as Data), entries: entries)
+    }
+
+    /// A block of `replica` in `key`: the first whose `last` is at or after
+    /// `time` and that holds a write at `time` (else the first at or after
+    /// it), or with nil the latest.
+    public func writeBlock(of replica: ReplicaID, in key: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock? {
+        guard let time else {
+            let row = try Row.fetchOne(db, sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) ORDER BY last DESC LIMIT 1", arguments: blockArguments(replica, key))
+            return try row.map { try block($0, replica: replica, zone: key) }
+        }
+        // Versions of a block a restored store signed again can overlap: a few are looked at.
+        let rows = try Row.fetchAll(db, sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? ORDER BY last LIMIT 8",
+                                    arguments: blockArguments(replica, key) + [Int64(bitPattern: time.rawValue)])
+        let blocks = try rows.map { try block($0, replica: replica, zone: key) }
+        return blocks.first { $0.digest(at: time) != nil } ?? blocks.first
+    }
+
+    public func writeBlocks(of replica: ReplicaID, in key: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>) throws -> [WriteBlock] {
+        try Row.fetchAll(db, sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? AND last <= ? ORDER BY last",
+                         arguments: blockArguments(replica, key) + [Int64(bitPattern: range.lowerBound.rawValue), Int64(bitPattern: min(range.upperBound.rawValue, UInt64(Int64.max)))])
+            .map { try block($0, replica: replica, zone: key) }
     }
 
     /// What a change set to a peer at `base` carries to prove its writes.
@@ -32,14 +47,19 @@ extension StoreSnapshot {
 
 extension StoreTransaction {
     public func storeWriteBlock(_ block: WriteBlock) throws {
-        if let stored = try writeBlock(of: block.replica, in: block.zone, covering: block.last), stored.last == block.last {
-            guard stored.isHead, !block.isHead else { return }
+        let later = try writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...HLCTimestamp(rawValue: UInt64(Int64.max)))
+        if later.contains(where: { $0.supersedes(block) || ($0.last == block.last && !block.supersedes($0)) }) { return }
+        let zone: StatementArguments = [Int64(block.zone.scope.rawValue), block.zone.zoneID.zoneName, block.zone.zoneID.ownerName, Data(block.replica.bytes)]
+        if block.entries != nil {
+            for older in try writeBlocks(of: block.replica, in: block.zone, endingIn: (block.firstTime ?? block.last)...block.last) where block.supersedes(older) {
+                try db.execute(sql: "DELETE FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last = ?",
+                               arguments: zone + [Int64(bitPattern: older.last.rawValue)])
+            }
         }
         try db.execute(sql: """
             INSERT OR REPLACE INTO write_blocks (scope, zone_name, owner_name, replica, last, entry_count, entries_hash, signature, public_key, entries)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [
-                Int64(block.zone.scope.rawValue), block.zone.zoneID.zoneName, block.zone.zoneID.ownerName, Data(block.replica.bytes),
+            """, arguments: zone + [
                 Int64(bitPattern: block.last.rawValue), block.count, Data(block.entriesHash), Data(block.signature), Data(block.publicKey),
                 block.entries.map { Data(WriteBlockEntries.encode($0)) },
             ])
@@ -79,12 +99,14 @@ extension StoreSnapshot {
     private static func gapKey(_ key: ZoneKey) -> String { "own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
 
     /// Whether `head`, a peer's entry for this replica in `key`'s vector, is a
-    /// head this store signed and still holds. Every such entry is one of its
-    /// blocks' `last`; one it lacks means the store lost writes of its own
+    /// head this store signed and still holds. Every such entry is the last
+    /// stamp of one of its commits, so an entry time of its blocks (or a
+    /// block's `last`); one it lacks means the store lost writes of its own
     /// (restored from an older copy while its peers kept them).
     public func holdsOwnHead(_ head: HLCTimestamp, in key: ZoneKey) throws -> Bool {
         guard head > .zero else { return true }
-        return try writeBlock(of: store.replica, in: key, covering: head)?.last == head
+        guard let block = try writeBlock(of: store.replica, in: key, covering: head) else { return false }
+        return block.last == head || block.digest(at: head) != nil
     }
 
     /// The head of its own a peer holds and this store lost, if one was seen.

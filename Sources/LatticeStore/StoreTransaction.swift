@@ -40,6 +40,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     public var signer: Identity? { store.identity }
 
+    public var checksWrites: Bool { store.checksWrites }
+
     public var clock: HybridLogicalClock {
         get { hybridClock }
         set {

@@ -1,6 +1,7 @@
 import Foundation
 import Lattice
 import LatticeCore
+import LatticeCrypto
 
 /// The merge workload of the README and of compare/workload.py, value for value:
 /// N "Track" records of 8 fields (3 strings of 20 letters, 2 ints, a double,
@@ -40,7 +41,8 @@ public enum Workload {
     public final class Clock: @unchecked Sendable { public var now: UInt64 = 1_700_000_000_000 }
 
     public static func memoryReplica(_ id: UInt64, clock: Clock) -> MemoryReplica {
-        let replica = MemoryReplica(replica: ReplicaID(high: id, low: id), maximumSkewMilliseconds: UInt64.max / 4, wallClock: { clock.now })
+        // Signed, as every replica is: the workload's writes reach stores that check them.
+        let replica = try! MemoryReplica(identity: .numbered(id), maximumSkewMilliseconds: UInt64.max / 4, wallClock: { clock.now })
         replica.createZone(zone)
         return replica
     }

@@ -1,5 +1,5 @@
 import Foundation
-import Lattice
+@_spi(Benchmarks) import Lattice
 import LatticeCore
 import LatticeCrypto
 import LatticeProtocol
@@ -166,13 +166,39 @@ func initial() async throws {
     }
     let cryptoNanos = now() - t2
 
-    // The whole thing: B's node connects to A's and syncs until both are caught up.
+    // What the proofs add: the same records and header without them.
+    var reader = ChangeSetReader(source: ArrayByteSource(try sender.makeChangeSet(for: Workload.zone, since: VersionVector())))
+    let header = try reader.readHeader()!
+    var states: [RecordState] = []
+    while let state = try reader.nextRecord() { states.append(state) }
+    let withProofs = try MemoryReplica.encode(header: header, records: states, proofs: ProofCollector(base: VersionVector()) { replica, time in
+        try sender.writeBlock(of: replica, in: Workload.zone, covering: time)
+    }).count
+    let withoutProofs = try MemoryReplica.encode(header: header, records: states, proofs: nil).count
+    let blocks = reader.proofs.count
+
+    // The whole thing: B's node connects to A's and syncs until both are caught up;
+    // then again, between two new stores, with B not checking A's signatures.
     let start = now()
     try await pair.start()
     let total = Double(now() - start) / 1e9
     let count = try b.privateCloudDatabase.recordCount(inZoneWith: .default)
     precondition(count == records, "B has \(count) of \(records) records")
     await pair.stop()
+    let unchecked = try SyncPair()
+    try unchecked.a.apply(changeSet: sender.makeChangeSet(for: Workload.zone, since: VersionVector()))
+    unchecked.b.skipWriteChecks()
+    let uncheckedStart = now()
+    try await unchecked.start()
+    let uncheckedTotal = Double(now() - uncheckedStart) / 1e9
+    let uncheckedCount = try unchecked.b.privateCloudDatabase.recordCount(inZoneWith: .default)
+    precondition(uncheckedCount == records, "B has \(uncheckedCount) of \(records) records")
+    await unchecked.stop()
+    emit(["figure": "initial sync, writes checked or not", "records": records, "checked_s": total, "unchecked_s": uncheckedTotal,
+          "change_set_bytes": withProofs, "change_set_bytes_without_proofs": withoutProofs, "blocks": blocks])
+    say(String(format: "initial sync with every write checked %.2f s, without the check %.2f s (%+.0f%%); the change set holds %d blocks: %.1f MB with proofs, %.1f MB without (%.1f bytes a record, %.0f a block)",
+               total, uncheckedTotal, (total / uncheckedTotal - 1) * 100, blocks, Double(withProofs) / 1e6, Double(withoutProofs) / 1e6,
+               Double(withProofs - withoutProofs) / Double(records), Double(withProofs - withoutProofs) / Double(max(blocks, 1))))
     let store = Double(produceNanos + applyNanos) / 1e9
     let crypto = Double(cryptoNanos) / 1e9
     emit(["figure": "initial sync", "records": records, "bytes": bytes, "total_s": total, "store_produce_s": Double(produceNanos) / 1e9,
