@@ -50,7 +50,45 @@ public enum WriteDigest {
 
     /// The digest of every write `state` shows, by stamp.
     public static func writes(of state: RecordState, in zone: ZoneKey) -> [(stamp: Stamp, digest: [UInt8])] {
-        state.liveStamps.sorted().map { ($0, record(state, stamp: $0, in: zone)) }
+        if let only = state.onlyStamp { return [(only, singleWrite(state, stamp: only, in: zone))] }
+        return state.liveStamps.sorted().map { ($0, record(state, stamp: $0, in: zone)) }
+    }
+
+    /// `record` for a state all of whose parts one write made (most records):
+    /// the same bytes, encoded straight into one buffer.
+    static func singleWrite(_ state: RecordState, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 256)
+        var scratch = BinaryWriter(capacity: 64)
+        writer.raw("LTWR".utf8)
+        encode(zone, into: &writer)
+        writer.string(state.recordName)
+        writer.raw(stamp.replica.bytes)
+        writer.varint(stamp.time.rawValue)
+        // Keys in order: "#c" < "#d" < "#t" < field names (which start with a letter).
+        func item(_ key: String, _ fill: (inout BinaryWriter) -> Void) {
+            scratch.removeAll()
+            fill(&scratch)
+            writer.string(key)
+            if scratch.count > WritePart.inlineLimit {
+                writer.varint(1 + ContentHasher.length)
+                writer.byte(1)
+                writer.raw(hash(scratch.bytes))
+            } else {
+                writer.varint(1 + scratch.count)
+                writer.byte(0)
+                writer.raw(scratch.bytes)
+            }
+        }
+        item(WritePart.createdKey) { $0.varint(state.createdIncarnation) }
+        if state.deleted != nil { item(WritePart.deletedKey) { $0.varint(state.causalLength) } }
+        item(WritePart.typeKey) { $0.raw(state.recordType.utf8) }
+        for field in state.fields {
+            item(field.name) { out in
+                ValueCodec.encode(field.value, into: &out)
+                for incarnation in field.targetIncarnations { out.varint(incarnation) }
+            }
+        }
+        return hash(writer.bytes)
     }
 
     static func encode(_ zone: ZoneKey, into writer: inout BinaryWriter) {

@@ -67,6 +67,14 @@ extension RecordState {
         }
     }
 
+    /// The stamp of every part, when one write made them all and no ghost is
+    /// kept (most records): their digest needs no per-part work.
+    var onlyStamp: Stamp? {
+        guard ghosts.isEmpty, typeStamp == created, deleted.map({ $0 == created }) ?? true else { return nil }
+        for field in fields where field.stamp != created || field.hasLosers { return nil }
+        return created
+    }
+
     /// Every stamp a part of the state shows, each once.
     public var liveStamps: Set<Stamp> {
         var stamps = Set<Stamp>()

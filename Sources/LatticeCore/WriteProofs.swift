@@ -126,7 +126,7 @@ public final class ProofCollector {
     }
 
     func note(_ state: RecordState) {
-        state.forEachPart { stamp, _, _ in note(stamp) }
+        if let only = state.onlyStamp { note(only) } else { state.forEachPart { stamp, _, _ in note(stamp) } }
         if !state.isAlive {
             // A tombstone's type and creation merge by stamp alone: a receiver
             // that saw those writes only in an incarnation that lost (so its
