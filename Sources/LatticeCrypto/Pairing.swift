@@ -148,8 +148,43 @@ public struct PairingKeys: Sendable {
         guard tag.count == expected.count, sodium_memcmp(tag, expected, expected.count) == 0 else { throw PairingError.wrongCode }
     }
 
+    /// Bytes both sides share and nobody else has: what each side signs with
+    /// its identity, binding that identity to this exchange.
+    public var binding: [UInt8] { mac("identity binding") }
+
     /// A 32-byte key for the exchange that follows the confirmation.
     public var sessionKey: [UInt8] { mac("session key") }
+
+    /// Encrypts `plaintext` for the peer: XChaCha20-Poly1305 under the
+    /// session key, the nonce naming the sender's role and message number.
+    public func seal(_ plaintext: [UInt8], number: UInt8) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: plaintext.count + Int(crypto_aead_xchacha20poly1305_ietf_ABYTES))
+        var length: UInt64 = 0
+        let key = sessionKey
+        try Sodium.check(crypto_aead_xchacha20poly1305_ietf_encrypt(
+            &out, &length, plaintext, UInt64(plaintext.count), transcript, UInt64(transcript.count), nil, nonce(role, number), key), "crypto_aead_xchacha20poly1305_ietf_encrypt")
+        return out
+    }
+
+    /// Decrypts what the peer sealed as its message `number`; wrongCode if it does not open.
+    public func open(_ sealed: [UInt8], number: UInt8) throws -> [UInt8] {
+        guard sealed.count >= Int(crypto_aead_xchacha20poly1305_ietf_ABYTES) else { throw PairingError.wrongCode }
+        var out = [UInt8](repeating: 0, count: sealed.count - Int(crypto_aead_xchacha20poly1305_ietf_ABYTES))
+        var length: UInt64 = 0
+        let peer: CPace.Role = role == .initiator ? .responder : .initiator
+        guard crypto_aead_xchacha20poly1305_ietf_decrypt(
+            &out, &length, nil, sealed, UInt64(sealed.count), transcript, UInt64(transcript.count), nonce(peer, number), sessionKey) == 0 else {
+            throw PairingError.wrongCode
+        }
+        return out
+    }
+
+    private func nonce(_ sender: CPace.Role, _ number: UInt8) -> [UInt8] {
+        var nonce = [UInt8](repeating: 0, count: Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES))
+        nonce[0] = sender.rawValue
+        nonce[1] = number
+        return nonce
+    }
 
     /// Six digits both screens show: equal exactly when both sides hold the same key.
     public var verifier: String {
