@@ -74,7 +74,7 @@ let package = Package(
             ]
         ),
         .target(name: "LatticeCLI", dependencies: [
-            "Lattice", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "Lattice", "LatticeCrypto", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "lattice", dependencies: ["LatticeCLI"]),

@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import Lattice
+import LatticeCrypto
+
+struct PairCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pair", abstract: "Pair two devices with a short code: on one, `lattice pair`; on the other, `lattice pair CODE --peer HOST:PORT`.",
+        discussion: """
+            Without CODE: prints a new code alone on the first line of standard output (then, on standard error, the port it listens on), waits until a device joins with it, trusts that device and exits 0. The code expires after --expires seconds (default 120) and is spent by 3 wrong attempts: exit 69 or 77. The code authenticates a CPace key exchange: a device that does not know it gets one guess per attempt and learns nothing.
+            With CODE: joins the device that offers it (at --peer HOST:PORT, as the other screen says) and trusts it. Exit 77 for a wrong code, 69 when it cannot be reached or the code expired.
+            Both print a six-digit verifier: the two screens show the same one.
+            Works whether or not a node runs on this store (a running node takes the new trust at once).
+            Example: lattice pair            (on the laptop; prints e.g. 7KQ2-M9XD)
+                     lattice pair 7KQ2-M9XD --peer 192.168.1.20:41234   (on the phone)
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The code the other device printed; omit it to offer one.") var code: String?
+    @Option(help: "With CODE: where the other device listens, HOST:PORT.") var peer: String?
+    @Option(help: "Without CODE: the port to listen on (default: any free one).") var port: Int = 0
+    @Option(help: "Without CODE: the address to listen on.") var listen: String = "0.0.0.0"
+    @Option(help: "Without CODE: seconds until the code expires.") var expires: Double = 120
+
+    func validate() throws {
+        if code == nil, peer != nil { throw ValidationError("--peer goes with CODE (the joining device)") }
+        if code != nil, peer == nil {
+            throw ValidationError("give --peer HOST:PORT as the other device's screen shows it (finding it by mDNS is not built yet)")
+        }
+        if !(1...3600).contains(expires) { throw ValidationError("--expires takes 1 to 3600 seconds") }
+        if !(0...65535).contains(port) { throw ValidationError("--port takes 0 to 65535") }
+    }
+
+    func run() throws {
+        let container = try options.openContainer()
+        if let code {
+            guard let parsed = PairingCode(code) else { throw CLIError.usage("\"\(code)\" is not a pairing code: 8 letters and digits as the other device printed it (XXXX-XXXX)") }
+            let address = try parsePeers([peer!])[0]
+            let paired = try library { try container.join(code: parsed, host: address.host, port: address.port) }
+            report(paired, joined: true)
+            return
+        }
+        let offered = try library { try PairingCode.generate() }
+        Output.line(offered.description)
+        let json = options.json
+        let seconds = Int(expires)
+        let paired = try library {
+            try container.invite(
+                code: offered, host: listen, port: port, lifetimeMilliseconds: UInt64(expires * 1000),
+                listening: { port in
+                    if !json { Output.standardError("on the other device: lattice pair \(offered) --peer THIS-HOST:\(port)  (expires in \(seconds) s)") }
+                    else { Output.standardError("{\"listening\":\(port)}") }
+                },
+                attemptFailed: { why in Output.standardError("lattice: a pairing attempt failed: \(why)") })
+        }
+        report(paired, joined: false)
+    }
+
+    private func report(_ paired: PairedDevice, joined: Bool) {
+        if options.json {
+            Output.json(["paired": paired.deviceID, "name": paired.name, "verifier": paired.verifier])
+        } else {
+            let who = paired.name.isEmpty ? paired.deviceID : "\(paired.name) (\(paired.deviceID))"
+            Output.line("\(joined ? "joined" : "paired with") \(who); trusted. Verifier \(paired.verifier): the other screen shows the same.")
+        }
+    }
+}

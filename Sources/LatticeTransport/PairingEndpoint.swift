@@ -1,0 +1,203 @@
+import Foundation
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+import NIOCore
+import NIOPosix
+
+/// `lattice pair` over TCP: length-prefixed `PairingMessage`s, one exchange
+/// per connection, the inviter listening and the joiner dialing.
+public enum PairingEndpoint {
+    /// Offers `offer` on `host:port` until a device pairs (its outcome), the
+    /// code expires or wrong attempts spend it (thrown `PairingFailure`).
+    /// `listening` is told the bound port; `attempt` each failed attempt.
+    public static func invite(
+        offer initial: PairingOffer, makeInviter: @escaping @Sendable () -> PairingInviter, host: String, port: Int,
+        wallClock: @escaping @Sendable () -> UInt64, listening: @escaping @Sendable (Int) -> Void,
+        attemptFailed: @escaping @Sendable (PairingFailure) -> Void = { _ in }
+    ) throws -> PairingOutcome {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let result = loop.makePromise(of: PairingOutcome.self)
+        let state = InviterState(offer: initial)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                // One attempt at a time, each checked against the offer when it starts.
+                if let refusal = (state.completed ? PairingFailure.expired : nil) ?? state.offer.refusal(now: wallClock()) ?? (state.busy ? PairingFailure.refusedByPeer("another device is pairing now; try again") : nil) {
+                    return channel.pipeline.addHandlers(framing() + [RefusingHandler(reason: refusal.description)])
+                }
+                state.busy = true
+                let handler = ExchangeHandler(receive: makeInviter().receiving, first: nil) { ending in
+                    state.busy = false
+                    switch ending {
+                    case .paired(let outcome): state.complete(result) { $0.succeed(outcome) }
+                    case .failed(let failure):
+                        guard !state.completed else { return }
+                        state.offer.recordFailure()
+                        attemptFailed(failure)
+                        if let spent = state.offer.refusal(now: wallClock()) { state.complete(result) { $0.fail(spent) } }
+                    }
+                }
+                return channel.pipeline.addHandlers(framing() + [handler])
+            }
+        let server: Channel
+        do { server = try bootstrap.bind(host: host, port: port).wait() } catch {
+            result.fail(error) // a promise is always completed, or NIO reports it leaked
+            throw error
+        }
+        listening(server.localAddress?.port ?? port)
+        let remaining = initial.expires > wallClock() ? initial.expires - wallClock() : 0
+        let expiry = loop.scheduleTask(in: .milliseconds(Int64(remaining))) { state.complete(result) { $0.fail(PairingFailure.expired) } }
+        defer {
+            expiry.cancel()
+            try? server.close().wait()
+        }
+        return try result.futureResult.wait()
+    }
+
+    /// Joins the account of the device listening at `host:port`.
+    public static func join(_ joiner: PairingJoiner, host: String, port: Int, timeout: TimeAmount = .seconds(30)) throws -> PairingOutcome {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let result = group.next().makePromise(of: PairingOutcome.self)
+        let state = Once()
+        let handler = ExchangeHandler(receive: joiner.receiving, first: joiner.start) { ending in
+            switch ending {
+            case .paired(let outcome): state.complete(result) { $0.succeed(outcome) }
+            case .failed(let failure): state.complete(result) { $0.fail(failure) }
+            }
+        }
+        let channel: Channel
+        do {
+            channel = try ClientBootstrap(group: group)
+                .connectTimeout(.seconds(10))
+                .channelInitializer { channel in channel.pipeline.addHandlers(framing() + [handler]) }
+                .connect(host: host, port: port).wait()
+        } catch {
+            state.complete(result) { $0.fail(error) }
+            throw error
+        }
+        let deadline = group.next().scheduleTask(in: timeout) { state.complete(result) { $0.fail(PairingFailure.malformed("no answer in time")) } }
+        defer {
+            deadline.cancel()
+            channel.close(promise: nil)
+        }
+        return try result.futureResult.wait()
+    }
+
+    static func framing() -> [ChannelHandler] {
+        [ByteToMessageHandler(FrameDecoder(maximumLength: PairingMessage.maximumLength)), MessageToByteHandler(FrameEncoder())]
+    }
+
+    /// Completes the exchange's promise once: later endings (another
+    /// connection, the expiry, a deadline) change nothing. Used on one event loop.
+    class Once: @unchecked Sendable {
+        private(set) var completed = false
+
+        func complete(_ promise: EventLoopPromise<PairingOutcome>, _ body: (EventLoopPromise<PairingOutcome>) -> Void) {
+            guard !completed else { return }
+            completed = true
+            body(promise)
+        }
+    }
+
+    /// The offer as attempts change it; touched on the listener's one event loop only.
+    final class InviterState: Once, @unchecked Sendable {
+        var offer: PairingOffer
+        var busy = false
+        init(offer: PairingOffer) { self.offer = offer }
+    }
+
+    enum Ending {
+        case paired(PairingOutcome)
+        case failed(PairingFailure)
+    }
+
+    /// Drives one side of one exchange on a connection.
+    final class ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        private let receive: (PairingMessage) -> [PairingAction]
+        private let first: PairingMessage?
+        private let ended: (Ending) -> Void
+        private var finished = false
+
+        init(receive: @escaping (PairingMessage) -> [PairingAction], first: PairingMessage?, ended: @escaping (Ending) -> Void) {
+            self.receive = receive
+            self.first = first
+            self.ended = ended
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            if let first { send(first, context: context) }
+            context.fireChannelActive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var buffer = unwrapInboundIn(data)
+            let actions: [PairingAction]
+            do {
+                actions = receive(try PairingMessage(bytes: buffer.readBytes(length: buffer.readableBytes) ?? []))
+            } catch {
+                return finish(.failed(.malformed("\(error)")), context: context)
+            }
+            for action in actions {
+                switch action {
+                case .send(let message): send(message, context: context)
+                case .paired(let outcome): finish(.paired(outcome), context: context)
+                case .failed(let failure): finish(.failed(failure), context: context)
+                }
+            }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            finish(.failed(.malformed("the other device closed the connection")), context: context)
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: Error) {
+            finish(.failed(.malformed("\(error)")), context: context)
+        }
+
+        private func send(_ message: PairingMessage, context: ChannelHandlerContext) {
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: message.bytes)), promise: nil)
+        }
+
+        private func finish(_ ending: Ending, context: ChannelHandlerContext) {
+            guard !finished else { return }
+            finished = true
+            ended(ending)
+            // Let the last message (an introduction, or the reason) reach the other side first.
+            context.channel.eventLoop.scheduleTask(in: .milliseconds(200)) { context.close(promise: nil) }
+        }
+    }
+
+    /// Answers an attempt the offer does not admit, then closes.
+    final class RefusingHandler: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let reason: String
+        init(reason: String) { self.reason = reason }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let bytes = PairingMessage.refused(reason).bytes
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes))).whenComplete { _ in context.close(promise: nil) }
+        }
+    }
+}
+
+extension PairingInviter {
+    /// A closure that drives this exchange (the handler owns its state).
+    var receiving: (PairingMessage) -> [PairingAction] {
+        var side = self
+        return { side.receive($0) }
+    }
+}
+
+extension PairingJoiner {
+    var receiving: (PairingMessage) -> [PairingAction] {
+        var side = self
+        return { side.receive($0) }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+/// `lattice pair` between real processes over loopback: the code on the
+/// first line, wrong and expired codes, and devices that then sync with no
+/// `trust` typed.
+@Suite(.serialized) struct PairCommandTests {
+    let cli = CLI()
+
+    /// A `lattice pair` offering a code on `store`: its code and port, read as it prints them.
+    final class Offer {
+        let process = Process()
+        let output = Pipe()
+        let errors = Pipe()
+        private(set) var code = ""
+        private(set) var port = 0
+
+        init(cli: CLI, store: String, extra: [String] = []) throws {
+            process.executableURL = CLI.binary
+            process.arguments = ["pair", "--listen", "127.0.0.1", "--json", "--store", cli.path(store)] + extra
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            code = Self.line(from: output.fileHandleForReading)
+            let listening = Self.line(from: errors.fileHandleForReading)
+            port = ((try? JSONSerialization.jsonObject(with: Data(listening.utf8))) as? [String: Any])?["listening"] as? Int ?? 0
+        }
+
+        static func line(from handle: FileHandle) -> String {
+            var bytes: [UInt8] = []
+            while let byte = try? handle.read(upToCount: 1), let first = byte.first, first != 10 { bytes.append(first) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+
+        /// Waits for the process; its exit status and the rest of its output.
+        func finish() -> (status: Int32, stdout: String) {
+            process.waitUntilExit()
+            let rest = output.fileHandleForReading.readDataToEndOfFile()
+            return (process.terminationStatus, String(decoding: rest, as: UTF8.self))
+        }
+
+        deinit { if process.isRunning { process.terminate() } }
+    }
+
+    @Test func threeDevicesFormAnAccountWithTwoPairingsAndSyncWithNoTrust() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "b", "c"] {
+            try cli.ok(["init", "--name", store], store: store)
+            try cli.ok(["zone", "create", "Movies"], store: store)
+        }
+        // a offers; a wrong code from c fails (77) and is counted; b joins.
+        let first = try Offer(cli: cli, store: "a")
+        #expect(first.code.count == 9 && first.port > 0, "first line: \(first.code)")
+        let wrong = try cli.run(["pair", "AAAA-AAAA", "--peer", "127.0.0.1:\(first.port)"], store: "c")
+        #expect(wrong.status == 77 && wrong.stderr.contains("code does not match"), "\(wrong.stderr)")
+        let joined = try cli.run(["pair", first.code.lowercased(), "--peer", "127.0.0.1:\(first.port)", "--json"], store: "b")
+        #expect(joined.status == 0, "\(joined.stderr)")
+        let (status, out) = first.finish()
+        #expect(status == 0)
+        let inviterSide = (try? JSONSerialization.jsonObject(with: Data(out.utf8))) as? [String: Any]
+        #expect(inviterSide?["verifier"] as? String == joined.json["verifier"] as? String)
+        // b offers; c joins.
+        let second = try Offer(cli: cli, store: "b")
+        #expect(try cli.run(["pair", second.code, "--peer", "127.0.0.1:\(second.port)"], store: "c").status == 0)
+        #expect(second.finish().status == 0)
+
+        // No `trust` typed: a syncs with b, b with c, and c holds a's record.
+        try cli.ok(["record", "save", "Movies/m1", "--type", "Movie", "title=Up"], store: "a")
+        for (from, to) in [("a", "b"), ("c", "b")] {
+            let node = try NodeProcess(cli: cli, store: to)
+            defer { node.stop() }
+            let sync = try cli.run(["sync", "--peer", "127.0.0.1:\(node.port)", "--once", "--timeout", "60"], store: from)
+            #expect(sync.status == 0, "\(from) → \(to): \(sync.stderr)")
+        }
+        #expect(try cli.run(["record", "get", "Movies/m1"], store: "c").stdout.contains("Up"))
+    }
+
+    @Test func anExpiredOrSpentCodeFails() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "b"] { try cli.ok(["init"], store: store) }
+        let expiring = try Offer(cli: cli, store: "a", extra: ["--expires", "1"])
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(expiring.finish().status == 69)
+        #expect(try cli.run(["pair", expiring.code, "--peer", "127.0.0.1:\(expiring.port)"], store: "b").status == 69)
+        // Three wrong attempts spend a code: the right one then fails too.
+        let spent = try Offer(cli: cli, store: "a")
+        for _ in 0..<3 { #expect(try cli.run(["pair", "AAAA-AAAA", "--peer", "127.0.0.1:\(spent.port)"], store: "b").status == 77) }
+        #expect(spent.finish().status == 77)
+        #expect(try cli.run(["pair", spent.code, "--peer", "127.0.0.1:\(spent.port)"], store: "b").status != 0)
+        #expect((try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []).isEmpty)
+    }
+}
