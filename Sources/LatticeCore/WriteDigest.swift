@@ -12,12 +12,7 @@ public enum WriteDigest {
 
     /// The digest of the record write `stamp` as `state` shows it, in `zone`.
     public static func record(_ state: RecordState, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
-        var writer = BinaryWriter(capacity: 192)
-        writer.raw("LTWR".utf8)
-        encode(zone, into: &writer)
-        writer.string(state.recordName)
-        writer.raw(stamp.replica.bytes)
-        writer.varint(stamp.time.rawValue)
+        var writer = opening("LTWR", state.recordName, stamp, zone)
         for (key, item) in state.items(of: stamp) {
             writer.string(key)
             writer.blob(item)
@@ -39,13 +34,7 @@ public enum WriteDigest {
     /// The entry of a write its own commit already replaced (a record saved
     /// twice, a conflict clear): signed so the commit's stamps all have one.
     static func gone(_ recordName: String, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
-        var writer = BinaryWriter(capacity: 96)
-        writer.raw("LTWG".utf8)
-        encode(zone, into: &writer)
-        writer.string(recordName)
-        writer.raw(stamp.replica.bytes)
-        writer.varint(stamp.time.rawValue)
-        return hash(writer.bytes)
+        hash(opening("LTWG", recordName, stamp, zone).bytes)
     }
 
     /// The digest of every write `state` shows, by stamp.
@@ -57,13 +46,8 @@ public enum WriteDigest {
     /// `record` for a state all of whose parts one write made (most records):
     /// the same bytes, encoded straight into one buffer.
     static func singleWrite(_ state: RecordState, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
-        var writer = BinaryWriter(capacity: 256)
+        var writer = opening("LTWR", state.recordName, stamp, zone)
         var scratch = BinaryWriter(capacity: 64)
-        writer.raw("LTWR".utf8)
-        encode(zone, into: &writer)
-        writer.string(state.recordName)
-        writer.raw(stamp.replica.bytes)
-        writer.varint(stamp.time.rawValue)
         // Keys in order: "#c" < "#d" < "#t" < field names (which start with a letter).
         func item(_ key: String, _ fill: (inout BinaryWriter) -> Void) {
             scratch.removeAll()
@@ -89,6 +73,17 @@ public enum WriteDigest {
             }
         }
         return hash(writer.bytes)
+    }
+
+    /// What every record write's digest starts with: its kind, zone, record and stamp.
+    private static func opening(_ tag: String, _ recordName: String, _ stamp: Stamp, _ zone: ZoneKey) -> BinaryWriter {
+        var writer = BinaryWriter(capacity: 256)
+        writer.raw(tag.utf8)
+        encode(zone, into: &writer)
+        writer.string(recordName)
+        writer.raw(stamp.replica.bytes)
+        writer.varint(stamp.time.rawValue)
+        return writer
     }
 
     static func encode(_ zone: ZoneKey, into writer: inout BinaryWriter) {
