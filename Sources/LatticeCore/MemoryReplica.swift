@@ -203,20 +203,25 @@ public final class MemoryReplica: ReplicaStorage {
         return Array(list[Self.firstBlock(in: list, endingAtOrAfter: range.lowerBound)...].prefix { $0.last <= range.upperBound })
     }
 
-    public func storeWriteBlock(_ block: WriteBlock) {
+    public func insertWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
-        let later = writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...HLCTimestamp(rawValue: .max))
-        if later.contains(where: { $0.supersedes(block) || ($0.last == block.last && !block.supersedes($0)) }) { return }
-        if block.entries != nil {
-            for older in writeBlocks(of: block.replica, in: block.zone, endingIn: (block.firstTime ?? block.last)...block.last).reversed() where block.supersedes(older) {
-                let index = Self.firstBlock(in: blocks[key]!, endingAtOrAfter: older.last)
-                undo.append(.blockRemoved(key, index, older))
-                blocks[key]!.remove(at: index)
-            }
-        }
         let index = Self.firstBlock(in: blocks[key] ?? [], endingAtOrAfter: block.last)
+        if let existing = blocks[key], index < existing.count, existing[index].last == block.last {
+            undo.append(.blockRemoved(key, index, existing[index]))
+            blocks[key]!.remove(at: index)
+        }
         undo.append(.blockInserted(key, index))
         blocks[key, default: []].insert(block, at: index)
+        changed = true
+    }
+
+    public func removeWriteBlock(_ block: WriteBlock) {
+        let key = BlockKey(replica: block.replica, zone: block.zone)
+        guard let list = blocks[key] else { return }
+        let index = Self.firstBlock(in: list, endingAtOrAfter: block.last)
+        guard index < list.count, list[index].last == block.last else { return }
+        undo.append(.blockRemoved(key, index, list[index]))
+        blocks[key]!.remove(at: index)
         changed = true
     }
 

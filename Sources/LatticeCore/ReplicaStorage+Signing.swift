@@ -15,6 +15,21 @@ public struct PendingLocalWrite: Hashable, Sendable {
 }
 
 extension ReplicaStorage {
+    /// Keeps a checked block, dropping the versions of it that it supersedes;
+    /// a block superseded by one kept (or a different one with the same
+    /// `last` it does not supersede) is not kept.
+    public func storeWriteBlock(_ block: WriteBlock) throws {
+        let later = try writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...HLCTimestamp(rawValue: UInt64(Int64.max)))
+        if later.contains(where: { $0.supersedes(block) || ($0.last == block.last && !block.supersedes($0)) }) { return }
+        if block.entries != nil {
+            for older in try writeBlocks(of: block.replica, in: block.zone, endingIn: (block.firstTime ?? block.last)...block.last)
+            where block.supersedes(older) {
+                try removeWriteBlock(older)
+            }
+        }
+        try insertWriteBlock(block)
+    }
+
     /// Notes a local write for `sealLocalWrites`.
     func noteLocalWrite(record: String?, stamp: Stamp, in zone: ZoneKey) {
         guard signer != nil else { return }

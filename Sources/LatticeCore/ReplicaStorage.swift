@@ -51,9 +51,10 @@ public protocol ReplicaStorage: AnyObject {
     func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock?
     /// Every block of `replica` in `zone` whose `last` lies in `range`, by `last`.
     func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>) throws -> [WriteBlock]
-    /// Keeps a checked block, dropping the versions of it that it supersedes;
-    /// a block superseded by one kept is not kept.
-    func storeWriteBlock(_ block: WriteBlock) throws
+    /// Persists a block (replacing one with the same writer, zone and `last`).
+    func insertWriteBlock(_ block: WriteBlock) throws
+    /// Forgets a block (a later version superseded it).
+    func removeWriteBlock(_ block: WriteBlock) throws
     /// Why writes of this writer's block are refused, or nil to accept them.
     func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String?
 }

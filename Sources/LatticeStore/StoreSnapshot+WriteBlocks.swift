@@ -46,23 +46,22 @@ extension StoreSnapshot {
 }
 
 extension StoreTransaction {
-    public func storeWriteBlock(_ block: WriteBlock) throws {
-        let later = try writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...HLCTimestamp(rawValue: UInt64(Int64.max)))
-        if later.contains(where: { $0.supersedes(block) || ($0.last == block.last && !block.supersedes($0)) }) { return }
-        let zone: StatementArguments = [Int64(block.zone.scope.rawValue), block.zone.zoneID.zoneName, block.zone.zoneID.ownerName, Data(block.replica.bytes)]
-        if block.entries != nil {
-            for older in try writeBlocks(of: block.replica, in: block.zone, endingIn: (block.firstTime ?? block.last)...block.last) where block.supersedes(older) {
-                try db.execute(sql: "DELETE FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last = ?",
-                               arguments: zone + [Int64(bitPattern: older.last.rawValue)])
-            }
-        }
+    private func blockKey(_ block: WriteBlock) -> StatementArguments {
+        [Int64(block.zone.scope.rawValue), block.zone.zoneID.zoneName, block.zone.zoneID.ownerName, Data(block.replica.bytes), Int64(bitPattern: block.last.rawValue)]
+    }
+
+    public func insertWriteBlock(_ block: WriteBlock) throws {
         try db.execute(sql: """
             INSERT OR REPLACE INTO write_blocks (scope, zone_name, owner_name, replica, last, entry_count, entries_hash, signature, public_key, entries)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: zone + [
-                Int64(bitPattern: block.last.rawValue), block.count, Data(block.entriesHash), Data(block.signature), Data(block.publicKey),
-                block.entries.map { Data(WriteBlockEntries.encode($0)) },
+            """, arguments: blockKey(block) + [
+                block.count, Data(block.entriesHash), Data(block.signature), Data(block.publicKey), block.entries.map { Data(WriteBlockEntries.encode($0)) },
             ])
+        markChanged()
+    }
+
+    public func removeWriteBlock(_ block: WriteBlock) throws {
+        try db.execute(sql: "DELETE FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last = ?", arguments: blockKey(block))
         markChanged()
     }
 }

@@ -70,32 +70,42 @@ struct StoreSyncAdapter: SyncDelegate {
     func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
         let mark = DeferredStream(peer: peer, zone: request.zone)
         let told = request.peerVector[store.replica]
-        let lost = try store.read { try !$0.holdsOwnHead(told, in: request.zone) }
-        var after = ChangeCursor(request.after)
-        if lost {
-            // The peer holds writes of this store that it lost: it was restored
-            // from an older copy. Its change sequence was rewound with it, so a
-            // cursor into its stream from before (the peer's hello) would skip
-            // what it wrote since; the stream starts again from the peer's
-            // vector. Its next hello asks for its own writes back.
-            if issuedCursors.withLockedValue({ $0[mark] }) != request.after { after = ChangeCursor(sequence: 0, row: 0) }
-            try store.write { transaction in
-                if try transaction.ownGap(in: request.zone).map({ $0 < told }) ?? true { try transaction.noteOwnGap(told, in: request.zone) }
-            }
+        // One short read in the common case: the peer's entry for this store is a head it holds.
+        if case .produced(let batch) = try store.read({ try produce(request, mark: mark, after: ChangeCursor(request.after), in: $0, unlessLost: told) }) {
+            return batch
         }
-        return try store.read { snapshot in
-            try requireTrusted(peer, in: snapshot)
-            guard let batch = try snapshot.streamBatch(
-                for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
-                maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes)
-            else { return nil }
-            let totals = request.wantsTotals
-                ? try snapshot.streamTotals(for: request.zone, after: ChangeCursor(request.after), peerVector: request.peerVector) : nil
-            issuedCursors.withLockedValue { $0[mark] = StreamCursor(batch.cursor) }
-            return OutgoingBatch(
-                bytes: batch.bytes, cursor: StreamCursor(batch.cursor), final: batch.final, records: batch.records,
-                zoneState: batch.zoneState, claimedTop: batch.claimedTop, totals: totals)
+        // The peer holds writes of this store that it lost: it was restored
+        // from an older copy. Its change sequence was rewound with it, so a
+        // cursor into its stream from before (the peer's hello) would skip
+        // what it wrote since; the stream starts again from the peer's
+        // vector. Its next hello asks for its own writes back.
+        let after = issuedCursors.withLockedValue({ $0[mark] }) == request.after ? ChangeCursor(request.after) : ChangeCursor(sequence: 0, row: 0)
+        try store.write { transaction in
+            if try transaction.ownGap(in: request.zone).map({ $0 < told }) ?? true { try transaction.noteOwnGap(told, in: request.zone) }
         }
+        guard case .produced(let batch) = try store.read({ try produce(request, mark: mark, after: after, in: $0, unlessLost: nil) }) else { return nil }
+        return batch
+    }
+
+    private enum Production {
+        case produced(OutgoingBatch?)
+        case ownWritesLost
+    }
+
+    /// The batch after `after`, or `ownWritesLost` when `told` (the peer's
+    /// entry for this store) is a head of its own this store does not hold.
+    private func produce(_ request: BatchRequest, mark: DeferredStream, after: ChangeCursor, in snapshot: StoreSnapshot, unlessLost told: HLCTimestamp?) throws -> Production {
+        try requireTrusted(mark.peer, in: snapshot)
+        if let told, try !snapshot.holdsOwnHead(told, in: request.zone) { return .ownWritesLost }
+        guard let batch = try snapshot.streamBatch(
+            for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
+            maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes)
+        else { return .produced(nil) }
+        let totals = request.wantsTotals ? try snapshot.streamTotals(for: request.zone, after: after, peerVector: request.peerVector) : nil
+        issuedCursors.withLockedValue { $0[mark] = StreamCursor(batch.cursor) }
+        return .produced(OutgoingBatch(
+            bytes: batch.bytes, cursor: StreamCursor(batch.cursor), final: batch.final, records: batch.records,
+            zoneState: batch.zoneState, claimedTop: batch.claimedTop, totals: totals))
     }
 
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
