@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeStore"]),
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
         .target(name: "LatticeTestSupport", path: "Tests/LatticeTestSupport"),
-        .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeTestSupport"]),
+        .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeCryptoTests", dependencies: ["LatticeCrypto"]),
         .testTarget(name: "LatticeDiscoveryTests", dependencies: ["LatticeDiscovery"]),
         .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto"]),

@@ -27,8 +27,21 @@ run() { local k="$1"; shift; printf '\n%s$ lattice %s\n' "${names[$k]}" "$(print
 say "# A simulated LAN: three hosts (10.77.0.1-3), each with its own avahi-daemon, no route out."
 lan_up 3
 for k in 1 2 3; do run "$k" init --name "${names[$k]}"; done
-say "# Each device trusts the others' IDs (compare them aloud): together they are one account."
-for k in 1 2 3; do for j in 1 2 3; do [ "$k" = "$j" ] || run "$k" trust "$(device_id "$j")" --name "${names[$j]}"; done; done
+say "# The laptop offers a pairing code; the phone joins with it. Then the phone offers one and the tablet joins:"
+say "# two pairings make one account of three (the laptop learns of the tablet from the phone's signed roster)."
+pair_shown() {
+  local inviter="$1" joiner="$2"
+  printf '\n%s$ lattice pair\n' "${names[$inviter]}"
+  on_exec "$inviter" "$L" pair --port 47300 --store "$LAN_DIR/h$inviter/store" > "$LAN_DIR/pair.out" 2> "$LAN_DIR/pair.err" &
+  local pid=$!
+  wait_until 10 "the ${names[$inviter]} offers a code" grep -q 'on the other device' "$LAN_DIR/pair.err"
+  head -n 1 "$LAN_DIR/pair.out"; cat "$LAN_DIR/pair.err"
+  run "$joiner" pair "$(head -n 1 "$LAN_DIR/pair.out")" --peer "10.77.0.$inviter:47300"
+  wait "$pid" || fail "the ${names[$inviter]}'s pairing"
+  tail -n +2 "$LAN_DIR/pair.out"
+}
+pair_shown 1 2
+pair_shown 2 3
 run 1 zone create Movies
 
 say "# Each runs the node, with no address given: they find each other by mDNS (_lattice._tcp)."
@@ -48,6 +61,7 @@ done
 for writer in "${writers[@]}"; do wait "$writer"; done
 wait_until 15 "the three converge" converged Movies 1 2 3
 run 2 query Movie --zone Movies --sort title
+run 1 account
 
 say "# The tablet's cable is pulled. The others notice within seconds, from the connection itself (mDNS still lists it)."
 

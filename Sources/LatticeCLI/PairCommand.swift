@@ -7,10 +7,10 @@ struct PairCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pair", abstract: "Pair two devices with a short code: on one, `lattice pair`; on the other, `lattice pair CODE --peer HOST:PORT`.",
         discussion: """
-            Without CODE: prints a new code alone on the first line of standard output (then, on standard error, the port it listens on), waits until a device joins with it, trusts that device and exits 0. The code expires after --expires seconds (default 120) and is spent by 3 wrong attempts: exit 69 or 77. The code authenticates a CPace key exchange: a device that does not know it gets one guess per attempt and learns nothing.
-            With CODE: joins the device that offers it (at --peer HOST:PORT, as the other screen says) and trusts it. Exit 77 for a wrong code, 69 when it cannot be reached or the code expired.
+            Without CODE: prints a new code alone on the first line of standard output (then, on standard error, the port it listens on), waits until a device joins with it, adds that device to the account (a signed roster entry every device of the account takes on its next sync, so each new device takes one pairing) and exits 0. The code expires after --expires seconds (default 120) and is spent by 3 wrong attempts: exit 69 or 77. The code authenticates a CPace key exchange: a device that does not know it gets one guess per attempt and learns nothing.
+            With CODE: joins the device that offers it (at --peer HOST:PORT, as the other screen says): this device takes that device's account and trusts all of its devices. Exit 77 for a wrong code or a device removed from the account, 69 when it cannot be reached or the code expired.
             Both print a six-digit verifier: the two screens show the same one.
-            Works whether or not a node runs on this store (a running node takes the new trust at once).
+            Works whether or not a node runs on this store (a running node takes the new member at once and tells the connected members).
             Example: lattice pair            (on the laptop; prints e.g. 7KQ2-M9XD)
                      lattice pair 7KQ2-M9XD --peer 192.168.1.20:41234   (on the phone)
             """)
@@ -57,10 +57,10 @@ struct PairCommand: ParsableCommand {
 
     private func report(_ paired: PairedDevice, joined: Bool) {
         if options.json {
-            Output.json(["paired": paired.deviceID, "name": paired.name, "verifier": paired.verifier])
+            Output.json(["paired": paired.deviceID, "name": paired.name, "verifier": paired.verifier, "accountDevices": paired.accountDevices])
         } else {
             let who = paired.name.isEmpty ? paired.deviceID : "\(paired.name) (\(paired.deviceID))"
-            Output.line("\(joined ? "joined" : "paired with") \(who); trusted. Verifier \(paired.verifier): the other screen shows the same.")
+            Output.line("\(joined ? "joined" : "paired with") \(who); the account has \(paired.accountDevices) devices. Verifier \(paired.verifier): the other screen shows the same.")
         }
     }
 }

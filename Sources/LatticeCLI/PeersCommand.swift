@@ -82,6 +82,8 @@ struct PeerRow {
     /// Batches of it refused: their writes were not what their writers signed.
     var refusedWrites = 0
     var lastRefusedWrite: String?
+    /// How it is trusted: "account" (a member of the roster), "hand" (`lattice trust`), "removed", or nil.
+    var trust: String?
 
     /// Trusted devices, strangers that connected, and devices discovery sees now, in that order.
     static func all(_ container: Container) throws -> [PeerRow] {
@@ -96,7 +98,8 @@ struct PeerRow {
                 deviceID: peer.deviceID, name: peer.name, trusted: peer.trusted, connected: now?.connected ?? false, discovered: seen != nil,
                 address: (now?.connected == true ? now?.address : nil) ?? seen?.addresses.first ?? peer.address,
                 container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem, discoveryProblemCause: seen?.problemCause, dialError: seen?.dialError,
-                refusedWrites: peer.refusedWrites, lastRefusedWrite: peer.lastRefusedWrite)
+                refusedWrites: peer.refusedWrites, lastRefusedWrite: peer.lastRefusedWrite,
+                trust: peer.removed ? "removed" : peer.member ? "account" : peer.trusted ? "hand" : nil)
         }
         var knownIDs = Set(known.map(\.deviceID))
         for device in (status?.discovery?.devices ?? []) where !knownIDs.contains(device.deviceID) {
@@ -128,6 +131,7 @@ struct PeerRow {
         case .versionMismatch: return "protocol version mismatch"
         case .notTrustedHere, nil: break
         }
+        if trust == "removed" { return "removed from the account: refused" }
         if live?.clockSkew == true { return "clock ahead: records deferred" }
         if refusedWrites > 0 { return "refused \(refusedWrites) batch(es) of writes their writers did not sign; last: \(lastRefusedWrite ?? "?")" }
         if let dialError, !connected { return "cannot connect: \(dialError)" }
@@ -138,7 +142,7 @@ struct PeerRow {
 
     var text: [String] {
         [
-            name ?? "-", deviceID, trusted ? "yes" : "no", connected ? "yes" : "no", discovered ? "yes" : "no", address ?? "-",
+            name ?? "-", deviceID, trust == "account" ? "account" : trusted ? "by hand" : "no", connected ? "yes" : "no", discovered ? "yes" : "no", address ?? "-",
             lastSeen.map { ISO8601DateFormatter().string(from: $0) } ?? "never",
             live.map { "\($0.recordsBehind)/\($0.recordsPeerBehind)" } ?? "-", note.isEmpty ? "-" : note,
         ]
@@ -146,7 +150,7 @@ struct PeerRow {
 
     var json: [String: Any] {
         [
-            "deviceID": deviceID, "name": name ?? NSNull(), "trusted": trusted, "connected": connected, "discovered": discovered,
+            "deviceID": deviceID, "name": name ?? NSNull(), "trusted": trusted, "trust": trust ?? NSNull(), "connected": connected, "discovered": discovered,
             "address": address ?? NSNull(), "container": container ?? NSNull(),
             "lastSeen": lastSeen.map { Int64($0.timeIntervalSince1970 * 1000) } ?? NSNull(),
             "recordsBehind": live.map { $0.recordsBehind } ?? NSNull(), "recordsPeerBehind": live.map { $0.recordsPeerBehind } ?? NSNull(),

@@ -40,7 +40,7 @@ extension SyncNode.Event {
         switch self {
         case .listening(let port): return "listening on port \(port)"
         case .connected(let peer, let address): return "connected to \(peer) at \(address)"
-        case .refused(let peer, let address): return "refused untrusted device \(peer) at \(address) (trust it with `lattice trust \(peer)`)"
+        case .refused(let peer, let address): return "refused untrusted device \(peer) at \(address) (not in this account: `lattice pair` adds a device; `lattice account` lists removed ones)"
         case .unreachable(let address, let reason): return "cannot reach \(address): \(reason)"
         case .disconnected(let peer, let address, let reason): return "disconnected from \(peer ?? "unauthenticated peer") at \(address)\(reason.map { ": \($0)" } ?? "")"
         case .syncFinished(let peer, let zone, let direction): return "\(direction == .receiving ? "received" : "sent") \(zone.zoneID.zoneName) \(direction == .receiving ? "from" : "to") \(peer)"

@@ -4,8 +4,8 @@ import Lattice
 
 struct TrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "trust", abstract: "Trust a device: once it trusts this one too, both sync the private database.",
-        discussion: "Compare the ID with what `lattice id` prints on the other device. Example: lattice trust ABCDEFG-... --name laptop")
+        commandName: "trust", abstract: "Trust a device by hand, on this device alone: once it trusts this one too, both sync the private database.",
+        discussion: "For one-off cases: `lattice pair` adds a device to the account, which every device of it then trusts. Compare the ID with what `lattice id` prints on the other device. Example: lattice trust ABCDEFG-... --name laptop")
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The other device's ID, as `lattice id` or `lattice peers` prints it.") var deviceID: String
     @Option(help: "A name for the device, shown by `lattice peers`.") var name: String?
@@ -19,7 +19,7 @@ struct TrustCommand: ParsableCommand {
 
 struct UntrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "untrust", abstract: "Stop trusting a device: a running node ends its sessions at once and refuses it from then on.", discussion: "Example: lattice untrust ABCDEFG-...")
+        commandName: "untrust", abstract: "Stop trusting a device trusted by hand: a running node ends its sessions at once and refuses it from then on.", discussion: "A member of the account is removed from every device with `lattice account remove DEVICE-ID`. Example: lattice untrust ABCDEFG-...")
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The device's ID.") var deviceID: String
 

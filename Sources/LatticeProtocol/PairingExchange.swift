@@ -138,6 +138,8 @@ public enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
     case refusedByPeer(String)
     case malformed(String)
     case ownDevice
+    /// The inviter will not add this device (a device removed from the account).
+    case notAllowed(String)
 
     public var description: String {
         switch self {
@@ -148,6 +150,7 @@ public enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
         case .refusedByPeer(let why): return "the other device refused: \(why)"
         case .malformed(let why): return "the other device sent a malformed pairing message (\(why))"
         case .ownDevice: return "the other side is this device itself"
+        case .notAllowed(let why): return why
         }
     }
 }
@@ -166,11 +169,14 @@ public struct PairingInviter: Sendable {
     private let identity: Identity
     private let name: String
     private let container: String
-    private let extra: [UInt8]
+    private let extra: @Sendable (PairingIntroduction) throws -> [UInt8]
     private var keys: PairingKeys?
     private var done = false
 
-    public init(code: PairingCode, identity: Identity, name: String, container: String, extra: [UInt8] = []) {
+    /// `extra`: what the inviter adds to its introduction once it knows the
+    /// joiner (the account's roster with the joiner added); a `PairingFailure`
+    /// it throws ends the exchange with that reason.
+    public init(code: PairingCode, identity: Identity, name: String, container: String, extra: @escaping @Sendable (PairingIntroduction) throws -> [UInt8] = { _ in [] }) {
         self.code = code
         self.identity = identity
         self.name = name
@@ -200,12 +206,14 @@ public struct PairingInviter: Sendable {
             do {
                 let peer = try PairingIntroduction(bytes: try keys.open(sealed, number: 1), binding: keys.binding + [1])
                 guard peer.publicKey != identity.publicKey else { return fail(.ownDevice) }
-                let mine = try PairingIntroduction(identity: identity, name: name, extra: extra, binding: keys.binding + [2])
+                let mine = try PairingIntroduction(identity: identity, name: name, extra: try extra(peer), binding: keys.binding + [2])
                 done = true
                 return [
                     .send(.inviterIntroduction(sealed: try keys.seal(mine.bytes, number: 2))),
                     .paired(PairingOutcome(peer: peer, deviceID: try DeviceID(publicKey: peer.publicKey), verifier: keys.verifier)),
                 ]
+            } catch let failure as PairingFailure {
+                return fail(failure)
             } catch {
                 return fail(.malformed("\(error)"))
             }

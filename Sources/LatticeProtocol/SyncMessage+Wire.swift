@@ -14,7 +14,7 @@ public enum SyncWire {
 
 extension SyncMessage {
     private enum Kind: UInt8 {
-        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong
+        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster
     }
 
     /// The message's bytes inside the channel.
@@ -37,6 +37,7 @@ extension SyncMessage {
                     writer.byte(0)
                 }
             }
+            writer.blob(hello.roster)
         case .streamStart(let start):
             writer.byte(Kind.streamStart.rawValue)
             Self.write(start.zone, into: &writer)
@@ -61,6 +62,9 @@ extension SyncMessage {
         case .caughtUp: writer.byte(Kind.caughtUp.rawValue)
         case .ping: writer.byte(Kind.ping.rawValue)
         case .pong: writer.byte(Kind.pong.rawValue)
+        case .roster(let bytes):
+            writer.byte(Kind.roster.rawValue)
+            writer.blob(bytes)
         }
         return writer.bytes
     }
@@ -92,7 +96,7 @@ extension SyncMessage {
                     let resume = try reader.byte() != 0 ? try Self.readCursor(from: &reader) : nil
                     zones.append(ZoneAdvert(zone: zone, zoneState: ZoneState(causalLength: causalLength, stamp: stamp), vector: vector, resume: resume))
                 }
-                self = .hello(Hello(container: container, zones: zones))
+                self = .hello(Hello(container: container, zones: zones, roster: try reader.blob()))
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)
                 let records = try reader.varint()
@@ -120,6 +124,7 @@ extension SyncMessage {
             case .caughtUp: self = .caughtUp
             case .ping: self = .ping
             case .pong: self = .pong
+            case .roster: self = .roster(try reader.blob())
             }
             guard reader.isAtEnd else { throw ProtocolError.malformed("\(reader.remaining) trailing bytes after a \(kind) message") }
         } catch let error as ProtocolError {

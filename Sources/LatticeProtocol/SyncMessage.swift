@@ -40,10 +40,13 @@ public struct ZoneAdvert: Hashable, Sendable {
 public struct Hello: Hashable, Sendable {
     public var container: String
     public var zones: [ZoneAdvert]
+    /// The sender's account roster (`AccountRoster.encoded`), or empty.
+    public var roster: [UInt8]
 
-    public init(container: String, zones: [ZoneAdvert]) {
+    public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = []) {
         self.container = container
         self.zones = zones
+        self.roster = roster
     }
 }
 
@@ -109,6 +112,8 @@ public enum SyncMessage: Hashable, Sendable {
     case acknowledgement(Acknowledgement)
     /// The sender has sent everything it had when the session opened (or since the last one).
     case caughtUp
+    /// The sender's account roster changed during the session: all of it, encoded.
+    case roster([UInt8])
     case ping
     case pong
 }

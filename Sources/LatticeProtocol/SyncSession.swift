@@ -18,6 +18,8 @@ public struct SyncSession: Sendable {
         case produce(BatchRequest)
         /// Apply and commit a batch; answer with `batchApplied` (or `fail`).
         case apply(IncomingBatch)
+        /// Take the peer's account roster before any batch after it; answer with `rosterAdopted`.
+        case adoptRoster([UInt8])
         case close(ProtocolError)
         case event(SessionEvent)
     }
@@ -94,6 +96,11 @@ public struct SyncSession: Sendable {
     private var partial: (zone: ZoneKey, bytes: [UInt8])?
     private var queued: [IncomingBatch] = []
     private var applying = false
+    /// Rosters from the peer not yet taken: taken in order with batches, before those that follow them.
+    private var rosters: [[UInt8]] = []
+    private var adoptingRoster = false
+    /// The roster this side last sent.
+    private var toldRoster: [UInt8]
     /// The vector we last told the peer for each zone: a claim must build on one we told.
     private var toldVectors: [ZoneKey: VersionVector] = [:]
     private var peerCaughtUp = false
@@ -102,6 +109,7 @@ public struct SyncSession: Sendable {
     public init(localHello: Hello, configuration: Configuration = Configuration()) {
         self.localHello = localHello
         self.configuration = configuration
+        toldRoster = localHello.roster
         for advert in localHello.zones { toldVectors[advert.zone] = advert.vector }
     }
 
@@ -116,7 +124,7 @@ public struct SyncSession: Sendable {
 
     /// Whether both directions are done for now (for `sync --once`).
     public var isQuiescent: Bool {
-        peerHello != nil && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && !applying && inFlight.isEmpty && producing == nil
+        peerHello != nil && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && rosters.isEmpty && !applying && inFlight.isEmpty && producing == nil
     }
 
     // MARK: Input
@@ -132,6 +140,7 @@ public struct SyncSession: Sendable {
         case .caughtUp:
             peerCaughtUp = true
             return checkQuiescent()
+        case .roster(let bytes): return receiveRoster(bytes)
         case .streamStart(let start):
             guard start.zone.scope == .private else { return close(.forbidden("the peer streams zone \(start.zone), which is not in the private database")) }
             return [.event(.receiving(zone: start.zone, records: start.records, bytes: start.bytes))]
@@ -154,7 +163,14 @@ public struct SyncSession: Sendable {
             let theirs = adverts[zone]
             addOutgoing(zone, cursor: theirs?.resume ?? .start, peerVector: theirs?.vector ?? VersionVector(), peerZoneState: theirs?.zoneState)
         }
-        return [.event(.started)] + pump()
+        return [.event(.started)] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
+    }
+
+    private mutating func receiveRoster(_ bytes: [UInt8]) -> [Action] {
+        // An honest peer sends a roster per change of its own; a few may wait behind a batch.
+        guard rosters.count < 4 else { return close(.limitExceeded("more than 4 rosters waiting: the peer floods them")) }
+        rosters.append(bytes)
+        return startApplying()
     }
 
     private mutating func addOutgoing(_ zone: ZoneKey, cursor: StreamCursor, peerVector: VersionVector, peerZoneState: ZoneState?) {
@@ -216,14 +232,29 @@ public struct SyncSession: Sendable {
     }
 
     private mutating func startApplying() -> [Action] {
-        guard !applying, !queued.isEmpty else { return [] }
+        guard !applying else { return [] }
+        if !rosters.isEmpty {
+            applying = true
+            adoptingRoster = true
+            return [.adoptRoster(rosters[0])]
+        }
+        guard !queued.isEmpty else { return [] }
         applying = true
         return [.apply(queued[0])]
     }
 
+    /// The store took (or set aside) the roster at the head of the queue.
+    public mutating func rosterAdopted() -> [Action] {
+        guard !closed, adoptingRoster else { return [] }
+        rosters.removeFirst()
+        adoptingRoster = false
+        applying = false
+        return startApplying() + checkQuiescent()
+    }
+
     /// The store committed the batch at the head of the queue.
     public mutating func batchApplied(_ result: AppliedBatch) -> [Action] {
-        guard !closed, applying, !queued.isEmpty else { return [] }
+        guard !closed, applying, !adoptingRoster, !queued.isEmpty else { return [] }
         let batch = queued.removeFirst()
         applying = false
         toldVectors[batch.zone] = result.vector
@@ -255,14 +286,19 @@ public struct SyncSession: Sendable {
     // MARK: Sending
 
     /// Local commits happened: every zone's stream re-opens from its cursor.
-    public mutating func localCommit(zones: [ZoneKey]) -> [Action] {
+    public mutating func localCommit(zones: [ZoneKey], roster: [UInt8]? = nil) -> [Action] {
         guard !closed, peerHello != nil else { return [] }
+        var actions: [Action] = []
+        if let roster, roster != toldRoster {
+            toldRoster = roster
+            actions.append(.send(.roster(roster)))
+        }
         for zone in zones where zone.scope == .private { addOutgoing(zone, cursor: .start, peerVector: VersionVector(), peerZoneState: nil) }
         for zone in order { outgoing[zone]?.dirty = true }
         if producing != nil { producingRecheck = true }
         sentCaughtUp = false
         reportedQuiescent = false
-        return pump()
+        return actions + pump()
     }
 
     public mutating func writabilityChanged(_ isWritable: Bool) -> [Action] {
@@ -346,6 +382,7 @@ extension SyncMessage {
         case .changes: return "changes"
         case .acknowledgement: return "acknowledgement"
         case .caughtUp: return "caught up"
+        case .roster: return "roster"
         case .ping: return "ping"
         case .pong: return "pong"
         }

@@ -6,7 +6,14 @@ import LatticeCore
 public struct PeerRow: Hashable, Sendable {
     public var deviceID: String
     public var name: String?
+    /// Whether it may sync: a member of the account, or trusted by hand, and not removed from the account.
     public var trusted: Bool
+    /// A member of this store's account (its roster).
+    public var member = false
+    /// Trusted by hand here (`lattice trust`), outside the roster.
+    public var trustedByHand = false
+    /// Removed from the account: refused whatever else says.
+    public var removed = false
     public var address: String?
     /// Milliseconds since 1970.
     public var lastSeen: UInt64?
@@ -26,19 +33,22 @@ public struct PeerRow: Hashable, Sendable {
 
 extension StoreSnapshot {
     public func peers() throws -> [PeerRow] {
-        try Row.fetchAll(db, sql: "SELECT \(Self.peerColumns) FROM peers ORDER BY trusted DESC, name, device_id").map(Self.peer)
+        try Row.fetchAll(db, sql: "SELECT \(Self.peerColumns) FROM peers ORDER BY (trusted OR member) AND NOT removed DESC, name, device_id").map(Self.peer)
     }
 
     public func peer(_ deviceID: String) throws -> PeerRow? {
         try Row.fetchOne(db, sql: "SELECT \(Self.peerColumns) FROM peers WHERE device_id = ?", arguments: [deviceID]).map(Self.peer)
     }
 
-    private static let peerColumns = "device_id, name, trusted, address, last_seen, refused_writes, last_refused_write"
+    private static let peerColumns = "device_id, name, (trusted OR member) AND NOT removed, address, last_seen, refused_writes, last_refused_write, member, trusted, removed"
 
     private static func peer(_ row: Row) -> PeerRow {
         var peer = PeerRow(deviceID: row[0], name: row[1], trusted: (row[2] as Int64) != 0, address: row[3], lastSeen: (row[4] as Int64?).map { UInt64(max(0, $0)) })
         peer.refusedWrites = row[5]
         peer.lastRefusedWrite = row[6]
+        peer.member = (row[7] as Int64) != 0
+        peer.trustedByHand = (row[8] as Int64) != 0
+        peer.removed = (row[9] as Int64) != 0
         return peer
     }
 
@@ -77,8 +87,8 @@ extension StoreTransaction {
         if db.changesCount > 0, trusted != true {
             // Anyone can make new identities: keep only the most recently seen strangers.
             try db.execute(sql: """
-                DELETE FROM peers WHERE trusted = 0 AND name IS NULL AND device_id != ? AND device_id NOT IN (
-                    SELECT device_id FROM peers WHERE trusted = 0 AND name IS NULL ORDER BY last_seen DESC LIMIT ?)
+                DELETE FROM peers WHERE trusted = 0 AND member = 0 AND removed = 0 AND name IS NULL AND device_id != ? AND device_id NOT IN (
+                    SELECT device_id FROM peers WHERE trusted = 0 AND member = 0 AND removed = 0 AND name IS NULL ORDER BY last_seen DESC LIMIT ?)
                 """, arguments: [deviceID, Self.maximumStrangers - 1])
         }
         // A nil argument keeps the column as it is.

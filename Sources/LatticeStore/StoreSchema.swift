@@ -129,6 +129,21 @@ enum StoreSchema {
                 ALTER TABLE peers ADD COLUMN last_refused_write TEXT;
                 """)
         }
+        migrator.registerMigration("v6: the account's roster") { db in
+            try db.execute(sql: """
+                -- Signed roster entries (RosterEntry) of the account in meta 'account'.
+                CREATE TABLE roster_entries (hash BLOB PRIMARY KEY NOT NULL, bytes BLOB NOT NULL) WITHOUT ROWID;
+                -- The roster's state, kept in step with the entries: members
+                -- are trusted, removed devices refused, their later writes too.
+                ALTER TABLE peers ADD COLUMN member INTEGER NOT NULL DEFAULT 0 CHECK (member IN (0, 1));
+                ALTER TABLE peers ADD COLUMN removed INTEGER NOT NULL DEFAULT 0 CHECK (removed IN (0, 1));
+                CREATE TABLE refused_writers (
+                    replica BLOB PRIMARY KEY NOT NULL,
+                    device_id TEXT NOT NULL,
+                    writes_up_to INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

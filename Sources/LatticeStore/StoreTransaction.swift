@@ -27,6 +27,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Whether anything was written: a transaction without changes is not a commit.
     public private(set) var hasChanges = false
     public var pendingLocalWrites: [PendingLocalWrite] = []
+    /// Removed devices' replicas and the marks after which their writes are refused, read once per transaction.
+    var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
 
     init(writing db: GRDB.Database, store: RecordStore) throws {
         let last = HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'hlc'") ?? 0))

@@ -250,9 +250,9 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         refreshing = true
         let delegate = delegate
         // The zone list may have grown; reading it is store work.
-        runOffLoop({ try delegate.zones() }) { handler, zones in
+        runOffLoop({ (try delegate.zones(), try delegate.roster()) }) { handler, fresh in
             handler.refreshing = false
-            handler.mutateSession { $0.localCommit(zones: zones) }
+            handler.mutateSession { $0.localCommit(zones: fresh.0, roster: fresh.1) }
             if handler.refreshAgain {
                 handler.refreshAgain = false
                 handler.localCommit()
@@ -281,6 +281,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 runOffLoop({ try delegate.applyBatch(batch, from: peer) }) { handler, applied in
                     handler.mutateSession { $0.batchApplied(applied) }
                     if applied.recordsDeferred > 0 { handler.scheduleRetry() }
+                }
+            case .adoptRoster(let roster):
+                let delegate = delegate
+                guard let peer else { continue }
+                runOffLoop({ try delegate.adoptRoster(roster, from: peer) }) { handler, _ in
+                    handler.mutateSession { $0.rosterAdopted() }
                 }
             case .close(let error):
                 if wrote { context?.flush() }
@@ -335,6 +341,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             case .success(let value): then(handler, value)
             case .failure(let error as PeerNoLongerTrusted): handler.close(.transport(.noLongerTrusted(error.peer.description)))
             case .failure(let error as WriteProofError): handler.close(.refusedWrites(error.description))
+            case .failure(let error as RosterError): handler.close(.refusedWrites("its account roster: \(error)"))
             case .failure(let error): handler.close(.other("store: \(error)"))
             }
         }

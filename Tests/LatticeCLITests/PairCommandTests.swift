@@ -73,6 +73,77 @@ import Testing
             #expect(sync.status == 0, "\(from) → \(to): \(sync.stderr)")
         }
         #expect(try cli.run(["record", "get", "Movies/m1"], store: "c").stdout.contains("Up"))
+        // a never paired with c, yet trusts it: it learnt the roster from b.
+        try cli.ok(["record", "save", "Movies/m2", "--type", "Movie", "title=Cars"], store: "c")
+        let node = try NodeProcess(cli: cli, store: "a")
+        let direct = try cli.run(["sync", "--peer", "127.0.0.1:\(node.port)", "--once", "--timeout", "60"], store: "c")
+        node.stop()
+        #expect(direct.status == 0, "c → a: \(direct.stderr)")
+        #expect(try cli.run(["record", "get", "Movies/m2"], store: "a").stdout.contains("Cars"))
+        for store in ["a", "b", "c"] {
+            let devices = try cli.ok(["account", "--json"], store: store).json["devices"] as? [[String: Any]] ?? []
+            #expect(devices.count == 3, "\(store)'s account: \(devices)")
+        }
+    }
+
+    /// Pairs `joiner` into `inviter`'s account.
+    func pair(_ joiner: String, into inviter: String) throws {
+        let offer = try Offer(cli: cli, store: inviter)
+        let joined = try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: joiner)
+        #expect(joined.status == 0, "\(joiner) joining \(inviter): \(joined.stderr)")
+        #expect(offer.finish().status == 0)
+    }
+
+    /// `from` syncs once with a node serving `to`.
+    func syncOnce(_ from: String, with to: String) throws -> CLI.Result {
+        let node = try NodeProcess(cli: cli, store: to)
+        defer { node.stop() }
+        return try cli.run(["sync", "--peer", "127.0.0.1:\(node.port)", "--once", "--timeout", "30"], store: from)
+    }
+
+    @Test func aRemovalReachesAMemberThatWasOfflineAndTheRemovedDevicesLaterWritesAreRefused() throws {
+        defer { cli.cleanup() }
+        var ids: [String: String] = [:]
+        for store in ["a", "b", "d"] {
+            try cli.ok(["init", "--name", store], store: store)
+            try cli.ok(["zone", "create", "Movies"], store: store)
+            ids[store] = try cli.ok(["id"], store: store).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        try pair("b", into: "a")
+        try pair("d", into: "a")
+        try cli.ok(["record", "save", "Movies/m1", "--type", "Movie", "title=Before"], store: "d")
+        #expect(try syncOnce("d", with: "a").status == 0)
+        #expect(try syncOnce("b", with: "a").status == 0)
+        #expect(try cli.run(["record", "get", "Movies/m1"], store: "b").stdout.contains("Before"))
+
+        // b is offline (no node, no sync) while a removes d; d, unaware, writes on.
+        let removal = try cli.run(["account", "remove", ids["d"]!], store: "a")
+        #expect(removal.status == 0, "\(removal.stderr)")
+        #expect(try cli.run(["account", "remove", ids["a"]!], store: "a").status == 64, "removing this device itself")
+        #expect(try cli.run(["untrust", ids["b"]!], store: "a").status == 64, "untrust of an account member")
+        try cli.ok(["record", "save", "Movies/m2", "--type", "Movie", "title=After"], store: "d")
+        try cli.ok(["record", "save", "Movies/m1", "--type", "Movie", "title=Hijacked"], store: "d")
+
+        // b comes back and syncs with a: it takes the removal.
+        #expect(try syncOnce("b", with: "a").status == 0)
+        let account = try cli.ok(["account", "--json"], store: "b").json
+        let removed = (account["removed"] as? [[String: Any]] ?? []).compactMap { $0["deviceID"] as? String }
+        #expect(removed == [ids["d"]!], "b's account: \(account)")
+        #expect((account["devices"] as? [[String: Any]] ?? []).count == 2)
+
+        // d is refused by b's node, and its later writes, carried by hand, are refused whole.
+        let refused = try syncOnce("d", with: "b")
+        #expect(refused.status != 0, "the removed device synced: \(refused.stdout)")
+        let bundle = cli.path("d-later.bundle")
+        try cli.ok(["bundle", "create", "-o", bundle], store: "d")
+        let applied = try cli.run(["bundle", "apply", bundle], store: "b")
+        #expect(applied.status == 77, "\(applied.status): \(applied.stderr)")
+        #expect(applied.stderr.contains("removed from the account"), "\(applied.stderr)")
+        #expect(try cli.run(["record", "get", "Movies/m2"], store: "b").status != 0)
+        #expect(try cli.run(["record", "get", "Movies/m1"], store: "b").stdout.contains("Before"))
+        #expect(try cli.run(["trust", ids["d"]!], store: "b").status == 77, "trusting a removed device by hand")
+        let peers = try cli.ok(["peers", "--json"], store: "b").json["peers"] as? [[String: Any]] ?? []
+        #expect(peers.first { $0["deviceID"] as? String == ids["d"] }?["trust"] as? String == "removed")
     }
 
     @Test func anExpiredOrSpentCodeFails() throws {

@@ -12,7 +12,7 @@ import Testing
     /// Runs the exchange, delivering each message through bytes; returns what each side ended with.
     func run(inviterCode: PairingCode, joinerCode: PairingCode, container: String = "default", joinerContainer: String? = nil,
              tamper: (PairingMessage) -> PairingMessage = { $0 }) throws -> (inviter: [PairingAction], joiner: [PairingAction]) {
-        var inviter = PairingInviter(code: inviterCode, identity: inviterIdentity, name: "laptop", container: container, extra: [7, 7])
+        var inviter = PairingInviter(code: inviterCode, identity: inviterIdentity, name: "laptop", container: container, extra: { _ in [7, 7] })
         var joiner = try PairingJoiner(code: joinerCode, identity: joinerIdentity, name: "phone", container: joinerContainer ?? container)
         var inviterEnd: [PairingAction] = []
         var joinerEnd: [PairingAction] = []

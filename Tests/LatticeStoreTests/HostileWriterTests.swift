@@ -88,7 +88,7 @@ import Testing
     }
 
     /// After the attack, honest data still flows between all three and they end equal.
-    func expectHonestConvergence(_ a: RecordStore, _ b: RecordStore, _ c: RecordStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectHonestConvergence(_ a: RecordStore, _ b: RecordStore, _ c: RecordStore, also: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) throws {
         clock.now += 10
         try a.write { try $0.save("m1", type: "Movie", in: movies, changes: [("rating", .int64(5))]) }
         try c.write { try $0.save("m4", type: "Movie", in: movies, changes: [("title", "Soul")]) }
@@ -97,7 +97,7 @@ import Testing
         }
         let states = try [a, b, c].map { store in try store.read { try $0.records(changedAfter: 0, in: movies).map(\.state).sorted { $0.recordName < $1.recordName } } }
         #expect(states[0] == states[1] && states[1] == states[2], sourceLocation: sourceLocation)
-        #expect(states[0].map(\.recordName) == ["m1", "m2", "m3", "m4"], sourceLocation: sourceLocation)
+        #expect(states[0].map(\.recordName) == ["m1", "m2", "m3", "m4"] + also, sourceLocation: sourceLocation)
         #expect(states[0].first?[field: "rating"] == .int64(5), sourceLocation: sourceLocation)
     }
 
@@ -242,5 +242,61 @@ import Testing
         try c.apply(try a.changeSet(for: movies, since: VersionVector()))
         #expect(try c.currentSequence() == sequence)
         try expectHonestConvergence(a, b, c)
+    }
+
+    /// A, B and C in A's account with a fourth device, R, whose m5 all three hold; then A removes R.
+    func storesWithRemovedDevice() throws -> (a: RecordStore, b: RecordStore, c: RecordStore, r: RecordStore) {
+        let (a, b, c) = try honestStores()
+        let r = try RecordStore(directory: directory.appendingPathComponent("r"), wallClock: { [clock] in clock.now })
+        try a.write { transaction in
+            for store in [b, c, r] { _ = try transaction.signRosterEntry(.add(name: "x"), subject: store.identity.publicKey) }
+        }
+        let roster = try a.read { try $0.roster() }
+        for store in [b, c, r] { try store.write { _ = try $0.adoptRoster(roster, joining: true) } }
+        try sync(a, to: r, movies)
+        clock.now += 10
+        try r.write { try $0.save("m5", type: "Movie", in: movies, changes: [("title", "Luca")]) }
+        for store in [a, b, c] { try sync(r, to: store, movies) }
+        try a.write { _ = try $0.signRosterEntry(.remove(writesUpTo: try $0.heldWrites(of: r.replica)), subject: r.identity.publicKey) }
+        return (a, b, c, r)
+    }
+
+    @Test("(g) a removed device's later writes") func aRemovedDevicesLaterWritesAreRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c, r) = try storesWithRemovedDevice()
+        try c.write { _ = try $0.adoptRoster(try a.read { try $0.roster() }) }
+        #expect(try c.read { try $0.peer(r.identity.deviceID.description) }?.trusted == false)
+        // R, unaware, writes on; a relay hands C what R wrote since, as R signed it.
+        clock.now += 10
+        try r.write { try $0.save("m1", type: "Movie", in: movies, changes: [("title", "Hijacked")]) }
+        try r.write { try $0.save("m6", type: "Movie", in: movies, changes: [("title", "Elio")]) }
+        let later = try r.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector })
+        try expectRefused(later, by: c) { if case .writerRefused(let replica, _) = $0 { replica == r.replica } else { false } }
+        // Its writes from before the removal still pass: a full change set of R's only holds them back for the later ones.
+        #expect(try c.read { try $0.record("m5", in: movies) }?[field: "title"] == "Luca")
+        try expectHonestConvergence(a, b, c, also: ["m5"])
+    }
+
+    /// A member that took a removed device's later writes before it learnt of
+    /// the removal says so in the roster; every member then keeps them, and all converge.
+    @Test func aMemberThatHeldARemovedDevicesLaterWritesVouchesForThemAndAllConverge() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c, r) = try storesWithRemovedDevice()
+        clock.now += 10
+        try r.write { try $0.save("m6", type: "Movie", in: movies, changes: [("title", "Elio")]) }
+        try sync(r, to: b, movies) // b has not heard of the removal yet
+        try c.write { _ = try $0.adoptRoster(try a.read { try $0.roster() }) }
+        #expect(throws: WriteProofError.self) { try sync(b, to: c, movies) }
+        // b learns of the removal, signs what it held, and the roster reaches the others.
+        try b.write { _ = try $0.adoptRoster(try a.read { try $0.roster() }) }
+        let vouched = try b.read { try $0.roster() }
+        #expect(vouched.state.removed[r.identity.publicKey]?.writesUpTo == (try b.read { try $0.heldWrites(of: r.replica) }))
+        for store in [a, c] { try store.write { _ = try $0.adoptRoster(vouched) } }
+        try expectHonestConvergence(a, b, c, also: ["m5", "m6"])
+        #expect(try c.read { try $0.record("m6", in: movies) }?[field: "title"] == "Elio")
+        // What R writes after that is still refused.
+        clock.now += 10
+        try r.write { try $0.save("m7", type: "Movie", in: movies, changes: [("title", "Wish")]) }
+        try expectRefused(try r.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }), by: c) { if case .writerRefused = $0 { true } else { false } }
     }
 }

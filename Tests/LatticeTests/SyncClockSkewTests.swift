@@ -25,7 +25,7 @@ import Testing
             for action in actions {
                 switch action {
                 case .send(let message): inbox[1 - side].append(message)
-                case .produce, .apply: work[side].append(action)
+                case .produce, .apply, .adoptRoster: work[side].append(action)
                 case .close(let reason): Issue.record("closed: \(reason)")
                 case .event: break
                 }
@@ -40,6 +40,9 @@ import Testing
                     switch work[side].removeFirst() {
                     case .produce(let request): perform(sessions[side].batchProduced(try adapters[side].produceBatch(request, for: ids[1 - side])), side)
                     case .apply(let batch): perform(sessions[side].batchApplied(try adapters[side].applyBatch(batch, from: ids[1 - side])), side)
+                    case .adoptRoster(let roster):
+                        try adapters[side].adoptRoster(roster, from: ids[1 - side])
+                        perform(sessions[side].rosterAdopted(), side)
                     default: break
                     }
                 }

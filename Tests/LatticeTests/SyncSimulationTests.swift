@@ -72,7 +72,7 @@ import LatticeTestSupport
                 switch action {
                 case .send(let message):
                     link.wires[1 - end].append(try SyncMessage(decoding: message.encoded())) // through the wire format
-                case .produce, .apply:
+                case .produce, .apply, .adoptRoster:
                     link.work[end].append(action)
                 case .close(let reason):
                     Issue.record("an honest session closed: \(reason)")
@@ -120,6 +120,9 @@ import LatticeTestSupport
                 try perform(actions, on: link, end: end)
                 try localCommit(at: me)
                 return
+            case .adoptRoster(let roster):
+                try nodes[me].adapter.adoptRoster(roster, from: nodes[peer].id)
+                actions = session.rosterAdopted()
             default: break
             }
             link.sessions[end] = session

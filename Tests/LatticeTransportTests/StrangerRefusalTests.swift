@@ -34,6 +34,8 @@ import Testing
         func zones() throws -> [ZoneKey] { [] }
         func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? { nil }
         func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch { AppliedBatch(vector: VersionVector(), recordsChanged: 0) }
+        func adoptRoster(_ roster: [UInt8], from peer: DeviceID) throws {}
+        func roster() throws -> [UInt8] { [] }
     }
 
     final class Events: @unchecked Sendable {

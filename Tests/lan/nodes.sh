@@ -13,13 +13,28 @@ device_id() {
   echo "${DEVICE[$1]}"
 }
 
-# One account: each of hosts K... gets a store, and trusts the others.
+# One account: each of hosts K... gets a store, and the first pairs in the
+# others over the LAN (n-1 pairings, no `trust`); the others learn each
+# other from the roster on their first sync.
 account_init() {
-  local k j
+  local k first="$1"
   for k in "$@"; do lat "$k" init --name "h$k" >/dev/null; done
-  for k in "$@"; do for j in "$@"; do
-    [ "$k" = "$j" ] || lat "$k" trust "$(device_id "$j")" --name "h$j" >/dev/null
-  done; done
+  for k in "${@:2}"; do pair_hosts "$first" "$k" >/dev/null; done
+}
+
+# pair_hosts INVITER JOINER: `lattice pair` on INVITER prints a code;
+# `lattice pair CODE --peer INVITER-ADDRESS:PORT` on JOINER joins its account.
+# Prints the joiner's output (the verifier) and fails if either side does.
+pair_hosts() {
+  local inviter="$1" joiner="$2" pid status=0
+  local out="$LAN_DIR/h$inviter/pair.out" err="$LAN_DIR/h$inviter/pair.err"
+  : > "$err"
+  on_exec "$inviter" "$L" pair --port 47300 --store "$LAN_DIR/h$inviter/store" > "$out" 2> "$err" &
+  pid=$!
+  wait_until 10 "h$inviter offers a pairing code" grep -q 'on the other device' "$err"
+  lat "$joiner" pair "$(head -n 1 "$out")" --peer "10.77.0.$inviter:47300" || status=$?
+  if [ "$status" != 0 ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; return "$status"; fi
+  wait "$pid"
 }
 
 # Starts `lattice serve` on host K (mDNS on, no --peer), JSON events to hK/serve.out.

@@ -3,17 +3,22 @@ import LatticeCrypto
 import LatticeProtocol
 import LatticeStore
 import LatticeTransport
+import NIOConcurrencyHelpers
 
-/// How a pairing ended: the device now trusted, and the verifier both screens show.
+/// How a pairing ended: the other device, the verifier both screens show,
+/// and how many devices the account has now.
 public struct PairedDevice: Sendable, Hashable {
     public var deviceID: String
     public var name: String
     public var verifier: String
+    public var accountDevices: Int
 }
 
 extension Container {
     /// Offers `code` on `host:port` (0: any free port) until a device joins
-    /// with it, then trusts that device. Fails when the code expires or wrong
+    /// with it, then adds that device to the account's roster (signed by this
+    /// device), which the joiner receives whole and every member learns on
+    /// its next sync. Fails when the code expires or wrong
     /// attempts spend it; `listening` is told the port, `attemptFailed` each
     /// failed attempt. Works whether or not a node runs on this store: a
     /// running node reads the new trust on the commit's wake-up.
@@ -26,28 +31,65 @@ extension Container {
         let name = (try? deviceName()) ?? nil
         let container = containerIdentifier
         let offer = PairingOffer(code: code, now: RecordStore.systemWallClock(), lifetimeMilliseconds: lifetimeMilliseconds)
+        let store = self.store
+        let signed = NIOLockedValueBox<AccountRoster?>(nil)
+        // Once the joiner is known: the roster with it added, told to it inside the sealed exchange.
+        let rosterAdding: @Sendable (PairingIntroduction) throws -> [UInt8] = { joiner in
+            var roster = try store.read { try $0.roster() }
+            let state = roster.state
+            if let removal = state.removed[joiner.publicKey] {
+                let by = (try? DeviceID(publicKey: removal.removedBy).description) ?? "?"
+                throw PairingFailure.notAllowed("this device was removed from the account (by \(by)); it can join again only as a new device (a new store, `lattice init`)")
+            }
+            guard state.members[identity.publicKey] != nil else {
+                throw PairingFailure.notAllowed("the inviting device was removed from its account and cannot add devices")
+            }
+            if state.members[joiner.publicKey] == nil {
+                try roster.sign(.add(name: RosterEntry.name(fitting: joiner.name)), subject: joiner.publicKey, by: identity, at: RecordStore.systemWallClock())
+            }
+            signed.withLockedValue { $0 = roster }
+            return roster.encoded
+        }
         let outcome = try Self.pairing {
             try PairingEndpoint.invite(
-                offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: name ?? "", container: container) },
+                offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: name ?? "", container: container, extra: rosterAdding) },
                 host: host, port: port, wallClock: { RecordStore.systemWallClock() }, listening: listening,
                 attemptFailed: { attemptFailed($0.description) })
         }
-        return try adopt(outcome)
+        guard let roster = signed.withLockedValue({ $0 }) else { throw LatticeError(.internalError, "the pairing ended without a roster") }
+        return try adopt(outcome, roster: roster, joining: false)
     }
 
-    /// Joins the device offering `code` at `host:port` and trusts it.
+    /// Joins the device offering `code` at `host:port`: this device takes
+    /// that device's account (its roster, which now adds this device) and
+    /// leaves the one it had.
     public func join(code: PairingCode, host: String, port: Int) throws(LatticeError) -> PairedDevice {
         let name = (try? deviceName()) ?? nil
         let outcome = try Self.pairing {
             try PairingEndpoint.join(try PairingJoiner(code: code, identity: store.identity, name: name ?? "", container: containerIdentifier), host: host, port: port)
         }
-        return try adopt(outcome)
+        let roster: AccountRoster
+        do {
+            roster = try AccountRoster(decoding: outcome.peer.extra)
+        } catch {
+            throw LatticeError(.networkUnavailable, "the other device sent an account roster that does not hold: \(error)")
+        }
+        guard roster.state.members[store.identity.publicKey] != nil, roster.state.members[outcome.peer.publicKey] != nil else {
+            throw LatticeError(.networkUnavailable, "the other device's roster does not add this device to its account")
+        }
+        return try adopt(outcome, roster: roster, joining: true)
     }
 
-    private func adopt(_ outcome: PairingOutcome) throws(LatticeError) -> PairedDevice {
+    private func adopt(_ outcome: PairingOutcome, roster: AccountRoster, joining: Bool) throws(LatticeError) -> PairedDevice {
         let name = outcome.peer.name.isEmpty ? nil : String(outcome.peer.name.prefix(64))
-        try trust(deviceID: outcome.deviceID.description, name: name)
-        return PairedDevice(deviceID: outcome.deviceID.description, name: name ?? "", verifier: outcome.verifier)
+        let members = try LatticeError.wrap {
+            try store.write { transaction in
+                try transaction.adoptRoster(roster, joining: joining)
+                if let name { try transaction.upsertPeer(outcome.deviceID.description, name: name, trusted: nil) }
+                return try transaction.roster().state.members.count
+            }
+        }
+        return PairedDevice(deviceID: outcome.deviceID.description, name: name ?? "", verifier: outcome.verifier, accountDevices: members)
     }
 
     private static func pairing(_ body: () throws -> PairingOutcome) throws(LatticeError) -> PairingOutcome {
@@ -56,6 +98,7 @@ extension Container {
             case .wrongCode, .tooManyAttempts: throw LatticeError(.permissionFailure, failure.description)
             case .expired: throw LatticeError(.networkUnavailable, failure.description)
             case .containerMismatch: throw LatticeError(.badContainer, failure.description)
+            case .notAllowed: throw LatticeError(.permissionFailure, failure.description)
             case .refusedByPeer, .malformed, .ownDevice: throw LatticeError(.networkUnavailable, failure.description)
             }
         } catch let error as LatticeError {

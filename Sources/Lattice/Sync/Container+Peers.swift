@@ -7,6 +7,10 @@ public struct Peer: Sendable, Hashable {
     public var deviceID: String
     public var name: String?
     public var trusted: Bool
+    /// A member of this device's account (its roster), trusted on every device of it.
+    public var member: Bool = false
+    /// Removed from the account: refused, whatever else says.
+    public var removed: Bool = false
     /// Where it last connected from or was reached at.
     public var address: String?
     /// When it last completed a handshake with this device.
@@ -19,10 +23,16 @@ public struct Peer: Sendable, Hashable {
 }
 
 extension Container {
-    /// Trusts a device: once it trusts this one too, both form one account
-    /// and sync the private database. Re-trusting renames it.
+    /// Trusts a device by hand, on this device alone: once it trusts this one
+    /// too, both sync the private database. The account's roster (`lattice
+    /// pair`) is what makes every device trust a new one; this is for one-off
+    /// cases. A device removed from the account cannot be trusted again.
+    /// Re-trusting renames it.
     public func trust(deviceID text: String, name: String? = nil) throws(LatticeError) {
         let id = try Self.parseDeviceID(text)
+        if let row = try LatticeError.wrap({ try store.read { try $0.peer(id.description) } }), row.removed {
+            throw LatticeError(.permissionFailure, "device \(id) was removed from this account; it can join again only as a new device (a new store, then `lattice pair`)")
+        }
         guard id.description != deviceID else { throw LatticeError(.invalidArguments, "\(id) is this device's own ID; trust the other device's ID (it prints it with `lattice id`)") }
         if let name, name.isEmpty || name.count > 100 || name.contains(where: \.isNewline) {
             throw LatticeError(.invalidArguments, "a device name has 1 to 100 characters on one line")
@@ -30,9 +40,13 @@ extension Container {
         try LatticeError.wrap { try store.write { try $0.upsertPeer(id.description, name: name, trusted: true) } }
     }
 
-    /// Stops trusting a device: it is refused from its next connection on.
+    /// Stops trusting a device trusted by hand: it is refused from its next
+    /// connection on. A member of the account is removed with `removeDevice`.
     public func untrust(deviceID text: String) throws(LatticeError) {
         let id = try Self.parseDeviceID(text)
+        if let row = try LatticeError.wrap({ try store.read { try $0.peer(id.description) } }), row.member {
+            throw LatticeError(.invalidArguments, "device \(id) is a member of this account; `lattice account remove \(id)` removes it from every device of the account (untrust only undoes `lattice trust`)")
+        }
         let known = try LatticeError.wrap { try store.write { try $0.untrustPeer(id.description) } }
         if !known { throw LatticeError(.unknownItem, "device \(id) is not known here; `lattice peers` lists the known ones") }
     }
@@ -40,7 +54,7 @@ extension Container {
     public func peers() throws(LatticeError) -> [Peer] {
         try LatticeError.wrap {
             try store.read { try $0.peers() }.map { row in
-                Peer(deviceID: row.deviceID, name: row.name, trusted: row.trusted, address: row.address,
+                Peer(deviceID: row.deviceID, name: row.name, trusted: row.trusted, member: row.member, removed: row.removed, address: row.address,
                      lastSeen: row.lastSeen.map { Date(timeIntervalSince1970: Double($0) / 1000) },
                      refusedWrites: row.refusedWrites, lastRefusedWrite: row.lastRefusedWrite)
             }

@@ -139,7 +139,7 @@ struct DiscoveredPeers {
             let theirs = LatticeService.versions(ofOurs.txt["pv"]).map(DiscoveredDevice.describe) ?? "an unknown version"
             return DiscoveryProblem(cause: .versionMismatch, description: "protocol version mismatch: it speaks \(theirs), this node \(DiscoveredDevice.describe(versions)); update the older one")
         }
-        if !trusted { return DiscoveryProblem(cause: .notTrustedHere, description: "not trusted here (trust it with `lattice trust \(device.deviceID)`)") }
+        if !trusted { return DiscoveryProblem(cause: .notTrustedHere, description: "not trusted here (add it to the account with `lattice pair`)") }
         return nil
     }
 

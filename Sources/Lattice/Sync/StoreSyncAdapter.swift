@@ -59,9 +59,21 @@ struct StoreSyncAdapter: SyncDelegate {
                     zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
                     resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
             }
-            return Hello(container: container, zones: zones)
+            return Hello(container: container, zones: zones, roster: try snapshot.encodedRoster())
         }
     }
+
+    func adoptRoster(_ bytes: [UInt8], from peer: DeviceID) throws {
+        // Most sessions open with the roster both sides hold already: nothing to check.
+        guard bytes != trusted.roster else { return }
+        let roster = try AccountRoster(decoding: bytes)
+        try store.write { transaction in
+            try requireTrusted(peer, in: transaction)
+            try transaction.adoptRoster(roster)
+        }
+    }
+
+    func roster() throws -> [UInt8] { trusted.roster }
 
     func zones() throws -> [ZoneKey] {
         try store.read { try $0.zones(in: .private).map(\.key) }

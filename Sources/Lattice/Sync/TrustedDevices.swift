@@ -9,6 +9,7 @@ import NIOConcurrencyHelpers
 final class TrustedDevices: Sendable {
     private let store: RecordStore
     private let devices: NIOLockedValueBox<Set<DeviceID>>
+    private let encodedRoster = NIOLockedValueBox<[UInt8]>([])
     /// One reload at a time, so an older read never replaces a newer one.
     private let reloading = NIOLock()
 
@@ -21,6 +22,9 @@ final class TrustedDevices: Sendable {
         device != store.identity.deviceID && devices.withLockedValue { $0.contains(device) }
     }
 
+    /// The account's roster as last read, encoded (`AccountRoster.encoded`), for the sessions to tell.
+    var roster: [UInt8] { encodedRoster.withLockedValue { $0 } }
+
     /// The set now, as the device IDs' printed form.
     var all: Set<String> { Set(devices.withLockedValue { $0 }.map(\.description)) }
 
@@ -28,9 +32,10 @@ final class TrustedDevices: Sendable {
     @discardableResult
     func reload() throws -> Bool {
         try reloading.withLock {
-            let fresh = try store.read { snapshot in
-                Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) })
+            let (fresh, roster) = try store.read { snapshot in
+                (Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) }), try snapshot.encodedRoster())
             }
+            encodedRoster.withLockedValue { $0 = roster }
             return devices.withLockedValue { current in
                 defer { current = fresh }
                 return current != fresh

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct AccountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "account", abstract: "The devices of this device's account, and removing one from all of them.",
+        discussion: """
+            An account is the devices that sync one private database. Its roster (who added whom, removals) is signed by the devices that changed it and syncs to every member, so a device added by `lattice pair` on any member is trusted by all of them.
+            `lattice trust` is for one-off cases: it trusts a device on this device alone and puts nothing in the roster.
+            Example: lattice account
+                     lattice account remove ABCDEFG-...
+            """,
+        subcommands: [ListAccount.self, RemoveDevice.self], defaultSubcommand: ListAccount.self)
+}
+
+struct ListAccount: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the account's devices and the removed ones.")
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let container = try options.openContainer()
+        let account = try library { try container.account() }
+        let formatter = ISO8601DateFormatter()
+        if options.json {
+            Output.json([
+                "founder": account.founder,
+                "devices": account.devices.map { device -> [String: Any] in
+                    ["deviceID": device.deviceID, "name": device.name ?? NSNull(), "thisDevice": device.isThisDevice,
+                     "addedBy": device.addedBy ?? NSNull(), "addedAt": device.addedAt.map(formatter.string) ?? NSNull()]
+                },
+                "removed": account.removed.map { device -> [String: Any] in
+                    ["deviceID": device.deviceID, "name": device.name ?? NSNull(), "removedBy": device.removedBy, "removedAt": formatter.string(from: device.removedAt)]
+                },
+            ])
+            return
+        }
+        let names = Dictionary(account.devices.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) } + account.removed.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) }, uniquingKeysWith: { first, _ in first })
+        Output.table(
+            header: ["NAME", "DEVICE ID", "ADDED BY", "ADDED"],
+            rows: account.devices.map { device in
+                [(device.name ?? "-") + (device.isThisDevice ? " (this device)" : ""), device.deviceID,
+                 device.addedBy.map { names[$0] ?? $0 } ?? "founder", device.addedAt.map(formatter.string) ?? "-"]
+            })
+        for device in account.removed {
+            Output.line("removed: \(device.name ?? "-") \(device.deviceID), by \(names[device.removedBy] ?? device.removedBy) at \(formatter.string(from: device.removedAt))")
+        }
+        if account.devices.count == 1 { Output.line("this device is alone in its account: add one with `lattice pair` here and `lattice pair CODE --peer ...` there") }
+    }
+}
+
+struct RemoveDevice: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove", abstract: "Remove a device from the account, on every device of it.",
+        discussion: """
+            Signs a roster entry that every member takes on its next sync (a running node tells connected members at once). Members then refuse the device's connections, and its writes stamped after the latest one this device holds of it. The device can join again only as a new device (a new store).
+            Example: lattice account remove ABCDEFG-...
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The device's ID, as `lattice account` prints it.") var deviceID: String
+
+    func run() throws {
+        let container = try options.openContainer()
+        try asUsage { try container.removeDevice(deviceID) }
+        if options.json { Output.json(["removed": deviceID]) } else { Output.line("removed \(deviceID) from the account; members refuse it from their next sync") }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import GRDB
+import LatticeCore
+import LatticeCrypto
+
+extension StoreSnapshot {
+    /// The founder's key of this store's account: its own until it joins another by pairing.
+    public func accountFounder() throws -> [UInt8] {
+        try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'account'").map { [UInt8]($0) } ?? store.identity.publicKey
+    }
+
+    /// The account's roster as held here.
+    public func roster() throws -> AccountRoster {
+        var roster = AccountRoster(founder: try accountFounder())
+        for bytes in try Data.fetchAll(db, sql: "SELECT bytes FROM roster_entries") {
+            // Every stored entry was checked on its way in; one that no longer reads is dropped, not fatal.
+            if let entry = try? RosterEntry(bytes: [UInt8](bytes)) { try? roster.insert(entry) }
+        }
+        return roster
+    }
+
+    /// The roster as `AccountRoster.encoded` gives it, from the stored bytes
+    /// without checking signatures again (a node reads it on every commit).
+    public func encodedRoster() throws -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.raw(try accountFounder())
+        let entries = try Data.fetchAll(db, sql: "SELECT bytes FROM roster_entries ORDER BY hash")
+        writer.varint(entries.count)
+        for entry in entries { writer.blob([UInt8](entry)) }
+        return writer.bytes
+    }
+
+    /// The highest stamp of `replica` any zone of this store holds.
+    public func heldWrites(of replica: ReplicaID) throws -> HLCTimestamp {
+        var highest = HLCTimestamp.zero
+        for scope in DatabaseScope.allCases {
+            for zone in try zones(in: scope) { highest = max(highest, zone.sync.vector[replica]) }
+        }
+        return highest
+    }
+}
+
+extension StoreTransaction {
+    /// Takes the entries of `roster` this store lacks, if it is this store's
+    /// account (or, with `joining`, makes it this store's account: the store
+    /// joins it and leaves its own), then brings trust in line with the
+    /// roster's state. A removal this store learns of while it holds the
+    /// removed device's writes beyond the removal's mark gets an entry of
+    /// its own (`held`), so every member keeps those writes alike.
+    /// Returns whether anything changed.
+    @discardableResult
+    public func adoptRoster(_ incoming: AccountRoster, joining: Bool = false) throws -> Bool {
+        var roster = try roster()
+        if incoming.founder != roster.founder {
+            guard joining else { return false }
+            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('account', ?)", arguments: [Data(incoming.founder)])
+            try db.execute(sql: "DELETE FROM roster_entries")
+            roster = AccountRoster(founder: incoming.founder)
+        }
+        var added = false
+        for entry in incoming.entries.values {
+            guard try roster.insert(entry) else { continue }
+            try db.execute(sql: "INSERT OR IGNORE INTO roster_entries (hash, bytes) VALUES (?, ?)", arguments: [Data(entry.hash), Data(entry.bytes)])
+            added = true
+        }
+        guard added || joining else { return false }
+        var state = roster.state
+        let own = store.identity.publicKey
+        if state.members[own] != nil {
+            for removal in state.removed.values where removal.publicKey != own {
+                let held = try heldWrites(of: try WriteBlock.replica(of: removal.publicKey))
+                guard held > removal.writesUpTo else { continue }
+                let entry = try roster.sign(.held(writesUpTo: held), subject: removal.publicKey, by: store.identity, at: RecordStore.systemWallClock())
+                try db.execute(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)", arguments: [Data(entry.hash), Data(entry.bytes)])
+                state = roster.state
+            }
+        }
+        try applyRosterState(state)
+        return true
+    }
+
+    /// Signs `action` on `subject` into this store's roster.
+    public func signRosterEntry(_ action: RosterEntry.Action, subject: [UInt8]) throws -> RosterEntry {
+        var roster = try roster()
+        let entry = try roster.sign(action, subject: subject, by: store.identity, at: RecordStore.systemWallClock())
+        try db.execute(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)", arguments: [Data(entry.hash), Data(entry.bytes)])
+        try applyRosterState(roster.state)
+        return entry
+    }
+
+    /// Members are trusted (`peers.member`), removed devices refused
+    /// (`peers.removed`, over any trust given by hand), and removed devices'
+    /// later writes refused (`refused_writers`).
+    private func applyRosterState(_ state: AccountRoster.State) throws {
+        try db.execute(sql: "UPDATE peers SET member = 0, removed = 0")
+        try db.execute(sql: "DELETE FROM refused_writers")
+        let own = store.identity.publicKey
+        for member in state.members.values where member.publicKey != own {
+            let id = try DeviceID(publicKey: member.publicKey).description
+            try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [id])
+            try db.execute(sql: "UPDATE peers SET member = 1, name = COALESCE(name, ?) WHERE device_id = ?", arguments: [member.name.isEmpty ? nil : member.name, id])
+        }
+        for removal in state.removed.values {
+            let id = try DeviceID(publicKey: removal.publicKey).description
+            try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [id])
+            try db.execute(sql: "UPDATE peers SET removed = 1, name = COALESCE(name, ?) WHERE device_id = ?", arguments: [removal.name.isEmpty ? nil : removal.name, id])
+            try db.execute(sql: "DELETE FROM resume_points WHERE peer = ?", arguments: [id])
+            try db.execute(sql: "INSERT INTO refused_writers (replica, device_id, writes_up_to) VALUES (?, ?, ?)", arguments: [
+                Data(try WriteBlock.replica(of: removal.publicKey).bytes), id, Int64(bitPattern: removal.writesUpTo.rawValue),
+            ])
+        }
+        refusedWritersCache = nil
+        markChanged()
+        wakesWatchers = true
+    }
+
+    /// Why blocks of `replica` ending at `last` are refused: its device was
+    /// removed from the account, and `last` is after the removal's mark.
+    public func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String? {
+        if refusedWritersCache == nil {
+            var writers: [ReplicaID: (device: String, upTo: HLCTimestamp)] = [:]
+            for row in (try? Row.fetchAll(db, sql: "SELECT replica, device_id, writes_up_to FROM refused_writers")) ?? [] {
+                writers[ReplicaID(bytes: [UInt8](row[0] as Data))] = (row[1], HLCTimestamp(rawValue: UInt64(bitPattern: row[2])))
+            }
+            refusedWritersCache = writers
+        }
+        guard let writer = refusedWritersCache?[replica], last > writer.upTo else { return nil }
+        return "device \(writer.device) was removed from the account; its writes after \(writer.upTo) are refused"
+    }
+}
