@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job without a simulated LAN (scripts/demo.sh runs this when it cannot
 # create network namespaces): two devices (a laptop and a phone, two stores on
-# this machine) trust each other, run `lattice serve`, and sync over encrypted
+# this machine) pair with a short code, run `lattice serve`, and sync over encrypted
 # TCP on loopback: saves reach the other side at once, edits made while one is
 # offline merge when it comes back. On loopback there is no mDNS between them,
 # so the phone is given the laptop's address with --peer.
@@ -29,11 +29,15 @@ wait_for() { for _ in $(seq 100); do if eval "$1" >/dev/null 2>&1; then return 0
 
 run init --name laptop "${laptop[@]}"
 run init --name phone "${phone[@]}"
-laptop_id="$("$lattice" id "${laptop[@]}")"
-phone_id="$("$lattice" id "${phone[@]}")"
-echo; echo "# Each device trusts the other's ID (compare them aloud): together they are one account."
-run trust "$phone_id" --name phone "${laptop[@]}"
-run trust "$laptop_id" --name laptop "${phone[@]}"
+echo; echo "# The laptop offers a pairing code; the phone joins with it: together they are one account."
+"$lattice" pair --port 0 --listen 127.0.0.1 "${laptop[@]}" > "$work/pair.out" 2> "$work/pair.err" &
+inviter=$!
+wait_for "grep -q 'on the other device' '$work/pair.err'"
+pair_port="$(sed -n 's/.*THIS-HOST:\([0-9]*\).*/\1/p' "$work/pair.err")"
+say "lattice pair --port 0 --listen 127.0.0.1 ${laptop[*]} &   # prints the code: $(head -n 1 "$work/pair.out")"
+run pair "$(head -n 1 "$work/pair.out")" --peer "127.0.0.1:$pair_port" "${phone[@]}"
+wait "$inviter"
+tail -n +2 "$work/pair.out"
 run zone create Movies "${laptop[@]}"
 run record save Movies/toy-story --type Movie 'title=Toy Story' rating:int=4 "${laptop[@]}"
 

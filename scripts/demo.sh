@@ -27,8 +27,8 @@ run() { local k="$1"; shift; printf '\n%s$ lattice %s\n' "${names[$k]}" "$(print
 say "# A simulated LAN: three hosts (10.77.0.1-3), each with its own avahi-daemon, no route out."
 lan_up 3
 for k in 1 2 3; do run "$k" init --name "${names[$k]}"; done
-say "# The laptop offers a pairing code; the phone joins with it. Then the phone offers one and the tablet joins:"
-say "# two pairings make one account of three (the laptop learns of the tablet from the phone's signed roster)."
+say "# The laptop offers a pairing code and the phone joins with it; then the phone offers one and the tablet joins.
+# Two pairings make one account of three: the laptop learns of the tablet from the phone's signed roster."
 pair_shown() {
   local inviter="$1" joiner="$2"
   printf '\n%s$ lattice pair\n' "${names[$inviter]}"
