@@ -30,11 +30,11 @@ wait_for() { for _ in $(seq 100); do if eval "$1" >/dev/null 2>&1; then return 0
 run init --name laptop "${laptop[@]}"
 run init --name phone "${phone[@]}"
 echo; echo "# The laptop offers a pairing code; the phone joins with it: together they are one account."
-"$lattice" pair --port 0 --listen 127.0.0.1 "${laptop[@]}" > "$work/pair.out" 2> "$work/pair.err" &
+"$lattice" pair --port 0 --listen 127.0.0.1 --no-mdns "${laptop[@]}" > "$work/pair.out" 2> "$work/pair.err" &
 inviter=$!
 wait_for "grep -q 'on the other device' '$work/pair.err'"
 pair_port="$(sed -n 's/.*THIS-HOST:\([0-9]*\).*/\1/p' "$work/pair.err")"
-say "lattice pair --port 0 --listen 127.0.0.1 ${laptop[*]} &   # prints the code: $(head -n 1 "$work/pair.out")"
+say "lattice pair --port 0 --listen 127.0.0.1 --no-mdns ${laptop[*]} &   # prints the code: $(head -n 1 "$work/pair.out")"
 run pair "$(head -n 1 "$work/pair.out")" --peer "127.0.0.1:$pair_port" "${phone[@]}"
 wait "$inviter"
 tail -n +2 "$work/pair.out"

@@ -27,21 +27,22 @@ run() { local k="$1"; shift; printf '\n%s$ lattice %s\n' "${names[$k]}" "$(print
 say "# A simulated LAN: three hosts (10.77.0.1-3), each with its own avahi-daemon, no route out."
 lan_up 3
 for k in 1 2 3; do run "$k" init --name "${names[$k]}"; done
-say "# The laptop offers a pairing code and the phone joins with it; then the phone offers one and the tablet joins.
+say "# The laptop offers a pairing code and the phone joins with it (by address); then the phone offers one and the
+# tablet joins (finding it by mDNS).
 # Two pairings make one account of three: the laptop learns of the tablet from the phone's signed roster."
 pair_shown() {
-  local inviter="$1" joiner="$2"
+  local inviter="$1" joiner="$2" where=("${@:3}")
   printf '\n%s$ lattice pair\n' "${names[$inviter]}"
   on_exec "$inviter" "$L" pair --port 47300 --store "$LAN_DIR/h$inviter/store" > "$LAN_DIR/pair.out" 2> "$LAN_DIR/pair.err" &
   local pid=$!
   wait_until 10 "the ${names[$inviter]} offers a code" grep -q 'on the other device' "$LAN_DIR/pair.err"
   head -n 1 "$LAN_DIR/pair.out"; cat "$LAN_DIR/pair.err"
-  run "$joiner" pair "$(head -n 1 "$LAN_DIR/pair.out")" --peer "10.77.0.$inviter:47300"
+  run "$joiner" pair "$(head -n 1 "$LAN_DIR/pair.out")" "${where[@]}"
   wait "$pid" || fail "the ${names[$inviter]}'s pairing"
   tail -n +2 "$LAN_DIR/pair.out"
 }
-pair_shown 1 2
-pair_shown 2 3
+pair_shown 1 2 --peer 10.77.0.1:47300   # by address, as the laptop's screen says
+pair_shown 2 3                           # or found by mDNS
 run 1 zone create Movies
 
 say "# Each runs the node, with no address given: they find each other by mDNS (_lattice._tcp)."

@@ -36,6 +36,17 @@ public struct PairingCode: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { String(characters.prefix(4)) + "-" + String(characters.suffix(4)) }
+
+    /// Two hex digits (8 bits) of a hash of the code, advertised by mDNS with
+    /// the offer so a joiner tries the device that offers its code and not
+    /// another one on the LAN (each wrong attempt spends a third of a code).
+    /// Anyone on the LAN reads it: it leaves 32 unknown bits of the 40.
+    public var hint: String {
+        var digest = [UInt8](repeating: 0, count: 16)
+        let input = Array("lattice pair hint".utf8) + Array(characters.utf8)
+        _ = crypto_generichash(&digest, digest.count, input, UInt64(input.count), nil, 0)
+        return String(digest[0], radix: 16).count == 1 ? "0" + String(digest[0], radix: 16) : String(digest[0], radix: 16)
+    }
 }
 
 /// Why a pairing exchange failed on the cryptography's account.

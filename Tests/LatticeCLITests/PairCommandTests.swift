@@ -17,7 +17,7 @@ import Testing
 
         init(cli: CLI, store: String, extra: [String] = []) throws {
             process.executableURL = CLI.binary
-            process.arguments = ["pair", "--listen", "127.0.0.1", "--json", "--store", cli.path(store)] + extra
+            process.arguments = ["pair", "--listen", "127.0.0.1", "--no-mdns", "--json", "--store", cli.path(store)] + extra
             process.standardOutput = output
             process.standardError = errors
             try process.run()
@@ -159,5 +159,8 @@ import Testing
         #expect(spent.finish().status == 77)
         #expect(try cli.run(["pair", spent.code, "--peer", "127.0.0.1:\(spent.port)"], store: "b").status != 0)
         #expect((try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []).isEmpty)
+        // With no --peer and no offer of that code on the network (or no mDNS here), a clear 69.
+        let nowhere = try cli.run(["pair", "AAAA-AAAA", "--search", "0.5"], store: "b")
+        #expect(nowhere.status == 69 && nowhere.stderr.contains("--peer HOST:PORT"), "\(nowhere.status): \(nowhere.stderr)")
     }
 }

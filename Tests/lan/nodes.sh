@@ -19,20 +19,24 @@ device_id() {
 account_init() {
   local k first="$1"
   for k in "$@"; do lat "$k" init --name "h$k" >/dev/null; done
-  for k in "${@:2}"; do pair_hosts "$first" "$k" >/dev/null; done
+  # The first joins by address, the others find the offer by mDNS.
+  local how=--peer
+  for k in "${@:2}"; do pair_hosts "$first" "$k" $how >/dev/null; how=""; done
 }
 
-# pair_hosts INVITER JOINER: `lattice pair` on INVITER prints a code;
-# `lattice pair CODE --peer INVITER-ADDRESS:PORT` on JOINER joins its account.
-# Prints the joiner's output (the verifier) and fails if either side does.
+# pair_hosts INVITER JOINER [--peer]: `lattice pair` on INVITER prints a
+# code; `lattice pair CODE` on JOINER finds it by mDNS (with --peer: at
+# INVITER-ADDRESS:PORT) and joins its account. Prints the joiner's output
+# (the verifier) and fails if either side does.
 pair_hosts() {
-  local inviter="$1" joiner="$2" pid status=0
+  local inviter="$1" joiner="$2" how="${3:-}" pid status=0 where=()
   local out="$LAN_DIR/h$inviter/pair.out" err="$LAN_DIR/h$inviter/pair.err"
   : > "$err"
   on_exec "$inviter" "$L" pair --port 47300 --store "$LAN_DIR/h$inviter/store" > "$out" 2> "$err" &
   pid=$!
   wait_until 10 "h$inviter offers a pairing code" grep -q 'on the other device' "$err"
-  lat "$joiner" pair "$(head -n 1 "$out")" --peer "10.77.0.$inviter:47300" || status=$?
+  [ "$how" = --peer ] && where=(--peer "10.77.0.$inviter:47300")
+  lat "$joiner" pair "$(head -n 1 "$out")" "${where[@]}" || status=$?
   if [ "$status" != 0 ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; return "$status"; fi
   wait "$pid"
 }

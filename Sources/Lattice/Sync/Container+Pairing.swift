@@ -1,5 +1,6 @@
 import Foundation
 import LatticeCrypto
+import LatticeDiscovery
 import LatticeProtocol
 import LatticeStore
 import LatticeTransport
@@ -21,9 +22,10 @@ extension Container {
     /// its next sync. Fails when the code expires or wrong
     /// attempts spend it; `listening` is told the port, `attemptFailed` each
     /// failed attempt. Works whether or not a node runs on this store: a
-    /// running node reads the new trust on the commit's wake-up.
+    /// running node reads the new trust on the commit's wake-up. With
+    /// `advertise`, the offer is on mDNS while it lives (see `join`).
     public func invite(
-        code: PairingCode, host: String = "0.0.0.0", port: Int = 0,
+        code: PairingCode, host: String = "0.0.0.0", port: Int = 0, advertise: Bool = true,
         lifetimeMilliseconds: UInt64 = PairingOffer.defaultLifetimeMilliseconds,
         listening: @escaping @Sendable (Int) -> Void = { _ in }, attemptFailed: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(LatticeError) -> PairedDevice {
@@ -50,10 +52,20 @@ extension Container {
             signed.withLockedValue { $0 = roster }
             return roster.encoded
         }
+        let advertisement = NIOLockedValueBox<ServiceDiscovery?>(nil)
+        defer { advertisement.withLockedValue { $0 }?.stop() }
+        let deviceID = self.deviceID
         let outcome = try Self.pairing {
             try PairingEndpoint.invite(
                 offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: name ?? "", container: container, extra: rosterAdding) },
-                host: host, port: port, wallClock: { RecordStore.systemWallClock() }, listening: listening,
+                host: host, port: port, wallClock: { RecordStore.systemWallClock() },
+                listening: { port in
+                    if advertise {
+                        let discovery = PairingDiscovery.advertise(code: code, port: port, deviceID: deviceID, container: container)
+                        advertisement.withLockedValue { $0 = discovery }
+                    }
+                    listening(port)
+                },
                 attemptFailed: { attemptFailed($0.description) })
         }
         guard let roster = signed.withLockedValue({ $0 }) else { throw LatticeError(.internalError, "the pairing ended without a roster") }
@@ -64,6 +76,31 @@ extension Container {
     /// that device's account (its roster, which now adds this device) and
     /// leaves the one it had.
     public func join(code: PairingCode, host: String, port: Int) throws(LatticeError) -> PairedDevice {
+        try join(code: code, addresses: [host], port: port)
+    }
+
+    /// Joins the device that offers `code` on this network, found by mDNS
+    /// within `timeout` seconds (the offer's TXT record carries the code's
+    /// hint, so only the device offering this code is tried).
+    public func join(code: PairingCode, searchingFor timeout: Double = 10) throws(LatticeError) -> PairedDevice {
+        let offer = try PairingDiscovery.find(code: code, container: containerIdentifier, timeout: timeout)
+        return try join(code: code, addresses: offer.addresses, port: offer.port)
+    }
+
+    /// Tries each address in turn until one answers; a refusal (a wrong code) ends it.
+    private func join(code: PairingCode, addresses: [String], port: Int) throws(LatticeError) -> PairedDevice {
+        var lastError = LatticeError(.networkUnavailable, "no address to reach the other device at")
+        for host in addresses {
+            do {
+                return try joinOnce(code: code, host: host, port: port)
+            } catch let error where error.code == .networkUnavailable && error.message.hasPrefix("cannot reach") {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    private func joinOnce(code: PairingCode, host: String, port: Int) throws(LatticeError) -> PairedDevice {
         let name = (try? deviceName()) ?? nil
         let outcome = try Self.pairing {
             try PairingEndpoint.join(try PairingJoiner(code: code, identity: store.identity, name: name ?? "", container: containerIdentifier), host: host, port: port)
