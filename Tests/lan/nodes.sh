@@ -22,6 +22,13 @@ account_init() {
   # The first joins by address, the others find the offer by mDNS.
   local how=--peer
   for k in "${@:2}"; do pair_hosts "$first" "$k" $how >/dev/null; how=""; done
+  # Each joiner syncs once with the first, so all hold the whole roster before
+  # the nodes start (else two joiners trust each other only once one of them
+  # heard of the other from the first, which would skew discovery figures).
+  [ "$#" -gt 2 ] || return 0
+  serve "$first" --port 7700 --no-mdns
+  for k in "${@:2}"; do lat "$k" sync --peer "10.77.0.$first:7700" --once --timeout 30 >/dev/null; done
+  stop_serve "$first"
 }
 
 # pair_hosts INVITER JOINER [--peer]: `lattice pair` on INVITER prints a
