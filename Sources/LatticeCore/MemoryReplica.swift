@@ -198,7 +198,7 @@ public final class MemoryReplica: ReplicaStorage {
         return list[start..<min(list.count, start + 8)].first { $0.digest(at: time) != nil } ?? list[start]
     }
 
-    public func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>) -> [WriteBlock] {
+    public func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) -> [WriteBlock] {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return [] }
         return Array(list[Self.firstBlock(in: list, endingAtOrAfter: range.lowerBound)...].prefix { $0.last <= range.upperBound })
     }

@@ -19,10 +19,14 @@ extension ReplicaStorage {
     /// a block superseded by one kept (or a different one with the same
     /// `last` it does not supersede) is not kept.
     public func storeWriteBlock(_ block: WriteBlock) throws {
-        let later = try writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...HLCTimestamp(rawValue: UInt64(Int64.max)))
-        if later.contains(where: { $0.supersedes(block) || ($0.last == block.last && !block.supersedes($0)) }) { return }
+        // Heads first (no entries to decode): the usual block is the newest of its replica.
+        let end = HLCTimestamp(rawValue: UInt64(Int64.max))
+        if !(try writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...end, entries: false)).isEmpty {
+            let later = try writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...end, entries: true)
+            if later.contains(where: { $0.supersedes(block) || ($0.last == block.last && !block.supersedes($0)) }) { return }
+        }
         if block.entries != nil {
-            for older in try writeBlocks(of: block.replica, in: block.zone, endingIn: (block.firstTime ?? block.last)...block.last)
+            for older in try writeBlocks(of: block.replica, in: block.zone, endingIn: (block.firstTime ?? block.last)...block.last, entries: false)
             where block.supersedes(older) {
                 try removeWriteBlock(older)
             }
@@ -69,9 +73,10 @@ extension ReplicaStorage {
             let zoneTimes = Set(writes.filter { $0.record == nil }.map(\.stamp.time))
             // Otherwise the commit extends the replica's latest block and signs it
             // again, so a history of small commits costs a signature to check per
-            // block of up to `maximumEntries` writes, not per commit.
+            // block of up to `maximumRollingEntries` writes, not per commit, and
+            // a commit pushed at once carries a block of at most that many.
             if zoneTimes.isEmpty, let open = try writeBlock(of: replica, in: zone, covering: nil), let held = open.entries,
-               held.count + entries.count <= WriteBlock.maximumEntries,
+               held.count + entries.count <= WriteBlock.maximumRollingEntries,
                !(sync.zoneState.stamp.replica == replica && open.digest(at: sync.zoneState.stamp.time) != nil) {
                 entries = held + entries
             }

@@ -49,8 +49,9 @@ public protocol ReplicaStorage: AnyObject {
     /// A block of `replica` in `zone`: the first whose `last` is at or after
     /// `time`, or with nil the latest (`WriteBlock`).
     func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock?
-    /// Every block of `replica` in `zone` whose `last` lies in `range`, by `last`.
-    func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>) throws -> [WriteBlock]
+    /// Every block of `replica` in `zone` whose `last` lies in `range`, by
+    /// `last`; without `entries`, as heads (a storage may still give entries).
+    func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool) throws -> [WriteBlock]
     /// Persists a block (replacing one with the same writer, zone and `last`).
     func insertWriteBlock(_ block: WriteBlock) throws
     /// Forgets a block (a later version superseded it).

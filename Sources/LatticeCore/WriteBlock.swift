@@ -22,6 +22,10 @@ public struct WriteBlock: Hashable, Sendable {
     }
 
     public static let maximumEntries = 256
+    /// How far small commits extend one block: a block that grew this way is
+    /// re-signed and re-sent whole at each commit, so it stays short, while a
+    /// commit of many writes fills blocks of `maximumEntries`.
+    public static let maximumRollingEntries = 32
     public static let signatureLength = 64
     public static let publicKeyLength = 32
 

@@ -182,9 +182,11 @@ final class ProofCheck {
     private let knowledge: VersionVector
     /// Digests of the writes every record read shows, by stamp.
     private var computed: [Stamp: [UInt8]] = [:]
-    /// Writes that changed the replica, with what they were: each must be proven.
-    private var required: [(stamp: Stamp, digest: [UInt8], what: String)] = []
-    private var vectors: [(vector: VersionVector, what: String)] = []
+    /// Writes that changed the replica, with the record that showed them (nil: the zone's incarnation): each must be proven.
+    private var required: [(stamp: Stamp, digest: [UInt8], record: String?)] = []
+    /// Per replica, the highest entry a changed record's vector holds, and that record:
+    /// every vector is within its bound exactly when this is.
+    private var highest: [ReplicaID: (time: HLCTimestamp, record: String)] = [:]
 
     init(storage: ReplicaStorage, zone: ZoneKey, knowledge: VersionVector) {
         self.storage = storage
@@ -208,18 +210,20 @@ final class ProofCheck {
     /// replica's `previous` state to `merged`: every write `merged` shows
     /// that `previous` did not show exactly so must be proven.
     func changed(to merged: RecordState, previous: RecordState?, incoming: RecordState, writes: [(stamp: Stamp, digest: [UInt8])]) {
-        let what = "record \"\(merged.recordName)\""
-        vectors.append((incoming.vector, what))
+        let name = merged.recordName
+        for entry in incoming.vector.entries where entry.time > knowledge[entry.replica] && entry.time > highest[entry.replica]?.time ?? .zero {
+            highest[entry.replica] = (entry.time, name)
+        }
         guard let previous else {
             let outcome = merged == incoming ? writes : WriteDigest.writes(of: merged, in: zone)
-            for (stamp, digest) in outcome { required.append((stamp, digest, what)) }
+            for (stamp, digest) in outcome { required.append((stamp, digest, name)) }
             return
         }
         let before = previous.liveStamps
         for stamp in merged.liveStamps.sorted() {
             let digest = WriteDigest.record(merged, stamp: stamp, in: zone)
             if before.contains(stamp), WriteDigest.record(previous, stamp: stamp, in: zone) == digest { continue }
-            required.append((stamp, digest, what))
+            required.append((stamp, digest, name))
         }
     }
 
@@ -229,7 +233,7 @@ final class ProofCheck {
     }
 
     func zoneChanged(to zoneState: ZoneState) {
-        required.append((zoneState.stamp, WriteDigest.zone(zoneState, in: zone), "the zone's incarnation \(zoneState.causalLength)"))
+        required.append((zoneState.stamp, WriteDigest.zone(zoneState, in: zone), nil))
     }
 
     /// Checks the proofs and, if they hold, stores their blocks. `claim`: the
@@ -246,21 +250,26 @@ final class ProofCheck {
             }
             if let first = block.firstTime {
                 // The blocks it could overlap: those ending within it, and the next one (a later version).
-                var stored = try storage.writeBlocks(of: block.replica, in: zone, endingIn: first...block.last)
+                var stored = try storage.writeBlocks(of: block.replica, in: zone, endingIn: first...block.last, entries: false)
                 if let next = try storage.writeBlock(of: block.replica, in: zone, covering: block.last), next.last > block.last { stored.append(next) }
-                for other in stored {
-                    if let time = block.conflict(with: other) { throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: time) }
+                for other in stored where !block.supersedes(other) {
+                    // Not an earlier version of this block: its entries are read to compare.
+                    let whole = other.entries != nil ? other : try storage.writeBlocks(of: block.replica, in: zone, endingIn: other.last...other.last, entries: true).first
+                    if let whole, let time = block.conflict(with: whole) { throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: time) }
                 }
             }
             for entry in block.entries ?? [] { proven[Stamp(time: entry.time, replica: block.replica)] = entry.digest }
             heads[block.replica] = max(heads[block.replica] ?? .zero, block.last)
             blocks.append(block)
         }
-        for (stamp, digest, what) in required {
+        func what(_ record: String?, _ stamp: Stamp) -> String {
+            record.map { "record \"\($0)\"" } ?? "the zone's incarnation stamped \(stamp)"
+        }
+        for (stamp, digest, record) in required {
             var signed = proven[stamp]
             if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
-            guard let signed else { throw WriteProofError.unproven(stamp: stamp, what: what) }
-            guard signed == digest else { throw WriteProofError.tampered(stamp: stamp, what: what) }
+            guard let signed else { throw WriteProofError.unproven(stamp: stamp, what: what(record, stamp)) }
+            guard signed == digest else { throw WriteProofError.tampered(stamp: stamp, what: what(record, stamp)) }
         }
         var bounds: [ReplicaID: HLCTimestamp] = [:]
         func bound(_ replica: ReplicaID) throws -> HLCTimestamp {
@@ -278,7 +287,12 @@ final class ProofCheck {
                 }
             }
         }
-        for (vector, what) in vectors { try check(vector, what) }
+        for (replica, entry) in highest {
+            let head = try bound(replica)
+            guard entry.time <= head else {
+                throw WriteProofError.beyondSignedHead(replica: replica, claimed: entry.time, head: head, what: "record \"\(entry.record)\"")
+            }
+        }
         if let claim { try check(claim, "the change set's claim") }
         for block in blocks { try storage.storeWriteBlock(block) }
     }

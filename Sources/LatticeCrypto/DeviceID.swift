@@ -6,26 +6,30 @@ import CSodium
 public struct DeviceID: Hashable, Sendable, CustomStringConvertible {
     /// SHA-256 of the Ed25519 public key.
     public let digest: [UInt8]
+    /// `XXXXXXX-XXXXXXX-…`, eight groups of seven; made once, as logs and the store key peers by it.
+    public let description: String
 
     public init(publicKey: [UInt8]) throws {
         try Sodium.ready()
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         try Sodium.check(crypto_hash_sha256(&digest, publicKey, UInt64(publicKey.count)), "crypto_hash_sha256")
-        self.digest = digest
+        self.init(digest: digest)
     }
 
-    init(digest: [UInt8]) { self.digest = digest }
+    init(digest: [UInt8]) {
+        self.digest = digest
+        description = Self.printed(digest)
+    }
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 
-    /// `XXXXXXX-XXXXXXX-…`, eight groups of seven.
-    public var description: String {
-        let plain = Self.base32(digest)
+    private static func printed(_ digest: [UInt8]) -> String {
+        let plain = base32(digest)
         var withChecks: [Character] = []
         for chunk in stride(from: 0, to: 52, by: 13) {
             let part = Array(plain[chunk..<chunk + 13])
             withChecks += part
-            withChecks.append(Self.luhn32(part))
+            withChecks.append(luhn32(part))
         }
         return stride(from: 0, to: 56, by: 7).map { String(withChecks[$0..<$0 + 7]) }.joined(separator: "-")
     }

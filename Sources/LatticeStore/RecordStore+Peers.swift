@@ -33,11 +33,11 @@ public struct PeerRow: Hashable, Sendable {
 
 extension StoreSnapshot {
     public func peers() throws -> [PeerRow] {
-        try Row.fetchAll(db, sql: "SELECT \(Self.peerColumns) FROM peers ORDER BY (trusted OR member) AND NOT removed DESC, name, device_id").map(Self.peer)
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.peerColumns) FROM peers ORDER BY (trusted OR member) AND NOT removed DESC, name, device_id")).map(Self.peer)
     }
 
     public func peer(_ deviceID: String) throws -> PeerRow? {
-        try Row.fetchOne(db, sql: "SELECT \(Self.peerColumns) FROM peers WHERE device_id = ?", arguments: [deviceID]).map(Self.peer)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.peerColumns) FROM peers WHERE device_id = ?"), arguments: [deviceID]).map(Self.peer)
     }
 
     private static let peerColumns = "device_id, name, (trusted OR member) AND NOT removed, address, last_seen, refused_writes, last_refused_write, member, trusted, removed"
@@ -54,9 +54,9 @@ extension StoreSnapshot {
 
     /// How far `peer`'s stream of each zone was applied here.
     public func resumePoints(of peer: String) throws -> [ZoneKey: ChangeCursor] {
-        let rows = try Row.fetchAll(db, sql: """
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT z.scope, z.name, z.owner, r.change_seq, r.row FROM resume_points r JOIN zones z ON z.id = r.zone WHERE r.peer = ?
-            """, arguments: [peer])
+            """), arguments: [peer])
         var points: [ZoneKey: ChangeCursor] = [:]
         for row in rows {
             guard let scope = DatabaseScope(rawValue: UInt8(truncatingIfNeeded: row[0] as Int64)) else { continue }
@@ -75,7 +75,7 @@ extension StoreTransaction {
     /// so it commits with the batch. Commits even when the batch changed nothing.
     public func setResumePoint(_ cursor: ChangeCursor, of peer: String, for key: ZoneKey) throws {
         guard let zone = try zoneRow(key) else { return }
-        try db.execute(sql: "INSERT OR REPLACE INTO resume_points (peer, zone, change_seq, row) VALUES (?, ?, ?, ?)", arguments: [
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO resume_points (peer, zone, change_seq, row) VALUES (?, ?, ?, ?)").execute(arguments: [
             peer, zone.id, Int64(clamping: cursor.sequence), Int64(clamping: cursor.row),
         ])
         markChanged()
@@ -83,19 +83,19 @@ extension StoreTransaction {
 
     /// Trusts `deviceID` (with a name if given), or records it as seen.
     public func upsertPeer(_ deviceID: String, name: String?, trusted: Bool?, address: String? = nil, lastSeen: UInt64? = nil) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [deviceID])
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [deviceID])
         if db.changesCount > 0, trusted != true {
             // Anyone can make new identities: keep only the most recently seen strangers.
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 DELETE FROM peers WHERE trusted = 0 AND member = 0 AND removed = 0 AND name IS NULL AND device_id != ? AND device_id NOT IN (
                     SELECT device_id FROM peers WHERE trusted = 0 AND member = 0 AND removed = 0 AND name IS NULL ORDER BY last_seen DESC LIMIT ?)
-                """, arguments: [deviceID, Self.maximumStrangers - 1])
+                """).execute(arguments: [deviceID, Self.maximumStrangers - 1])
         }
         // A nil argument keeps the column as it is.
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE peers SET name = COALESCE(?, name), trusted = COALESCE(?, trusted), address = COALESCE(?, address),
                 last_seen = COALESCE(?, last_seen) WHERE device_id = ?
-            """, arguments: [name, trusted.map { $0 ? 1 : 0 }, address, lastSeen.map { Int64(clamping: $0) }, deviceID])
+            """).execute(arguments: [name, trusted.map { $0 ? 1 : 0 }, address, lastSeen.map { Int64(clamping: $0) }, deviceID])
         // A running node re-reads trust on a wake-up.
         if trusted != nil { wakesWatchers = true }
         markChanged()
@@ -103,17 +103,17 @@ extension StoreTransaction {
 
     /// Counts a batch of `deviceID` refused because its writes were not what their writers signed.
     public func noteRefusedWrites(of deviceID: String, reason: String) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [deviceID])
-        try db.execute(sql: "UPDATE peers SET refused_writes = refused_writes + 1, last_refused_write = ? WHERE device_id = ?", arguments: [reason, deviceID])
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [deviceID])
+        try db.cachedStatement(sql: "UPDATE peers SET refused_writes = refused_writes + 1, last_refused_write = ? WHERE device_id = ?").execute(arguments: [reason, deviceID])
         markChanged()
     }
 
     /// Forgets the trust in `deviceID`; its resume points go too. Returns whether it was known.
     @discardableResult
     public func untrustPeer(_ deviceID: String) throws -> Bool {
-        try db.execute(sql: "UPDATE peers SET trusted = 0 WHERE device_id = ?", arguments: [deviceID])
+        try db.cachedStatement(sql: "UPDATE peers SET trusted = 0 WHERE device_id = ?").execute(arguments: [deviceID])
         let known = db.changesCount > 0
-        try db.execute(sql: "DELETE FROM resume_points WHERE peer = ?", arguments: [deviceID])
+        try db.cachedStatement(sql: "DELETE FROM resume_points WHERE peer = ?").execute(arguments: [deviceID])
         markChanged()
         wakesWatchers = true
         return known

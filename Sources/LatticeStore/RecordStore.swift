@@ -64,7 +64,7 @@ public final class RecordStore: Sendable {
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
             // A commit is durable when it returns, power loss included.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute()
             // A large merge dirties pages all over the records' and indexes'
             // B-trees; with SQLite's 2 MiB default the writer spills them to
             // the WAL again and again before its commit. Readers need less.
@@ -74,9 +74,9 @@ public final class RecordStore: Sendable {
             pool = try DatabasePool(path: databasePath, configuration: configuration)
             try StoreSchema.migrator.migrate(pool)
             storeID = try pool.write { db in
-                if let existing = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'store_id'") { return [UInt8](existing) }
+                if let existing = try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'store_id'")) { return [UInt8](existing) }
                 let id = (0..<16).map { _ in UInt8.random(in: 0...255) }
-                try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('store_id', ?)", arguments: [Data(id)])
+                try db.cachedStatement(sql: "INSERT INTO meta (key, value) VALUES ('store_id', ?)").execute(arguments: [Data(id)])
                 return id
             }
         } catch let error as DatabaseError {

@@ -6,13 +6,13 @@ import LatticeCrypto
 extension StoreSnapshot {
     /// The founder's key of this store's account: its own until it joins another by pairing.
     public func accountFounder() throws -> [UInt8] {
-        try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'account'").map { [UInt8]($0) } ?? store.identity.publicKey
+        try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'account'")).map { [UInt8]($0) } ?? store.identity.publicKey
     }
 
     /// The account's roster as held here.
     public func roster() throws -> AccountRoster {
         var roster = AccountRoster(founder: try accountFounder())
-        for bytes in try Data.fetchAll(db, sql: "SELECT bytes FROM roster_entries") {
+        for bytes in try Data.fetchAll(db.cachedStatement(sql: "SELECT bytes FROM roster_entries")) {
             // Every stored entry was checked on its way in; one that no longer reads is dropped, not fatal.
             if let entry = try? RosterEntry(bytes: [UInt8](bytes)) { try? roster.insert(entry) }
         }
@@ -24,7 +24,7 @@ extension StoreSnapshot {
     public func encodedRoster() throws -> [UInt8] {
         var writer = BinaryWriter()
         writer.raw(try accountFounder())
-        let entries = try Data.fetchAll(db, sql: "SELECT bytes FROM roster_entries ORDER BY hash")
+        let entries = try Data.fetchAll(db.cachedStatement(sql: "SELECT bytes FROM roster_entries ORDER BY hash"))
         writer.varint(entries.count)
         for entry in entries { writer.blob([UInt8](entry)) }
         return writer.bytes
@@ -53,14 +53,14 @@ extension StoreTransaction {
         var roster = try roster()
         if incoming.founder != roster.founder {
             guard joining else { return false }
-            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('account', ?)", arguments: [Data(incoming.founder)])
-            try db.execute(sql: "DELETE FROM roster_entries")
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('account', ?)").execute(arguments: [Data(incoming.founder)])
+            try db.cachedStatement(sql: "DELETE FROM roster_entries").execute()
             roster = AccountRoster(founder: incoming.founder)
         }
         var added = false
         for entry in incoming.entries.values {
             guard try roster.insert(entry) else { continue }
-            try db.execute(sql: "INSERT OR IGNORE INTO roster_entries (hash, bytes) VALUES (?, ?)", arguments: [Data(entry.hash), Data(entry.bytes)])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
             added = true
         }
         guard added || joining else { return false }
@@ -71,7 +71,7 @@ extension StoreTransaction {
                 let held = try heldWrites(of: try WriteBlock.replica(of: removal.publicKey))
                 guard held > removal.writesUpTo else { continue }
                 let entry = try roster.sign(.held(writesUpTo: held), subject: removal.publicKey, by: store.identity, at: RecordStore.systemWallClock())
-                try db.execute(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)", arguments: [Data(entry.hash), Data(entry.bytes)])
+                try db.cachedStatement(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
                 state = roster.state
             }
         }
@@ -83,7 +83,7 @@ extension StoreTransaction {
     public func signRosterEntry(_ action: RosterEntry.Action, subject: [UInt8]) throws -> RosterEntry {
         var roster = try roster()
         let entry = try roster.sign(action, subject: subject, by: store.identity, at: RecordStore.systemWallClock())
-        try db.execute(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)", arguments: [Data(entry.hash), Data(entry.bytes)])
+        try db.cachedStatement(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
         try applyRosterState(roster.state)
         return entry
     }
@@ -92,20 +92,20 @@ extension StoreTransaction {
     /// (`peers.removed`, over any trust given by hand), and removed devices'
     /// later writes refused (`refused_writers`).
     private func applyRosterState(_ state: AccountRoster.State) throws {
-        try db.execute(sql: "UPDATE peers SET member = 0, removed = 0")
-        try db.execute(sql: "DELETE FROM refused_writers")
+        try db.cachedStatement(sql: "UPDATE peers SET member = 0, removed = 0").execute()
+        try db.cachedStatement(sql: "DELETE FROM refused_writers").execute()
         let own = store.identity.publicKey
         for member in state.members.values where member.publicKey != own {
             let id = try DeviceID(publicKey: member.publicKey).description
-            try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [id])
-            try db.execute(sql: "UPDATE peers SET member = 1, name = COALESCE(name, ?) WHERE device_id = ?", arguments: [member.name.isEmpty ? nil : member.name, id])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [id])
+            try db.cachedStatement(sql: "UPDATE peers SET member = 1, name = COALESCE(name, ?) WHERE device_id = ?").execute(arguments: [member.name.isEmpty ? nil : member.name, id])
         }
         for removal in state.removed.values {
             let id = try DeviceID(publicKey: removal.publicKey).description
-            try db.execute(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)", arguments: [id])
-            try db.execute(sql: "UPDATE peers SET removed = 1, name = COALESCE(name, ?) WHERE device_id = ?", arguments: [removal.name.isEmpty ? nil : removal.name, id])
-            try db.execute(sql: "DELETE FROM resume_points WHERE peer = ?", arguments: [id])
-            try db.execute(sql: "INSERT INTO refused_writers (replica, device_id, writes_up_to) VALUES (?, ?, ?)", arguments: [
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [id])
+            try db.cachedStatement(sql: "UPDATE peers SET removed = 1, name = COALESCE(name, ?) WHERE device_id = ?").execute(arguments: [removal.name.isEmpty ? nil : removal.name, id])
+            try db.cachedStatement(sql: "DELETE FROM resume_points WHERE peer = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "INSERT INTO refused_writers (replica, device_id, writes_up_to) VALUES (?, ?, ?)").execute(arguments: [
                 Data(try WriteBlock.replica(of: removal.publicKey).bytes), id, Int64(bitPattern: removal.writesUpTo.rawValue),
             ])
         }
@@ -119,7 +119,7 @@ extension StoreTransaction {
     public func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String? {
         if refusedWritersCache == nil {
             var writers: [ReplicaID: (device: String, upTo: HLCTimestamp)] = [:]
-            for row in (try? Row.fetchAll(db, sql: "SELECT replica, device_id, writes_up_to FROM refused_writers")) ?? [] {
+            for row in (try? Row.fetchAll(db.cachedStatement(sql: "SELECT replica, device_id, writes_up_to FROM refused_writers"))) ?? [] {
                 writers[ReplicaID(bytes: [UInt8](row[0] as Data))] = (row[1], HLCTimestamp(rawValue: UInt64(bitPattern: row[2])))
             }
             refusedWritersCache = writers

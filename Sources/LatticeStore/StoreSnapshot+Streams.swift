@@ -100,9 +100,9 @@ extension StoreSnapshot {
     public func streamTotals(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> (records: Int, bytes: Int) {
         guard let zone = try zoneRow(key) else { return (0, 0) }
         let start = try streamStart(zoneID: zone.id, after: cursor, peerVector: peerVector).start
-        let row = try Row.fetchOne(db, sql: """
+        let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT COUNT(*), COALESCE(SUM(LENGTH(state)), 0) FROM records WHERE zone = ? AND (change_seq > ? OR (change_seq = ? AND id > ?))
-            """, arguments: [zone.id, Int64(start.sequence), Int64(start.sequence), Int64(clamping: start.row)])
+            """), arguments: [zone.id, Int64(start.sequence), Int64(start.sequence), Int64(clamping: start.row)])
         return (row?[0] ?? 0, row?[1] ?? 0)
     }
 }

@@ -5,6 +5,7 @@ import LatticeCrypto
 
 extension StoreSnapshot {
     private static let blockColumns = "last, entry_count, entries_hash, signature, public_key, entries"
+    private static let headColumns = "last, entry_count, entries_hash, signature, public_key, NULL"
     private static let blockZone = "scope = ? AND zone_name = ? AND owner_name = ? AND replica = ?"
 
     private func blockArguments(_ replica: ReplicaID, _ key: ZoneKey) -> StatementArguments {
@@ -23,18 +24,27 @@ extension StoreSnapshot {
     /// it), or with nil the latest.
     public func writeBlock(of replica: ReplicaID, in key: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock? {
         guard let time else {
-            let row = try Row.fetchOne(db, sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) ORDER BY last DESC LIMIT 1", arguments: blockArguments(replica, key))
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) ORDER BY last DESC LIMIT 1"), arguments: blockArguments(replica, key))
             return try row.map { try block($0, replica: replica, zone: key) }
         }
         // Versions of a block a restored store signed again can overlap: a few are looked at.
-        let rows = try Row.fetchAll(db, sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? ORDER BY last LIMIT 8",
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? ORDER BY last LIMIT 8"),
                                     arguments: blockArguments(replica, key) + [Int64(bitPattern: time.rawValue)])
-        let blocks = try rows.map { try block($0, replica: replica, zone: key) }
-        return blocks.first { $0.digest(at: time) != nil } ?? blocks.first
+        // Decoded one at a time: the first almost always holds the write.
+        var first: WriteBlock?
+        for row in rows {
+            let candidate = try block(row, replica: replica, zone: key)
+            if candidate.digest(at: time) != nil { return candidate }
+            if first == nil { first = candidate }
+        }
+        return first
     }
 
-    public func writeBlocks(of replica: ReplicaID, in key: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>) throws -> [WriteBlock] {
-        try Row.fetchAll(db, sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? AND last <= ? ORDER BY last",
+    public func writeBlocks(of replica: ReplicaID, in key: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) throws -> [WriteBlock] {
+        let sql = entries
+            ? "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? AND last <= ? ORDER BY last"
+            : "SELECT \(Self.headColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? AND last <= ? ORDER BY last"
+        return try Row.fetchAll(db.cachedStatement(sql: sql),
                          arguments: blockArguments(replica, key) + [Int64(bitPattern: range.lowerBound.rawValue), Int64(bitPattern: min(range.upperBound.rawValue, UInt64(Int64.max)))])
             .map { try block($0, replica: replica, zone: key) }
     }
@@ -51,17 +61,17 @@ extension StoreTransaction {
     }
 
     public func insertWriteBlock(_ block: WriteBlock) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO write_blocks (scope, zone_name, owner_name, replica, last, entry_count, entries_hash, signature, public_key, entries)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: blockKey(block) + [
+            """).execute(arguments: blockKey(block) + [
                 block.count, Data(block.entriesHash), Data(block.signature), Data(block.publicKey), block.entries.map { Data(WriteBlockEntries.encode($0)) },
             ])
         markChanged()
     }
 
     public func removeWriteBlock(_ block: WriteBlock) throws {
-        try db.execute(sql: "DELETE FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last = ?", arguments: blockKey(block))
+        try db.cachedStatement(sql: "DELETE FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last = ?").execute(arguments: blockKey(block))
         markChanged()
     }
 }
@@ -110,7 +120,7 @@ extension StoreSnapshot {
 
     /// The head of its own a peer holds and this store lost, if one was seen.
     public func ownGap(in key: ZoneKey) throws -> HLCTimestamp? {
-        try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Self.gapKey(key)]).map { HLCTimestamp(rawValue: UInt64(bitPattern: $0)) }
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.gapKey(key)]).map { HLCTimestamp(rawValue: UInt64(bitPattern: $0)) }
     }
 
     /// The vector to tell peers for `key`: with a gap, this replica's own
@@ -118,9 +128,9 @@ extension StoreSnapshot {
     /// its lost writes back.
     public func vectorToTell(_ sync: ZoneSyncState, in key: ZoneKey) throws -> VersionVector {
         guard let gap = try ownGap(in: key) else { return sync.vector }
-        let floor = try HLCTimestamp(rawValue: UInt64(bitPattern: Int64.fetchOne(db, sql: """
+        let floor = try HLCTimestamp(rawValue: UInt64(bitPattern: Int64.fetchOne(db.cachedStatement(sql: """
             SELECT last FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last < ? ORDER BY last DESC LIMIT 1
-            """, arguments: [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Data(store.replica.bytes), Int64(bitPattern: gap.rawValue)]) ?? 0))
+            """), arguments: [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Data(store.replica.bytes), Int64(bitPattern: gap.rawValue)]) ?? 0))
         return VersionVector(sync.vector.entries.map { entry in (entry.replica, entry.replica == store.replica ? min(entry.time, floor) : entry.time) })
     }
 }
@@ -128,7 +138,7 @@ extension StoreSnapshot {
 extension StoreTransaction {
     /// Remembers that a peer holds `head`, a head of this store's own it lacks.
     public func noteOwnGap(_ head: HLCTimestamp, in key: ZoneKey) throws {
-        try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)", Int64(bitPattern: head.rawValue)])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)", Int64(bitPattern: head.rawValue)])
         markChanged()
     }
 
@@ -136,7 +146,7 @@ extension StoreTransaction {
     @discardableResult
     public func closeOwnGapIfFilled(in key: ZoneKey) throws -> Bool {
         guard let gap = try ownGap(in: key), try holdsOwnHead(gap, in: key) else { return false }
-        try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)"])
+        try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)"])
         markChanged()
         return true
     }

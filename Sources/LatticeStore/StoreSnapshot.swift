@@ -16,7 +16,7 @@ public class StoreSnapshot {
     // MARK: Meta
 
     func metaInteger(_ key: String) throws -> UInt64 {
-        UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) ?? 0)
+        UInt64(try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [key]) ?? 0)
     }
 
     /// The last committed change sequence.
@@ -30,7 +30,7 @@ public class StoreSnapshot {
     var replicas: [ReplicaID] {
         get throws {
             if let replicaIDs { return replicaIDs }
-            let rows = try Row.fetchAll(db, sql: "SELECT idx, id FROM replicas ORDER BY idx")
+            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT idx, id FROM replicas ORDER BY idx"))
             var ids: [ReplicaID] = []
             for row in rows {
                 let index: Int = row[0]
@@ -94,9 +94,9 @@ public class StoreSnapshot {
 
     /// Every zone this store knows in `scope`, deleted ones included.
     public func zones(in scope: DatabaseScope) throws -> [(key: ZoneKey, sync: ZoneSyncState)] {
-        let rows = try Row.fetchAll(db, sql: """
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT id, name, owner, causal_length, stamp, vector, knowledge FROM zones WHERE scope = ? ORDER BY name, owner
-            """, arguments: [Int(scope.rawValue)])
+            """), arguments: [Int(scope.rawValue)])
         return try rows.map { row in
             let key = ZoneKey(scope: scope, zoneID: ZoneID(zoneName: row["name"], ownerName: row["owner"]))
             return (key, try zoneRow(from: row, key: key).sync)
@@ -149,34 +149,34 @@ public class StoreSnapshot {
 
     public func liveRecordCount(in key: ZoneKey) throws -> Int {
         guard let zone = try zoneRow(key) else { return 0 }
-        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE zone = ? AND alive = 1", arguments: [zone.id]) ?? 0
+        return try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE zone = ? AND alive = 1"), arguments: [zone.id]) ?? 0
     }
 
     /// A text setting of the store (such as the device's name).
     public func setting(_ key: String) throws -> String? {
-        try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: ["setting." + key]).map { String(decoding: $0, as: UTF8.self) }
+        try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: ["setting." + key]).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Live records of one type, for queries.
     public func records(ofType type: String, in key: ZoneKey) throws -> [RecordState] {
         guard let zone = try zoneRow(key) else { return [] }
-        let blobs = try Data.fetchAll(db, sql: "SELECT state FROM records WHERE zone = ? AND type = ? AND alive = 1", arguments: [zone.id, type])
+        let blobs = try Data.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND type = ? AND alive = 1"), arguments: [zone.id, type])
         return try blobs.map(decode)
     }
 
     /// Records (live and deleted) changed after `sequence`, in change order.
     public func records(changedAfter sequence: UInt64, in key: ZoneKey, limit: Int = Int.max) throws -> [(state: RecordState, sequence: UInt64)] {
         guard let zone = try zoneRow(key) else { return [] }
-        let rows = try Row.fetchAll(db, sql: """
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT state, change_seq FROM records WHERE zone = ? AND change_seq > ? ORDER BY change_seq, id LIMIT ?
-            """, arguments: [zone.id, Int64(sequence), Int64(min(limit, Int(Int64.max)))])
+            """), arguments: [zone.id, Int64(sequence), Int64(min(limit, Int(Int64.max)))])
         return try rows.map { row in (try decode(row[0]), UInt64(row[1] as Int64)) }
     }
 
     /// The records one commit changed.
     public func records(committedAt sequence: UInt64, in key: ZoneKey) throws -> [(state: RecordState, sequence: UInt64)] {
         guard let zone = try zoneRow(key) else { return [] }
-        let blobs = try Data.fetchAll(db, sql: "SELECT state FROM records WHERE zone = ? AND change_seq = ? ORDER BY id", arguments: [zone.id, Int64(sequence)])
+        let blobs = try Data.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND change_seq = ? ORDER BY id"), arguments: [zone.id, Int64(sequence)])
         return try blobs.map { (try decode($0), sequence) }
     }
 
@@ -188,7 +188,7 @@ public class StoreSnapshot {
 
     /// Live records that reference `target` with `deleteSelf`.
     func cascadeSources(of target: String, zoneID: Int64) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT source FROM cascades WHERE zone = ? AND target = ?", arguments: [zoneID, target])
+        try String.fetchAll(db.cachedStatement(sql: "SELECT source FROM cascades WHERE zone = ? AND target = ?"), arguments: [zoneID, target])
     }
 
     // MARK: Conflicts and schema
@@ -218,7 +218,7 @@ public class StoreSnapshot {
 
     /// Whether an asset's content is in the store.
     public func hasAsset(_ hash: [UInt8]) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM assets WHERE hash = ?", arguments: [Data(hash)]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM assets WHERE hash = ?"), arguments: [Data(hash)]) ?? false
     }
 
     // MARK: Anti-entropy

@@ -31,7 +31,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
 
     init(writing db: GRDB.Database, store: RecordStore) throws {
-        let last = HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'hlc'") ?? 0))
+        let last = HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'hlc'")) ?? 0))
         hybridClock = HybridLogicalClock(last: last, maximumSkewMilliseconds: store.maximumSkewMilliseconds)
         replicaTable = ReplicaTable()
         super.init(db: db, store: store)
@@ -89,9 +89,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
             zoneCache[key] = row
             touchedZones[row.id] = state
         } else {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO zones (scope, name, owner, causal_length, stamp, vector, knowledge) VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [
+                """).execute(arguments: [
                     Int(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName, Int64(state.zoneState.causalLength),
                     Data(RecordBlob.encodeStamp(state.zoneState.stamp)), Data(RecordBlob.encodeVector(state.vector)),
                     Data(RecordBlob.encodeVector(state.knowledge)),
@@ -110,9 +110,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         for recordType in Set(schema.indexes.keys.map(\.recordType)) {
             try TypeIndex(recordType: recordType, schema: schema)?.removeAll(zone: row.id, in: db)
         }
-        try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [row.id])
+        try db.cachedStatement(sql: "DELETE FROM records WHERE zone = ?").execute(arguments: [row.id])
         guard db.changesCount > 0 else { return }
-        try db.execute(sql: "DELETE FROM cascades WHERE zone = ?", arguments: [row.id])
+        try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ?").execute(arguments: [row.id])
         hasCascades[row.id] = false
         touch(row)
     }
@@ -157,9 +157,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         let before = previous?.liveCascadeTargets ?? []
         let after = state.liveCascadeTargets
         if before != after {
-            try db.execute(sql: "DELETE FROM cascades WHERE zone = ? AND source = ?", arguments: [zone, state.recordName])
+            try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ? AND source = ?").execute(arguments: [zone, state.recordName])
             for target in after {
-                try db.execute(sql: "INSERT INTO cascades (zone, target, source) VALUES (?, ?, ?)", arguments: [zone, target, state.recordName])
+                try db.cachedStatement(sql: "INSERT INTO cascades (zone, target, source) VALUES (?, ?, ?)").execute(arguments: [zone, target, state.recordName])
                 hasCascades[zone] = true
             }
         }
@@ -182,7 +182,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if let last = lastRecordRow, last.zone == zone, last.name == state.recordName {
             rid = last.id
         } else {
-            guard let found = try Int64.fetchOne(db, sql: "SELECT id FROM records WHERE zone = ? AND name = ?", arguments: [zone, state.recordName]) else {
+            guard let found = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM records WHERE zone = ? AND name = ?"), arguments: [zone, state.recordName]) else {
                 throw StoreError.corrupt(path: store.directory.path, reason: "record \(state.recordName) vanished while it was written")
             }
             rid = found
@@ -204,7 +204,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     public func cascadeSources(of target: String, in key: ZoneKey) throws -> [String] {
         guard let zone = try zoneID(key) else { return [] }
         if hasCascades[zone] == nil {
-            hasCascades[zone] = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM cascades WHERE zone = ?)", arguments: [zone]) ?? false
+            hasCascades[zone] = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM cascades WHERE zone = ?)"), arguments: [zone]) ?? false
         }
         // Most zones hold no deleteSelf reference: spare every merged record a query.
         guard hasCascades[zone] == true else { return [] }
@@ -215,7 +215,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         let known = try replicas.count
         guard replicaTable.replicas.count > known else { return }
         for index in known..<replicaTable.replicas.count {
-            try db.execute(sql: "INSERT INTO replicas (idx, id) VALUES (?, ?)", arguments: [index, Data(replicaTable.replicas[index].bytes)])
+            try db.cachedStatement(sql: "INSERT INTO replicas (idx, id) VALUES (?, ?)").execute(arguments: [index, Data(replicaTable.replicas[index].bytes)])
         }
         invalidateReplicas()
     }
@@ -231,26 +231,26 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     public func persistSchemaChanges(_ changes: Schema) throws {
         for field in changes.definitions {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO schema_fields (record_type, field, type, stamp) VALUES (?, ?, ?, ?)
                 ON CONFLICT (record_type, field) DO UPDATE SET type = excluded.type, stamp = excluded.stamp
-                """, arguments: [field.recordType, field.field, Int(field.type.code), Data(RecordBlob.encodeStamp(field.stamp))])
+                """).execute(arguments: [field.recordType, field.field, Int(field.type.code), Data(RecordBlob.encodeStamp(field.stamp))])
         }
         for type in changes.recordTypes {
-            try db.execute(sql: "INSERT OR IGNORE INTO schema_types (record_type) VALUES (?)", arguments: [type])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_types (record_type) VALUES (?)").execute(arguments: [type])
         }
         if let deployed = changes.deployed {
-            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('deployed', ?)", arguments: [Data(RecordBlob.encodeStamp(deployed))])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('deployed', ?)").execute(arguments: [Data(RecordBlob.encodeStamp(deployed))])
         }
         var schema = try self.schema()
         schema.merge(changes)
         cachedSchema = schema
         hasChanges = true
         for (key, kinds) in changes.indexes {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO schema_indexes (record_type, field, kinds) VALUES (?, ?, ?)
                 ON CONFLICT (record_type, field) DO UPDATE SET kinds = kinds | excluded.kinds
-                """, arguments: [key.recordType, key.field, Int(kinds.rawValue)])
+                """).execute(arguments: [key.recordType, key.field, Int(kinds.rawValue)])
         }
         // A new index holds every record of its type from the start: records
         // already stored (by this transaction too) are indexed now.
@@ -274,22 +274,22 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     var advancesSequence: Bool { !touchedZones.isEmpty }
 
     public func setSetting(_ key: String, to value: String) throws {
-        try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: ["setting." + key, Data(value.utf8)])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: ["setting." + key, Data(value.utf8)])
         hasChanges = true
     }
 
     public func registerAsset(_ asset: AssetReference) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO assets (hash, size) VALUES (?, ?)", arguments: [Data(asset.hash), asset.size])
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO assets (hash, size) VALUES (?, ?)").execute(arguments: [Data(asset.hash), asset.size])
         if db.changesCount > 0 { hasChanges = true }
     }
 
     /// Drops the anti-entropy history and expires older change tokens.
     /// Tombstones stay: without them a stale replica could resurrect deletes.
     public func compact() throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             DELETE FROM checkpoints WHERE change_seq < (SELECT MAX(c.change_seq) FROM checkpoints c WHERE c.zone = checkpoints.zone)
-            """)
-        try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('horizon', ?)", arguments: [Int64(try sequence())])
+            """).execute()
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('horizon', ?)").execute(arguments: [Int64(try sequence())])
         hasChanges = true
     }
 
@@ -303,18 +303,18 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if !touchedZones.isEmpty {
             let sequence = try commitSequence
             for (zoneID, sync) in touchedZones {
-                try db.execute(sql: "UPDATE zones SET causal_length = ?, stamp = ?, vector = ?, knowledge = ? WHERE id = ?", arguments: [
+                try db.cachedStatement(sql: "UPDATE zones SET causal_length = ?, stamp = ?, vector = ?, knowledge = ? WHERE id = ?").execute(arguments: [
                     Int64(sync.zoneState.causalLength), Data(RecordBlob.encodeStamp(sync.zoneState.stamp)),
                     Data(RecordBlob.encodeVector(sync.vector)), Data(RecordBlob.encodeVector(sync.knowledge)), zoneID,
                 ])
-                try db.execute(sql: "INSERT OR REPLACE INTO checkpoints (zone, change_seq, knowledge) VALUES (?, ?, ?)", arguments: [
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO checkpoints (zone, change_seq, knowledge) VALUES (?, ?, ?)").execute(arguments: [
                     zoneID, Int64(sequence), Data(RecordBlob.encodeVector(sync.knowledge)),
                 ])
             }
-            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('sequence', ?)", arguments: [Int64(sequence)])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('sequence', ?)").execute(arguments: [Int64(sequence)])
         }
         if clockMoved {
-            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", arguments: [Int64(bitPattern: hybridClock.last.rawValue)])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)").execute(arguments: [Int64(bitPattern: hybridClock.last.rawValue)])
         }
         return true
     }

@@ -162,6 +162,21 @@ func initial() async throws {
         vector = applied.vector
         if batch.final { break }
     }
+    // The same batches applied to a store that does not check signatures: what the check costs the store.
+    let bare = try Container(identifier: "bench", directory: root.appendingPathComponent("scratch-unchecked"))
+    try bare.trust(deviceID: a.deviceID)
+    bare.skipWriteChecks()
+    let delegateBare = try bare.syncDelegate()
+    var uncheckedApplyNanos: UInt64 = 0
+    var bareCursor = StreamCursor.start
+    for (index, batch) in batches.enumerated() {
+        let t = now()
+        _ = try delegateBare.applyBatch(IncomingBatch(zone: Workload.zone, bytes: batch, cursor: StreamCursor(sequence: UInt64(index + 1), row: 0), final: index == batches.count - 1, records: 0), from: a.identity.deviceID)
+        uncheckedApplyNanos += now() - t
+        bareCursor = StreamCursor(sequence: UInt64(index + 1), row: 0)
+    }
+    _ = bareCursor
+
     // Crypto alone: seal and open every byte in frames of the wire's part size.
     var sealer = try SecretStreamSender(key: [UInt8](repeating: 1, count: 32))
     var opener = try SecretStreamReceiver(key: [UInt8](repeating: 1, count: 32), header: sealer.header)
@@ -212,7 +227,7 @@ func initial() async throws {
     let store = Double(produceNanos + applyNanos) / 1e9
     let crypto = Double(cryptoNanos) / 1e9
     emit(["figure": "initial sync", "records": records, "bytes": bytes, "total_s": total, "store_produce_s": Double(produceNanos) / 1e9,
-          "store_apply_s": Double(applyNanos) / 1e9, "crypto_s": crypto, "rest_s": max(0, total - store - crypto)])
+          "store_apply_s": Double(applyNanos) / 1e9, "store_apply_unchecked_s": Double(uncheckedApplyNanos) / 1e9, "crypto_s": crypto, "rest_s": max(0, total - store - crypto)])
     say(String(format: "initial sync of %d records (%.1f MB): %.2f s; store %.2f s (produce %.2f, apply %.2f), crypto %.3f s, network and scheduling %.2f s",
                records, Double(bytes) / 1e6, total, store, Double(produceNanos) / 1e9, Double(applyNanos) / 1e9, crypto, max(0, total - store - crypto)))
 }
