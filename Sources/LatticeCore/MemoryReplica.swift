@@ -203,6 +203,12 @@ public final class MemoryReplica: ReplicaStorage {
         return Array(list[Self.firstBlock(in: list, endingAtOrAfter: range.lowerBound)...].prefix { $0.last <= range.upperBound })
     }
 
+    public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) -> WriteBlock? {
+        guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
+        let index = Self.firstBlock(in: list, endingAtOrAfter: time)
+        return index > 0 ? list[index - 1] : nil
+    }
+
     public func insertWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
         let index = Self.firstBlock(in: blocks[key] ?? [], endingAtOrAfter: block.last)

@@ -76,9 +76,12 @@ extension ReplicaStorage {
             // block of up to `maximumRollingEntries` writes, not per commit, and
             // a commit pushed at once carries a block of at most that many.
             if zoneTimes.isEmpty, let open = try writeBlock(of: replica, in: zone, covering: nil), let held = open.entries,
-               held.count + entries.count <= WriteBlock.maximumRollingEntries,
-               !(sync.zoneState.stamp.replica == replica && open.digest(at: sync.zoneState.stamp.time) != nil) {
-                entries = held + entries
+               !holdsZoneState(open, sync) {
+                if held.count + entries.count <= WriteBlock.maximumRollingEntries {
+                    entries = held + entries
+                } else {
+                    try fold(open, in: zone, sync, by: signer)
+                }
             }
             var chunks: [[WriteBlock.Entry]] = [[]]
             for entry in entries {
@@ -94,5 +97,24 @@ extension ReplicaStorage {
                 try storeWriteBlock(try WriteBlock.seal(chunk, last: last, in: zone, by: signer))
             }
         }
+    }
+
+    /// Whether `block` holds the write of the zone's present incarnation (a block of its own).
+    private func holdsZoneState(_ block: WriteBlock, _ sync: ZoneSyncState) -> Bool {
+        sync.zoneState.stamp.replica == replica && block.digest(at: sync.zoneState.stamp.time) != nil
+    }
+
+    /// A full rolling block joins the block before it, if that has room: the
+    /// earlier block signed again with both runs of entries (a later version
+    /// of it, ending where the rolling one ended). Small commits then leave
+    /// blocks of `maximumEntries` behind them, as bulk commits do, so a new
+    /// device that takes the whole history checks few signatures.
+    private func fold(_ open: WriteBlock, in zone: ZoneKey, _ sync: ZoneSyncState, by signer: Identity) throws {
+        guard let entries = open.entries, let first = open.firstTime,
+              let previous = try writeBlock(of: replica, in: zone, endingBefore: first), let earlier = previous.entries,
+              earlier.count + entries.count <= WriteBlock.maximumEntries, !holdsZoneState(previous, sync) else { return }
+        // The rolling block goes first: the joined one ends at the same `last`, and is not a later version of it.
+        try removeWriteBlock(open)
+        try storeWriteBlock(try WriteBlock.seal(earlier + entries, last: open.last, in: zone, by: signer))
     }
 }

@@ -52,6 +52,8 @@ public protocol ReplicaStorage: AnyObject {
     /// Every block of `replica` in `zone` whose `last` lies in `range`, by
     /// `last`; without `entries`, as heads (a storage may still give entries).
     func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool) throws -> [WriteBlock]
+    /// The block of `replica` in `zone` with the greatest `last` before `time`, whole.
+    func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) throws -> WriteBlock?
     /// Persists a block (replacing one with the same writer, zone and `last`).
     func insertWriteBlock(_ block: WriteBlock) throws
     /// Forgets a block (a later version superseded it).

@@ -104,10 +104,14 @@ public struct WriteBlock: Hashable, Sendable {
     /// Whether this block is a later version of `other`: a commit extends its
     /// replica's latest block (up to `maximumEntries`) and signs it again, so
     /// `other` (whole or a head) is superseded when its entries begin this one's.
+    /// A block folded into the one before it (see `sealLocalWrites`) is
+    /// superseded the same way by the joined block, which ends where it
+    /// ended with its entries last.
     public func supersedes(_ other: WriteBlock) -> Bool {
         guard let entries, other.replica == replica, other.zone == zone, other.last <= last, other.count <= entries.count else { return false }
-        if let older = other.entries { return Array(entries.prefix(older.count)) == older }
-        return other.count > 0 && Self.hash(of: Array(entries.prefix(other.count))) == other.entriesHash
+        let runs = other.last == last && other.count < entries.count ? [entries.prefix(other.count), entries.suffix(other.count)] : [entries.prefix(other.count)]
+        if let older = other.entries { return runs.contains { Array($0) == older } }
+        return other.count > 0 && runs.contains { Self.hash(of: Array($0)) == other.entriesHash }
     }
 
     /// A time at which both blocks hold a write with different digests: two

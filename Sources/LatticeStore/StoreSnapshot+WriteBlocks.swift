@@ -40,6 +40,12 @@ extension StoreSnapshot {
         return first
     }
 
+    public func writeBlock(of replica: ReplicaID, in key: ZoneKey, endingBefore time: HLCTimestamp) throws -> WriteBlock? {
+        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last < ? ORDER BY last DESC LIMIT 1"),
+                                   arguments: blockArguments(replica, key) + [Int64(bitPattern: time.rawValue)])
+        return try row.map { try block($0, replica: replica, zone: key) }
+    }
+
     public func writeBlocks(of replica: ReplicaID, in key: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) throws -> [WriteBlock] {
         let sql = entries
             ? "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? AND last <= ? ORDER BY last"
