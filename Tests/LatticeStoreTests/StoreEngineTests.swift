@@ -41,6 +41,31 @@ import Testing
         return (a, b)
     }
 
+    /// Single saves, each pushed to b as it commits: b takes every short
+    /// rolling block, then the joined blocks they fold into; a third store
+    /// that takes the whole history checks a few long blocks, and all agree.
+    @Test func smallCommitsFoldIntoLongBlocksThatPeersTakeOverTheShortOnes() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b) = try twoStoresHoldingM1()
+        for index in 0..<300 {
+            try save(a, "r\(index)", [("title", .string("t\(index)"))])
+            try sync(a, to: b)
+        }
+        let ownBlocks = try a.read { try $0.writeBlocks(of: a.replica, in: zone, endingIn: .zero...HLCTimestamp(rawValue: UInt64(Int64.max))) }
+        #expect(ownBlocks.count <= 4, "a keeps \(ownBlocks.count) blocks for 302 writes")
+        #expect(ownBlocks.allSatisfy { ($0.entries?.count ?? 0) <= WriteBlock.maximumEntries })
+        let relayed = try b.read { try $0.writeBlocks(of: a.replica, in: zone, endingIn: .zero...HLCTimestamp(rawValue: UInt64(Int64.max))) }
+        #expect(relayed.count <= 16, "b keeps \(relayed.count) of a's blocks")
+        let c = try store("c")
+        try sync(b, to: c)
+        var reader = ChangeSetReader(source: ArrayByteSource(try b.changeSet(for: zone, since: VersionVector())))
+        _ = try reader.readHeader()
+        while try reader.nextRecord() != nil {}
+        #expect(reader.proofs.count <= 16, "a new device checks \(reader.proofs.count) blocks")
+        let states = try [a, b, c].map { store in try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state).sorted { $0.recordName < $1.recordName } } }
+        #expect(states[0].count == 301 && states[0] == states[1] && states[1] == states[2])
+    }
+
     @Test func aStoreThatDeployedItsSchemaCanStillSendWhatItReceived() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (a, b) = try twoStoresHoldingM1()
