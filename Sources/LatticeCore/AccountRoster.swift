@@ -5,7 +5,8 @@ import LatticeCrypto
 /// `state`, depends on the set alone, so every device that holds the same
 /// entries trusts the same devices.
 public struct AccountRoster: Sendable, Equatable {
-    public static let maximumEntries = 4096
+    /// Entries an account keeps: its order costs up to the square of this to compute.
+    public static let maximumEntries = 1024
 
     /// The founder's public key. A device that never paired is the founder of an account of one.
     public let founder: [UInt8]
