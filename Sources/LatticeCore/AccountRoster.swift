@@ -16,15 +16,51 @@ public struct AccountRoster: Sendable, Equatable {
         self.founder = founder
     }
 
-    /// Takes an entry of this account; returns whether it was new.
+    /// Takes an entry of this account; returns whether it was new. An entry
+    /// must follow entries held here (its parents), and its author must be
+    /// the founder or a device some entry added: an entry naming one that
+    /// does not exist, or signed by a key nobody added, would otherwise
+    /// become a head every later entry waits behind, for good.
     @discardableResult
     public mutating func insert(_ entry: RosterEntry) throws(RosterError) -> Bool {
         guard entry.account == founder else { throw .otherAccount }
         guard entries[entry.hash] == nil else { return false }
+        guard entry.parents.allSatisfy({ entries[$0] != nil }) else { throw .missingParent }
+        guard entry.author == founder || added.contains(entry.author) else { throw .unknownAuthor }
         guard entries.count < Self.maximumEntries else { throw .tooLarge(entries.count + 1) }
         entries[entry.hash] = entry
+        if case .add = entry.action { added.insert(entry.subject) }
         return true
     }
+
+    /// Takes what it can of `incoming` (another copy of this account's
+    /// roster), parents first, whatever order they come in; entries that
+    /// cannot follow any held entry are left out. Returns the entries taken.
+    @discardableResult
+    public mutating func merge(_ incoming: some Collection<RosterEntry>) throws(RosterError) -> [RosterEntry] {
+        var waiting = incoming.filter { entries[$0.hash] == nil }
+        var taken: [RosterEntry] = []
+        var progress = true
+        while progress, !waiting.isEmpty {
+            progress = false
+            var still: [RosterEntry] = []
+            for entry in waiting {
+                do {
+                    if try insert(entry) { taken.append(entry) }
+                    progress = true
+                } catch .missingParent {
+                    still.append(entry)
+                } catch .unknownAuthor {
+                    still.append(entry)
+                }
+            }
+            waiting = still
+        }
+        return taken
+    }
+
+    /// Every device an add entry names: the keys an entry may be signed by (with the founder's).
+    private var added = Set<[UInt8]>()
 
     /// The entries no other entry names: what a new entry follows.
     public var heads: [[UInt8]] {
@@ -141,7 +177,13 @@ public struct AccountRoster: Sendable, Equatable {
         do {
             founder = Array(try reader.raw(RosterEntry.keyLength))
             let count = try reader.count(below: Self.maximumEntries + 1, "roster entries")
-            for _ in 0..<count { try insert(try RosterEntry(bytes: try reader.blob())) }
+            var read: [RosterEntry] = []
+            for _ in 0..<count {
+                let entry = try RosterEntry(bytes: try reader.blob())
+                guard entry.account == founder else { throw RosterError.otherAccount }
+                read.append(entry)
+            }
+            try merge(read)
             guard reader.isAtEnd else { throw RosterError.malformed("bytes after the roster") }
         } catch let error as RosterError {
             throw error

@@ -21,7 +21,8 @@ public struct RosterEntry: Hashable, Sendable {
 
     public static let keyLength = WriteBlock.publicKeyLength
     public static let hashLength = ContentHasher.length
-    public static let maximumParents = 64
+    /// A roster of `AccountRoster.maximumEntries` stays well under a message's megabyte.
+    public static let maximumParents = 8
     public static let maximumNameBytes = 64
 
     /// The founder's public key: the account's identity.
@@ -141,6 +142,8 @@ public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
     case badSignature
     case otherAccount
     case tooLarge(Int)
+    case missingParent
+    case unknownAuthor
 
     public var description: String {
         switch self {
@@ -148,6 +151,8 @@ public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
         case .badSignature: return "a roster entry whose signature does not hold"
         case .otherAccount: return "a roster entry of another account"
         case .tooLarge(let count): return "a roster of \(count) entries, over the \(AccountRoster.maximumEntries) maximum"
+        case .missingParent: return "a roster entry that follows an entry not held"
+        case .unknownAuthor: return "a roster entry signed by a device no entry added"
         }
     }
 }

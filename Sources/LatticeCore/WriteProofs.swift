@@ -258,7 +258,12 @@ final class ProofCheck {
                     if let whole, let time = block.conflict(with: whole) { throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: time) }
                 }
             }
-            for entry in block.entries ?? [] { proven[Stamp(time: entry.time, replica: block.replica)] = entry.digest }
+            for entry in block.entries ?? [] {
+                // Two blocks of one change set may not sign two writes under one stamp either.
+                if let other = proven.updateValue(entry.digest, forKey: Stamp(time: entry.time, replica: block.replica)), other != entry.digest {
+                    throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: entry.time)
+                }
+            }
             heads[block.replica] = max(heads[block.replica] ?? .zero, block.last)
             blocks.append(block)
         }
@@ -266,6 +271,10 @@ final class ProofCheck {
             record.map { "record \"\($0)\"" } ?? "the zone's incarnation stamped \(stamp)"
         }
         for (stamp, digest, record) in required {
+            // Whatever block proves it: a write a removed device stamped after its mark is refused.
+            if let refusal = storage.refusal(ofWriter: stamp.replica, publicKey: [], last: stamp.time) {
+                throw WriteProofError.writerRefused(replica: stamp.replica, why: refusal)
+            }
             var signed = proven[stamp]
             if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
             guard let signed else { throw WriteProofError.unproven(stamp: stamp, what: what(record, stamp)) }
@@ -281,6 +290,9 @@ final class ProofCheck {
         }
         func check(_ vector: VersionVector, _ what: String) throws {
             for entry in vector.entries where entry.time > knowledge[entry.replica] {
+                if let refusal = storage.refusal(ofWriter: entry.replica, publicKey: [], last: entry.time) {
+                    throw WriteProofError.writerRefused(replica: entry.replica, why: refusal)
+                }
                 let head = try bound(entry.replica)
                 guard entry.time <= head else {
                     throw WriteProofError.beyondSignedHead(replica: entry.replica, claimed: entry.time, head: head, what: what)
@@ -288,6 +300,10 @@ final class ProofCheck {
             }
         }
         for (replica, entry) in highest {
+            // No vector may hold a removed device's writes past its mark either.
+            if let refusal = storage.refusal(ofWriter: replica, publicKey: [], last: entry.time) {
+                throw WriteProofError.writerRefused(replica: replica, why: refusal)
+            }
             let head = try bound(replica)
             guard entry.time <= head else {
                 throw WriteProofError.beyondSignedHead(replica: replica, claimed: entry.time, head: head, what: "record \"\(entry.record)\"")

@@ -12,10 +12,9 @@ extension StoreSnapshot {
     /// The account's roster as held here.
     public func roster() throws -> AccountRoster {
         var roster = AccountRoster(founder: try accountFounder())
-        for bytes in try Data.fetchAll(db.cachedStatement(sql: "SELECT bytes FROM roster_entries")) {
-            // Every stored entry was checked on its way in; one that no longer reads is dropped, not fatal.
-            if let entry = try? RosterEntry(bytes: [UInt8](bytes)) { try? roster.insert(entry) }
-        }
+        // Every stored entry was checked on its way in; one that no longer reads is dropped, not fatal.
+        let entries = try Data.fetchAll(db.cachedStatement(sql: "SELECT bytes FROM roster_entries")).compactMap { try? RosterEntry(bytes: [UInt8]($0)) }
+        try roster.merge(entries)
         return roster
     }
 
@@ -30,11 +29,12 @@ extension StoreSnapshot {
         return writer.bytes
     }
 
-    /// The highest stamp of `replica` any zone of this store holds.
+    /// The highest stamp of `replica` any zone of this store holds: its
+    /// knowledge (records applied, a stream's claim taken or not yet).
     public func heldWrites(of replica: ReplicaID) throws -> HLCTimestamp {
         var highest = HLCTimestamp.zero
         for scope in DatabaseScope.allCases {
-            for zone in try zones(in: scope) { highest = max(highest, zone.sync.vector[replica]) }
+            for zone in try zones(in: scope) { highest = max(highest, zone.sync.vector[replica], zone.sync.knowledge[replica]) }
         }
         return highest
     }
@@ -57,17 +57,17 @@ extension StoreTransaction {
             try db.cachedStatement(sql: "DELETE FROM roster_entries").execute()
             roster = AccountRoster(founder: incoming.founder)
         }
-        var added = false
-        for entry in incoming.entries.values {
-            guard try roster.insert(entry) else { continue }
+        let removedBefore = Set(roster.state.removed.keys)
+        let taken = try roster.merge(incoming.entries.values)
+        for entry in taken {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
-            added = true
         }
-        guard added || joining else { return false }
+        guard !taken.isEmpty || joining else { return false }
         var state = roster.state
         let own = store.identity.publicKey
         if state.members[own] != nil {
-            for removal in state.removed.values where removal.publicKey != own {
+            // Only for removals learnt now: what was taken after one knew of it cannot pass its mark.
+            for removal in state.removed.values where removal.publicKey != own && !removedBefore.contains(removal.publicKey) {
                 let held = try heldWrites(of: try WriteBlock.replica(of: removal.publicKey))
                 guard held > removal.writesUpTo else { continue }
                 let entry = try roster.sign(.held(writesUpTo: held), subject: removal.publicKey, by: store.identity, at: RecordStore.systemWallClock())
@@ -100,7 +100,7 @@ extension StoreTransaction {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [id])
             try db.cachedStatement(sql: "UPDATE peers SET member = 1, name = COALESCE(name, ?) WHERE device_id = ?").execute(arguments: [member.name.isEmpty ? nil : member.name, id])
         }
-        for removal in state.removed.values {
+        for removal in state.removed.values where removal.publicKey != own {
             let id = try DeviceID(publicKey: removal.publicKey).description
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [id])
             try db.cachedStatement(sql: "UPDATE peers SET removed = 1, name = COALESCE(name, ?) WHERE device_id = ?").execute(arguments: [removal.name.isEmpty ? nil : removal.name, id])
@@ -118,11 +118,16 @@ extension StoreTransaction {
     /// removed from the account, and `last` is after the removal's mark.
     public func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String? {
         if refusedWritersCache == nil {
-            var writers: [ReplicaID: (device: String, upTo: HLCTimestamp)] = [:]
-            for row in (try? Row.fetchAll(db.cachedStatement(sql: "SELECT replica, device_id, writes_up_to FROM refused_writers"))) ?? [] {
-                writers[ReplicaID(bytes: [UInt8](row[0] as Data))] = (row[1], HLCTimestamp(rawValue: UInt64(bitPattern: row[2])))
+            do {
+                var writers: [ReplicaID: (device: String, upTo: HLCTimestamp)] = [:]
+                for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT replica, device_id, writes_up_to FROM refused_writers")) {
+                    writers[ReplicaID(bytes: [UInt8](row[0] as Data))] = (row[1], HLCTimestamp(rawValue: UInt64(bitPattern: row[2])))
+                }
+                refusedWritersCache = writers
+            } catch {
+                // Not knowing whom to refuse refuses: the change set waits for a store that answers.
+                return "the store cannot tell whose writes are refused (\(error))"
             }
-            refusedWritersCache = writers
         }
         guard let writer = refusedWritersCache?[replica], last > writer.upTo else { return nil }
         return "device \(writer.device) was removed from the account; its writes after \(writer.upTo) are refused"
