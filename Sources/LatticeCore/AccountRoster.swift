@@ -164,10 +164,16 @@ public struct AccountRoster: Sendable, Equatable {
 
     /// The founder's key, then every entry, in hash order (so equal rosters encode alike).
     public var encoded: [UInt8] {
+        Self.encode(founder: founder, entries: entries.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { entries[$0]!.bytes })
+    }
+
+    /// The encoding of a roster from its entries' bytes, already in hash order
+    /// (a store reads them so, without checking signatures again).
+    public static func encode(founder: [UInt8], entries: [[UInt8]]) -> [UInt8] {
         var writer = BinaryWriter()
         writer.raw(founder)
         writer.varint(entries.count)
-        for key in entries.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) { writer.blob(entries[key]!.bytes) }
+        for entry in entries { writer.blob(entry) }
         return writer.bytes
     }
 

@@ -58,8 +58,9 @@ public protocol ReplicaStorage: AnyObject {
     func insertWriteBlock(_ block: WriteBlock) throws
     /// Forgets a block (a later version superseded it).
     func removeWriteBlock(_ block: WriteBlock) throws
-    /// Why writes of this writer's block are refused, or nil to accept them.
-    func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String?
+    /// Why `replica`'s writes stamped `time` (or a block or vector of it
+    /// reaching `time`) are refused, or nil to accept them.
+    func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String?
 }
 
 /// What `recordToMerge` found.
@@ -71,7 +72,7 @@ public enum RecordLookup {
 }
 
 extension ReplicaStorage {
-    public func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String? { nil }
+    public func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? { nil }
 
     public var checksWrites: Bool { true }
 

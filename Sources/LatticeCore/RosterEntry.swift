@@ -53,48 +53,36 @@ public struct RosterEntry: Hashable, Sendable {
         try self.init(content: content, signature: try identity.sign(Self.signedMessage(content)))
     }
 
-    /// Reads one entry and checks its signature.
+    /// Reads one entry (its content, then the signature) and checks the signature.
     public init(bytes: [UInt8]) throws(RosterError) {
-        var reader = BinaryReader(bytes)
-        do {
-            guard try reader.byte() == 1 else { throw RosterError.malformed("an entry of an unknown version") }
-            _ = try reader.raw(3 * Self.keyLength)
-            let kind = try reader.byte()
-            switch kind {
-            case 1:
-                let name = try reader.string()
-                guard name.utf8.count <= Self.maximumNameBytes, !name.contains(where: \.isNewline) else { throw RosterError.malformed("a device name over \(Self.maximumNameBytes) bytes or lines") }
-            case 2, 3: _ = try reader.fixed64()
-            default: throw RosterError.malformed("an entry of unknown kind \(kind)")
-            }
-            _ = try reader.fixed64()
-            let parents = try reader.count(below: Self.maximumParents + 1, "parents")
-            _ = try reader.raw(parents * Self.hashLength)
-            let end = reader.offset
-            let signature = Array(try reader.raw(WriteBlock.signatureLength))
-            guard reader.isAtEnd else { throw RosterError.malformed("bytes after an entry") }
-            try self.init(content: Array(bytes[..<end]), signature: signature)
-        } catch let error as RosterError {
-            throw error
-        } catch {
-            throw .malformed("\(error)")
-        }
+        guard bytes.count > WriteBlock.signatureLength else { throw .malformed("an entry of \(bytes.count) bytes") }
+        try self.init(content: Array(bytes.dropLast(WriteBlock.signatureLength)), signature: Array(bytes.suffix(WriteBlock.signatureLength)))
     }
 
+    /// Reads the content `content(...)` wrote, as strictly as it writes it, and checks `signature` over it.
     private init(content: [UInt8], signature: [UInt8]) throws(RosterError) {
         var reader = BinaryReader(content)
         do {
-            _ = try reader.byte()
+            guard try reader.byte() == 1 else { throw RosterError.malformed("an entry of an unknown version") }
             account = Array(try reader.raw(Self.keyLength))
             author = Array(try reader.raw(Self.keyLength))
             subject = Array(try reader.raw(Self.keyLength))
             switch try reader.byte() {
-            case 1: action = .add(name: try reader.string())
+            case 1:
+                let name = try reader.string()
+                guard name.utf8.count <= Self.maximumNameBytes, !name.contains(where: \.isNewline) else {
+                    throw RosterError.malformed("a device name over \(Self.maximumNameBytes) bytes or lines")
+                }
+                action = .add(name: name)
             case 2: action = .remove(writesUpTo: HLCTimestamp(rawValue: try reader.fixed64()))
-            default: action = .held(writesUpTo: HLCTimestamp(rawValue: try reader.fixed64()))
+            case 3: action = .held(writesUpTo: HLCTimestamp(rawValue: try reader.fixed64()))
+            case let kind: throw RosterError.malformed("an entry of unknown kind \(kind)")
             }
             time = try reader.fixed64()
-            parents = try (0..<Int(try reader.varint())).map { _ in Array(try reader.raw(Self.hashLength)) }
+            parents = try (0..<reader.count(below: Self.maximumParents + 1, "parents")).map { _ in Array(try reader.raw(Self.hashLength)) }
+            guard reader.isAtEnd else { throw RosterError.malformed("bytes after an entry") }
+        } catch let error as RosterError {
+            throw error
         } catch {
             throw .malformed("\(error)")
         }

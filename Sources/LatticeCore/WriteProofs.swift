@@ -239,15 +239,17 @@ final class ProofCheck {
     /// Checks the proofs and, if they hold, stores their blocks. `claim`: the
     /// vector the change set claims, if the replica is about to take it.
     func finish(_ proofs: [BlockProof], claim: VersionVector?) throws {
+        /// A removed device's writes after its mark: refused in a block, a write or a vector alike.
+        func refuseIfRemoved(_ replica: ReplicaID, at time: HLCTimestamp) throws {
+            if let refusal = storage.refusal(ofWriter: replica, at: time) { throw WriteProofError.writerRefused(replica: replica, why: refusal) }
+        }
         var blocks: [WriteBlock] = []
         var proven: [Stamp: [UInt8]] = [:]
         var heads: [ReplicaID: HLCTimestamp] = [:]
         for proof in proofs {
             let block = try resolve(proof)
             guard block.isSignatureValid else { throw WriteProofError.badSignature(replica: block.replica) }
-            if let refusal = storage.refusal(ofWriter: block.replica, publicKey: block.publicKey, last: block.last) {
-                throw WriteProofError.writerRefused(replica: block.replica, why: refusal)
-            }
+            try refuseIfRemoved(block.replica, at: block.last)
             if let first = block.firstTime {
                 // The blocks it could overlap: those ending within it, and the next one (a later version).
                 var stored = try storage.writeBlocks(of: block.replica, in: zone, endingIn: first...block.last, entries: false)
@@ -271,10 +273,8 @@ final class ProofCheck {
             record.map { "record \"\($0)\"" } ?? "the zone's incarnation stamped \(stamp)"
         }
         for (stamp, digest, record) in required {
-            // Whatever block proves it: a write a removed device stamped after its mark is refused.
-            if let refusal = storage.refusal(ofWriter: stamp.replica, publicKey: [], last: stamp.time) {
-                throw WriteProofError.writerRefused(replica: stamp.replica, why: refusal)
-            }
+            // Whatever block proves it (one stored before the removal was known, too).
+            try refuseIfRemoved(stamp.replica, at: stamp.time)
             var signed = proven[stamp]
             if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
             guard let signed else { throw WriteProofError.unproven(stamp: stamp, what: what(record, stamp)) }
@@ -288,28 +288,16 @@ final class ProofCheck {
             bounds[replica] = value
             return value
         }
-        func check(_ vector: VersionVector, _ what: String) throws {
-            for entry in vector.entries where entry.time > knowledge[entry.replica] {
-                if let refusal = storage.refusal(ofWriter: entry.replica, publicKey: [], last: entry.time) {
-                    throw WriteProofError.writerRefused(replica: entry.replica, why: refusal)
-                }
-                let head = try bound(entry.replica)
-                guard entry.time <= head else {
-                    throw WriteProofError.beyondSignedHead(replica: entry.replica, claimed: entry.time, head: head, what: what)
-                }
-            }
-        }
-        for (replica, entry) in highest {
-            // No vector may hold a removed device's writes past its mark either.
-            if let refusal = storage.refusal(ofWriter: replica, publicKey: [], last: entry.time) {
-                throw WriteProofError.writerRefused(replica: replica, why: refusal)
-            }
+        /// A vector entry (a record's, or the claim's) goes no further than a signed head, nor past a removal's mark.
+        func checkVectorEntry(_ replica: ReplicaID, _ time: HLCTimestamp, _ what: @autoclosure () -> String) throws {
+            try refuseIfRemoved(replica, at: time)
             let head = try bound(replica)
-            guard entry.time <= head else {
-                throw WriteProofError.beyondSignedHead(replica: replica, claimed: entry.time, head: head, what: "record \"\(entry.record)\"")
-            }
+            guard time <= head else { throw WriteProofError.beyondSignedHead(replica: replica, claimed: time, head: head, what: what()) }
         }
-        if let claim { try check(claim, "the change set's claim") }
+        for (replica, entry) in highest { try checkVectorEntry(replica, entry.time, "record \"\(entry.record)\"") }
+        for entry in claim?.entries ?? [] where entry.time > knowledge[entry.replica] {
+            try checkVectorEntry(entry.replica, entry.time, "the change set's claim")
+        }
         for block in blocks { try storage.storeWriteBlock(block) }
     }
 

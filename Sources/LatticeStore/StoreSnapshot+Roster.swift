@@ -21,12 +21,8 @@ extension StoreSnapshot {
     /// The roster as `AccountRoster.encoded` gives it, from the stored bytes
     /// without checking signatures again (a node reads it on every commit).
     public func encodedRoster() throws -> [UInt8] {
-        var writer = BinaryWriter()
-        writer.raw(try accountFounder())
         let entries = try Data.fetchAll(db.cachedStatement(sql: "SELECT bytes FROM roster_entries ORDER BY hash"))
-        writer.varint(entries.count)
-        for entry in entries { writer.blob([UInt8](entry)) }
-        return writer.bytes
+        return AccountRoster.encode(founder: try accountFounder(), entries: entries.map { [UInt8]($0) })
     }
 
     /// The highest stamp of `replica` any zone of this store holds: its
@@ -59,9 +55,7 @@ extension StoreTransaction {
         }
         let removedBefore = Set(roster.state.removed.keys)
         let taken = try roster.merge(incoming.entries.values)
-        for entry in taken {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
-        }
+        for entry in taken { try insertRosterEntry(entry) }
         guard !taken.isEmpty || joining else { return false }
         var state = roster.state
         let own = store.identity.publicKey
@@ -70,8 +64,7 @@ extension StoreTransaction {
             for removal in state.removed.values where removal.publicKey != own && !removedBefore.contains(removal.publicKey) {
                 let held = try heldWrites(of: try WriteBlock.replica(of: removal.publicKey))
                 guard held > removal.writesUpTo else { continue }
-                let entry = try roster.sign(.held(writesUpTo: held), subject: removal.publicKey, by: store.identity, at: RecordStore.systemWallClock())
-                try db.cachedStatement(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
+                try insertRosterEntry(try roster.sign(.held(writesUpTo: held), subject: removal.publicKey, by: store.identity, at: RecordStore.systemWallClock()))
                 state = roster.state
             }
         }
@@ -83,9 +76,13 @@ extension StoreTransaction {
     public func signRosterEntry(_ action: RosterEntry.Action, subject: [UInt8]) throws -> RosterEntry {
         var roster = try roster()
         let entry = try roster.sign(action, subject: subject, by: store.identity, at: RecordStore.systemWallClock())
-        try db.cachedStatement(sql: "INSERT INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
+        try insertRosterEntry(entry)
         try applyRosterState(roster.state)
         return entry
+    }
+
+    private func insertRosterEntry(_ entry: RosterEntry) throws {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO roster_entries (hash, bytes) VALUES (?, ?)").execute(arguments: [Data(entry.hash), Data(entry.bytes)])
     }
 
     /// Members are trusted (`peers.member`), removed devices refused
@@ -114,9 +111,9 @@ extension StoreTransaction {
         wakesWatchers = true
     }
 
-    /// Why blocks of `replica` ending at `last` are refused: its device was
-    /// removed from the account, and `last` is after the removal's mark.
-    public func refusal(ofWriter replica: ReplicaID, publicKey: [UInt8], last: HLCTimestamp) -> String? {
+    /// Why writes of `replica` stamped `time` are refused: its device was
+    /// removed from the account, and `time` is after the removal's mark.
+    public func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? {
         if refusedWritersCache == nil {
             do {
                 var writers: [ReplicaID: (device: String, upTo: HLCTimestamp)] = [:]
@@ -129,7 +126,7 @@ extension StoreTransaction {
                 return "the store cannot tell whose writes are refused (\(error))"
             }
         }
-        guard let writer = refusedWritersCache?[replica], last > writer.upTo else { return nil }
+        guard let writer = refusedWritersCache?[replica], time > writer.upTo else { return nil }
         return "device \(writer.device) was removed from the account; its writes after \(writer.upTo) are refused"
     }
 }

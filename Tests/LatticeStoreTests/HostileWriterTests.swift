@@ -75,6 +75,17 @@ import Testing
         } + ["sequence \(try store.currentSequence())"]
     }
 
+    /// A value changed under its writer's signature: the digest or the block's signature no longer holds.
+    static func isTamperedValue(_ error: WriteProofError) -> Bool {
+        switch error {
+        case .tampered, .badSignature: true
+        default: false
+        }
+    }
+
+    /// What `store` holds of Movies, as the base a relay builds on.
+    func vector(_ store: RecordStore) throws -> VersionVector { try store.read { try $0.syncState(of: movies)!.vector } }
+
     /// Delivers `bytes` to C, expects a refusal for the stated reason, and that C is as it was.
     func expectRefused(_ bytes: [UInt8], by c: RecordStore, _ reason: (WriteProofError) -> Bool, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let before = try contents(c)
@@ -109,7 +120,7 @@ import Testing
         try impostor.apply(try a.changeSet(for: movies, since: VersionVector()))
         clock.now += 10
         try impostor.save("m1", type: "Movie", in: movies, changes: [("title", "Down")])
-        let forged = try impostor.makeChangeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector })
+        let forged = try impostor.makeChangeSet(for: movies, since: try vector(c))
         try expectRefused(forged, by: c) { if case .unproven(let stamp, _) = $0 { stamp.replica == a.replica } else { false } }
         // Wrapped in B's own signed change set, it is refused just the same.
         var parts = try Parts(try b.changeSet(for: movies, since: VersionVector()))
@@ -131,12 +142,7 @@ import Testing
             return field
         }
         parts.records = [copy]
-        try expectRefused(try parts.bytes(), by: c) { error in
-            switch error {
-            case .tampered, .badSignature: true
-            default: false
-            }
-        }
+        try expectRefused(try parts.bytes(), by: c, Self.isTamperedValue)
         try expectHonestConvergence(a, b, c)
     }
 
@@ -147,19 +153,14 @@ import Testing
         try a.write { try $0.save("m2", type: "Movie", in: movies, changes: [("title", "Cars 2")]) }
         try sync(a, to: b, movies)
         // B relays A's new write to C with the value changed, under A's stamp and A's block.
-        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        var parts = try Parts(try b.changeSet(for: movies, since: try vector(c)))
         #expect(parts.records.map(\.recordName) == ["m2"])
         parts.records[0].fields = parts.records[0].fields.map { field in
             var field = field
             field.value = .string("Trucks")
             return field
         }
-        try expectRefused(try parts.bytes(), by: c) { error in
-            switch error {
-            case .tampered, .badSignature: true
-            default: false
-            }
-        }
+        try expectRefused(try parts.bytes(), by: c, Self.isTamperedValue)
         // What A signed covers the parts a later write replaced (the record's
         // ghosts): a store that never saw them refuses the record without them.
         clock.now += 10
@@ -185,7 +186,7 @@ import Testing
         // A writes offline; B never hears of it and claims C holds A's writes up to "now".
         clock.now += 10
         try a.write { try $0.save("m2", type: "Movie", in: movies, changes: [("title", "Offline edit")]) }
-        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        var parts = try Parts(try b.changeSet(for: movies, since: try vector(c)))
         parts.header.top.advance(a.replica, to: HLCTimestamp(milliseconds: clock.now + 5, counter: 0))
         try expectRefused(try parts.bytes(), by: c) { if case .beyondSignedHead(let replica, _, _, _) = $0 { replica == a.replica } else { false } }
         // A record's vector inflated the same way is refused too.
@@ -201,7 +202,7 @@ import Testing
     @Test("(e) a zone deletion stamped as another device") func aZoneDeletionStampedAsAnotherDeviceIsRefused() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (a, b, c) = try honestStores()
-        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        var parts = try Parts(try b.changeSet(for: movies, since: try vector(c)))
         clock.now += 10
         parts.header.zoneState = ZoneState(causalLength: parts.header.zoneState.causalLength + 1, stamp: Stamp(time: HLCTimestamp(milliseconds: clock.now, counter: 0), replica: a.replica))
         parts.header.top.advance(a.replica, to: parts.header.zoneState.stamp.time)
@@ -222,7 +223,7 @@ import Testing
         let (a, b, c) = try honestStores()
         // A's signed write to Books, replayed as a write to Movies with A's Books block.
         let book = try Parts(try a.changeSet(for: books, since: VersionVector()))
-        var parts = try Parts(try b.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }))
+        var parts = try Parts(try b.changeSet(for: movies, since: try vector(c)))
         var record = book.records.first { $0.recordName == "b1" }!
         record.recordType = "Movie"
         parts.records = [record]
@@ -270,7 +271,7 @@ import Testing
         clock.now += 10
         try r.write { try $0.save("m1", type: "Movie", in: movies, changes: [("title", "Hijacked")]) }
         try r.write { try $0.save("m6", type: "Movie", in: movies, changes: [("title", "Elio")]) }
-        let later = try r.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector })
+        let later = try r.changeSet(for: movies, since: try vector(c))
         try expectRefused(later, by: c) { if case .writerRefused(let replica, _) = $0 { replica == r.replica } else { false } }
         // Its writes from before the removal still pass: a full change set of R's only holds them back for the later ones.
         #expect(try c.read { try $0.record("m5", in: movies) }?[field: "title"] == "Luca")
@@ -297,6 +298,6 @@ import Testing
         // What R writes after that is still refused.
         clock.now += 10
         try r.write { try $0.save("m7", type: "Movie", in: movies, changes: [("title", "Wish")]) }
-        try expectRefused(try r.changeSet(for: movies, since: try c.read { try $0.syncState(of: movies)!.vector }), by: c) { if case .writerRefused = $0 { true } else { false } }
+        try expectRefused(try r.changeSet(for: movies, since: try vector(c)), by: c) { if case .writerRefused = $0 { true } else { false } }
     }
 }

@@ -87,23 +87,23 @@ extension Container {
         return try join(code: code, addresses: offer.addresses, port: offer.port)
     }
 
-    /// Tries each address in turn until one answers; a refusal (a wrong code) ends it.
+    /// Tries each address in turn until one answers: an answer, even a
+    /// refusal (a wrong code), ends it; only a connection that fails moves on.
     private func join(code: PairingCode, addresses: [String], port: Int) throws(LatticeError) -> PairedDevice {
-        var lastError = LatticeError(.networkUnavailable, "no address to reach the other device at")
-        for host in addresses {
-            do {
-                return try joinOnce(code: code, host: host, port: port)
-            } catch let error where error.code == .networkUnavailable && error.message.hasPrefix("cannot reach") {
-                lastError = error
-            }
-        }
-        throw lastError
-    }
-
-    private func joinOnce(code: PairingCode, host: String, port: Int) throws(LatticeError) -> PairedDevice {
         let name = (try? deviceName()) ?? nil
         let outcome = try Self.pairing {
-            try PairingEndpoint.join(try PairingJoiner(code: code, identity: store.identity, name: name ?? "", container: containerIdentifier), host: host, port: port)
+            var unreachable: Error = PairingEndpointError.noAddress
+            for host in addresses {
+                do {
+                    let joiner = try PairingJoiner(code: code, identity: store.identity, name: name ?? "", container: containerIdentifier)
+                    return try PairingEndpoint.join(joiner, host: host, port: port)
+                } catch let failure as PairingFailure {
+                    throw failure
+                } catch {
+                    unreachable = error
+                }
+            }
+            throw unreachable
         }
         let roster: AccountRoster
         do {
@@ -111,7 +111,8 @@ extension Container {
         } catch {
             throw LatticeError(.networkUnavailable, "the other device sent an account roster that does not hold: \(error)")
         }
-        guard roster.state.members[store.identity.publicKey] != nil, roster.state.members[outcome.peer.publicKey] != nil else {
+        let members = roster.state.members
+        guard members[store.identity.publicKey] != nil, members[outcome.peer.publicKey] != nil else {
             throw LatticeError(.networkUnavailable, "the other device's roster does not add this device to its account")
         }
         return try adopt(outcome, roster: roster, joining: true)
@@ -144,4 +145,10 @@ extension Container {
             throw LatticeError(.networkUnavailable, "cannot reach the other device: \(error)")
         }
     }
+}
+
+/// No address was given to reach the inviting device at.
+private enum PairingEndpointError: Error, CustomStringConvertible {
+    case noAddress
+    var description: String { "no address to reach it at" }
 }
