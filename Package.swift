@@ -18,6 +18,7 @@
 //  LatticeDiscovery        dns_sd advertiser and browser (knows nothing of records); only Lattice uses it
 //  CSodium, CDNSSD         system-library shims for libsodium and the DNS-SD API (Avahi's on Linux)
 //  LatticeFuzzing          the change-set fuzz target (store + core), for lattice-fuzz-changeset and the tests
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -37,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         .systemLibrary(
@@ -65,10 +67,15 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The @Model macro: a class's stored properties become a record type's fields.
+        .macro(name: "LatticeMacros", dependencies: [
+            .product(name: "SwiftSyntax", package: "swift-syntax"), .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+            .product(name: "SwiftCompilerPlugin", package: "swift-syntax"), .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+        ]),
         .target(
             name: "Lattice",
             dependencies: [
-                "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport", "LatticeDiscovery",
+                "LatticeMacros", "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport", "LatticeDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -97,6 +104,7 @@ let package = Package(
         ]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child"]),
+        .testTarget(name: "LatticeModelTests", dependencies: ["Lattice"]),
         .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "LatticeCore", "LatticeStore", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
     ]
 )

@@ -87,6 +87,15 @@ public final class Container: Sendable {
         return try LatticeError.wrap { try store.write { try $0.addIndex(kinds, field: field, of: recordType) } }
     }
 
+    /// Declares record types and fields ahead of their first records, as a
+    /// model container does for its models: nothing is written when the schema has them.
+    func declare(recordTypes: [String], fields: [(recordType: String, field: String, type: FieldType)]) throws(LatticeError) {
+        let current = try schema()
+        let complete = recordTypes.allSatisfy(current.recordTypes.contains) && fields.allSatisfy { current.field($0.field, of: $0.recordType)?.type == $0.type }
+        if complete { return }
+        try LatticeError.wrap { _ = try store.write { try $0.declare(recordTypes: recordTypes, fields: fields) } }
+    }
+
     // MARK: Change sets
 
     /// Every zone of every database that this store knows, deleted ones included.

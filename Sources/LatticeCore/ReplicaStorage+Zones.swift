@@ -35,6 +35,32 @@ extension ReplicaStorage {
         return true
     }
 
+    /// Declares record types and their fields before any record is written (a
+    /// typed model's schema), as the first writes would. A field the schema
+    /// holds with another type, or anything new once the schema is deployed,
+    /// is refused. Returns whether the schema changed (nothing new: no write).
+    @discardableResult
+    public func declare(recordTypes: [String], fields: [(recordType: String, field: String, type: FieldType)]) throws -> Bool {
+        let current = try schema()
+        var declaration = Schema()
+        for recordType in recordTypes where !current.recordTypes.contains(recordType) {
+            if current.isProduction { throw ReplicaError.schema(.unknownRecordType(recordType)) }
+            _ = declaration.addRecordType(recordType)
+        }
+        var stamp: Stamp?
+        for (recordType, field, type) in fields {
+            if let defined = current.field(field, of: recordType) {
+                guard defined.type == type else { throw ReplicaError.schema(.typeMismatch(recordType: recordType, field: field, defined: defined.type, written: type)) }
+                continue
+            }
+            if current.isProduction { throw ReplicaError.schema(.unknownField(recordType: recordType, field: field)) }
+            if stamp == nil { stamp = nextStamp() }
+            _ = declaration.merge(SchemaField(recordType: recordType, field: field, type: type, stamp: stamp!))
+        }
+        guard !declaration.isEmpty else { return false }
+        return try !mergeSchema(declaration).isEmpty
+    }
+
     /// Adds index kinds to a field the schema has; returns the kinds that were
     /// new (empty when the field had them all). Indexes sync with the schema.
     @discardableResult

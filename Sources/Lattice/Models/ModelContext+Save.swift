@@ -1,0 +1,142 @@
+import LatticeCore
+
+extension ModelContext {
+    /// Writes every insert, change and delete in one atomic `modifyRecords`:
+    /// all of it is durable when the call returns, or none of it is written.
+    ///
+    /// An insert writes all its properties; a change writes only the fields
+    /// set since the object was read, so concurrent edits of other fields on
+    /// other devices are kept. Deletes apply their relationships' rules first.
+    public func save() throws(LatticeError) {
+        let deletions = try applyDeleteRules()
+        let store = valueStore
+        var saving: [Record] = []
+        var savedIndex: [Record.ID: Int] = [:]
+        var keyed: [(model: any PersistentModel, id: PersistentIdentifier)] = []
+        for model in inserted {
+            let schema = ModelSchema.of(type(of: model))
+            try schema.check()
+            if !schema.key.isEmpty {
+                let name = try schema.recordName(forKeyOf: model, store: store)
+                let id = PersistentIdentifier(recordType: schema.recordType, recordID: Record.ID(recordName: name, zoneID: zoneID))
+                keyed.append((model, id))
+                model._$backing.id = id
+            }
+        }
+        for model in inserted {
+            let schema = ModelSchema.of(type(of: model))
+            let record = try self.record(of: model, schema: schema, fields: nil, store: store)
+            // Two new objects with one key: one record, the later insert's values.
+            if let index = savedIndex[record.recordID] { saving[index] = record } else {
+                savedIndex[record.recordID] = saving.count
+                saving.append(record)
+            }
+        }
+        for model in changedObjects.values where !model._$backing.isDeleted && !model._$backing.changed.isEmpty {
+            let schema = ModelSchema.of(type(of: model))
+            guard let id = model._$backing.id, savedIndex[id.recordID] == nil else { continue }
+            if !schema.key.isEmpty, try schema.recordName(forKeyOf: model, store: store) != id.recordID.recordName {
+                throw LatticeError(.invalidArguments, "the key of \(id) changed: a key names its record, so delete the object and insert a new one")
+            }
+            let record = try self.record(of: model, schema: schema, fields: model._$backing.changed, store: store)
+            guard !record.changedKeys().isEmpty else { continue }
+            savedIndex[record.recordID] = saving.count
+            saving.append(record)
+        }
+        let deleting = deletions.compactMap { $0._$backing.id?.recordID }.filter { savedIndex[$0] == nil }
+        if !saving.isEmpty || !deleting.isEmpty {
+            _ = try database.modifyRecords(saving: saving, deleting: deleting, savePolicy: .changedKeys, atomically: true)
+        }
+        for (model, id) in keyed {
+            if let other = registered[id], other !== model { other._$backing.changed = [] }
+            registered[id] = model
+        }
+        for model in inserted {
+            model._$backing.isPersisted = true
+            model._$backing.changed = []
+        }
+        for model in changedObjects.values { model._$backing.changed = [] }
+        for model in deletions {
+            model._$backing.isDeleted = true
+            if let id = model._$backing.id { registered[id] = nil }
+        }
+        inserted = []
+        changedObjects = [:]
+        deleted = [:]
+    }
+
+    /// The record a save writes: every stored property for a new object, the changed ones otherwise.
+    private func record(of model: any PersistentModel, schema: ModelSchema, fields: Set<String>?, store: ModelValueStore) throws(LatticeError) -> Record {
+        guard let id = model._$backing.id else { throw LatticeError(.internalError, "an inserted \(schema.recordType) has no identity") }
+        var record = Record(recordType: schema.recordType, recordID: id.recordID)
+        for property in schema.properties {
+            if let fields, !fields.contains(property.name) { continue }
+            switch property.kind {
+            case .attribute(let access):
+                let value = try access.read(model, store)
+                if value != nil || fields != nil || !schema.key.isEmpty { record[property.name] = value }
+            case .relationship(let access):
+                guard let link = schema.link(property), link.isStored else { continue }
+                let related = access.get(model).compactMap { $0 as? any PersistentModel }
+                var names: [String] = []
+                for object in related where !object._$backing.isDeleted {
+                    guard let name = object._$backing.id?.recordID.recordName else {
+                        throw LatticeError(.invalidArguments, "\(schema.recordType).\(property.name) names an object that is not inserted: insert it in this context")
+                    }
+                    names.append(name)
+                }
+                if access.isToMany {
+                    if case .objects(_, let missing)? = model._$backing.relations[property.name] { names += missing }
+                    record[property.name] = .list(names.map { .reference(RecordReference(recordName: $0)) })
+                } else if let name = names.first {
+                    record[property.name] = .reference(RecordReference(recordName: name, action: link.referenceAction))
+                } else if fields != nil || !schema.key.isEmpty {
+                    record[property.name] = nil
+                }
+            case .unsupported:
+                break
+            }
+        }
+        return record
+    }
+
+    /// The objects a save deletes: the deleted ones and what cascades from
+    /// them, the related objects last-found first; nullifies inverses and
+    /// refuses a delete a `.deny` relationship holds back.
+    private func applyDeleteRules() throws(LatticeError) -> [any PersistentModel] {
+        var deletions = Array(deleted.values)
+        var seen = Set(deletions.map(ObjectIdentifier.init))
+        isMirroring = true
+        defer { isMirroring = false }
+        var index = 0
+        while index < deletions.count {
+            let model = deletions[index]
+            index += 1
+            let schema = ModelSchema.of(type(of: model))
+            for link in schema.relationships {
+                let related = link.access.get(model).compactMap { $0 as? any PersistentModel }.filter { !$0._$backing.isDeleted || deleted[ObjectIdentifier($0)] != nil }
+                switch link.deleteRule {
+                case .cascade:
+                    for object in related where seen.insert(ObjectIdentifier(object)).inserted {
+                        object._$backing.isDeleted = true
+                        if object._$backing.isPersisted { deletions.append(object) } else { inserted.removeAll { $0 === object } }
+                    }
+                case .deny:
+                    if related.contains(where: { !seen.contains(ObjectIdentifier($0)) }) {
+                        throw LatticeError(.invalidArguments, "\(model._$backing.id.map(\.description) ?? schema.recordType) cannot be deleted: its \(link.property.name) still holds objects and its delete rule is deny")
+                    }
+                case .nullify:
+                    guard let inverse = link.inverse, let inverseAccess = inverse.relationship,
+                          link.target.link(inverse)?.isStored == true else { continue }
+                    for object in related where !seen.contains(ObjectIdentifier(object)) {
+                        inverseAccess.set(object, inverseAccess.get(object).filter { $0 !== model })
+                    }
+                case .noAction:
+                    break
+                }
+            }
+        }
+        // Children before parents: a cascade's deleteSelf then finds nothing left to delete twice.
+        return deletions.reversed()
+    }
+}

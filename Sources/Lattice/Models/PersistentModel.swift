@@ -1,0 +1,42 @@
+import LatticeCore
+
+/// A type whose objects are stored as records: what `@Model` makes a class.
+/// Its requirements are written by the macro, not by hand.
+public protocol PersistentModel: AnyObject {
+    /// The stored properties, as the macro lists them.
+    static var _$properties: [ModelProperty<Self>] { get }
+    /// Where the object keeps its identity, its context and its changed fields.
+    var _$backing: ModelBacking { get }
+    /// Makes an object whose properties hold their defaults.
+    init(_$backing: ModelBacking)
+}
+
+extension PersistentModel {
+    /// The record type: the class's name.
+    public static var recordType: String { String(describing: Self.self) }
+
+    /// The object's identity once it is inserted (keyed objects: once saved).
+    public var persistentModelID: PersistentIdentifier? { _$backing.id }
+
+    /// The context the object is inserted in or was fetched by.
+    public var modelContext: ModelContext? { _$backing.context }
+
+    /// Deleted, in its context or by a save.
+    public var isDeleted: Bool { _$backing.isDeleted }
+
+    /// Changed since it was fetched or saved.
+    public var hasChanges: Bool { !_$backing.changed.isEmpty || (_$backing.context != nil && !_$backing.isPersisted) }
+}
+
+/// An object's identity: its record type and record ID, the same on every device.
+public struct PersistentIdentifier: Hashable, Sendable, CustomStringConvertible {
+    public var recordType: String
+    public var recordID: Record.ID
+
+    public init(recordType: String, recordID: Record.ID) {
+        self.recordType = recordType
+        self.recordID = recordID
+    }
+
+    public var description: String { "\(recordType) \(recordID)" }
+}
