@@ -22,10 +22,8 @@ public final class ModelBacking {
     enum RelationState {
         /// A to-one as read from the record: the name of the record it references, nil for none.
         case reference(String?)
-        /// A to-many list as read from the record.
-        case names([String])
-        /// Resolved or set here. `missing` keeps listed names whose records have not
-        /// arrived, so a save writes them back.
+        /// Resolved or set here. `missing` keeps the names of linked records that
+        /// have not arrived, so a save does not unlink them.
         case objects([AnyObject], missing: [String])
     }
 
@@ -56,8 +54,6 @@ public final class ModelBacking {
             guard let name, let context, let target = context.resolve(Target.self, recordName: name) else { return nil }
             relations[field] = .objects([target], missing: [])
             return target
-        case .names:
-            return nil
         }
     }
 
@@ -80,22 +76,14 @@ public final class ModelBacking {
                 guard let target = object as? Target, !target._$backing.isDeleted else { return nil }
                 return target
             }
-        case .names(let names)?:
-            guard let context else { return [] }
-            var found: [Target] = []
-            var missing: [String] = []
-            for name in names {
-                if let target = context.resolve(Target.self, recordName: name) { found.append(target) } else { missing.append(name) }
-            }
-            relations[field] = .objects(found, missing: missing)
-            return found
         case .reference?:
             return []
         case nil:
-            // Not stored on this side: the objects whose inverse names this one, once it has a record.
-            guard let context, isPersisted, let loaded = context.inverseObjects(of: owner, field: field, as: Target.self) else { return stored }
-            relations[field] = .objects(loaded, missing: [])
-            return loaded
+            // Read on first access, once the object has a record: the objects whose
+            // inverse names this one, or the other ends of its links.
+            guard let context, isPersisted, let loaded = context.relatedObjects(of: owner, field: field, as: Target.self) else { return stored }
+            relations[field] = .objects(loaded.found, missing: loaded.missing)
+            return loaded.found
         }
     }
 

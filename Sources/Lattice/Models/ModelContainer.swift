@@ -79,8 +79,15 @@ public final class ModelContainer: @unchecked Sendable {
             for property in schema.properties {
                 if let access = property.attribute {
                     fields.append((schema.recordType, property.name, access.fieldType))
-                } else if let link = schema.link(property), link.isStored {
-                    fields.append((schema.recordType, property.name, FieldType(.reference, isList: link.access.isToMany)))
+                } else if let link = schema.link(property) {
+                    switch link.storage {
+                    case .reference: fields.append((schema.recordType, property.name, FieldType(.reference)))
+                    case .inverseReference: break
+                    case .links(let links):
+                        recordTypes.append(links.recordType)
+                        fields.append((links.recordType, links.ownField, FieldType(.reference)))
+                        fields.append((links.recordType, links.otherField, FieldType(.reference)))
+                    }
                 }
             }
         }
@@ -91,14 +98,22 @@ public final class ModelContainer: @unchecked Sendable {
         }
     }
 
-    /// A to-many whose inverse is a to-one is read by querying the to-one's
-    /// field: index it once, so that read does not scan the type.
+    /// A to-many is read by querying the references that point at the object
+    /// (the inverse's field, or a link's): index them, so that read does not scan.
     private static func addInverseIndexes(_ schemas: some Sequence<ModelSchema>, to store: Container) throws(LatticeError) {
         let current = try store.schema()
         for schema in schemas {
-            for link in schema.relationships where link.isStored && !link.access.isToMany && link.inverse?.relationship?.isToMany == true {
-                if !current.indexKinds(link.property.name, of: schema.recordType).contains(.queryable) {
-                    try store.addIndex(.queryable, field: link.property.name, of: schema.recordType)
+            for link in schema.relationships {
+                let indexed: (recordType: String, field: String)
+                switch link.storage {
+                case .reference: continue
+                case .inverseReference:
+                    guard let inverse = link.inverse else { continue }
+                    indexed = (link.target.recordType, inverse.name)
+                case .links(let links): indexed = (links.recordType, links.ownField)
+                }
+                if !current.indexKinds(indexed.field, of: indexed.recordType).contains(.queryable) {
+                    try store.addIndex(.queryable, field: indexed.field, of: indexed.recordType)
                 }
             }
         }

@@ -43,7 +43,13 @@ extension ModelContext {
             savedIndex[record.recordID] = saving.count
             saving.append(record)
         }
-        let deleting = deletions.compactMap { $0._$backing.id?.recordID }.filter { savedIndex[$0] == nil }
+        let links = try linkChanges(of: inserted.map { ($0, true) } + changedObjects.values.map { ($0, false) })
+        for record in links.saving where savedIndex[record.recordID] == nil {
+            savedIndex[record.recordID] = saving.count
+            saving.append(record)
+        }
+        let linkDeletes = links.deleting.filter { savedIndex[$0] == nil }
+        let deleting = linkDeletes + deletions.compactMap { $0._$backing.id?.recordID }.filter { savedIndex[$0] == nil }
         if !saving.isEmpty || !deleting.isEmpty {
             _ = try database.modifyRecords(saving: saving, deleting: deleting, savePolicy: .changedKeys, atomically: true)
         }
@@ -77,18 +83,8 @@ extension ModelContext {
                 if value != nil || fields != nil || !schema.key.isEmpty { record[property.name] = value }
             case .relationship(let access):
                 guard let link = schema.link(property), link.isStored else { continue }
-                let related = access.get(model).compactMap { $0 as? any PersistentModel }
-                var names: [String] = []
-                for object in related where !object._$backing.isDeleted {
-                    guard let name = object._$backing.id?.recordID.recordName else {
-                        throw LatticeError(.invalidArguments, "\(schema.recordType).\(property.name) names an object that is not inserted: insert it in this context")
-                    }
-                    names.append(name)
-                }
-                if access.isToMany {
-                    if case .objects(_, let missing)? = model._$backing.relations[property.name] { names += missing }
-                    record[property.name] = .list(names.map { .reference(RecordReference(recordName: $0)) })
-                } else if let name = names.first {
+                let names = try relatedNames(model, property: property, access: access, schema: schema)
+                if let name = names.first {
                     record[property.name] = .reference(RecordReference(recordName: name, action: link.referenceAction))
                 } else if fields != nil || !schema.key.isEmpty {
                     record[property.name] = nil
@@ -98,6 +94,41 @@ extension ModelContext {
             }
         }
         return record
+    }
+
+    /// The record names a relationship holds now; an object not inserted anywhere is an error.
+    private func relatedNames(_ model: any PersistentModel, property: AnyModelProperty, access: RelationshipAccess, schema: ModelSchema) throws(LatticeError) -> [String] {
+        var names: [String] = []
+        for object in access.get(model).compactMap({ $0 as? any PersistentModel }) where !object._$backing.isDeleted {
+            guard let name = object._$backing.id?.recordID.recordName else {
+                throw LatticeError(.invalidArguments, "\(schema.recordType).\(property.name) holds an object that is not inserted: insert it in this context")
+            }
+            names.append(name)
+        }
+        return names
+    }
+
+    /// The link records to add and remove so that each changed to-many stored
+    /// as links holds what its objects hold now (both sides of a pair name the same link).
+    private func linkChanges(of models: [(model: any PersistentModel, isNew: Bool)]) throws(LatticeError) -> (saving: [Record], deleting: [Record.ID]) {
+        var saving: [Record.ID: Record] = [:]
+        var deleting = Set<Record.ID>()
+        for (model, isNew) in models where !model._$backing.isDeleted {
+            let schema = ModelSchema.of(type(of: model))
+            guard let own = model._$backing.id?.recordID.recordName else { continue }
+            for link in schema.relationships {
+                guard case .links(let links) = link.storage, isNew || model._$backing.changed.contains(link.property.name) else { continue }
+                var wanted = Set(try relatedNames(model, property: link.property, access: link.access, schema: schema))
+                if case .objects(_, let missing)? = model._$backing.relations[link.property.name] { wanted.formUnion(missing) }
+                let present = isNew ? [] : Set(try linkedNames(links, of: own))
+                for other in wanted.subtracting(present) {
+                    let record = links.record(own: own, other: other, zoneID: zoneID)
+                    saving[record.recordID] = record
+                }
+                for other in present.subtracting(wanted) { deleting.insert(links.recordID(own: own, other: other, zoneID: zoneID)) }
+            }
+        }
+        return (saving.values.sorted { $0.recordID.recordName < $1.recordID.recordName }, deleting.sorted { $0.recordName < $1.recordName })
     }
 
     /// The objects a save deletes: the deleted ones and what cascades from
@@ -126,6 +157,8 @@ extension ModelContext {
                         throw LatticeError(.invalidArguments, "\(model._$backing.id.map(\.description) ?? schema.recordType) cannot be deleted: its \(link.property.name) still holds objects and its delete rule is deny")
                     }
                 case .nullify:
+                    // Links reference both ends with deleteSelf: the store removes them. A
+                    // to-one on the other side is written nil.
                     guard let inverse = link.inverse, let inverseAccess = inverse.relationship,
                           link.target.link(inverse)?.isStored == true else { continue }
                     for object in related where !seen.contains(ObjectIdentifier(object)) {

@@ -133,12 +133,8 @@ public final class ModelContext {
             case .attribute(let access):
                 access.write(object, record[property.name], schema.prototype, store)
             case .relationship(let access):
-                guard schema.link(property)?.isStored == true else { backing.relations[property.name] = nil; continue }
-                let value = record[property.name]
-                if access.isToMany {
-                    guard case .list(let items)? = value else { backing.relations[property.name] = .names([]); continue }
-                    backing.relations[property.name] = .names(items.compactMap { if case .reference(let reference) = $0 { return reference.recordName } else { return nil } })
-                } else if case .reference(let reference)? = value {
+                guard !access.isToMany, schema.link(property)?.isStored == true else { backing.relations[property.name] = nil; continue }
+                if case .reference(let reference)? = record[property.name] {
                     backing.relations[property.name] = .reference(reference.recordName)
                 } else {
                     backing.relations[property.name] = .reference(nil)
@@ -157,18 +153,42 @@ public final class ModelContext {
         return materialize(record, as: T.self)
     }
 
-    /// For a to-many this side does not store: the objects whose inverse names `owner`.
-    func inverseObjects<Target: PersistentModel>(of owner: any PersistentModel, field: String, as type: Target.Type) -> [Target]? {
+    /// A to-many's objects as the store holds them: those whose inverse names
+    /// `owner`, or the other ends of its links (`missing`: linked names whose records are not here yet).
+    func relatedObjects<Target: PersistentModel>(of owner: any PersistentModel, field: String, as type: Target.Type) -> (found: [Target], missing: [String])? {
         let schema = ModelSchema.of(Swift.type(of: owner))
-        guard let property = schema.byField[field], let link = schema.link(property), !link.isStored,
-              let inverse = link.inverse, let inverseAccess = inverse.relationship, let id = owner._$backing.id else { return nil }
-        let reference = FieldValue.reference(RecordReference(recordName: id.recordID.recordName))
-        let condition = QueryCondition(.field(inverse.name), inverseAccess.isToMany ? .listContains : .equals, reference)
-        let query = Query(recordType: Target.recordType, predicate: .condition(condition), sortDescriptors: [QuerySort(.recordName)])
-        guard let records = try? allRecords(matching: query) else { return nil }
-        // An object whose unsaved inverse no longer names the owner is not in the relationship.
-        return records.map { materialize($0, as: Target.self) }.filter { object in
-            inverseAccess.get(object).contains { $0 === owner }
+        guard let property = schema.byField[field], let link = schema.link(property), let id = owner._$backing.id else { return nil }
+        let me = FieldValue.reference(RecordReference(recordName: id.recordID.recordName))
+        switch link.storage {
+        case .reference:
+            return nil
+        case .inverseReference:
+            guard let inverse = link.inverse, let inverseAccess = inverse.relationship else { return nil }
+            let query = Query(recordType: Target.recordType, predicate: .condition(QueryCondition(.field(inverse.name), .equals, me)), sortDescriptors: [QuerySort(.recordName)])
+            guard let records = try? allRecords(matching: query) else { return nil }
+            // An object whose unsaved inverse no longer names the owner is not in the relationship.
+            let found = records.map { materialize($0, as: Target.self) }.filter { object in
+                inverseAccess.get(object).contains { $0 === owner }
+            }
+            return (found, [])
+        case .links(let links):
+            guard let names = try? linkedNames(links, of: id.recordID.recordName) else { return nil }
+            var found: [Target] = []
+            var missing: [String] = []
+            for name in names {
+                if let object = resolve(Target.self, recordName: name) { found.append(object) } else { missing.append(name) }
+            }
+            return (found, missing)
+        }
+    }
+
+    /// The names of the records linked to `owner` by link records, in name order.
+    func linkedNames(_ links: LinkType, of owner: String) throws(LatticeError) -> [String] {
+        let me = FieldValue.reference(RecordReference(recordName: owner))
+        let query = Query(recordType: links.recordType, predicate: .condition(QueryCondition(.field(links.ownField), .equals, me)), sortDescriptors: [QuerySort(.recordName)])
+        return try allRecords(matching: query).compactMap { record in
+            if case .reference(let other)? = record[links.otherField] { return other.recordName }
+            return nil
         }
     }
 

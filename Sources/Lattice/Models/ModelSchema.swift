@@ -118,8 +118,13 @@ final class ModelSchema: @unchecked Sendable {
         }
         let name = "\(recordType):" + parts.joined(separator: ",")
         if name.utf8.count <= Limits.maximumNameLength && Limits.isRecordName(name) { return name }
-        let digest = (try? ContentHasher.sha256(Array(name.utf8))) ?? []
-        return "\(recordType):#" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+        return "\(recordType):#" + Self.digest(name)
+    }
+
+    /// 32 hex digits of the text's SHA-256: a record name for a key too long to read.
+    static func digest(_ text: String) -> String {
+        let digest = (try? ContentHasher.sha256(Array(text.utf8))) ?? []
+        return digest.prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
     private static func render(_ value: FieldValue) -> String {
@@ -137,7 +142,7 @@ final class ModelSchema: @unchecked Sendable {
     }
 
     /// Percent-escapes what separates parts (`,` `+` `%`) and what a record name cannot hold (`/`, control characters).
-    private static func escape(_ text: String) -> String {
+    static func escape(_ text: String) -> String {
         var escaped = ""
         for scalar in text.unicodeScalars {
             if scalar == "%" || scalar == "," || scalar == "+" || scalar == "/" || scalar.value < 0x20 || scalar.value == 0x7f {
@@ -150,19 +155,35 @@ final class ModelSchema: @unchecked Sendable {
     }
 }
 
-/// A relationship and its other side: which side stores it, and what deletes do.
+/// A relationship and its other side: where it is stored, and what deletes do.
 struct RelationshipLink: @unchecked Sendable {
+    /// Where a relationship lives in records.
+    enum Storage {
+        /// A to-one: a reference field of this side's record.
+        case reference
+        /// A to-many whose inverse is a to-one: the other side's references to this record.
+        case inverseReference
+        /// Any other to-many (many-to-many, or no inverse): one link record per
+        /// pair, as Core Data's CloudKit mirroring stores them. Links are added
+        /// and removed one by one, so concurrent edits of one relationship on
+        /// several devices merge instead of overwriting each other, and each
+        /// link references both ends with deleteSelf, so deleting either end
+        /// removes its links on every replica.
+        case links(LinkType)
+    }
+
     let property: AnyModelProperty
     let access: RelationshipAccess
     let target: ModelSchema
     /// The property on the other side that mirrors this one.
     let inverse: AnyModelProperty?
-    /// This side's record holds the field (a to-one always; a to-many when it has no
-    /// to-one inverse, and for many-to-many on one side only).
-    let isStored: Bool
+    let storage: Storage
     let deleteRule: DeleteRule
     /// For a stored to-one: deleteSelf when the other side cascades, so every replica deletes it.
     let referenceAction: RecordReference.Action
+
+    /// This side's record holds the relationship's field.
+    var isStored: Bool { if case .reference = storage { return true } else { return false } }
 
     init(owner: ModelSchema, property: AnyModelProperty, access: RelationshipAccess) {
         self.property = property
@@ -179,15 +200,39 @@ struct RelationshipLink: @unchecked Sendable {
         deleteRule = property.options?.deleteRule ?? .nullify
         let inverseIsToMany = inverse?.relationship?.isToMany ?? false
         if !access.isToMany {
-            isStored = true
+            storage = .reference
         } else if let inverse, !inverseIsToMany {
-            isStored = false
-        } else if let inverse {
-            isStored = "\(owner.recordType).\(property.name)" < "\(target.recordType).\(inverse.name)"
+            storage = .inverseReference
         } else {
-            isStored = true
+            // Both sides of a many-to-many name the same link type: the lesser side's.
+            let mine = "\(owner.recordType)_\(property.name)"
+            let theirs = inverse.map { "\(target.recordType)_\($0.name)" } ?? mine
+            storage = .links(mine <= theirs ? LinkType(recordType: mine, ownField: "source", otherField: "target")
+                                            : LinkType(recordType: theirs, ownField: "target", otherField: "source"))
         }
         let cascades = !access.isToMany && inverseIsToMany && inverse?.options?.deleteRule == .cascade
         referenceAction = cascades ? .deleteSelf : .none
+    }
+}
+
+/// The record type of a to-many's links, and which of its two reference fields names this side.
+struct LinkType: Hashable, Sendable {
+    let recordType: String
+    let ownField: String
+    let otherField: String
+
+    /// One record per pair, named by both ends: adding a pair twice, on two devices, is one record.
+    func recordID(own: String, other: String, zoneID: Zone.ID) -> Record.ID {
+        let (source, target) = ownField == "source" ? (own, other) : (other, own)
+        let name = "\(recordType):\(ModelSchema.escape(source)),\(ModelSchema.escape(target))"
+        if name.utf8.count <= Limits.maximumNameLength && Limits.isRecordName(name) { return Record.ID(recordName: name, zoneID: zoneID) }
+        return Record.ID(recordName: "\(recordType):#" + ModelSchema.digest(name), zoneID: zoneID)
+    }
+
+    func record(own: String, other: String, zoneID: Zone.ID) -> Record {
+        var record = Record(recordType: recordType, recordID: recordID(own: own, other: other, zoneID: zoneID))
+        record[ownField] = .reference(RecordReference(recordName: own, action: .deleteSelf))
+        record[otherField] = .reference(RecordReference(recordName: other, action: .deleteSelf))
+        return record
     }
 }

@@ -9,10 +9,13 @@ public protocol PersistentModel: AnyObject {
     var _$backing: ModelBacking { get }
     /// Makes an object whose properties hold their defaults.
     init(_$backing: ModelBacking)
+    /// The record type; the class's name unless the class declares
+    /// `static var recordType: String { "Note" }` (for a renamed class, or two
+    /// versions of one model side by side).
+    static var recordType: String { get }
 }
 
 extension PersistentModel {
-    /// The record type: the class's name.
     public static var recordType: String { String(describing: Self.self) }
 
     /// The object's identity once it is inserted (keyed objects: once saved).
