@@ -2,7 +2,7 @@ import LatticeCore
 
 /// A type whose objects are stored as records: what `@Model` makes a class.
 /// Its requirements are written by the macro, not by hand.
-public protocol PersistentModel: AnyObject {
+public protocol PersistentModel: AnyObject, Hashable {
     /// The stored properties, as the macro lists them.
     static var _$properties: [ModelProperty<Self>] { get }
     /// Where the object keeps its identity, its context and its changed fields.
@@ -16,6 +16,10 @@ public protocol PersistentModel: AnyObject {
 }
 
 extension PersistentModel {
+    /// Objects are equal when they are the same object: a context holds one object per record.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
     public static var recordType: String { String(describing: Self.self) }
 
     /// The object's identity once it is inserted (keyed objects: once saved).

@@ -64,11 +64,7 @@ struct PredicateCompiler {
         case .attribute(let access):
             return try access.encode(value, .none)
         case .relationship:
-            let object = (value as? any PersistentModel) ?? (Self.unwrap(value) as? any PersistentModel)
-            guard let object, let id = object._$backing.id else {
-                throw LatticeError(.invalidArguments, "\(property.name) is compared with an object that has no record yet: save it first")
-            }
-            return .reference(RecordReference(recordName: id.recordID.recordName))
+            throw LatticeError(.invalidArguments, "\(property.name) is a relationship: follow it from the related object instead of querying it")
         case .unsupported(let reason):
             throw LatticeError(.invalidArguments, reason)
         }
@@ -104,11 +100,6 @@ struct PredicateCompiler {
     static func isNil(_ value: Any) -> Bool {
         guard let optional = value as? any OptionalModelProperty else { return false }
         return optional.unwrapped == nil
-    }
-
-    static func unwrap(_ value: Any) -> Any? {
-        guard let optional = value as? any OptionalModelProperty else { return value }
-        return optional.unwrapped.flatMap(unwrap)
     }
 }
 
