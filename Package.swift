@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "LatticeProtocol", targets: ["LatticeProtocol"]),
         .executable(name: "lattice", targets: ["lattice"]),
         .executable(name: "lattice-demo", targets: ["lattice-demo"]),
+        .executable(name: "movies-example", targets: ["movies-example"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -86,6 +87,8 @@ let package = Package(
         ]),
         .executableTarget(name: "lattice", dependencies: ["LatticeCLI"]),
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
+        // The seeds' models on two containers that sync on loopback (`swift run movies-example`).
+        .executableTarget(name: "movies-example", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
         // A hostile client (throwaway identities, oversized messages) for the flood test and benchmark.
         .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol", "LatticeTestSupport"]),
