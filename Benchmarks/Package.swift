@@ -4,6 +4,7 @@
 //   swift package benchmark                      (package-benchmark suites)
 //   swift run -c release lattice-merge-figures   (JSON lines for compare/run.sh)
 //   swift run -c release lattice-sync-figures propagation|propagation-cli|initial   (the README's sync figures)
+//   swift run -c release lattice-model-figures   (typed models against the raw record API)
 import Foundation
 import PackageDescription
 
@@ -28,6 +29,7 @@ let package = Package(
             "Workload", .product(name: "Lattice", package: lattice), .product(name: "LatticeCrypto", package: lattice),
             .product(name: "LatticeProtocol", package: lattice),
         ]),
+        .executableTarget(name: "lattice-model-figures", dependencies: [.product(name: "Lattice", package: lattice)]),
         .executableTarget(
             name: "MergeBenchmarks",
             dependencies: ["Workload", .product(name: "Benchmark", package: "package-benchmark")],

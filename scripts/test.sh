@@ -15,6 +15,8 @@ else
   swift test --skip-build --skip FloodTests
   swift test --skip-build --filter FloodTests
 fi
+# The example anyone can run: two model containers sync on loopback; it exits 1 if they differ.
+echo "movies-example: $(.build/debug/movies-example 2>/dev/null | tail -n 1)"
 if [ "$(id -u)" -eq 0 ]; then
   Tests/lan/scenarios.sh .build/debug/lattice
 else
