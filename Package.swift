@@ -7,7 +7,10 @@
 //   lattice (CLI entry) -> LatticeCLI   one file per command, JSON output types
 //   lattice-demo, lattice-crash-child   executables
 //          |
-//       Lattice            public API: Container, Database, Zone, Record, Query ...; the sync node
+//       Lattice            public API: models (@Model, ModelContainer, ModelContext, FetchDescriptor), Container, Database,
+//          |               Zone, Record, Query ...; the sync node. It re-exports only the engine types an app meets
+//          |               (PublicTypes.swift); tools and tests import LatticeCore & co. for the rest
+//          |               LatticeMacros: the @Model macro (swift-syntax), a compiler plugin Lattice declares
 //        /      |      \
 //  LatticeStore  |   LatticeTransport   GRDB/SQLite persistence | SwiftNIO: framing, handshake, encryption, sessions
 //       |        |      /
@@ -78,6 +81,7 @@ let package = Package(
             dependencies: [
                 "LatticeMacros", "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport", "LatticeDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -89,7 +93,7 @@ let package = Package(
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         // The seeds' models on two containers that sync on loopback (`swift run movies-example`).
         .executableTarget(name: "movies-example", dependencies: ["Lattice"]),
-        .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice"]),
+        .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice", "LatticeCore"]),
         // A hostile client (throwaway identities, oversized messages) for the flood test and benchmark.
         .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol", "LatticeTestSupport"]),
         // The change-set fuzzer: a library the tests replay crashers with, and its binary (scripts/fuzz.sh).

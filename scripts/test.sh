@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build --build-tests
+# Every target imports only what it declares (the check is SwiftPM's).
+swift build --build-tests --explicit-target-dependency-import-check=error
 if [ "$#" -gt 0 ]; then
   swift test --skip-build "$@"
 else

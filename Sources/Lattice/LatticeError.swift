@@ -1,4 +1,4 @@
-@_exported import LatticeCore
+import LatticeCore
 import LatticeStore
 
 /// The one error type of the library, with CloudKit's codes (`CKError.Code`)

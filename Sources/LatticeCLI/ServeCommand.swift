@@ -157,8 +157,8 @@ struct ServeCommand: ParsableCommand {
         configuration.discovers = !noMdns
         // Liveness comes from the connection (mDNS keeps a cut peer for an hour): a
         // silent peer is pinged after 2 s and dropped after 6 s.
-        configuration.connection.pingInterval = .seconds(2)
-        configuration.connection.idleTimeout = .seconds(6)
+        configuration.pingInterval = .seconds(2)
+        configuration.idleTimeout = .seconds(6)
         let node = SyncNode(container: container, configuration: configuration, logger: logger)
         try runUntilSignalled(node, printer: EventPrinter(json: options.json), logger: logger)
     }

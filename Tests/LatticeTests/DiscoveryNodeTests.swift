@@ -1,5 +1,5 @@
 import Foundation
-@testable import Lattice
+@_spi(Testing) @testable import Lattice
 import LatticeDiscovery
 import NIOConcurrencyHelpers
 import Testing

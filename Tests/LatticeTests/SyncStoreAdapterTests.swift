@@ -1,5 +1,5 @@
 import Foundation
-@testable import Lattice
+@_spi(Tools) @testable import Lattice
 import LatticeCore
 import LatticeCrypto
 import LatticeProtocol

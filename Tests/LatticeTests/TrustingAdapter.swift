@@ -1,4 +1,4 @@
-@testable import Lattice
+@_spi(Tools) @testable import Lattice
 import LatticeStore
 
 extension StoreSyncAdapter {

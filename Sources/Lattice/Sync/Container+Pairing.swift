@@ -1,4 +1,5 @@
 import Foundation
+import LatticeCore
 import LatticeCrypto
 import LatticeDiscovery
 import LatticeProtocol

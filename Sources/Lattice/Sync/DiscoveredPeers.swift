@@ -32,15 +32,15 @@ public struct DiscoveryProblem: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A device found by discovery: every instance of it, on every interface, as one.
-public struct DiscoveredDevice: Sendable, Hashable {
-    public var deviceID: String
-    public var services: [DiscoveredService]
+struct DiscoveredDevice: Sendable, Hashable {
+    var deviceID: String
+    var services: [DiscoveredService]
 
     /// The container it advertises (the first instance's, when instances disagree).
-    public var container: String { services.first?.txt["container"] ?? "" }
+    var container: String { services.first?.txt["container"] ?? "" }
 
     /// Addresses to dial, IPv4 first, each once (one host can be seen on several interfaces).
-    public var addresses: [PeerAddress] { Self.addresses(of: services) }
+    var addresses: [PeerAddress] { Self.addresses(of: services) }
 
     static func addresses(of services: [DiscoveredService]) -> [PeerAddress] {
         var seen = Set<PeerAddress>()

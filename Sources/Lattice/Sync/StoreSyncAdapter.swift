@@ -160,12 +160,12 @@ extension Container {
     /// The store side of the sync protocol over this container, for tools that
     /// drive `SyncSession`s themselves (simulations, benchmarks). The node uses the same.
     /// Trust is read from the store now, and again only by `SyncNode`s.
-    public func syncDelegate() throws(LatticeError) -> any SyncDelegate {
+    @_spi(Tools) public func syncDelegate() throws(LatticeError) -> any SyncDelegate {
         let trusted = TrustedDevices(store: store)
         _ = try LatticeError.wrap { try trusted.reload() }
         return StoreSyncAdapter(store: store, container: containerIdentifier, trusted: trusted)
     }
 
     /// This device's identity, for the handshake.
-    public var identity: Identity { store.identity }
+    @_spi(Tools) public var identity: Identity { store.identity }
 }

@@ -27,7 +27,7 @@ extension SyncNode {
                 reason = "\(error)"
             }
         }
-        let interval = configuration.pollInterval
+        let interval = TimeAmount(configuration.pollInterval)
         logger.warning("no wake-up socket: commits and trust changes by other processes are noticed by polling the store every \(interval.nanoseconds / 1_000_000) ms", metadata: ["reason": "\(reason)"])
         let last = NIOLockedValueBox(pollMark())
         // Store reads: on the thread pool, not the event loop.

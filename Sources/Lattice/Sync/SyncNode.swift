@@ -53,7 +53,12 @@ public final class SyncNode: Sendable {
         public var peers: [PeerAddress] = []
         /// Dial peers again when a connection ends.
         public var reconnect = true
-        public var connection = ConnectionSettings()
+        /// How long a peer has to prove its identity.
+        public var handshakeTimeout: Duration = .seconds(10)
+        /// How often an idle connection is checked with a ping.
+        public var pingInterval: Duration = .seconds(15)
+        /// A connection silent this long is dead (a pulled cable is noticed in this time).
+        public var idleTimeout: Duration = .seconds(45)
         public var maximumConnectionsPerAddress = 8
         /// Write `node-status.json` for `lattice status` in other processes.
         public var publishesStatus = true
@@ -61,16 +66,25 @@ public final class SyncNode: Sendable {
         /// socket; without one (or when it cannot be made) the node polls.
         public var usesWakeUpSocket = true
         /// How often the node looks for commits and trust changes when it has no wake-up socket.
-        public var pollInterval: TimeAmount = .milliseconds(500)
+        public var pollInterval: Duration = .milliseconds(500)
         /// Advertise this node and find peers by mDNS (DNS-SD `_lattice._tcp`), and
         /// dial trusted devices of the same container as they appear. Needs a listening port.
         public var discovers = false
         /// Makes the discovery service; tests give a fake.
-        public var makeDiscovery: @Sendable (ServiceDiscovery.Advertisement, @escaping @Sendable (DiscoveryEvent) -> Void) -> any PeerDiscovery = { advertisement, onEvent in
+        @_spi(Testing) public var makeDiscovery: @Sendable (ServiceDiscovery.Advertisement, @escaping @Sendable (DiscoveryEvent) -> Void) -> any PeerDiscovery = { advertisement, onEvent in
             ServiceDiscovery(serviceType: LatticeService.type, advertisement: advertisement, onEvent: onEvent)
         }
 
         public init() {}
+
+        /// The transport's settings for these durations.
+        var connection: ConnectionSettings {
+            var settings = ConnectionSettings()
+            settings.handshakeTimeout = TimeAmount(handshakeTimeout)
+            settings.pingInterval = TimeAmount(pingInterval)
+            settings.idleTimeout = TimeAmount(idleTimeout)
+            return settings
+        }
     }
 
     /// What the node reports, per peer and zone.
@@ -560,5 +574,14 @@ public final class SyncNode: Sendable {
             }
             status?.write(store: directory)
         }
+    }
+}
+
+extension TimeAmount {
+    /// A Swift `Duration` as NIO's time amount (nanoseconds, saturating).
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        self = .nanoseconds(nanoseconds.overflow ? .max : nanoseconds.partialValue &+ attoseconds / 1_000_000_000)
     }
 }
