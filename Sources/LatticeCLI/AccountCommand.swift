@@ -23,16 +23,14 @@ struct ListAccount: ParsableCommand {
         let account = try library { try container.account() }
         let formatter = ISO8601DateFormatter()
         if options.json {
-            Output.json([
-                "founder": account.founder,
-                "devices": account.devices.map { device -> [String: Any] in
-                    ["deviceID": device.deviceID, "name": device.name ?? NSNull(), "thisDevice": device.isThisDevice,
-                     "addedBy": device.addedBy ?? NSNull(), "addedAt": device.addedAt.map(formatter.string) ?? NSNull()]
+            Output.json(AccountOutput(
+                founder: account.founder,
+                devices: account.devices.map {
+                    .init(deviceID: $0.deviceID, name: $0.name, thisDevice: $0.isThisDevice, addedBy: $0.addedBy, addedAt: $0.addedAt.map(formatter.string))
                 },
-                "removed": account.removed.map { device -> [String: Any] in
-                    ["deviceID": device.deviceID, "name": device.name ?? NSNull(), "removedBy": device.removedBy, "removedAt": formatter.string(from: device.removedAt)]
-                },
-            ])
+                removed: account.removed.map {
+                    .init(deviceID: $0.deviceID, name: $0.name, removedBy: $0.removedBy, removedAt: formatter.string(from: $0.removedAt))
+                }))
             return
         }
         let names = Dictionary(account.devices.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) } + account.removed.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) }, uniquingKeysWith: { first, _ in first })
@@ -64,4 +62,26 @@ struct RemoveDevice: ParsableCommand {
         try asUsage { try container.removeDevice(deviceID) }
         if options.json { Output.json(["removed": deviceID]) } else { Output.line("removed \(deviceID) from the account; members refuse it from their next sync") }
     }
+}
+
+/// What `account --json` prints: the roster's members and removed devices.
+struct AccountOutput: Encodable {
+    struct Member: Encodable {
+        var deviceID: String
+        @Nullable var name: String?
+        var thisDevice: Bool
+        @Nullable var addedBy: String?
+        @Nullable var addedAt: String?
+    }
+
+    struct Removed: Encodable {
+        var deviceID: String
+        @Nullable var name: String?
+        var removedBy: String
+        var removedAt: String
+    }
+
+    var founder: String
+    var devices: [Member]
+    var removed: [Removed]
 }

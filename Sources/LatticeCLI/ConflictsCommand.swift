@@ -20,22 +20,38 @@ struct ConflictsCommand: ParsableCommand {
         }
         if clear { try library { try database.clearConflicts(for: target.recordID) } }
         if options.json {
-            var entries: [[String: Any]] = []
-            for conflict in conflicts {
-                var entry: [String: Any] = ["fieldName": conflict.field]
-                entry["losingValue"] = conflict.losingValue.map { WebServicesJSON.field($0) } ?? NSNull()
-                entry["winningValue"] = conflict.winningValue.map { WebServicesJSON.field($0) } ?? NSNull()
-                entry["losingWrite"] = ["timestamp": Int64(conflict.losingStamp.time.milliseconds), "deviceID": conflict.losingStamp.replica.description] as [String: Any]
-                entry["winningWrite"] = ["timestamp": Int64(conflict.winningStamp.time.milliseconds), "deviceID": conflict.winningStamp.replica.description] as [String: Any]
-                entries.append(entry)
-            }
-            Output.json(["recordName": target.recordName, "zoneID": WebServicesJSON.zone(target.zoneID), "cleared": clear, "conflicts": entries])
+            Output.json(ConflictsOutput(recordName: target.recordName, zoneID: WebServicesZoneID(target.zoneID), cleared: clear,
+                                        conflicts: conflicts.map(ConflictsOutput.Entry.init)))
         } else {
             if conflicts.isEmpty { Output.line("no conflicts on \(path)") }
             for conflict in conflicts {
-                Output.line("\(conflict.field): kept \(conflict.winningValue.map(WebServicesJSON.displayValue) ?? "(removed)"), lost \(conflict.losingValue.map(WebServicesJSON.displayValue) ?? "(removed)") written by \(conflict.losingStamp.replica.description.prefix(8)) at \(ISO8601.format(Int64(conflict.losingStamp.time.milliseconds)))")
+                Output.line("\(conflict.field): kept \(conflict.winningValue.map(FieldDisplay.text) ?? "(removed)"), lost \(conflict.losingValue.map(FieldDisplay.text) ?? "(removed)") written by \(conflict.losingStamp.replica.description.prefix(8)) at \(ISO8601Milliseconds.format(Int64(conflict.losingStamp.time.milliseconds)))")
             }
             if clear { Output.line("cleared \(conflicts.count) conflicts") }
         }
     }
+}
+
+/// What `conflicts --json` prints: each losing write and the write that won.
+struct ConflictsOutput: Encodable {
+    struct Entry: Encodable {
+        var fieldName: String
+        @Nullable var losingValue: WebServicesField?
+        @Nullable var winningValue: WebServicesField?
+        var losingWrite: WebServicesTimestamp
+        var winningWrite: WebServicesTimestamp
+
+        init(_ conflict: FieldConflict) {
+            fieldName = conflict.field
+            losingValue = conflict.losingValue.map { WebServicesField($0) }
+            winningValue = conflict.winningValue.map { WebServicesField($0) }
+            losingWrite = WebServicesTimestamp(timestamp: Int64(conflict.losingStamp.time.milliseconds), deviceID: conflict.losingStamp.replica.description)
+            winningWrite = WebServicesTimestamp(timestamp: Int64(conflict.winningStamp.time.milliseconds), deviceID: conflict.winningStamp.replica.description)
+        }
+    }
+
+    var recordName: String
+    var zoneID: WebServicesZoneID
+    var cleared: Bool
+    var conflicts: [Entry]
 }

@@ -61,9 +61,9 @@ struct DoctorCommand: ParsableCommand {
         }
         let problems = findings.filter { $0.kind == .problem }.count
         if options.json {
-            Output.json(["device": container.deviceID, "problems": problems, "findings": findings.map {
-                ["subject": $0.subject, "ok": $0.kind != .problem, "kind": $0.kind.rawValue, "detail": $0.detail]
-            }])
+            Output.json(DoctorOutput(device: container.deviceID, problems: problems, findings: findings.map {
+                .init(subject: $0.subject, ok: $0.kind != .problem, kind: $0.kind.rawValue, detail: $0.detail)
+            }))
         } else {
             let labels: [Finding.Kind: String] = [.ok: "ok     ", .note: "note   ", .problem: "PROBLEM"]
             for finding in findings { Output.line("\(labels[finding.kind]!) \(finding.subject): \(finding.detail)") }
@@ -148,4 +148,18 @@ struct DoctorCommand: ParsableCommand {
         }
         return "seen on the network but not connected yet (it may be starting; if this lasts, check a firewall on its port)"
     }
+}
+
+/// What `doctor --json` prints.
+struct DoctorOutput: Encodable {
+    struct Finding: Encodable {
+        var subject: String
+        var ok: Bool
+        var kind: String
+        var detail: String
+    }
+
+    var device: String
+    var problems: Int
+    var findings: [Finding]
 }

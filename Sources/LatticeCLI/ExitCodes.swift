@@ -54,17 +54,14 @@ public struct CLIError: Error, CustomStringConvertible {
     /// CloudKit Web Services' serverErrorCode spelling of a library error.
     init(_ error: LatticeError) {
         switch error.code {
-        case .unknownItem: self.init(.notFound, code: "UNKNOWN_ITEM", error.message)
-        case .zoneNotFound: self.init(.notFound, code: "ZONE_NOT_FOUND", error.message)
-        case .badContainer: self.init(.notFound, code: "BAD_CONTAINER", error.message)
-        case .serverRecordChanged: self.init(.conflict, code: "CONFLICT", error.message)
-        case .changeTokenExpired: self.init(.conflict, code: "CHANGE_TOKEN_EXPIRED", error.message)
-        case .permissionFailure: self.init(.permission, code: "ACCESS_DENIED", error.message)
+        case .unknownItem, .zoneNotFound, .badContainer: self.init(.notFound, code: error.code.webServicesCode, error.message)
+        case .serverRecordChanged, .changeTokenExpired: self.init(.conflict, code: error.code.webServicesCode, error.message)
+        case .permissionFailure: self.init(.permission, code: error.code.webServicesCode, error.message)
         case .invalidArguments, .limitExceeded, .assetFileNotFound, .batchRequestFailed, .partialFailure:
-            self.init(.corruptInput, code: error.code == .limitExceeded ? "LIMIT_EXCEEDED" : "BAD_REQUEST", error.message)
-        case .badDatabase: self.init(.io, code: "INTERNAL_ERROR", error.message)
-        case .networkUnavailable: self.init(.unavailable, code: "NETWORK_FAILURE", error.message)
-        default: self.init(.internalError, code: "INTERNAL_ERROR", error.message)
+            self.init(.corruptInput, code: error.code.webServicesCode, error.message)
+        case .badDatabase: self.init(.io, code: error.code.webServicesCode, error.message)
+        case .networkUnavailable: self.init(.unavailable, code: error.code.webServicesCode, error.message)
+        default: self.init(.internalError, code: error.code.webServicesCode, error.message)
         }
     }
 }

@@ -60,8 +60,8 @@ public struct FieldArgument: Equatable, Sendable {
         }
         if list {
             let items: [String]
-            if text.hasPrefix("["), let data = text.data(using: .utf8), let array = try? JSONSerialization.jsonObject(with: data) as? [Any] {
-                items = array.map { "\($0)" }
+            if text.hasPrefix("["), let array = try? JSONDecoder().decode([WebServicesValue].self, from: Data(text.utf8)) {
+                items = array.map(\.argumentText)
             } else {
                 items = text.isEmpty ? [] : text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
             }
@@ -89,7 +89,7 @@ public struct FieldArgument: Equatable, Sendable {
             default: throw bad("true or false")
             }
         case .date:
-            if let milliseconds = ISO8601.parse(text) ?? Int64(text) { return .date(milliseconds) }
+            if let milliseconds = ISO8601Milliseconds.parse(text) ?? Int64(text) { return .date(milliseconds) }
             throw bad("an ISO 8601 date (2024-05-01T12:00:00Z) or milliseconds")
         case .bytes:
             guard let data = Data(base64Encoded: text) else { throw bad("base64") }
@@ -127,4 +127,17 @@ struct RecordPath {
     }
 
     var recordID: Record.ID { Record.ID(recordName: recordName, zoneID: zoneID) }
+}
+
+extension WebServicesValue {
+    /// A JSON array element as an argument's text: strings without quotes, numbers and booleans as written.
+    var argumentText: String {
+        switch self {
+        case .string(let text): return text
+        case .integer(let number): return String(number)
+        case .number(let number): return String(number)
+        case .bool(let flag): return String(flag)
+        default: return text
+        }
+    }
 }

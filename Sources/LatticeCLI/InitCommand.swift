@@ -15,7 +15,8 @@ struct InitCommand: ParsableCommand {
         let container = try library { try Container(identifier: options.container, directory: directory, create: true) }
         if let name { try library { try container.setDeviceName(name) } }
         if options.json {
-            Output.json(["store": directory.path, "deviceID": container.deviceID, "replicaID": container.replicaID.description, "created": !existed, "name": ((try? container.deviceName()) ?? nil).map { $0 as Any } ?? NSNull()])
+            Output.json(InitOutput(store: directory.path, deviceID: container.deviceID, replicaID: container.replicaID.description, created: !existed,
+                                   name: (try? container.deviceName()) ?? nil))
         } else {
             Output.line(existed ? "store already exists at \(directory.path)" : "created store at \(directory.path)")
             Output.line("device ID \(container.deviceID)")
@@ -32,9 +33,25 @@ struct IDCommand: ParsableCommand {
         let container = try options.openContainer()
         let name = try library { try container.deviceName() }
         if options.json {
-            Output.json(["deviceID": container.deviceID, "replicaID": container.replicaID.description, "name": name.map { $0 as Any } ?? NSNull()])
+            Output.json(IDOutput(deviceID: container.deviceID, replicaID: container.replicaID.description, name: name))
         } else {
             Output.line(container.deviceID)
         }
     }
+}
+
+/// What `init --json` prints.
+struct InitOutput: Encodable {
+    var store: String
+    var deviceID: String
+    var replicaID: String
+    var created: Bool
+    @Nullable var name: String?
+}
+
+/// What `id --json` prints.
+struct IDOutput: Encodable {
+    var deviceID: String
+    var replicaID: String
+    @Nullable var name: String?
 }

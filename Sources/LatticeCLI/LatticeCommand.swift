@@ -45,7 +45,7 @@ public struct LatticeCommand: ParsableCommand {
 
     static func fail(_ error: CLIError, json: Bool) -> Never {
         if json {
-            Output.json(["error": ["serverErrorCode": error.code, "reason": error.message, "exitCode": Int(error.status.rawValue)]])
+            Output.json(ErrorOutput(error: .init(serverErrorCode: error.code, reason: error.message, exitCode: Int(error.status.rawValue))))
         } else {
             Output.standardError("lattice: \(error.message)")
         }

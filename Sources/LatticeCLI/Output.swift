@@ -15,10 +15,10 @@ enum Output {
     }
 
     /// One JSON document (or JSON line) with sorted keys, so output is stable.
-    static func json(_ object: Any, pretty: Bool = false) {
-        var options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
-        if pretty { options.insert(.prettyPrinted) }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: options) else { return }
+    static func json<Value: Encodable>(_ value: Value, pretty: Bool = false) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
@@ -40,7 +40,7 @@ enum Output {
     static func text(_ record: Record) -> String {
         var lines = ["\(record.recordID.zoneID.zoneName)/\(record.recordID.recordName)  type=\(record.recordType)  tag=\(record.recordChangeTag ?? "-")"]
         for key in record.allKeys() {
-            lines.append("  \(key): \(WebServicesJSON.displayValue(record[key]!))")
+            lines.append("  \(key): \(FieldDisplay.text(record[key]!))")
         }
         return lines.joined(separator: "\n")
     }

@@ -64,10 +64,18 @@ struct PairCommand: ParsableCommand {
 
     private func report(_ paired: PairedDevice, joined: Bool) {
         if options.json {
-            Output.json(["paired": paired.deviceID, "name": paired.name, "verifier": paired.verifier, "accountDevices": paired.accountDevices])
+            Output.json(PairOutput(paired: paired.deviceID, name: paired.name, verifier: paired.verifier, accountDevices: paired.accountDevices))
         } else {
             let who = paired.name.isEmpty ? paired.deviceID : "\(paired.name) (\(paired.deviceID))"
             Output.line("\(joined ? "joined" : "paired with") \(who); the account has \(paired.accountDevices) devices. Verifier \(paired.verifier): the other screen shows the same.")
         }
     }
+}
+
+/// What `pair --json` prints once a device has joined.
+struct PairOutput: Encodable {
+    var paired: String
+    var name: String
+    var verifier: String
+    var accountDevices: Int
 }

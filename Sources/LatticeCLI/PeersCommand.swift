@@ -16,10 +16,8 @@ struct PeersCommand: ParsableCommand {
         let rows = try PeerRow.all(container)
         let status = NodeStatus.read(store: container.directory)
         if options.json {
-            Output.json([
-                "device": container.deviceID, "nodeRunning": status != nil, "discovery": status?.discovery?.state ?? NSNull(), "peers": rows.map(\.json),
-                "turnedAway": status?.strangers.map(Self.json) ?? NSNull(),
-            ])
+            Output.json(PeersOutput(device: container.deviceID, nodeRunning: status != nil, discovery: status?.discovery?.state,
+                                    peers: rows.map(\.json), turnedAway: status?.strangers))
             return
         }
         defer { if let strangers = status?.strangers, let summary = Self.summary(strangers) { Output.line(summary) } }
@@ -51,13 +49,6 @@ struct PeersCommand: ParsableCommand {
         }
     }
 
-    static func json(_ log: StrangerLog) -> [String: Any] {
-        [
-            "totals": log.totals,
-            "sources": log.sources.map { ["address": $0.address, "reason": $0.reason.rawValue, "count": $0.count, "last": $0.last] as [String: Any] },
-            "devices": log.devices.map { ["deviceID": $0.deviceID, "address": $0.address, "count": $0.count, "last": $0.last] as [String: Any] },
-        ]
-    }
 }
 
 /// One device as `peers` and `doctor` show it: what the store knows, merged with what the running node observes.
@@ -148,15 +139,45 @@ struct PeerRow {
         ]
     }
 
-    var json: [String: Any] {
-        [
-            "deviceID": deviceID, "name": name ?? NSNull(), "trusted": trusted, "trust": trust ?? NSNull(), "connected": connected, "discovered": discovered,
-            "address": address ?? NSNull(), "container": container ?? NSNull(),
-            "lastSeen": lastSeen.map { Int64($0.timeIntervalSince1970 * 1000) } ?? NSNull(),
-            "recordsBehind": live.map { $0.recordsBehind } ?? NSNull(), "recordsPeerBehind": live.map { $0.recordsPeerBehind } ?? NSNull(),
-            "problem": discoveryProblem ?? NSNull(), "lastError": live?.lastError ?? NSNull(), "clockSkew": live?.clockSkew ?? false,
-            "refusals": refusals ?? 0,
-            "refusedWrites": ["count": refusedWrites, "last": lastRefusedWrite ?? NSNull()] as [String: Any],
-        ]
+    var json: PeersOutput.Peer {
+        PeersOutput.Peer(
+            deviceID: deviceID, name: name, trusted: trusted, trust: trust, connected: connected, discovered: discovered, address: address, container: container,
+            lastSeen: lastSeen.map { Int64($0.timeIntervalSince1970 * 1000) }, recordsBehind: live.map(\.recordsBehind), recordsPeerBehind: live.map(\.recordsPeerBehind),
+            problem: discoveryProblem, lastError: live?.lastError, clockSkew: live?.clockSkew ?? false, refusals: refusals ?? 0,
+            refusedWrites: .init(count: refusedWrites, last: lastRefusedWrite))
     }
+}
+
+/// What `peers --json` prints: every known device, and the connections the node turned away.
+struct PeersOutput: Encodable {
+    struct Peer: Encodable {
+        struct Refused: Encodable {
+            var count: Int
+            @Nullable var last: String?
+        }
+
+        var deviceID: String
+        @Nullable var name: String?
+        var trusted: Bool
+        @Nullable var trust: String?
+        var connected: Bool
+        var discovered: Bool
+        @Nullable var address: String?
+        @Nullable var container: String?
+        /// Milliseconds since 1970.
+        @Nullable var lastSeen: Int64?
+        @Nullable var recordsBehind: Int?
+        @Nullable var recordsPeerBehind: Int?
+        @Nullable var problem: String?
+        @Nullable var lastError: String?
+        var clockSkew: Bool
+        var refusals: Int
+        var refusedWrites: Refused
+    }
+
+    var device: String
+    var nodeRunning: Bool
+    @Nullable var discovery: String?
+    var peers: [Peer]
+    @Nullable var turnedAway: StrangerLog?
 }

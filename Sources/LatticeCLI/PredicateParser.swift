@@ -186,7 +186,7 @@ public struct PredicateParser {
             index -= 1
             throw error(expected: "a number")
         case .date(let text):
-            guard let milliseconds = ISO8601.parse(text) else { throw error(expected: "an ISO 8601 date after @") }
+            guard let milliseconds = ISO8601Milliseconds.parse(text) else { throw error(expected: "an ISO 8601 date after @") }
             advance()
             return .date(milliseconds)
         case .word(let word) where ["TRUE", "FALSE", "YES", "NO"].contains(word.uppercased()):

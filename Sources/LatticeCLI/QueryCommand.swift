@@ -29,11 +29,11 @@ struct QueryCommand: ParsableCommand {
 
     func run() throws {
         let predicate = try predicate.map { text in
-            text.trimmingCharacters(in: .whitespaces).hasPrefix("[") ? try WebServicesJSON.predicate(fromFilterBy: text) : try PredicateParser.parse(text)
+            text.trimmingCharacters(in: .whitespaces).hasPrefix("[") ? try WebServicesInput.predicate(fromFilterBy: text) : try PredicateParser.parse(text)
         } ?? .all
         var sorts: [QuerySort] = []
         for key in sort {
-            if key.hasPrefix("[") { sorts += try WebServicesJSON.sorts(fromSortBy: key); continue }
+            if key.hasPrefix("[") { sorts += try WebServicesInput.sorts(fromSortBy: key); continue }
             let descending = key.hasPrefix("-")
             let name = descending ? String(key.dropFirst()) : (key.hasPrefix("+") ? String(key.dropFirst()) : key)
             guard !name.isEmpty else { throw CLIError.usage("--sort needs a field name") }
@@ -48,7 +48,7 @@ struct QueryCommand: ParsableCommand {
                 try database.explain(query, inZoneWith: zoneID, after: cursor.map { text throws(LatticeError) in try Query.Cursor(stringValue: text, query: query, zoneID: zoneID) }, resultsLimit: limit)
             }
             if options.json {
-                Output.json(["plan": explanation.plan, "recordsRead": explanation.recordsRead, "recordsReturned": explanation.recordsReturned, "suggestions": explanation.suggestions])
+                Output.json(ExplainOutput(plan: explanation.plan, recordsRead: explanation.recordsRead, recordsReturned: explanation.recordsReturned, suggestions: explanation.suggestions))
             } else {
                 Output.line("plan: \(explanation.plan)")
                 Output.line("read \(Output.count(explanation.recordsRead, "record")) to return \(explanation.recordsReturned)")
@@ -63,9 +63,8 @@ struct QueryCommand: ParsableCommand {
             return try database.records(matching: query, inZoneWith: zoneID, resultsLimit: limit)
         }
         if options.json {
-            var object: [String: Any] = ["records": page.matchResults.map { WebServicesJSON.record($0, container: container) }]
-            if let next = page.queryCursor { object["continuationMarker"] = next.stringValue }
-            Output.json(object)
+            Output.json(WebServicesQueryResponse(records: page.matchResults.map { WebServicesRecord($0, container: container) },
+                                                 continuationMarker: page.queryCursor?.stringValue))
         } else {
             for record in page.matchResults { Output.line(Output.text(record)) }
             Output.line(Output.count(page.matchResults.count, "record") + (page.queryCursor.map { "; more with --cursor \($0.stringValue)" } ?? ""))
@@ -88,16 +87,30 @@ struct ChangesCommand: ParsableCommand {
         let token = try since.map { text in try library { try ChangeToken(stringValue: text) } }
         let changes = try library { try database.recordZoneChanges(inZoneWith: Zone.ID(zoneName: zone), since: token, resultsLimit: limit) }
         if options.json {
-            let deleted = changes.deletions.map { ["recordName": $0.recordID.recordName, "recordType": $0.recordType, "deleted": true] as [String: Any] }
-            Output.json([
-                "records": changes.modifications.map { WebServicesJSON.record($0, container: container) } + deleted,
-                "syncToken": changes.changeToken.description, "moreComing": changes.moreComing,
-                "zoneID": WebServicesJSON.zone(Zone.ID(zoneName: zone)),
-            ])
+            let deleted = changes.deletions.map { WebServicesRecordEntry.deleted(WebServicesDeletedRecord(recordName: $0.recordID.recordName, recordType: $0.recordType)) }
+            Output.json(ChangesOutput(
+                records: changes.modifications.map { .record(WebServicesRecord($0, container: container)) } + deleted,
+                syncToken: changes.changeToken.description, moreComing: changes.moreComing, zoneID: WebServicesZoneID(Zone.ID(zoneName: zone))))
         } else {
             for record in changes.modifications { Output.line("changed \(zone)/\(record.recordID.recordName) \(record.recordType) tag=\(record.recordChangeTag ?? "-")") }
             for deletion in changes.deletions { Output.line("deleted \(zone)/\(deletion.recordID.recordName) \(deletion.recordType)") }
             Output.line("token \(changes.changeToken)" + (changes.moreComing ? " (more coming)" : ""))
         }
     }
+}
+
+/// What `query --explain --json` prints.
+struct ExplainOutput: Encodable {
+    var plan: String
+    var recordsRead: Int
+    var recordsReturned: Int
+    var suggestions: [String]
+}
+
+/// What `changes --json` prints, as CloudKit Web Services' zone changes response.
+struct ChangesOutput: Encodable {
+    var records: [WebServicesRecordEntry]
+    var syncToken: String
+    var moreComing: Bool
+    var zoneID: WebServicesZoneID
 }

@@ -7,7 +7,7 @@ struct RecordCommand: ParsableCommand {
         subcommands: [Save.self, Get.self, Delete.self, Import.self])
 
     static func print(_ record: Record, container: Container, json: Bool) {
-        if json { Output.json(["records": [WebServicesJSON.record(record, container: container)]]) } else { Output.line(Output.text(record)) }
+        if json { Output.json(RecordsOutput(records: [WebServicesRecord(record, container: container)])) } else { Output.line(Output.text(record)) }
     }
 
     struct Save: ParsableCommand {
@@ -88,7 +88,7 @@ struct RecordCommand: ParsableCommand {
                 try library { try database.deleteRecord(withID: target.recordID) }
             }
             if options.json {
-                Output.json(["records": [["recordName": target.recordName, "zoneID": WebServicesJSON.zone(target.zoneID), "deleted": true]]])
+                Output.json(RecordsOutput(records: [WebServicesDeletedRecord(recordName: target.recordName, zoneID: target.zoneID)]))
             } else {
                 Output.line("deleted \(path)")
             }
@@ -162,7 +162,7 @@ struct RecordCommand: ParsableCommand {
                 }
             }
             if progress { FileHandle.standardError.write(Data("\n".utf8)) }
-            if options.json { Output.json(["imported": imported, "lines": lineCount]) } else { Output.line("imported \(Output.count(imported, "record")) from \(Output.count(lineCount, "line"))") }
+            if options.json { Output.json(ImportOutput(imported: imported, lines: lineCount)) } else { Output.line("imported \(Output.count(imported, "record")) from \(Output.count(lineCount, "line"))") }
         }
     }
 }
@@ -193,8 +193,7 @@ final class ImportBatches: @unchecked Sendable {
                 if trimmed.isEmpty { continue }
                 do {
                     // A bad line fails its whole batch (batches are atomic); earlier batches stay.
-                    guard let object = try? JSONSerialization.jsonObject(with: Data(trimmed)) else { throw CLIError.corrupt("not valid JSON") }
-                    batch.append(try WebServicesJSON.record(from: object, zoneID: zoneID, container: container))
+                    batch.append(try WebServicesInput.record(Data(trimmed), zoneID: zoneID, container: container))
                 } catch let error as CLIError {
                     put(.badLine(error, batchStartLine: batchStartLine, line: lineNumber))
                     return
@@ -279,4 +278,10 @@ extension ArraySlice<UInt8> {
         guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return self[endIndex...] }
         return self[first...last]
     }
+}
+
+/// What `record import --json` prints.
+struct ImportOutput: Encodable {
+    var imported: Int
+    var lines: Int
 }

@@ -14,15 +14,14 @@ struct SchemaCommand: ParsableCommand {
             let schema = try library { try options.openContainer().schema() }
             let types = schema.recordTypes.sorted()
             if options.json {
-                Output.json([
-                    "environment": schema.isProduction ? "production" : "development",
-                    "recordTypes": types.map { type in
-                        ["recordType": type, "fields": schema.sortedFields.filter { $0.recordType == type }.map { field -> [String: Any] in
-                            ["fieldName": field.field, "fieldType": field.type.description,
-                             "indexes": schema.indexKinds(field.field, of: type).names.map { $0.uppercased() }]
-                        }] as [String: Any]
-                    },
-                ])
+                Output.json(SchemaOutput(
+                    environment: schema.isProduction ? "production" : "development",
+                    recordTypes: types.map { type in
+                        .init(recordType: type, fields: schema.sortedFields.filter { $0.recordType == type }.map { field in
+                            .init(fieldName: field.field, fieldType: field.type.description,
+                                  indexes: schema.indexKinds(field.field, of: type).names.map { $0.uppercased() })
+                        })
+                    }))
             } else {
                 Output.line("environment: \(schema.isProduction ? "production" : "development")")
                 for type in types {
@@ -61,7 +60,7 @@ struct SchemaCommand: ParsableCommand {
             let added = try library { try container.addIndex(kinds, field: field, of: recordType) }
             let now = try library { try container.schema() }.indexKinds(field, of: recordType)
             if options.json {
-                Output.json(["recordType": recordType, "fieldName": field, "indexes": now.names.map { $0.uppercased() }, "added": added.names.map { $0.uppercased() }])
+                Output.json(IndexOutput(recordType: recordType, fieldName: field, indexes: now.names.map { $0.uppercased() }, added: added.names.map { $0.uppercased() }))
             } else if added.isEmpty {
                 Output.line("\(recordType).\(field) is already indexed: \(now)")
             } else {
@@ -96,13 +95,11 @@ struct StatusCommand: ParsableCommand {
         let name = try library { try container.deviceName() }
         let nodeStatus = NodeStatus.read(store: container.directory)
         if options.json {
-            Output.json([
-                "store": container.directory.path, "deviceID": container.deviceID, "name": name.map { $0 as Any } ?? NSNull(),
-                "database": options.scope.description, "commitSequence": sequence,
-                "environment": schema.isProduction ? "production" : "development",
-                "zones": zip(zones, counts).map { ["zoneID": WebServicesJSON.zone($0.zoneID), "recordCount": $1] },
-                "sync": nodeStatus.map(Self.json) ?? ["running": false],
-            ])
+            Output.json(StatusOutput(
+                store: container.directory.path, deviceID: container.deviceID, name: name, database: options.scope.description, commitSequence: sequence,
+                environment: schema.isProduction ? "production" : "development",
+                zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) },
+                sync: StatusOutput.Sync(nodeStatus)))
         } else {
             Output.line("store      \(container.directory.path)")
             Output.line("device     \(container.deviceID)\(name.map { " (\($0))" } ?? "")")
@@ -132,22 +129,110 @@ struct StatusCommand: ParsableCommand {
     }
 }
 
-extension StatusCommand {
-    static func json(_ status: NodeStatus) -> [String: Any] {
-        [
-            "running": true, "pid": Int(status.pid), "listeningPort": status.listeningPort.map { $0 as Any } ?? NSNull(),
-            "commitWatch": status.commitWatch ?? NSNull(),
-            "discovery": status.discovery.flatMap { try? JSONSerialization.jsonObject(with: JSONEncoder().encode($0)) } ?? ["state": "off"],
-            "peers": status.peers.map { peer -> [String: Any] in
-                [
-                    "deviceID": peer.deviceID, "connected": peer.connected, "address": peer.address, "lastError": peer.lastError ?? NSNull(),
-                    "zones": peer.zones.map { zone -> [String: Any] in
-                        ["zone": zone.zone, "direction": zone.direction, "state": zone.state, "recordsDone": zone.recordsDone,
-                         "recordsTotal": zone.recordsTotal, "bytesDone": zone.bytesDone, "bytesTotal": zone.bytesTotal,
-                         "lastSync": zone.lastSync.map { $0 as Any } ?? NSNull()]
-                    },
-                ]
-            },
-        ]
+/// What `schema show --json` prints.
+struct SchemaOutput: Encodable {
+    struct RecordType: Encodable {
+        struct Field: Encodable {
+            var fieldName: String
+            var fieldType: String
+            var indexes: [String]
+        }
+
+        var recordType: String
+        var fields: [Field]
     }
+
+    var environment: String
+    var recordTypes: [RecordType]
+}
+
+/// What `schema index --json` prints.
+struct IndexOutput: Encodable {
+    var recordType: String
+    var fieldName: String
+    var indexes: [String]
+    var added: [String]
+}
+
+/// What `status --json` prints: the store, its zones, and the running node's state.
+struct StatusOutput: Encodable {
+    /// `{"running": false}` without a node; the node's published status with one.
+    struct Sync: Encodable {
+        struct Peer: Encodable {
+            var deviceID: String
+            var connected: Bool
+            var address: String
+            @Nullable var lastError: String?
+            var zones: [Zone]
+        }
+
+        struct Zone: Encodable {
+            var zone: String
+            var direction: String
+            var state: String
+            var recordsDone: Int
+            var recordsTotal: Int
+            var bytesDone: Int
+            var bytesTotal: Int
+            @Nullable var lastSync: UInt64?
+        }
+
+        /// The discovery state as the node publishes it, or `{"state": "off"}`.
+        enum Discovery: Encodable {
+            case published(NodeStatus.Discovery)
+            case off
+
+            func encode(to encoder: Encoder) throws {
+                switch self {
+                case .published(let discovery): try discovery.encode(to: encoder)
+                case .off: try ["state": "off"].encode(to: encoder)
+                }
+            }
+        }
+
+        var running: Bool
+        var pid: Int?
+        var listeningPort: Int?
+        var commitWatch: String?
+        var discovery: Discovery?
+        var peers: [Peer]?
+
+        init(_ status: NodeStatus?) {
+            guard let status else { running = false; return }
+            running = true
+            pid = Int(status.pid)
+            listeningPort = status.listeningPort
+            commitWatch = status.commitWatch
+            discovery = status.discovery.map(Discovery.published) ?? .off
+            peers = status.peers.map { peer in
+                Peer(deviceID: peer.deviceID, connected: peer.connected, address: peer.address, lastError: peer.lastError, zones: peer.zones.map { zone in
+                    Zone(zone: zone.zone, direction: zone.direction, state: zone.state, recordsDone: zone.recordsDone, recordsTotal: zone.recordsTotal,
+                         bytesDone: zone.bytesDone, bytesTotal: zone.bytesTotal, lastSync: zone.lastSync)
+                })
+            }
+        }
+
+        private enum CodingKeys: String, CodingKey { case running, pid, listeningPort, commitWatch, discovery, peers }
+
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(running, forKey: .running)
+            guard running else { return }
+            // A running node's keys are all present, null when unknown.
+            try container.encode(pid, forKey: .pid)
+            try container.encode(listeningPort, forKey: .listeningPort)
+            try container.encode(commitWatch, forKey: .commitWatch)
+            try container.encode(discovery, forKey: .discovery)
+            try container.encode(peers, forKey: .peers)
+        }
+    }
+
+    var store: String
+    var deviceID: String
+    @Nullable var name: String?
+    var database: String
+    var commitSequence: UInt64
+    var environment: String
+    var zones: [WebServicesZone]
+    var sync: Sync
 }

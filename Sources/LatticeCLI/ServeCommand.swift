@@ -28,7 +28,7 @@ struct EventPrinter: Sendable {
             Output.standardError("lattice: \(reason). Meanwhile serving --peer addresses and incoming connections, and retrying mDNS every few seconds.")
         }
         if json {
-            Output.json(event.dictionary)
+            Output.json(event.line)
         } else if let text = event.text {
             Output.line(text)
         }
@@ -54,29 +54,8 @@ extension SyncNode.Event {
         }
     }
 
-    var dictionary: [String: Any] {
-        switch self {
-        case .listening(let port): return ["event": "listening", "port": port]
-        case .connected(let peer, let address): return ["event": "connected", "peer": peer, "address": address]
-        case .refused(let peer, let address): return ["event": "refused", "peer": peer, "address": address]
-        case .unreachable(let address, let reason): return ["event": "unreachable", "address": address, "reason": reason]
-        case .disconnected(let peer, let address, let reason):
-            return ["event": "disconnected", "peer": peer ?? NSNull(), "address": address, "reason": reason?.description ?? NSNull()]
-        case .syncStarted(let peer, let zone, let direction, let records, let bytes):
-            return ["event": "syncStarted", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue, "records": records, "bytes": bytes]
-        case .progress(let peer, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):
-            return ["event": "progress", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue,
-                    "recordsDone": recordsDone, "recordsTotal": recordsTotal, "bytesDone": bytesDone, "bytesTotal": bytesTotal]
-        case .syncFinished(let peer, let zone, let direction):
-            return ["event": "syncFinished", "peer": peer, "zone": zone.zoneID.zoneName, "direction": direction.rawValue]
-        case .caughtUp(let peer): return ["event": "caughtUp", "peer": peer]
-        case .deferred(let peer, let zone, let records): return ["event": "deferred", "peer": peer, "zone": zone.zoneID.zoneName, "records": records]
-        case .discovered(let peer, let addresses, let problem): return ["event": "discovered", "peer": peer, "addresses": addresses, "problem": problem ?? NSNull()]
-        case .vanished(let peer): return ["event": "vanished", "peer": peer]
-        case .discoveryUnavailable(let reason): return ["event": "discoveryUnavailable", "reason": reason]
-        case .discoveryAvailable: return ["event": "discoveryAvailable"]
-        }
-    }
+    /// The event as one JSON line: `{"event":"connected","peer":…,"address":…}`.
+    var line: EventLine { EventLine(event: self) }
 }
 
 /// Bridges an async body into the synchronous command (the CLI's entry point is synchronous).
@@ -174,5 +153,58 @@ func runUntilSignalled(_ node: SyncNode, printer: EventPrinter, logger: Logger) 
         throw CLIError(error)
     } catch let error as ServiceGroupError {
         throw CLIError(.internalError, code: "INTERNAL_ERROR", "\(error)")
+    }
+}
+
+/// One line of `serve --json`: the event's name and its values (null where a value is unknown).
+struct EventLine: Encodable {
+    let event: SyncNode.Event
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        func put(_ name: String, _ value: some Encodable) throws { try container.encode(value, forKey: Key(name)) }
+        func putOrNull(_ name: String, _ value: (some Encodable)?) throws {
+            if let value { try container.encode(value, forKey: Key(name)) } else { try container.encodeNil(forKey: Key(name)) }
+        }
+        switch event {
+        case .listening(let port):
+            try put("event", "listening"); try put("port", port)
+        case .connected(let peer, let address):
+            try put("event", "connected"); try put("peer", peer); try put("address", address)
+        case .refused(let peer, let address):
+            try put("event", "refused"); try put("peer", peer); try put("address", address)
+        case .unreachable(let address, let reason):
+            try put("event", "unreachable"); try put("address", address); try put("reason", reason)
+        case .disconnected(let peer, let address, let reason):
+            try put("event", "disconnected"); try putOrNull("peer", peer); try put("address", address); try putOrNull("reason", reason?.description)
+        case .syncStarted(let peer, let zone, let direction, let records, let bytes):
+            try put("event", "syncStarted"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("direction", direction.rawValue)
+            try put("records", records); try put("bytes", bytes)
+        case .progress(let peer, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):
+            try put("event", "progress"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("direction", direction.rawValue)
+            try put("recordsDone", recordsDone); try put("recordsTotal", recordsTotal); try put("bytesDone", bytesDone); try put("bytesTotal", bytesTotal)
+        case .syncFinished(let peer, let zone, let direction):
+            try put("event", "syncFinished"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("direction", direction.rawValue)
+        case .caughtUp(let peer):
+            try put("event", "caughtUp"); try put("peer", peer)
+        case .deferred(let peer, let zone, let records):
+            try put("event", "deferred"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("records", records)
+        case .discovered(let peer, let addresses, let problem):
+            try put("event", "discovered"); try put("peer", peer); try put("addresses", addresses); try putOrNull("problem", problem)
+        case .vanished(let peer):
+            try put("event", "vanished"); try put("peer", peer)
+        case .discoveryUnavailable(let reason):
+            try put("event", "discoveryUnavailable"); try put("reason", reason)
+        case .discoveryAvailable:
+            try put("event", "discoveryAvailable")
+        }
     }
 }

@@ -105,8 +105,8 @@ struct SyncCommand: ParsableCommand {
         let received = result.received.values.reduce(0, +)
         let sent = result.sent.values.reduce(0, +)
         if options.json {
-            Output.json(["synced": result.caughtUp.sorted(), "recordsReceived": received, "recordsSent": sent,
-                         "failures": result.failures.map(\.error.message)])
+            Output.json(SyncOutput(synced: result.caughtUp.sorted(), recordsReceived: received, recordsSent: sent,
+                                   failures: result.failures.map(\.error.message)))
         } else {
             Output.line("synced with \(result.caughtUp.count) of \(peerCount) peer(s): received \(received) record(s), sent \(sent)")
             for failure in result.failures { Output.standardError("lattice: \(failure.error.message)") }
@@ -176,4 +176,12 @@ struct ProgressLine {
         if shown { FileHandle.standardError.write(Data("\n".utf8)) }
         shown = false
     }
+}
+
+/// What `sync --once --json` prints.
+struct SyncOutput: Encodable {
+    var synced: [String]
+    var recordsReceived: Int
+    var recordsSent: Int
+    var failures: [String]
 }

@@ -5,17 +5,16 @@ import Lattice
 /// Version vectors as JSON: `{"vectors":[{"database":"private","zoneName":"Movies","ownerName":"…","vector":{"<replica hex>":<hlc>}}]}`.
 /// `lattice vector --json > mine.json` on one side, `lattice bundle create --since mine.json` on the other.
 enum VectorFile {
-    static func object(_ vectors: [(ZoneKey, VersionVector)]) -> [String: Any] {
-        ["vectors": vectors.map { key, vector in
-            [
-                "database": key.scope.description, "zoneName": key.zoneID.zoneName, "ownerName": key.zoneID.ownerName,
-                "vector": Dictionary(uniqueKeysWithValues: vector.entries.map { ($0.replica.description, $0.time.rawValue) }),
-            ] as [String: Any]
-        }]
+    /// The file for these vectors: what `vector --json` prints and `--since` reads.
+    static func file(_ vectors: [(ZoneKey, VersionVector)]) -> File {
+        File(vectors: vectors.map { key, vector in
+            File.Entry(database: key.scope.description, zoneName: key.zoneID.zoneName, ownerName: key.zoneID.ownerName,
+                       vector: Dictionary(uniqueKeysWithValues: vector.entries.map { ($0.replica.description, $0.time.rawValue) }))
+        })
     }
 
-    private struct File: Decodable {
-        struct Entry: Decodable {
+    struct File: Codable {
+        struct Entry: Codable {
             var database: String
             var zoneName: String
             var ownerName: String?
@@ -71,7 +70,7 @@ struct VectorCommand: ParsableCommand {
         let keys = try library { try container.allZoneKeys() }
         let vectors = try keys.map { key in (key, try library { try container.vector(for: key) }) }
         if options.json {
-            Output.json(VectorFile.object(vectors))
+            Output.json(VectorFile.file(vectors))
         } else {
             for (key, vector) in vectors {
                 Output.line("\(key): " + vector.entries.map { "\($0.replica.description.prefix(8))=\($0.time)" }.joined(separator: " "))
@@ -135,7 +134,7 @@ struct BundleCommand: ParsableCommand {
                 try? FileManager.default.removeItem(atPath: temporary)
                 throw CLIError.io("writing \(output): \(error.localizedDescription)")
             }
-            if options.json { Output.json(["file": output, "zones": keys.count, "records": records, "bytes": bytes]) } else {
+            if options.json { Output.json(BundleCreated(file: output, zones: keys.count, records: records, bytes: bytes)) } else {
                 Output.line("wrote \(Output.count(records, "record")) of \(Output.count(keys.count, "zone")) to \(output) (\(bytes) bytes)")
             }
         }
@@ -172,8 +171,8 @@ struct BundleCommand: ParsableCommand {
                 throw CLIError.corrupt("\(file) is not a usable bundle: \(error.message); nothing from it was applied")
             }
             if options.json {
-                Output.json(["file": file, "recordsReceived": summary.recordsReceived, "recordsChanged": summary.recordsChanged,
-                             "conflicts": summary.conflicts, "recordsDeferred": summary.recordsDeferred])
+                Output.json(BundleApplied(file: file, recordsReceived: summary.recordsReceived, recordsChanged: summary.recordsChanged,
+                                          conflicts: summary.conflicts, recordsDeferred: summary.recordsDeferred))
             } else {
                 Output.line("applied \(file): \(Output.count(summary.recordsChanged, "record")) changed of \(summary.recordsReceived) received, \(Output.count(summary.conflicts, "conflict"))"
                     + (summary.recordsDeferred > 0 ? ", \(summary.recordsDeferred) deferred (their clock is too far ahead)" : ""))
@@ -228,4 +227,21 @@ struct FileByteSource: ByteSource {
         }
         return bytes
     }
+}
+
+/// What `bundle create --json` prints.
+struct BundleCreated: Encodable {
+    var file: String
+    var zones: Int
+    var records: Int
+    var bytes: Int
+}
+
+/// What `bundle apply --json` prints.
+struct BundleApplied: Encodable {
+    var file: String
+    var recordsReceived: Int
+    var recordsChanged: Int
+    var conflicts: Int
+    var recordsDeferred: Int
 }

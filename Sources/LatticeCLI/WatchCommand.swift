@@ -31,10 +31,9 @@ struct WatchCommand: ParsableCommand {
         try runBlocking {
             do {
                 for try await notification in stream {
-                    var line: [String: Any] = ["reason": notification.reason.rawValue, "recordName": notification.recordID.recordName,
-                                               "recordType": notification.recordType, "zoneID": WebServicesJSON.zone(zoneID)]
-                    if let record = notification.record { line["record"] = WebServicesJSON.record(record, container: container) }
-                    Output.json(line)
+                    Output.json(NotificationOutput(reason: notification.reason.rawValue, recordName: notification.recordID.recordName,
+                                                   recordType: notification.recordType, zoneID: WebServicesZoneID(zoneID),
+                                                   record: notification.record.map { WebServicesRecord($0, container: container) }))
                 }
             } catch let error as LatticeError {
                 throw CLIError(error)
@@ -45,4 +44,13 @@ struct WatchCommand: ParsableCommand {
             }
         }
     }
+}
+
+/// One line of `watch`: a subscription's notification, with the record as saved (none for a deletion).
+struct NotificationOutput: Encodable {
+    var reason: String
+    var recordName: String
+    var recordType: String
+    var zoneID: WebServicesZoneID
+    var record: WebServicesRecord?
 }

@@ -13,7 +13,7 @@ struct ZoneCommand: ParsableCommand {
         func run() throws {
             let database = try options.openContainer().database(with: options.scope)
             try library { try database.save(Zone(zoneName: zone)) }
-            if options.json { Output.json(["zones": [["zoneID": WebServicesJSON.zone(Zone.ID(zoneName: zone))]]]) } else { Output.line("created zone \(zone)") }
+            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(Zone.ID(zoneName: zone))])) } else { Output.line("created zone \(zone)") }
         }
     }
 
@@ -27,7 +27,7 @@ struct ZoneCommand: ParsableCommand {
             let exists = try library { try database.allRecordZones() }.contains { $0.zoneID.zoneName == zone }
             guard exists else { throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "zone \(zone) does not exist (see `lattice zone list`)") }
             try library { try database.deleteZone(withID: Zone.ID(zoneName: zone)) }
-            if options.json { Output.json(["zones": [["zoneID": WebServicesJSON.zone(Zone.ID(zoneName: zone)), "deleted": true]]]) } else { Output.line("deleted zone \(zone)") }
+            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(Zone.ID(zoneName: zone), deleted: true)])) } else { Output.line("deleted zone \(zone)") }
         }
     }
 
@@ -40,7 +40,7 @@ struct ZoneCommand: ParsableCommand {
             let zones = try library { try database.allRecordZones() }
             let counts = try zones.map { zone in try library { try database.recordCount(inZoneWith: zone.zoneID) } }
             if options.json {
-                Output.json(["zones": zip(zones, counts).map { ["zoneID": WebServicesJSON.zone($0.zoneID), "recordCount": $1] }])
+                Output.json(ZonesOutput(zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) }))
             } else {
                 for (zone, count) in zip(zones, counts) { Output.line("\(zone.zoneID.zoneName)\t\(Output.count(count, "record"))") }
             }

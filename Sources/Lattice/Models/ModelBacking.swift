@@ -7,7 +7,9 @@ import LatticeCore
 /// The accessors `@Model` writes call `_get` and `_set`; the overload chosen
 /// by the property's type decides whether it is an attribute or a relationship.
 public final class ModelBacking {
-    weak var context: ModelContext?
+    /// Held strongly: an object can follow its relationships after the code
+    /// that fetched it dropped the context. The context holds saved objects weakly.
+    var context: ModelContext?
     var id: PersistentIdentifier?
     var isPersisted = false
     var isDeleted = false
@@ -19,12 +21,29 @@ public final class ModelBacking {
 
     public init() {}
 
+    /// A relationship's objects. Saved objects are held by record name and
+    /// weakly (read again from the store when they were let go), so objects that
+    /// point at each other do not keep each other alive; new ones strongly.
+    /// An entry whose record has not arrived keeps its name: it is read again on
+    /// the next access, and a save does not unlink it.
     enum RelationState {
-        /// A to-one as read from the record: the name of the record it references, nil for none.
-        case reference(String?)
-        /// Resolved or set here. `missing` keeps the names of linked records that
-        /// have not arrived, so a save does not unlink them.
-        case objects([AnyObject], missing: [String])
+        case related([Related])
+    }
+
+    struct Related {
+        var name: String?
+        weak var weakObject: AnyObject?
+        var strongObject: AnyObject?
+
+        init(_ object: AnyObject) {
+            let backing = (object as? any PersistentModel)?._$backing
+            name = backing?.isPersisted == true ? backing?.id?.recordID.recordName : nil
+            if name != nil { weakObject = object } else { strongObject = object }
+        }
+
+        init(name: String) { self.name = name }
+
+        var object: AnyObject? { strongObject ?? weakObject }
     }
 
     // MARK: Attributes
@@ -42,25 +61,51 @@ public final class ModelBacking {
         context?.noteChanged(owner)
     }
 
+    // MARK: Relationships
+
+    /// The objects a relationship holds now: live ones, and names read again
+    /// from the store (a name whose record is not here yet stays, unresolved).
+    private func resolve<Target: PersistentModel>(_ field: String, as type: Target.Type) -> [Target]? {
+        guard case .related(var entries)? = relations[field] else { return nil }
+        var found: [Target] = []
+        for index in entries.indices {
+            if let object = entries[index].object as? Target {
+                if !object._$backing.isDeleted { found.append(object) }
+            } else if let name = entries[index].name, let object = context?.resolve(Target.self, recordName: name) {
+                entries[index].weakObject = object
+                found.append(object)
+            }
+        }
+        relations[field] = .related(entries)
+        return found
+    }
+
+    /// Names a relationship holds whose records are not here: a save keeps their links.
+    func unresolvedNames(_ field: String) -> [String] {
+        guard case .related(let entries)? = relations[field] else { return [] }
+        return entries.filter { $0.object == nil }.compactMap(\.name)
+    }
+
+    /// Holds saved objects by name and weakly from now on (after a save gave them records).
+    func releaseSavedRelations() {
+        for (field, state) in relations {
+            guard case .related(let entries) = state else { continue }
+            relations[field] = .related(entries.map { entry in entry.object.map(Related.init) ?? entry })
+        }
+    }
+
     // MARK: To-one
 
     public func _get<Owner: PersistentModel, Target: PersistentModel>(_ owner: Owner, _ stored: Target?, _ field: String) -> Target? {
-        guard let state = relations[field] else { return stored }
-        switch state {
-        case .objects(let objects, _):
-            guard let target = objects.first as? Target, !target._$backing.isDeleted else { return nil }
-            return target
-        case .reference(let name):
-            guard let name, let context, let target = context.resolve(Target.self, recordName: name) else { return nil }
-            relations[field] = .objects([target], missing: [])
-            return target
-        }
+        guard let found = resolve(field, as: Target.self) else { return stored }
+        return found.first
     }
 
     public func _set<Owner: PersistentModel, Target: PersistentModel>(_ owner: Owner, _ storage: inout Target?, _ value: Target?, _ field: String) {
         let old = isLoading ? nil : _get(owner, storage, field)
-        storage = value
-        relations[field] = .objects(value.map { [$0] } ?? [], missing: [])
+        // The relation state holds the object; the peer storage stays empty so objects do not hold each other.
+        storage = nil
+        relations[field] = .related(value.map { [Related($0)] } ?? [])
         guard !isLoading else { return }
         noteChange(owner, field)
         if let value, let context, value._$backing.context == nil { context.insert(value) }
@@ -70,29 +115,20 @@ public final class ModelBacking {
     // MARK: To-many
 
     public func _get<Owner: PersistentModel, Target: PersistentModel>(_ owner: Owner, _ stored: [Target], _ field: String) -> [Target] {
-        switch relations[field] {
-        case .objects(let objects, _)?:
-            return objects.compactMap { object in
-                guard let target = object as? Target, !target._$backing.isDeleted else { return nil }
-                return target
-            }
-        case .reference?:
-            return []
-        case nil:
-            // Read on first access, once the object has a record: the objects whose
-            // inverse names this one, or the other ends of its links.
-            guard let context, isPersisted, let loaded = context.relatedObjects(of: owner, field: field, as: Target.self) else { return stored }
-            relations[field] = .objects(loaded.found, missing: loaded.missing)
-            return loaded.found
-        }
+        if let found = resolve(field, as: Target.self) { return found }
+        // Read on first access, once the object has a record: the objects whose
+        // inverse names this one, or the other ends of its links.
+        guard let context, isPersisted, let loaded = context.relatedObjects(of: owner, field: field, as: Target.self) else { return stored }
+        relations[field] = .related(loaded.found.map { Related($0) } + loaded.missing.map { Related(name: $0) })
+        return loaded.found
     }
 
     public func _set<Owner: PersistentModel, Target: PersistentModel>(_ owner: Owner, _ storage: inout [Target], _ value: [Target], _ field: String) {
         let old = isLoading ? [] : _get(owner, storage, field)
-        storage = value
-        var missing: [String] = []
-        if case .objects(_, let previous)? = relations[field] { missing = previous }
-        relations[field] = .objects(value, missing: missing)
+        storage = []
+        // Links to records that have not arrived were not in the list the app saw: they stay.
+        let unresolved = unresolvedNames(field).map { Related(name: $0) }
+        relations[field] = .related(value.map { Related($0) } + unresolved)
         guard !isLoading else { return }
         noteChange(owner, field)
         if let context { for target in value where target._$backing.context == nil { context.insert(target) } }

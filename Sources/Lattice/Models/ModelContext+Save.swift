@@ -54,8 +54,8 @@ extension ModelContext {
             _ = try database.modifyRecords(saving: saving, deleting: deleting, savePolicy: .changedKeys, atomically: true)
         }
         for (model, id) in keyed {
-            if let other = registered[id], other !== model { other._$backing.changed = [] }
-            registered[id] = model
+            if let other = registered(id), other !== model { other._$backing.changed = [] }
+            register(model, as: id)
         }
         for model in inserted {
             model._$backing.isPersisted = true
@@ -64,8 +64,10 @@ extension ModelContext {
         for model in changedObjects.values { model._$backing.changed = [] }
         for model in deletions {
             model._$backing.isDeleted = true
-            if let id = model._$backing.id { registered[id] = nil }
+            if let id = model._$backing.id { registry[id] = nil }
         }
+        // Saved objects now have records: relationships hold them by name, weakly.
+        for model in inserted + Array(changedObjects.values) { model._$backing.releaseSavedRelations() }
         inserted = []
         changedObjects = [:]
         deleted = [:]
@@ -119,7 +121,7 @@ extension ModelContext {
             for link in schema.relationships {
                 guard case .links(let links) = link.storage, isNew || model._$backing.changed.contains(link.property.name) else { continue }
                 var wanted = Set(try relatedNames(model, property: link.property, access: link.access, schema: schema))
-                if case .objects(_, let missing)? = model._$backing.relations[link.property.name] { wanted.formUnion(missing) }
+                wanted.formUnion(model._$backing.unresolvedNames(link.property.name))
                 let present = isNew ? [] : Set(try linkedNames(links, of: own))
                 for other in wanted.subtracting(present) {
                     let record = links.record(own: own, other: other, zoneID: zoneID)

@@ -7,13 +7,17 @@ import LatticeCore
 /// (they are not `Sendable`); make a context per task.
 public final class ModelContext {
     public let container: ModelContainer
-    /// Objects with a record, by identity: one object per record per context.
-    var registered: [PersistentIdentifier: any PersistentModel] = [:]
+    /// Objects with a record, by identity: one object per record per context,
+    /// held weakly (as Core Data's contexts hold unchanged objects): pending
+    /// inserts, changes and deletes are held strongly until saved.
+    var registry: [PersistentIdentifier: WeakModel] = [:]
     var inserted: [any PersistentModel] = []
     var changedObjects: [ObjectIdentifier: any PersistentModel] = [:]
     var deleted: [ObjectIdentifier: any PersistentModel] = [:]
     /// Set while one side of a relationship is being mirrored on the other.
     var isMirroring = false
+    /// The registry's size after it was last pruned.
+    var liveRegistrySize = 0
 
     public init(_ container: ModelContainer) {
         self.container = container
@@ -49,7 +53,7 @@ public final class ModelContext {
         if schema.key.isEmpty {
             let id = PersistentIdentifier(recordType: schema.recordType, recordID: Record.ID(recordName: UUID().uuidString, zoneID: zoneID))
             backing.id = id
-            registered[id] = model
+            register(model, as: id)
         }
         inserted.append(model)
         for link in schema.relationships {
@@ -74,7 +78,7 @@ public final class ModelContext {
             deleted[ObjectIdentifier(model)] = model
         } else {
             inserted.removeAll { $0 === model }
-            if let id = backing.id { registered[id] = nil }
+            if let id = backing.id { registry[id] = nil }
         }
     }
 
@@ -83,7 +87,7 @@ public final class ModelContext {
     public func rollback() {
         for model in inserted {
             model._$backing.context = nil
-            if let id = model._$backing.id { registered[id] = nil }
+            if let id = model._$backing.id { registry[id] = nil }
         }
         for model in deleted.values { model._$backing.isDeleted = false }
         for model in changedObjects.values {
@@ -97,6 +101,25 @@ public final class ModelContext {
         changedObjects = [:]
     }
 
+    /// The live object registered for a record, if any.
+    func registered(_ id: PersistentIdentifier) -> (any PersistentModel)? {
+        guard let box = registry[id] else { return nil }
+        guard let object = box.object else {
+            registry[id] = nil
+            return nil
+        }
+        return object
+    }
+
+    func register(_ model: any PersistentModel, as id: PersistentIdentifier) {
+        registry[id] = WeakModel(model)
+        // Dead entries go now and then, so the table stays the size of the live objects.
+        if registry.count > 2 * max(1_024, liveRegistrySize) {
+            registry = registry.filter { $0.value.object != nil }
+            liveRegistrySize = registry.count
+        }
+    }
+
     func noteChanged(_ model: any PersistentModel) {
         let backing = model._$backing
         guard backing.isPersisted, !backing.isDeleted else { return }
@@ -108,7 +131,7 @@ public final class ModelContext {
     /// The context's object for a record, filled from it (an object with unsaved changes keeps them).
     func materialize<T: PersistentModel>(_ record: Record, as type: T.Type) -> T {
         let id = PersistentIdentifier(recordType: record.recordType, recordID: record.recordID)
-        if let existing = registered[id] as? T {
+        if let existing = registered(id) as? T {
             if existing._$backing.changed.isEmpty && !existing._$backing.isDeleted { fill(existing, from: record) }
             return existing
         }
@@ -118,7 +141,7 @@ public final class ModelContext {
         backing.isPersisted = true
         let object = T(_$backing: backing)
         fill(object, from: record)
-        registered[id] = object
+        register(object, as: id)
         return object
     }
 
@@ -135,9 +158,9 @@ public final class ModelContext {
             case .relationship(let access):
                 guard !access.isToMany, schema.link(property)?.isStored == true else { backing.relations[property.name] = nil; continue }
                 if case .reference(let reference)? = record[property.name] {
-                    backing.relations[property.name] = .reference(reference.recordName)
+                    backing.relations[property.name] = .related([.init(name: reference.recordName)])
                 } else {
-                    backing.relations[property.name] = .reference(nil)
+                    backing.relations[property.name] = .related([])
                 }
             case .unsupported:
                 break
@@ -148,7 +171,7 @@ public final class ModelContext {
     /// The object a reference names, fetched if this context has not read it; nil when its record is not here (yet).
     func resolve<T: PersistentModel>(_ type: T.Type, recordName: String) -> T? {
         let id = PersistentIdentifier(recordType: T.recordType, recordID: Record.ID(recordName: recordName, zoneID: zoneID))
-        if let object = registered[id] as? T { return object._$backing.isDeleted ? nil : object }
+        if let object = registered(id) as? T { return object._$backing.isDeleted ? nil : object }
         guard let record = try? database.record(for: id.recordID), record.recordType == T.recordType else { return nil }
         return materialize(record, as: T.self)
     }
@@ -237,4 +260,11 @@ public final class ModelContext {
         guard id.recordType == T.recordType else { return nil }
         return resolve(T.self, recordName: id.recordID.recordName)
     }
+}
+
+/// A registered object, held weakly.
+struct WeakModel {
+    weak var object: (any PersistentModel)?
+
+    init(_ object: any PersistentModel) { self.object = object }
 }

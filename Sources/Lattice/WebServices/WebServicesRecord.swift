@@ -1,0 +1,57 @@
+import Foundation
+import LatticeCore
+
+/// A zone ID as CloudKit Web Services writes it.
+public struct WebServicesZoneID: Codable, Hashable, Sendable {
+    public var zoneName: String
+    public var ownerName: String
+
+    public init(_ zoneID: Zone.ID) {
+        zoneName = zoneID.zoneName
+        ownerName = zoneID.ownerName
+    }
+}
+
+/// When and by which device a record was created or last modified.
+public struct WebServicesTimestamp: Codable, Hashable, Sendable {
+    /// Milliseconds since 1970.
+    public var timestamp: Int64
+    /// The writer's replica ID.
+    public var deviceID: String
+
+    public init(timestamp: Int64, deviceID: String) {
+        self.timestamp = timestamp
+        self.deviceID = deviceID
+    }
+}
+
+/// A record as CloudKit Web Services writes it:
+/// `{"recordName","recordType","recordChangeTag","zoneID":{…},"fields":{"title":{"value":"Toy Story","type":"STRING"}},"created":{…},"modified":{…}}`.
+/// The CLI prints and reads these; tests and a later HTTP API share them.
+public struct WebServicesRecord: Codable, Hashable, Sendable {
+    public var recordName: String
+    public var recordType: String
+    public var recordChangeTag: String?
+    public var zoneID: WebServicesZoneID?
+    public var fields: [String: WebServicesField]
+    public var created: WebServicesTimestamp?
+    public var modified: WebServicesTimestamp?
+
+    /// A stored record's dictionary; `assetURL` gives an asset's local file, if any (`downloadURL`).
+    public init(_ record: Record, assetURL: (AssetReference) -> URL? = { _ in nil }) {
+        recordName = record.recordID.recordName
+        recordType = record.recordType
+        recordChangeTag = record.recordChangeTag
+        zoneID = WebServicesZoneID(record.recordID.zoneID)
+        fields = Dictionary(uniqueKeysWithValues: record.fields.map { ($0.key, WebServicesField($0.value, assetURL: assetURL)) })
+        created = record.creationDate.map { WebServicesTimestamp(timestamp: $0, deviceID: record.creatorReplica?.description ?? "") }
+        modified = record.modificationDate.map { WebServicesTimestamp(timestamp: $0, deviceID: record.lastModifierReplica?.description ?? "") }
+    }
+
+    /// The record this dictionary describes, in `zoneID`; `importAsset` turns an ASSETID value (a file path) into an asset.
+    public func record(in zoneID: Zone.ID, importAsset: ((String) throws(LatticeError) -> FieldValue)? = nil) throws(LatticeError) -> Record {
+        var record = Record(recordType: recordType, recordName: recordName, zoneID: zoneID)
+        for (name, field) in fields { record[name] = try field.fieldValue(field: name, importAsset: importAsset) }
+        return record
+    }
+}
