@@ -29,7 +29,13 @@ let package = Package(
             "Workload", .product(name: "Lattice", package: lattice), .product(name: "LatticeCrypto", package: lattice),
             .product(name: "LatticeProtocol", package: lattice),
         ]),
-        .executableTarget(name: "lattice-model-figures", dependencies: [.product(name: "Lattice", package: lattice)]),
+        .executableTarget(name: "lattice-model-figures", dependencies: ["Workload", .product(name: "Lattice", package: lattice)]),
+        .executableTarget(
+            name: "ModelBenchmarks",
+            dependencies: ["Workload", .product(name: "Lattice", package: lattice), .product(name: "Benchmark", package: "package-benchmark")],
+            path: "Benchmarks/ModelBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
         .executableTarget(
             name: "MergeBenchmarks",
             dependencies: ["Workload", .product(name: "Benchmark", package: "package-benchmark")],

@@ -1,32 +1,14 @@
 import Foundation
 import Lattice
+import Workload
 
 // The typed-model layer against the raw record API, in one run:
 // insert 100,000 objects in batches of 1,000, then fetch a filtered, sorted
 // page of 50. Prints one JSON line per figure (seconds).
 //   swift run -c release lattice-model-figures [records]
 
-@Model final class BenchMovie {
-    var title: String = ""
-    var year: Int = 0
-    var rating: Double = 0
-    var genre: String = ""
-
-    init(title: String, year: Int, rating: Double, genre: String) {
-        self.title = title
-        self.year = year
-        self.rating = rating
-        self.genre = genre
-    }
-}
-
 let total = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
 let batch = 1_000
-let genres = ["animation", "drama", "comedy", "noir"]
-
-func row(_ i: Int) -> (title: String, year: Int, rating: Double, genre: String) {
-    ("Movie \(i)", 1950 + i % 75, Double((i &* 7919) % 1000), genres[i % genres.count])
-}
 
 func seconds(_ body: () throws -> Void) rethrows -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
@@ -49,22 +31,13 @@ do {
     let database = container.privateCloudDatabase
     let insert = try seconds {
         for start in stride(from: 0, to: total, by: batch) {
-            let records = (start..<min(total, start + batch)).map { i -> Record in
-                let values = row(i)
-                var record = Record(recordType: "BenchMovie", recordName: UUID().uuidString)
-                record["title"] = .string(values.title)
-                record["year"] = .int64(Int64(values.year))
-                record["rating"] = .double(values.rating)
-                record["genre"] = .string(values.genre)
-                return record
-            }
+            let records = (start..<min(total, start + batch)).map(ModelWorkload.record)
             _ = try database.modifyRecords(saving: records, deleting: [], savePolicy: .changedKeys)
         }
     }
     report("raw insert", insert)
     try container.addIndex([.queryable, .sortable], field: "rating", of: "BenchMovie")
-    let query = Query(recordType: "BenchMovie", predicate: .condition(QueryCondition(.field("rating"), .greaterThanOrEquals, .double(900))),
-                      sortDescriptors: [QuerySort(.field("rating"))])
+    let query = ModelWorkload.pageQuery
     var pages: [Double] = []
     for _ in 0..<21 {
         pages.append(try seconds {
@@ -82,17 +55,13 @@ do {
     let insert = try seconds {
         for start in stride(from: 0, to: total, by: batch) {
             let context = ModelContext(container)
-            for i in start..<min(total, start + batch) {
-                let values = row(i)
-                context.insert(BenchMovie(title: values.title, year: values.year, rating: values.rating, genre: values.genre))
-            }
+            for i in start..<min(total, start + batch) { context.insert(ModelWorkload.object(i)) }
             try context.save()
         }
     }
     report("model insert", insert)
     try container.store.addIndex([.queryable, .sortable], field: "rating", of: "BenchMovie")
-    var descriptor = FetchDescriptor<BenchMovie>(predicate: #Predicate { $0.rating >= 900 }, sortBy: [SortDescriptor(\.rating)])
-    descriptor.fetchLimit = 50
+    let descriptor = ModelWorkload.pageDescriptor
     var pages: [Double] = []
     for _ in 0..<21 {
         pages.append(try seconds {

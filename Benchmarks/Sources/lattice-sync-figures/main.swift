@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Benchmarks) import Lattice
+@_spi(Benchmarks) @_spi(Tools) import Lattice
 import LatticeCore
 import LatticeCrypto
 import LatticeProtocol

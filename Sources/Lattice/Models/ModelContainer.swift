@@ -16,6 +16,8 @@ public final class ModelContainer: @unchecked Sendable {
     public let database: Database
     public let zoneID: Zone.ID
     /// The sync node, when the configuration syncs; running once `init` returns.
+    /// The container reads its events and republishes them through `changes()`
+    /// (an event stream has one reader): follow sync there.
     public let node: SyncNode?
     /// The record types of the model types, by name.
     let schemas: [String: ModelSchema]
