@@ -112,6 +112,10 @@ let package = Package(
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child"]),
         .testTarget(name: "LatticeModelTests", dependencies: ["Lattice", "LatticeTestSupport"]),
+        .testTarget(name: "LatticeMacroTests", dependencies: [
+            "LatticeMacros", .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+            .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+        ]),
         .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "LatticeCore", "LatticeStore", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
     ]
 )

@@ -32,7 +32,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
         providingAttributesFor member: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
-        guard let property = member.as(VariableDeclSyntax.self), let stored = StoredProperty(property) else { return [] }
+        guard declaration.is(ClassDeclSyntax.self), let property = member.as(VariableDeclSyntax.self), let stored = StoredProperty(property) else { return [] }
         if stored.isTransient || stored.hasAttribute("_PersistedProperty") { return [] }
         return ["@Lattice._PersistedProperty"]
     }
