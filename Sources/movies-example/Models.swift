@@ -64,4 +64,4 @@ enum Genre: String, Codable { case animation, drama, comedy }
     }
 }
 
-let allModels: [any PersistentModel.Type] = [Movie.self, Review.self, Todo.self, Tag.self, Category.self, Bill.self]
+var allModels: [any PersistentModel.Type] { [Movie.self, Review.self, Todo.self, Tag.self, Category.self, Bill.self] }

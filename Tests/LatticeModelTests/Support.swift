@@ -35,7 +35,7 @@ func expectError<T>(_ code: LatticeError.Code, sourceLocation: SourceLocation = 
     }
 }
 
-let seedModels: [any PersistentModel.Type] = [Movie.self, Review.self, Todo.self, Tag.self, Category.self, Bill.self]
+var seedModels: [any PersistentModel.Type] { [Movie.self, Review.self, Todo.self, Tag.self, Category.self, Bill.self] }
 
 /// Waits until `condition` holds, at most `seconds`: a bound for a loaded CI
 /// machine (it returns as soon as it holds), not a claim about speed.

@@ -83,14 +83,12 @@ protocol OptionalModelProperty {
     static var wrappedType: Any.Type { get }
     var unwrapped: Any? { get }
     static func wrap(_ value: Any) -> Any
-    static var none: Any { get }
 }
 
 extension Optional: OptionalModelProperty {
     static var wrappedType: Any.Type { Wrapped.self }
     var unwrapped: Any? { self.map { $0 as Any } }
     static func wrap(_ value: Any) -> Any { Optional(value as! Wrapped) as Any }
-    static var none: Any { Optional<Wrapped>.none as Any }
 }
 
 /// Lets the coder see into `Array` without knowing its element type statically.

@@ -201,7 +201,7 @@ struct RelationshipLink: @unchecked Sendable {
         let inverseIsToMany = inverse?.relationship?.isToMany ?? false
         if !access.isToMany {
             storage = .reference
-        } else if let inverse, !inverseIsToMany {
+        } else if inverse != nil, !inverseIsToMany {
             storage = .inverseReference
         } else {
             // Both sides of a many-to-many name the same link type: the lesser side's.
