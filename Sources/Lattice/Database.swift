@@ -34,6 +34,9 @@ public struct Database: Sendable {
     @discardableResult
     public func save(_ zone: Zone) throws(LatticeError) -> Zone {
         try RecordValidation.checkZoneName(zone.zoneID.zoneName)
+        guard databaseScope != .shared else {
+            throw LatticeError(.invalidArguments, "zones cannot be created in the shared database: a shared zone comes from another account's share, as in CloudKit")
+        }
         try LatticeError.wrap { try store.write { _ = try $0.createZone(key(zone.zoneID)) } }
         return zone
     }

@@ -21,6 +21,33 @@ public struct GlobalOptions: ParsableArguments {
 
     public init() {}
 
+    /// The global options a user wrote before the subcommand
+    /// (`lattice --database shared zone list`), moved where the subcommand
+    /// reads them: after its other arguments, before a `--` if there is one.
+    static func placedAfterSubcommand(_ arguments: [String]) -> [String] {
+        let withValue: Set = ["--store", "--container", "--database", "--log-level"]
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            if argument == "--json" {
+                leading.append(argument)
+                index += 1
+            } else if withValue.contains(name) {
+                let takesNext = !argument.contains("=") && index + 1 < arguments.count
+                leading += takesNext ? [argument, arguments[index + 1]] : [argument]
+                index += takesNext ? 2 : 1
+            } else {
+                break
+            }
+        }
+        var rest = Array(arguments[index...])
+        guard !leading.isEmpty, !rest.isEmpty else { return arguments }
+        rest.insert(contentsOf: leading, at: rest.firstIndex(of: "--") ?? rest.endIndex)
+        return rest
+    }
+
     public mutating func validate() throws {
         guard DatabaseScope(name: database) != nil else { throw ValidationError("--database must be private, shared or public, not \"\(database)\"") }
         guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel.lowercased()) else {

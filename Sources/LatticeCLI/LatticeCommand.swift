@@ -9,7 +9,7 @@ public struct LatticeCommand: ParsableCommand {
         abstract: "CloudKit's data model, replicated between devices without a server.",
         discussion: """
             The store comes from --store DIR, else $LATTICE_STORE, else $XDG_DATA_HOME/lattice/<container>.
-            Every command takes --store, --container, --database, --json and --log-level.
+            Every command takes --store, --container, --database, --json and --log-level, before or after its name.
 
             \(ExitStatus.helpText)
             """,
@@ -25,7 +25,7 @@ public struct LatticeCommand: ParsableCommand {
 
     /// Runs the command line, mapping every failure to one line (or a JSON error) and its exit code.
     public static func main(_ arguments: [String]? = nil) {
-        let arguments = arguments ?? Array(CommandLine.arguments.dropFirst())
+        let arguments = GlobalOptions.placedAfterSubcommand(arguments ?? Array(CommandLine.arguments.dropFirst()))
         let json = arguments.contains("--json")
         do {
             var command = try parseAsRoot(arguments)

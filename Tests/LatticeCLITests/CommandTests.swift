@@ -27,6 +27,20 @@ import Testing
         #expect(viaEnvironment.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id)
     }
 
+    @Test func globalOptionsGoBeforeOrAfterTheSubcommand() throws {
+        try setUpStore()
+        let store = cli.path("a")
+        let before = try cli.run(["--store", store, "--json", "--database", "private", "zone", "list"], store: nil)
+        #expect(before.status == 0, "\(before.stderr)")
+        let zones = (before.json["zones"] as? [[String: Any]])?.compactMap { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String }
+        #expect(zones == ["_defaultZone", "Movies"])
+        let mixed = try cli.run(["--store=\(store)", "record", "save", "Movies/a", "--type", "Movie", "--json", "title=A"], store: nil)
+        #expect(mixed.status == 0 && (mixed.json["records"] as? [[String: Any]])?.count == 1, "\(mixed.stderr)")
+        // Shared zones come from shares: creating one is refused.
+        let shared = try cli.run(["--database", "shared", "zone", "create", "Family"])
+        #expect(shared.status == 65 && shared.stderr.contains("shared database"), "\(shared.status) \(shared.stderr)")
+    }
+
     @Test func zonesCreateListDelete() throws {
         try setUpStore()
         try cli.ok(["zone", "create", "Music"])
