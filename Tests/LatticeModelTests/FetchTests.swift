@@ -53,6 +53,11 @@ import Testing
         #expect(try context.fetch(descriptor).map(\.title) == ["Toy Story", "Up"])
         descriptor.fetchOffset = 4
         #expect(try context.fetch(descriptor).map(\.title) == ["Coco"])
+        // An object deleted here and not saved yet is not fetched.
+        let heat = try #require(try context.fetch(FetchDescriptor<Movie>(predicate: #Predicate { $0.title == "Heat" })).first)
+        context.delete(heat)
+        descriptor.fetchOffset = 0
+        #expect(try context.fetch(descriptor).map(\.title) == ["Airplane!", "Toy Story"])
         let animation = Genre.animation
         #expect(try context.fetchCount(FetchDescriptor<Movie>(predicate: #Predicate { $0.genre == animation })) == 3)
         await container.close()

@@ -43,15 +43,18 @@ public struct FetchDescriptor<T: PersistentModel> {
 }
 
 extension ModelContext {
-    /// The objects a descriptor matches, in its order: saved records only
-    /// (save first to see this context's inserts).
+    /// The objects a descriptor matches, in its order: saved records, less the
+    /// objects this context deleted (save first to see this context's inserts).
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(LatticeError) -> [T] {
         let query = try descriptor.query()
         let offset = max(0, descriptor.fetchOffset ?? 0)
         let limit = descriptor.fetchLimit.map { max(0, $0) } ?? .max
         guard limit > 0 else { return [] }
-        let records = try allRecords(matching: query, limit: limit == .max ? .max : limit + offset)
-        return records.dropFirst(offset).map { materialize($0, as: T.self) }
+        // Objects deleted in this context and not saved yet are left out, as SwiftData leaves them out.
+        let pendingDeletes = deleted.count
+        let records = try allRecords(matching: query, limit: limit == .max ? .max : limit + offset + pendingDeletes)
+        let objects = records.map { materialize($0, as: T.self) }.filter { !$0._$backing.isDeleted }
+        return Array(objects.dropFirst(offset).prefix(limit))
     }
 
     /// How many objects a descriptor matches (ignoring its limit and offset).
