@@ -32,7 +32,9 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
         providingAttributesFor member: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
-        guard declaration.is(ClassDeclSyntax.self), let property = member.as(VariableDeclSyntax.self), let stored = StoredProperty(property) else { return [] }
+        guard declaration.is(ClassDeclSyntax.self), let property = member.as(VariableDeclSyntax.self) else { return [] }
+        try StoredProperty.refuseUnstorable(property)
+        guard let stored = StoredProperty(property) else { return [] }
         if stored.isTransient || stored.hasAttribute("_PersistedProperty") { return [] }
         return ["@Lattice._PersistedProperty"]
     }
@@ -86,6 +88,22 @@ struct StoredProperty {
         name = pattern.identifier.trimmed.text.filter { $0 != "`" }
     }
 
+    /// A `var` that would hold data but that the macro cannot route through
+    /// the store (observers, several bindings) is an error, not silently left out.
+    static func refuseUnstorable(_ declaration: VariableDeclSyntax) throws {
+        guard declaration.bindingSpecifier.tokenKind == .keyword(.var),
+              !declaration.modifiers.contains(where: { [.keyword(.static), .keyword(.class)].contains($0.name.tokenKind) }),
+              !declaration.attributes.contains(where: { $0.as(AttributeSyntax.self)?.attributeName.trimmedDescription.hasSuffix("Transient") == true })
+        else { return }
+        if declaration.bindings.count > 1 {
+            throw DiagnosticsError(diagnostics: [Diagnostic(node: declaration, message: ModelDiagnostic.severalBindings)])
+        }
+        if case .accessors(let accessors)? = declaration.bindings.first?.accessorBlock?.accessors,
+           accessors.contains(where: { [.keyword(.willSet), .keyword(.didSet)].contains($0.accessorSpecifier.tokenKind) }) {
+            throw DiagnosticsError(diagnostics: [Diagnostic(node: declaration, message: ModelDiagnostic.observers)])
+        }
+    }
+
     func attribute(_ name: String) -> AttributeSyntax? {
         for element in declaration.attributes {
             guard let attribute = element.as(AttributeSyntax.self) else { continue }
@@ -133,12 +151,16 @@ enum ModelDiagnostic: String, DiagnosticMessage {
     case notAClass
     case needsDefault
     case needsType
+    case severalBindings
+    case observers
 
     var message: String {
         switch self {
         case .notAClass: return "@Model applies to a class: objects are shared by reference, as SwiftData's are"
         case .needsDefault: return "a model property needs a default value or an optional type (`var title: String = \"\"`): a record written by another version of the app may lack the field"
         case .needsType: return "write the property's type (`var title: String = \"\"`): the macro routes it through the store"
+        case .severalBindings: return "declare one model property per `var`: each is routed through the store"
+        case .observers: return "a model property cannot have willSet or didSet: mark it @Transient, or observe changes through the container's changes()"
         }
     }
 

@@ -122,4 +122,40 @@ final class ModelMacroTests: XCTestCase {
             diagnostics: [DiagnosticSpec(message: "@Model applies to a class: objects are shared by reference, as SwiftData's are", line: 1, column: 1)],
             macros: macros)
     }
+
+    func testObserversAndSeveralBindingsAreRefused() {
+        assertMacroExpansion(
+            """
+            @Model final class Note {
+                var a = 0, b = 0
+                var title: String = "" { didSet { } }
+            }
+            """,
+            expandedSource: """
+            final class Note {
+                var a = 0, b = 0
+                var title: String = "" { didSet { } }
+
+                var _$backing = Lattice.ModelBacking()
+
+                required init(_$backing backing: Lattice.ModelBacking) {
+                    _$backing = backing
+                }
+
+                init() {
+                }
+            }
+
+            extension Note: Lattice.PersistentModel {
+                static var _$properties: [Lattice.ModelProperty<Note>] {
+                    []
+                }
+            }
+            """,
+            diagnostics: [
+                DiagnosticSpec(message: "declare one model property per `var`: each is routed through the store", line: 2, column: 5),
+                DiagnosticSpec(message: "a model property cannot have willSet or didSet: mark it @Transient, or observe changes through the container's changes()", line: 3, column: 5),
+            ],
+            macros: macros)
+    }
 }

@@ -7,6 +7,8 @@ import LatticeCore
 /// property, when the schema is built.
 struct DynamicValueCoder: @unchecked Sendable {
     let fieldType: FieldType
+    /// Whether the stored order is the values' order (false for JSON text).
+    var isOrdered = true
     let encode: (Any, ModelValueStore) throws(LatticeError) -> FieldValue?
     let decode: (FieldValue, ModelValueStore) -> Any?
 
@@ -15,7 +17,7 @@ struct DynamicValueCoder: @unchecked Sendable {
         if let valueType = type as? any ModelValue.Type { return modelValue(valueType) }
         if let optional = type as? any OptionalModelProperty.Type {
             guard let inner = make(for: optional.wrappedType) else { return nil }
-            return DynamicValueCoder(fieldType: inner.fieldType, encode: { value, store throws(LatticeError) in
+            return DynamicValueCoder(fieldType: inner.fieldType, isOrdered: inner.isOrdered, encode: { value, store throws(LatticeError) in
                 guard let unwrapped = (value as! any OptionalModelProperty).unwrapped else { return nil }
                 return try inner.encode(unwrapped, store)
             }, decode: { field, store in inner.decode(field, store).map { optional.wrap($0) } })
@@ -23,7 +25,7 @@ struct DynamicValueCoder: @unchecked Sendable {
         if let array = type as? any ArrayModelProperty.Type {
             guard let element = make(for: array.elementType), !element.fieldType.isList,
                   !(array.elementType is any OptionalModelProperty.Type) else { return nil }
-            return DynamicValueCoder(fieldType: FieldType(element.fieldType.element, isList: true), encode: { value, store throws(LatticeError) in
+            return DynamicValueCoder(fieldType: FieldType(element.fieldType.element, isList: true), isOrdered: element.isOrdered, encode: { value, store throws(LatticeError) in
                 var items: [FieldValue] = []
                 for item in (value as! any ArrayModelProperty).elements {
                     if let field = try element.encode(item, store) { items.append(field) }
@@ -63,7 +65,7 @@ struct DynamicValueCoder: @unchecked Sendable {
     }
 
     private static func json<C: Codable>(_ type: C.Type) -> DynamicValueCoder {
-        DynamicValueCoder(fieldType: FieldType(.string), encode: { value, _ throws(LatticeError) in
+        DynamicValueCoder(fieldType: FieldType(.string), isOrdered: false, encode: { value, _ throws(LatticeError) in
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             do {

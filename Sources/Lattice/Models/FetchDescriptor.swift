@@ -35,7 +35,8 @@ public struct FetchDescriptor<T: PersistentModel> {
                 throw LatticeError(.invalidArguments, "a sort of \(schema.recordType) must name a property by key path")
             }
             let property = try schema.property(for: keyPath)
-            guard property.attribute != nil else { throw LatticeError(.invalidArguments, "\(schema.recordType).\(property.name) is a relationship: sort by one of its attributes") }
+            guard let access = property.attribute else { throw LatticeError(.invalidArguments, "\(schema.recordType).\(property.name) is a relationship: sort by one of its attributes") }
+            guard access.isOrdered else { throw LatticeError(.invalidArguments, "\(schema.recordType).\(property.name) is stored as JSON text, whose order is not its values' order: it cannot be sorted by") }
             sorts.append(QuerySort(.field(property.name), ascending: sort.order == .forward))
         }
         return Query(recordType: schema.recordType, predicate: compiled, sortDescriptors: sorts)

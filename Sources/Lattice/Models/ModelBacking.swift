@@ -18,6 +18,9 @@ public final class ModelBacking {
     var relations: [String: RelationState] = [:]
     /// True while the context fills the object from its record: those writes are not changes.
     var isLoading = false
+    /// For to-manys stored as links: the names linked when the relationship was
+    /// read or last saved. A save adds and removes what changed since then.
+    var linkBaselines: [String: Set<String>] = [:]
 
     public init() {}
 
@@ -80,10 +83,28 @@ public final class ModelBacking {
         return found
     }
 
-    /// Names a relationship holds whose records are not here: a save keeps their links.
-    func unresolvedNames(_ field: String) -> [String] {
+    enum RelationTarget {
+        case name(String)
+        /// An object that has no record name yet.
+        case unnamed
+    }
+
+    /// What a to-one holds, without reading the store: a name (resolved or not), an unnamed new object, or nothing.
+    func relationTarget(_ field: String) -> RelationTarget? {
+        guard case .related(let entries)? = relations[field], let entry = entries.first else { return nil }
+        if let object = entry.object as? any PersistentModel {
+            return object._$backing.id.map { .name($0.recordID.recordName) } ?? .unnamed
+        }
+        return entry.name.map(RelationTarget.name)
+    }
+
+    /// Names a relationship holds whose records are not here: a save keeps their
+    /// links. A name whose object this context deleted is gone, not waiting.
+    func unresolvedNames(_ field: String, recordType: String) -> [String] {
         guard case .related(let entries)? = relations[field] else { return [] }
-        return entries.filter { $0.object == nil }.compactMap(\.name)
+        return entries.filter { $0.object == nil }.compactMap(\.name).filter { name in
+            context?.isDeletedHere(recordType: recordType, recordName: name) != true
+        }
     }
 
     /// Holds saved objects by name and weakly from now on (after a save gave them records).
@@ -127,7 +148,7 @@ public final class ModelBacking {
         let old = isLoading ? [] : _get(owner, storage, field)
         storage = []
         // Links to records that have not arrived were not in the list the app saw: they stay.
-        let unresolved = unresolvedNames(field).map { Related(name: $0) }
+        let unresolved = unresolvedNames(field, recordType: Target.recordType).map { Related(name: $0) }
         relations[field] = .related(value.map { Related($0) } + unresolved)
         guard !isLoading else { return }
         noteChange(owner, field)

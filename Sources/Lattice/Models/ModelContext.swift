@@ -18,6 +18,10 @@ public final class ModelContext {
     var isMirroring = false
     /// The registry's size after it was last pruned.
     var liveRegistrySize = 0
+    /// Objects deleted before they were ever saved: a save still applies their delete rules.
+    var deletedUnsaved: [any PersistentModel] = []
+    /// While a save runs: the objects it deletes (they hold no relationships any more).
+    var deleting = Set<ObjectIdentifier>()
 
     public init(_ container: ModelContainer) {
         self.container = container
@@ -78,16 +82,18 @@ public final class ModelContext {
             deleted[ObjectIdentifier(model)] = model
         } else {
             inserted.removeAll { $0 === model }
-            if let id = backing.id { registry[id] = nil }
+            deletedUnsaved.append(model)
+            if let id = backing.id, registry[id]?.object === model { registry[id] = nil }
         }
     }
 
     /// Forgets every unsaved change: inserted objects leave the context,
     /// deleted ones come back, changed ones read their records again.
     public func rollback() {
-        for model in inserted {
+        for model in inserted + deletedUnsaved {
             model._$backing.context = nil
-            if let id = model._$backing.id { registry[id] = nil }
+            model._$backing.isDeleted = false
+            if let id = model._$backing.id, registry[id]?.object === model { registry[id] = nil }
         }
         for model in deleted.values { model._$backing.isDeleted = false }
         for model in changedObjects.values {
@@ -97,6 +103,7 @@ public final class ModelContext {
             if let record = try? database.record(for: id.recordID) { fill(model, from: record) }
         }
         inserted = []
+        deletedUnsaved = []
         deleted = [:]
         changedObjects = [:]
     }
@@ -168,6 +175,12 @@ public final class ModelContext {
         }
     }
 
+    /// Whether this context holds the named object as deleted (not saved yet): gone, not missing.
+    func isDeletedHere(recordType: String, recordName: String) -> Bool {
+        let id = PersistentIdentifier(recordType: recordType, recordID: Record.ID(recordName: recordName, zoneID: zoneID))
+        return registered(id)?._$backing.isDeleted == true
+    }
+
     /// The object a reference names, fetched if this context has not read it; nil when its record is not here (yet).
     func resolve<T: PersistentModel>(_ type: T.Type, recordName: String) -> T? {
         let id = PersistentIdentifier(recordType: T.recordType, recordID: Record.ID(recordName: recordName, zoneID: zoneID))
@@ -191,15 +204,20 @@ public final class ModelContext {
             guard let records = try? allRecords(matching: query) else { return nil }
             // An object whose unsaved inverse no longer names the owner is not in the relationship.
             let found = records.map { materialize($0, as: Target.self) }.filter { object in
-                inverseAccess.get(object).contains { $0 === owner }
+                !object._$backing.isDeleted && inverseAccess.get(object).contains { $0 === owner }
             }
             return (found, [])
         case .links(let links):
             guard let names = try? linkedNames(links, of: id.recordID.recordName) else { return nil }
+            owner._$backing.linkBaselines[field] = Set(names)
             var found: [Target] = []
             var missing: [String] = []
             for name in names {
-                if let object = resolve(Target.self, recordName: name) { found.append(object) } else { missing.append(name) }
+                if let object = resolve(Target.self, recordName: name) {
+                    found.append(object)
+                } else if !isDeletedHere(recordType: Target.recordType, recordName: name) {
+                    missing.append(name)
+                }
             }
             return (found, missing)
         }

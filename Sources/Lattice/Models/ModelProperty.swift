@@ -33,7 +33,7 @@ public struct ModelProperty<Root: PersistentModel>: @unchecked Sendable {
             return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, options: relationship, kind: .unsupported(
                 "\(V.self) cannot be stored: use a Lattice value type, an enum with a raw value, a Codable type, or an optional or array of these")))
         }
-        let access = AttributeAccess(fieldType: coder.fieldType, valueType: V.self, read: { object, store throws(LatticeError) in
+        let access = AttributeAccess(fieldType: coder.fieldType, valueType: V.self, isOrdered: coder.isOrdered, read: { object, store throws(LatticeError) in
             try coder.encode((object as! Root)[keyPath: keyPath], store)
         }, encode: { value, store throws(LatticeError) in
             guard let value = value as? V else { throw LatticeError(.invalidArguments, "\(type(of: value)) is not a value of \(name) (\(V.self))") }
@@ -75,6 +75,8 @@ struct AttributeAccess: @unchecked Sendable {
     let fieldType: FieldType
     /// The property's Swift type.
     let valueType: Any.Type
+    /// Whether comparing and sorting stored values follows the Swift values' order (not for JSON text).
+    var isOrdered = true
     let read: (AnyObject, ModelValueStore) throws(LatticeError) -> FieldValue?
     /// The stored form of a value of the property's type (a predicate's operand).
     let encode: (Any, ModelValueStore) throws(LatticeError) -> FieldValue?

@@ -63,8 +63,16 @@ final class ModelSchema: @unchecked Sendable {
 
     private static func build<T: PersistentModel>(_ type: T.Type) -> ModelSchema { ModelSchema(type) }
 
-    /// Throws invalidArguments when the type cannot be stored.
+    /// Throws invalidArguments when the type cannot be stored, or a relationship's
+    /// declared inverse is not a relationship back to this type.
     func check() throws(LatticeError) {
+        var problems = problems
+        for link in relationships {
+            guard let inverse = link.inverse else { continue }
+            if inverse.relationship?.target != type {
+                problems.append("\(link.property.name): its inverse \(link.target.recordType).\(inverse.name) is not a relationship to \(recordType)")
+            }
+        }
         guard problems.isEmpty else {
             throw LatticeError(.invalidArguments, "model \(recordType) cannot be stored: " + problems.joined(separator: "; "))
         }
@@ -105,14 +113,16 @@ final class ModelSchema: @unchecked Sendable {
         for property in key {
             switch property.kind {
             case .attribute(let access):
-                parts.append(try access.read(object, store).map(Self.render) ?? "")
-            case .relationship(let access):
-                let target = access.get(object).first
-                guard let target = target.map({ ($0 as! any PersistentModel)._$backing }) else { parts.append(""); continue }
-                guard let id = target.id else {
+                parts.append(try access.read(object, store).map(Self.render) ?? Self.nilPart)
+            case .relationship:
+                // The name the relationship holds, resolved or not: a related object that
+                // was deleted or has not arrived does not change the key.
+                switch (object as? any PersistentModel)?._$backing.relationTarget(property.name) {
+                case .name(let name)?: parts.append(Self.escape(name))
+                case .unnamed?:
                     throw LatticeError(.invalidArguments, "the key of a \(recordType) names an object that has no identity yet: insert and save it first")
+                case nil: parts.append(Self.nilPart)
                 }
-                parts.append(Self.escape(id.recordID.recordName))
             case .unsupported: break
             }
         }
@@ -140,6 +150,9 @@ final class ModelSchema: @unchecked Sendable {
         case .list(let items): return items.map(render).joined(separator: "+")
         }
     }
+
+    /// A nil key part: escaped text never holds a `%` that is not followed by two hex digits.
+    static let nilPart = "%"
 
     /// Percent-escapes what separates parts (`,` `+` `%`) and what a record name cannot hold (`/`, control characters).
     static func escape(_ text: String) -> String {

@@ -80,6 +80,8 @@ extension Int8: ModelInteger {}
 extension UInt32: ModelInteger {}
 extension UInt16: ModelInteger {}
 extension UInt8: ModelInteger {}
+extension UInt: ModelInteger {}
+extension UInt64: ModelInteger {}
 
 extension Double: ModelListElement {
     public static var fieldType: FieldType { FieldType(.double) }

@@ -54,6 +54,10 @@ struct PredicateCompiler {
             default: throw LatticeError(.invalidArguments, "\(property.name) can only be compared with nil by == and !=")
             }
         }
+        let ordering: [QueryComparator] = [.lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals, .beginsWith]
+        if ordering.contains(comparator), property.attribute?.isOrdered == false {
+            throw LatticeError(.invalidArguments, "\(property.name) is stored as JSON text, whose order is not its values' order: compare it with == or !=")
+        }
         return .condition(QueryCondition(.field(property.name), comparator, operand))
     }
 
