@@ -15,31 +15,33 @@ enum WebServicesInput {
 
     /// `filterBy`: an array of filter dictionaries, ANDed.
     static func predicate(fromFilterBy text: String) throws -> QueryPredicate {
-        let filters: [WebServicesFilter]
-        do {
-            filters = try decode(Data(text.utf8), what: "filterBy")
-        } catch let error as CLIError {
-            throw CLIError.usage("--where: filterBy must be a JSON array of {fieldName, comparator, fieldValue}: \(error.message)")
-        }
-        do {
-            return try WebServicesFilter.predicate(filters)
-        } catch {
-            throw CLIError.usage("--where: \(error.message)")
+        try option("--where", text, as: [WebServicesFilter].self, shape: "filterBy must be a JSON array of {fieldName, comparator, fieldValue}") { filters throws(LatticeError) in
+            try WebServicesFilter.predicate(filters)
         }
     }
 
     /// `sortBy`: an array of `{"fieldName","ascending"?,"relativeLocation"?}`.
     static func sorts(fromSortBy text: String) throws -> [QuerySort] {
-        let sorts: [WebServicesSort]
+        try option("--sort", text, as: [WebServicesSort].self, shape: "sortBy must be a JSON array of {fieldName, ascending?}") { sorts throws(LatticeError) in
+            try sorts.map { sort throws(LatticeError) in try sort.sort() }
+        }
+    }
+
+    /// An option's JSON, decoded and turned into what the query needs; either
+    /// step's failure is a usage error (64) that names the option.
+    private static func option<Shape: Decodable, Result>(
+        _ name: String, _ text: String, as type: Shape.Type, shape: String, _ convert: (Shape) throws(LatticeError) -> Result
+    ) throws -> Result {
+        let decoded: Shape
         do {
-            sorts = try decode(Data(text.utf8), what: "sortBy")
+            decoded = try decode(Data(text.utf8), what: String(shape.prefix { $0 != " " }))
         } catch let error as CLIError {
-            throw CLIError.usage("--sort: sortBy must be a JSON array of {fieldName, ascending?}: \(error.message)")
+            throw CLIError.usage("\(name): \(shape): \(error.message)")
         }
         do {
-            return try sorts.map { sort throws(LatticeError) in try sort.sort() }
+            return try convert(decoded)
         } catch {
-            throw CLIError.usage("--sort: \(error.message)")
+            throw CLIError.usage("\(name): \(error.message)")
         }
     }
 

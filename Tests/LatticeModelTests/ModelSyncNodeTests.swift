@@ -1,5 +1,6 @@
 import Foundation
 import Lattice
+import LatticeTestSupport
 import Testing
 
 /// Two model containers whose sync nodes run over loopback TCP: the real

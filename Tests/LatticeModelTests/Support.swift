@@ -36,14 +36,3 @@ func expectError<T>(_ code: LatticeError.Code, sourceLocation: SourceLocation = 
 }
 
 var seedModels: [any PersistentModel.Type] { [Movie.self, Review.self, Todo.self, Tag.self, Category.self, Bill.self] }
-
-/// Waits until `condition` holds, at most `seconds`: a bound for a loaded CI
-/// machine (it returns as soon as it holds), not a claim about speed.
-func eventually(_ seconds: Double = 60, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(nanoseconds: 20_000_000)
-    }
-    return try condition()
-}

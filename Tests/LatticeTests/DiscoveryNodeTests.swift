@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Testing) @testable import Lattice
 import LatticeDiscovery
+import LatticeTestSupport
 import NIOConcurrencyHelpers
 import Testing
 
@@ -60,17 +61,6 @@ struct DiscoveringNode {
     func send(_ event: DiscoveryEvent) { discovery.withLockedValue { $0 }?.send(event) }
 }
 
-/// Waits until `condition` holds, at most `seconds`: a bound for a loaded CI
-/// machine running the whole suite at once (it returns as soon as it holds),
-/// not a claim about speed.
-func eventually(_ seconds: Double = 60, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(nanoseconds: 20_000_000)
-    }
-    return try condition()
-}
 
 @Suite(.serialized) struct DiscoveryNodeTests {
     /// Nodes A and B of one account (each trusts the other), started.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Lattice
+import LatticeTestSupport
 import Testing
 
 /// A node without a wake-up socket still hears of trust changes made by

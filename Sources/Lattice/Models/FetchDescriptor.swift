@@ -27,7 +27,7 @@ public struct FetchDescriptor<T: PersistentModel> {
         try schema.check()
         var compiled = QueryPredicate.all
         if let predicate {
-            compiled = try PredicateCompiler(schema: schema).compile(predicate.expression)
+            compiled = try PredicateCompiler(schema: schema).predicate(predicate.expression)
         }
         var sorts: [QuerySort] = []
         for sort in sortBy {

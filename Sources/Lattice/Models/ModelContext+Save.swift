@@ -28,8 +28,7 @@ extension ModelContext {
         applyNullifications(plan.nullify, recordingIn: &undo)
 
         let store = valueStore
-        var saving: [Record] = []
-        var savedIndex: [Record.ID: Int] = [:]
+        var saving = RecordsToSave()
         let insertedNow = inserted.filter { !deleting.contains(ObjectIdentifier($0)) }
         var keyed: [(model: any PersistentModel, id: PersistentIdentifier)] = []
         for model in insertedNow {
@@ -48,14 +47,11 @@ extension ModelContext {
             let schema = ModelSchema.of(type(of: model))
             let record = try self.record(of: model, schema: schema, fields: nil, store: store)
             // Two new objects with one key: one record, the later insert's values.
-            if let index = savedIndex[record.recordID] { saving[index] = record } else {
-                savedIndex[record.recordID] = saving.count
-                saving.append(record)
-            }
+            saving.put(record)
         }
         let changed = changedObjects.values.filter { model in
             !model._$backing.isDeleted && !model._$backing.changed.isEmpty && !deleting.contains(ObjectIdentifier(model))
-                && model._$backing.id.map { savedIndex[$0.recordID] == nil } ?? false
+                && model._$backing.id.map { !saving.contains($0.recordID) } ?? false
         }
         // Records deleted elsewhere since they were read: no change is written to them.
         let alive = try aliveRecords(changed.compactMap { $0._$backing.id?.recordID } + plan.stored.compactMap { $0._$backing.id?.recordID })
@@ -69,18 +65,14 @@ extension ModelContext {
             }
             let record = try self.record(of: model, schema: schema, fields: model._$backing.changed, store: store)
             guard !record.changedKeys().isEmpty else { continue }
-            savedIndex[record.recordID] = saving.count
-            saving.append(record)
+            saving.put(record)
         }
         let links = try linkChanges(of: insertedNow.map { ($0, true) } + changed.filter { alive.contains($0._$backing.id!.recordID) }.map { ($0, false) })
-        for record in links.saving where savedIndex[record.recordID] == nil {
-            savedIndex[record.recordID] = saving.count
-            saving.append(record)
-        }
-        let storeDeletes = plan.stored.compactMap { $0._$backing.id?.recordID }.filter { alive.contains($0) && savedIndex[$0] == nil }
-        let deletes = links.deleting.filter { savedIndex[$0] == nil } + storeDeletes
-        if !saving.isEmpty || !deletes.isEmpty {
-            _ = try database.modifyRecords(saving: saving, deleting: deletes, savePolicy: .changedKeys, atomically: true)
+        for record in links.saving where !saving.contains(record.recordID) { saving.put(record) }
+        let storeDeletes = plan.stored.compactMap { $0._$backing.id?.recordID }.filter { alive.contains($0) && !saving.contains($0) }
+        let deletes = links.deleting.filter { !saving.contains($0) } + storeDeletes
+        if !saving.records.isEmpty || !deletes.isEmpty {
+            _ = try database.modifyRecords(saving: saving.records, deleting: deletes, savePolicy: .changedKeys, atomically: true)
         }
 
         // Written: now the objects take their new state.
@@ -251,6 +243,23 @@ extension ModelContext {
                 if !wasTracked { changedObjects[ObjectIdentifier(object)] = nil }
             }
             edit.access.set(object, edit.access.get(object).filter { $0 !== edit.owner })
+        }
+    }
+}
+
+/// The records one save writes, once each: a later record for an ID replaces the earlier one.
+struct RecordsToSave {
+    private(set) var records: [Record] = []
+    private var positions: [Record.ID: Int] = [:]
+
+    func contains(_ id: Record.ID) -> Bool { positions[id] != nil }
+
+    mutating func put(_ record: Record) {
+        if let position = positions[record.recordID] {
+            records[position] = record
+        } else {
+            positions[record.recordID] = records.count
+            records.append(record)
         }
     }
 }

@@ -19,6 +19,7 @@ final class ModelSchema: @unchecked Sendable {
     let problems: [String]
     private let lock = NSLock()
     private var links: [String: RelationshipLink] = [:]
+    private var linkedRelationships: [RelationshipLink]?
 
     private init<T: PersistentModel>(_ type: T.Type) {
         self.type = type
@@ -101,7 +102,17 @@ final class ModelSchema: @unchecked Sendable {
         return link
     }
 
-    var relationships: [RelationshipLink] { properties.compactMap { link($0) } }
+    /// Every relationship, linked; made once (every insert and save walks them).
+    var relationships: [RelationshipLink] {
+        lock.lock()
+        if let linked = linkedRelationships { lock.unlock(); return linked }
+        lock.unlock()
+        let linked = properties.compactMap { link($0) }
+        lock.lock()
+        defer { lock.unlock() }
+        linkedRelationships = linked
+        return linked
+    }
 
     // MARK: Keys
 

@@ -8,13 +8,6 @@ import LatticeCore
 struct PredicateCompiler {
     let schema: ModelSchema
 
-    func compile(_ expression: Any) throws(LatticeError) -> QueryPredicate {
-        guard case .predicate(let predicate) = try node(expression) else {
-            throw LatticeError(.invalidArguments, "a predicate of \(schema.recordType) must compare a property with a value")
-        }
-        return predicate
-    }
-
     func node(_ expression: Any) throws(LatticeError) -> PredicateNode {
         guard let compilable = expression as? CompilablePredicateExpression else {
             throw LatticeError(.invalidArguments, "a predicate of \(schema.recordType) uses \(Self.describe(expression)), which a Lattice query cannot express: compare stored properties with values, combined with &&, || and !")
@@ -27,9 +20,10 @@ struct PredicateCompiler {
         return name.split(separator: "<").first.map(String.init) ?? name
     }
 
+    /// The condition an expression (the whole predicate, or an operand of &&, || and !) stands for.
     func predicate(_ expression: Any) throws(LatticeError) -> QueryPredicate {
         guard case .predicate(let predicate) = try node(expression) else {
-            throw LatticeError(.invalidArguments, "\(Self.describe(expression)) is not a condition")
+            throw LatticeError(.invalidArguments, "\(Self.describe(expression)) is not a condition: a predicate of \(schema.recordType) compares stored properties with values")
         }
         return predicate
     }
