@@ -1,7 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeCrypto
-@_spi(Benchmarks) import LatticeStore
+@_spi(Benchmarks) @_spi(Testing) import LatticeStore
 
 /// A container, as `CKContainer`: one replica directory per container and device.
 public final class Container: Sendable {
@@ -11,6 +11,8 @@ public final class Container: Sendable {
     /// Turns off the check of received writes against their writers'
     /// signatures, to measure its cost (`Benchmarks/`); never for real use.
     @_spi(Benchmarks) public func skipWriteChecks() { store.checksWrites = false }
+    /// Plays a modified client (tests only): writes and takes what the write rights refuse.
+    @_spi(Testing) public func ignoreWriteRights() { store.ignoresWriteRights = true }
 
     /// Opens (creating if needed) the container's replica in `directory`, or in
     /// the default location `$XDG_DATA_HOME/lattice/<identifier>`.

@@ -37,6 +37,9 @@ public struct Database: Sendable {
         guard databaseScope != .shared else {
             throw LatticeError(.invalidArguments, "zones cannot be created in the shared database: a shared zone comes from another account's share, as in CloudKit")
         }
+        guard databaseScope != .public || zone.zoneID.isDefault else {
+            throw LatticeError(.invalidArguments, "the public database has only the default zone (\(Zone.ID.defaultZoneName)), as in CloudKit: custom zones are for the private database")
+        }
         try LatticeError.wrap { try store.write { _ = try $0.createZone(key(zone.zoneID)) } }
         return zone
     }

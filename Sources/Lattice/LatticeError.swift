@@ -44,6 +44,7 @@ public struct LatticeError: Error, CustomStringConvertible, Sendable {
             case .zoneNotFound: throw LatticeError(.zoneNotFound, error.description)
             case .unknownRecord, .indexTargetMissing: throw LatticeError(.unknownItem, error.description)
             case .recordTypeMismatch, .schema, .index: throw LatticeError(.invalidArguments, error.description)
+            case .permission: throw LatticeError(.permissionFailure, error.description)
             }
         } catch let error as ChangeSetError {
             throw LatticeError(.invalidArguments, error.description)

@@ -46,6 +46,7 @@ struct PeersCommand: ParsableCommand {
         case .tooManyConnections: return "over the connection limits"
         case .tooManyStrangers: return "refused at connect for bringing too many strangers"
         case .handshakeFailed: return "failed handshakes"
+        case .publicOnly: return "let sync the public database only"
         }
     }
 
@@ -104,13 +105,13 @@ struct PeerRow {
         for stranger in status?.strangers?.devices ?? [] {
             let seen = Date(timeIntervalSince1970: Double(stranger.last) / 1000)
             if let index = rows.firstIndex(where: { $0.deviceID == stranger.deviceID }) {
-                rows[index].refusals = stranger.count
+                if stranger.publicOnly != true { rows[index].refusals = stranger.count }
                 if rows[index].lastSeen.map({ $0 < seen }) ?? true { rows[index].lastSeen = seen }
                 if !rows[index].connected { rows[index].address = stranger.address }
             } else {
                 rows.append(PeerRow(
                     deviceID: stranger.deviceID, name: nil, trusted: false, connected: false, discovered: false, address: stranger.address,
-                    container: nil, lastSeen: seen, live: nil, refusals: stranger.count))
+                    container: nil, lastSeen: seen, live: live[stranger.deviceID], refusals: stranger.publicOnly == true ? nil : stranger.count))
             }
         }
         return rows.sorted { ($0.trusted ? 0 : 1, $0.name ?? "~", $0.deviceID) < ($1.trusted ? 0 : 1, $1.name ?? "~", $1.deviceID) }
@@ -128,6 +129,8 @@ struct PeerRow {
         if let dialError, !connected { return "cannot connect: \(dialError)" }
         if let error = live?.lastError, !connected { return error }
         if let refusals, !trusted { return "refused \(refusals) time(s): not trusted here" }
+        if let refused = live?.refusedRecords, refused > 0 { return "refused \(refused) record(s): \(live?.lastRefusal ?? "?")" }
+        if live?.access == "public only" { return "public database only: not in this account" }
         return ""
     }
 
@@ -144,7 +147,8 @@ struct PeerRow {
             deviceID: deviceID, name: name, trusted: trusted, trust: trust, connected: connected, discovered: discovered, address: address, container: container,
             lastSeen: lastSeen.map { Int64($0.timeIntervalSince1970 * 1000) }, recordsBehind: live.map(\.recordsBehind), recordsPeerBehind: live.map(\.recordsPeerBehind),
             problem: discoveryProblem, lastError: live?.lastError, clockSkew: live?.clockSkew ?? false, refusals: refusals ?? 0,
-            refusedWrites: .init(count: refusedWrites, last: lastRefusedWrite))
+            refusedWrites: .init(count: refusedWrites, last: lastRefusedWrite), access: live?.access,
+            refusedRecords: live?.refusedRecords ?? 0, lastRefusal: live?.lastRefusal)
     }
 }
 
@@ -173,6 +177,11 @@ struct PeersOutput: Encodable {
         var clockSkew: Bool
         var refusals: Int
         var refusedWrites: Refused
+        /// What the peer syncs with the running node: "account", "public only", or null when not connected.
+        @Nullable var access: String?
+        /// Records from it the running node refused: writes their writers had no right to make.
+        var refusedRecords: Int
+        @Nullable var lastRefusal: String?
     }
 
     var device: String

@@ -46,6 +46,10 @@ extension SyncNode.Event {
         case .syncFinished(let peer, let zone, let direction): return "\(direction == .receiving ? "received" : "sent") \(zone.zoneID.zoneName) \(direction == .receiving ? "from" : "to") \(peer)"
         case .deferred(let peer, let zone, let records):
             return "deferred \(records) record(s) of \(zone.zoneID.zoneName) from \(peer): its clock is ahead by more than the skew bound"
+        case .publicOnly(let peer):
+            return "\(peer) does not trust this device: they sync the public database only (on it, run `lattice trust` with this device's ID, or pair them)"
+        case .writesRefused(let peer, let zone, let records, let reason):
+            return "refused \(records) record(s) of \(zone) from \(peer): \(reason)"
         case .discovered(let peer, let addresses, let problem):
             return "discovered \(peer) at \(addresses.joined(separator: ", "))\(problem.map { "; not syncing with it: \($0)" } ?? "")"
         case .vanished(let peer): return "\(peer) is no longer advertised on the network"
@@ -81,10 +85,13 @@ final class LockedBox<T>: @unchecked Sendable {
 }
 
 extension GlobalOptions {
-    /// Only the private database syncs so far: --database shared|public would be silently ignored.
-    func requirePrivateDatabase() throws {
-        guard scope == .private else {
-            throw CLIError.usage("only the private database syncs between devices so far; --database \(scope) is not synced (sharing is not built yet)")
+    /// Who may sync the public database with a node this command runs:
+    /// `sync --database public` syncs it with any device; otherwise with the account.
+    func publicSyncPolicy() throws -> PublicSyncPolicy {
+        switch scope {
+        case .private: return .trusted
+        case .public: return .anyone
+        case .shared: throw CLIError.usage("the shared database does not sync yet (sharing zones with other accounts is not built yet)")
         }
     }
 
@@ -113,7 +120,7 @@ struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Run the sync node until interrupted: listen, dial peers, push commits.",
         discussion: """
-            Syncs the private database with every trusted device that connects, that --peer names, or that mDNS finds on the local network (DNS-SD `_lattice._tcp`, through avahi-daemon on Linux), and pushes each commit (from any process on this store) at once. Without a running mDNS daemon it says so on stderr and keeps serving. Stops cleanly on SIGINT or SIGTERM. One node per store.
+            Syncs the private and public databases with every device of this account that connects, that --peer names, or that mDNS finds on the local network (DNS-SD `_lattice._tcp`, through avahi-daemon on Linux), and the public database alone with any other device of the container (--public-from anyone, the default, as CloudKit's public database is open to every user of the app), and pushes each commit (from any process on this store) at once. In the public database anyone may create a record and only its creator may change or delete it; every replica checks that. A stranger's public batches are limited to 256 MiB at once, then 1 MiB/s per device. Without a running mDNS daemon it says so on stderr and keeps serving. Stops cleanly on SIGINT or SIGTERM. One node per store.
             Exit codes: 69 the port cannot be bound; 77 another node runs on this store.
             Example: lattice serve --port 7766 --peer 192.168.1.20:7766
             """)
@@ -122,10 +129,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Address to listen on (:: is every IPv4 and IPv6 address).") var listen: String = "::"
     @Option(help: "A peer to dial, HOST:PORT; repeat for more.") var peer: [String] = []
     @Flag(help: "Neither advertise this node nor look for peers by mDNS (only --peer and incoming connections).") var noMdns = false
+    @Option(help: "Who syncs the public database with this node besides the account: anyone (any device of the container) or trusted.")
+    var publicFrom: PublicSyncPolicy = .anyone
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
-        try options.requirePrivateDatabase()
+        if options.scope == .shared { _ = try options.publicSyncPolicy() }
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         let logger = options.bootstrapLogging()
@@ -134,6 +143,7 @@ struct ServeCommand: ParsableCommand {
         configuration.listenHost = listen
         configuration.peers = peers
         configuration.discovers = !noMdns
+        configuration.publicFrom = publicFrom
         // Liveness comes from the connection (mDNS keeps a cut peer for an hour): a
         // silent peer is pinged after 2 s and dropped after 6 s.
         configuration.pingInterval = .seconds(2)
@@ -195,8 +205,13 @@ struct EventLine: Encodable {
             try put("event", "syncFinished"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("direction", direction.rawValue)
         case .caughtUp(let peer):
             try put("event", "caughtUp"); try put("peer", peer)
+        case .publicOnly(let peer):
+            try put("event", "publicOnly"); try put("peer", peer)
         case .deferred(let peer, let zone, let records):
             try put("event", "deferred"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("records", records)
+        case .writesRefused(let peer, let zone, let records, let reason):
+            try put("event", "writesRefused"); try put("peer", peer); try put("database", zone.scope.description); try put("zone", zone.zoneID.zoneName)
+            try put("records", records); try put("reason", reason)
         case .discovered(let peer, let addresses, let problem):
             try put("event", "discovered"); try put("peer", peer); try put("addresses", addresses); try putOrNull("problem", problem)
         case .vanished(let peer):
@@ -208,3 +223,5 @@ struct EventLine: Encodable {
         }
     }
 }
+
+extension PublicSyncPolicy: ExpressibleByArgument {}

@@ -8,7 +8,7 @@ struct SyncCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync", abstract: "Sync with peers: once and exit (--once), or until interrupted.",
         discussion: """
-            Syncs the private database with each --peer. With --once: until both sides hold what the other had, then prints what moved and exits.
+            Syncs the private and public databases with each --peer of this account; with --database public, the public database with any device of the container. With --once: until both sides hold what the other had, then prints what moved and exits.
             Exit codes: 69 a peer cannot be reached, is not a Lattice node, the sync was cut off or records were deferred (clock skew); 77 a device does not trust the other; 66 the peer syncs another container.
             Example: lattice sync --peer 192.168.1.20:7766 --once
             """)
@@ -23,12 +23,13 @@ struct SyncCommand: ParsableCommand {
     }
 
     func run() throws {
-        try options.requirePrivateDatabase()
+        let publicFrom = try options.publicSyncPolicy()
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         let logger = options.bootstrapLogging()
         var configuration = SyncNode.Configuration()
         configuration.peers = peers
+        configuration.publicFrom = publicFrom
         // With --once too: a node under load may close a connection before
         // its handshake (too many from this address); the dial comes again.
         configuration.reconnect = true
@@ -44,6 +45,7 @@ struct SyncCommand: ParsableCommand {
         let json = options.json
         let timeout = timeout
         let peerCount = peers.count
+        let scopeIsPrivate = options.scope == .private
         try runBlocking {
             try await node.start()
             let watchdog = Task {
@@ -85,7 +87,16 @@ struct SyncCommand: ParsableCommand {
                     progress.show("\(key): \(shown.records.done)/\(shown.records.total) records, \(shown.bytes.done / 1024)/\(shown.bytes.total / 1024) KiB")
                     if direction == .receiving { state.received[zone.zoneID.zoneName] = shown.records.done } else { state.sent[zone.zoneID.zoneName] = shown.records.done }
                 case .caughtUp(let peer):
-                    state.caughtUp.insert(peer)
+                    if !state.publicOnly.contains(peer) { state.caughtUp.insert(peer) }
+                case .publicOnly(let peer) where scopeIsPrivate:
+                    // Asked for the private database, which the peer does not share with this device.
+                    state.publicOnly.insert(peer)
+                    state.failures.append(.permission("\(peer) does not trust this device (it syncs the public database only with it); on it, run `lattice trust \(container.deviceID)`"))
+                    ended += 1
+                case .publicOnly: break
+                case .writesRefused(let peer, let zone, let records, let reason):
+                    state.refused += records
+                    state.refusedNote = "\(state.refused) record(s) from \(peer) were refused (\(zone)): \(reason)"
                 case .deferred(let peer, let zone, let records):
                     state.deferred += records
                     state.deferredNote = "\(state.deferred) record(s) of \(zone.zoneID.zoneName) from \(peer) were deferred: its clock is ahead of this device's by more than the skew bound; they land in a later sync once the clocks agree (check both clocks)"
@@ -106,10 +117,12 @@ struct SyncCommand: ParsableCommand {
         let sent = result.sent.values.reduce(0, +)
         if options.json {
             Output.json(SyncOutput(synced: result.caughtUp.sorted(), recordsReceived: received, recordsSent: sent,
-                                   failures: result.failures.map(\.error.message)))
+                                   recordsRefused: result.refused, failures: result.failures.map(\.error.message)))
         } else {
             Output.line("synced with \(result.caughtUp.count) of \(peerCount) peer(s): received \(received) record(s), sent \(sent)")
             for failure in result.failures { Output.standardError("lattice: \(failure.error.message)") }
+            // Refused writes are not a failed sync: the rest landed, and every honest replica refuses the same.
+            if let note = result.refusedNote { Output.standardError("lattice: \(note)") }
         }
         if result.caughtUp.count < peerCount, let failure = result.failures.first { throw failure.error }
         if let note = result.deferredNote { throw CLIError(.unavailable, code: "NETWORK_FAILURE", "the sync is incomplete: \(note)") }
@@ -137,6 +150,10 @@ struct OnceOutcome: Sendable {
     var timedOut = false
     var deferred = 0
     var deferredNote: String?
+    var refused = 0
+    var refusedNote: String?
+    /// Peers that do not trust this device: they synced the public database only.
+    var publicOnly = Set<String>()
 }
 
 /// Progress of one zone in one direction over a whole run. A session that
@@ -183,5 +200,7 @@ struct SyncOutput: Encodable {
     var synced: [String]
     var recordsReceived: Int
     var recordsSent: Int
+    /// Records refused: writes their writers had no right to make.
+    var recordsRefused: Int
     var failures: [String]
 }

@@ -17,6 +17,11 @@ public struct ApplySummary: Hashable, Sendable {
     public var claimTaken = false
     /// Whether the whole change set was for an older incarnation of the zone.
     public var zoneIncarnationStale = false
+    /// Records refused because a write they bring was not their writer's to
+    /// make (`WriteRights`): skipped, and the stream comes again later.
+    public var recordsRefused = 0
+    /// Why the first of them was.
+    public var refusal: String?
 
     public init() {}
 
@@ -29,6 +34,8 @@ public struct ApplySummary: Hashable, Sendable {
         zoneDeferred = zoneDeferred || other.zoneDeferred
         claimTaken = claimTaken || other.claimTaken
         zoneIncarnationStale = zoneIncarnationStale || other.zoneIncarnationStale
+        recordsRefused += other.recordsRefused
+        refusal = refusal ?? other.refusal
     }
 }
 
@@ -71,6 +78,7 @@ extension ReplicaStorage {
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState
         if zoneState != before?.zoneState {
+            if let refusal = WriteRights.zoneRefusal(header.zoneState, of: zone) { throw WriteProofError.forbidden(refusal) }
             guard acceptable(header.zoneState.stamp.time) else {
                 // A deletion or re-creation from the future: all of it waits, none of it half-applies.
                 while try reader.nextRecord() != nil { summary.recordsReceived += 1 }
@@ -106,8 +114,14 @@ extension ReplicaStorage {
             case .absent: previous = nil
             case .state(let state): previous = state
             }
-            let outcome = Merge.merge(local: previous, incoming: incoming)
+            let outcome = try merge(incoming, into: previous, in: zone)
             guard outcome.changed else { continue }
+            if let refusal = try rightsRefusal(outcome.state, previous: previous, in: zone) {
+                summary.recordsRefused += 1
+                summary.refusal = summary.refusal ?? refusal
+                deferred = true
+                continue
+            }
             if let check, let writes { check.changed(to: outcome.state, previous: previous, incoming: incoming, writes: writes) }
             clock.observe(newest)
             sync.knowledge.join(incoming.vector)
@@ -127,5 +141,35 @@ extension ReplicaStorage {
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }
         summary.recordsChanged += try cascade(from: candidates, in: zone).count
         return summary
+    }
+
+    /// The merge, with the public database's rule for two accounts' concurrent creations.
+    private func merge(_ incoming: RecordState, into previous: RecordState?, in zone: ZoneKey) throws -> MergeOutcome {
+        guard zone.scope == .public, let previous else { return Merge.merge(local: previous, incoming: incoming) }
+        switch WriteRights.publicMerge(local: previous, incoming: incoming, sameAccount: sameAccount) {
+        case .merge:
+            return Merge.merge(local: previous, incoming: incoming)
+        case .keepLocal:
+            var kept = previous
+            kept.vector.join(incoming.vector)
+            return MergeOutcome(state: kept, changed: kept != previous, newConflicts: 0)
+        case .takeIncoming:
+            var taken = incoming
+            taken.vector.join(previous.vector)
+            return MergeOutcome(state: taken, changed: taken != previous, newConflicts: incoming.conflictCount)
+        }
+    }
+
+    /// Why `merged` holds a write its writer had no right to make, or nil.
+    private func rightsRefusal(_ merged: RecordState, previous: RecordState?, in zone: ZoneKey) throws -> String? {
+        guard zone.scope == .public else { return nil }
+        var cascadeEnded = false
+        if let previous, previous.isAlive, previous.hasCascadeReferences {
+            for (target, incarnation) in previous.cascadeReferences where (try recordVersion(named: target, in: zone)?.causalLength ?? 0) > incarnation {
+                cascadeEnded = true
+                break
+            }
+        }
+        return WriteRights.publicRefusal(merged: merged, previous: previous, cascadeEnded: cascadeEnded, sameAccount: sameAccount)
     }
 }

@@ -61,6 +61,8 @@ public protocol ReplicaStorage: AnyObject {
     /// Why `replica`'s writes stamped `time` (or a block or vector of it
     /// reaching `time`) are refused, or nil to accept them.
     func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String?
+    /// Whether two replicas write for one account (`WriteRights`).
+    func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool
 }
 
 /// What `recordToMerge` found.
@@ -73,6 +75,9 @@ public enum RecordLookup {
 
 extension ReplicaStorage {
     public func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? { nil }
+
+    /// Per device until accounts' rosters travel with the zones that need them.
+    public func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool { lhs == rhs }
 
     public var checksWrites: Bool { true }
 
@@ -117,6 +122,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     case index(String)
     /// An index on a record type or field the schema does not have.
     case indexTargetMissing(String)
+    /// A write this replica has no right to make (`WriteRights`).
+    case permission(String)
 
     public var description: String {
         switch self {
@@ -125,7 +132,7 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .recordTypeMismatch(let name, let stored, let requested):
             return "record \(name) is a \(stored); cannot save it as a \(requested)"
         case .schema(let violation): return violation.description
-        case .index(let reason), .indexTargetMissing(let reason): return reason
+        case .index(let reason), .indexTargetMissing(let reason), .permission(let reason): return reason
         }
     }
 }

@@ -15,6 +15,8 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
     case beyondSignedHead(replica: ReplicaID, claimed: HLCTimestamp, head: HLCTimestamp, what: String)
     /// A writer this replica does not accept writes from (removed, or not of the account).
     case writerRefused(replica: ReplicaID, why: String)
+    /// A change the zone's rules give nobody the right to make (`WriteRights`).
+    case forbidden(String)
     case malformed(String)
 
     public var description: String {
@@ -26,6 +28,7 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
         case .beyondSignedHead(let replica, let claimed, let head, let what):
             return "\(what) claims writes of replica \(replica.description.prefix(8)) up to \(claimed); it signed up to \(head)"
         case .writerRefused(let replica, let why): return "writes of replica \(replica.description.prefix(8)) are refused: \(why)"
+        case .forbidden(let why): return why
         case .malformed(let why): return "malformed proofs: \(why)"
         }
     }

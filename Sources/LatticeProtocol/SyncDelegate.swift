@@ -78,28 +78,61 @@ public struct AppliedBatch: Hashable, Sendable {
     public var recordsChanged: Int
     /// Records refused for now (stamped too far in the future): the stream must come again later.
     public var recordsDeferred: Int
+    /// Records refused because a write they bring was not its writer's right
+    /// (`WriteRights`): skipped, the rest applied, and reported.
+    public var recordsRefused: Int
+    /// Why the first of them was.
+    public var refusal: String?
 
-    public init(vector: VersionVector, recordsChanged: Int, recordsDeferred: Int = 0) {
+    public init(vector: VersionVector, recordsChanged: Int, recordsDeferred: Int = 0, recordsRefused: Int = 0, refusal: String? = nil) {
         self.vector = vector
         self.recordsChanged = recordsChanged
         self.recordsDeferred = recordsDeferred
+        self.recordsRefused = recordsRefused
+        self.refusal = refusal
     }
+}
+
+/// What a peer may sync with this node: the databases whose zones its
+/// session streams both ways. A device of the account syncs the private and
+/// public databases; any other device of the container, the public one only
+/// (DESIGN §3).
+public struct PeerAccess: Hashable, Sendable, CustomStringConvertible {
+    public var scopes: Set<DatabaseScope>
+
+    public init(scopes: Set<DatabaseScope>) {
+        self.scopes = scopes
+    }
+
+    /// A device of this account (or trusted by hand).
+    public static let account = PeerAccess(scopes: [.private, .public])
+    /// Any other device of the container.
+    public static let publicOnly = PeerAccess(scopes: [.public])
+
+    public func allows(_ zone: ZoneKey) -> Bool { scopes.contains(zone.scope) }
+
+    /// Whether the peer belongs to this account: it may read the private database.
+    public var isAccount: Bool { scopes.contains(.private) }
+
+    public var description: String { isAccount ? "account" : "public only" }
 }
 
 /// The storage a sync session needs, declared here and implemented by the
 /// store side, so the protocol never imports the store. Calls other than
 /// `isTrusted` block and run off the network's threads.
 public protocol SyncDelegate: Sendable {
-    /// Whether `peer` belongs to this account (it then may read and write the
-    /// private database). Answered from memory and at once, on the network's
-    /// thread: a stranger is refused before it costs a store access or a buffer.
-    func isTrusted(_ peer: DeviceID) -> Bool
-    /// Records that the trusted `peer` connected from `address`.
+    /// What `peer` may sync here, or nil to refuse it: `.account` for a device
+    /// of this account, `.publicOnly` for a stranger when the public database
+    /// is open to strangers. Answered from memory and at once, on the
+    /// network's thread: a refused stranger costs no store access or buffer.
+    func access(for peer: DeviceID) -> PeerAccess?
+    /// Records that `peer` connected from `address`.
     func noteConnected(_ peer: DeviceID, address: String) throws
-    /// The opening message for `peer`: local zones, their vectors, and how far
-    /// `peer`'s earlier streams were applied here.
+    /// The opening message for `peer`: the local zones it may sync, their
+    /// vectors, and how far `peer`'s earlier streams were applied here.
     func hello(for peer: DeviceID) throws -> Hello
-    /// The zones the store has now (after a local commit, new ones may have appeared).
+    /// The zones the store has now (after a local commit, new ones may have
+    /// appeared); the session streams those its peer may sync.
     func zones() throws -> [ZoneKey]
     /// The next batch of a zone's stream for `peer`, read in its own short
     /// snapshot; nil when the peer lacks nothing. Throws `PeerNoLongerTrusted`

@@ -38,6 +38,7 @@ extension SyncMessage {
                 }
             }
             writer.blob(hello.roster)
+            writer.byte(hello.grants.reduce(0) { $0 | 1 << ($1.rawValue - 1) })
         case .streamStart(let start):
             writer.byte(Kind.streamStart.rawValue)
             Self.write(start.zone, into: &writer)
@@ -96,7 +97,11 @@ extension SyncMessage {
                     let resume = try reader.byte() != 0 ? try Self.readCursor(from: &reader) : nil
                     zones.append(ZoneAdvert(zone: zone, zoneState: ZoneState(causalLength: causalLength, stamp: stamp), vector: vector, resume: resume))
                 }
-                self = .hello(Hello(container: container, zones: zones, roster: try reader.blob()))
+                let roster = try reader.blob()
+                let bits = try reader.byte()
+                guard bits & ~0b111 == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
+                let grants = Set(DatabaseScope.allCases.filter { bits & (1 << ($0.rawValue - 1)) != 0 })
+                self = .hello(Hello(container: container, zones: zones, roster: roster, grants: grants))
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)
                 let records = try reader.varint()

@@ -42,11 +42,16 @@ public struct Hello: Hashable, Sendable {
     public var zones: [ZoneAdvert]
     /// The sender's account roster (`AccountRoster.encoded`), or empty.
     public var roster: [UInt8]
+    /// The databases the sender syncs with the receiver: a device that does
+    /// not trust the receiver grants it the public database only, and the
+    /// receiver then streams it nothing else.
+    public var grants: Set<DatabaseScope>
 
-    public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = []) {
+    public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .public]) {
         self.container = container
         self.zones = zones
         self.roster = roster
+        self.grants = grants
     }
 }
 

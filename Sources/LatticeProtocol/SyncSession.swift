@@ -25,14 +25,16 @@ public struct SyncSession: Sendable {
     }
 
     public enum SessionEvent: Hashable, Sendable {
-        /// The peer's hello arrived: the session is running.
-        case started
+        /// The peer's hello arrived: the session is running, and streams what `granted` allows.
+        case started(granted: PeerAccess)
         /// The peer will stream this much of a zone.
         case receiving(zone: ZoneKey, records: Int, bytes: Int)
         /// This side will stream this much of a zone.
         case sending(zone: ZoneKey, records: Int, bytes: Int)
         /// Records of a batch from the peer were deferred (stamped beyond the clock-skew bound).
         case deferred(zone: ZoneKey, records: Int)
+        /// Records of a batch from the peer were refused: a write they bring was not its writer's right.
+        case refused(zone: ZoneKey, records: Int, reason: String)
         /// A batch from the peer was committed.
         case received(zone: ZoneKey, records: Int, bytes: Int, final: Bool)
         /// A batch of ours was acknowledged.
@@ -81,6 +83,10 @@ public struct SyncSession: Sendable {
     }
 
     public let configuration: Configuration
+    /// What the peer may sync here: streams of other zones are not taken.
+    public let access: PeerAccess
+    /// What this side streams: `access`, within what the peer's hello grants this side.
+    public private(set) var streams: PeerAccess
     public let localHello: Hello
     public private(set) var peerHello: Hello?
     public private(set) var closed = false
@@ -106,7 +112,9 @@ public struct SyncSession: Sendable {
     private var peerCaughtUp = false
     private var reportedQuiescent = false
 
-    public init(localHello: Hello, configuration: Configuration = Configuration()) {
+    public init(localHello: Hello, access: PeerAccess = .account, configuration: Configuration = Configuration()) {
+        self.access = access
+        streams = access
         self.localHello = localHello
         self.configuration = configuration
         toldRoster = localHello.roster
@@ -142,7 +150,7 @@ public struct SyncSession: Sendable {
             return checkQuiescent()
         case .roster(let bytes): return receiveRoster(bytes)
         case .streamStart(let start):
-            guard start.zone.scope == .private else { return close(.forbidden("the peer streams zone \(start.zone), which is not in the private database")) }
+            guard access.allows(start.zone) else { return close(.forbidden("the peer streams zone \(start.zone), which it may not sync here (\(access))")) }
             return [.event(.receiving(zone: start.zone, records: start.records, bytes: start.bytes))]
         case .changes(let part): return receiveChanges(part)
         case .acknowledgement(let ack): return receiveAcknowledgement(ack)
@@ -155,15 +163,16 @@ public struct SyncSession: Sendable {
             return close(.containerMismatch(peer: hello.container, local: localHello.container))
         }
         peerHello = hello
+        streams = PeerAccess(scopes: access.scopes.intersection(hello.grants))
         var adverts: [ZoneKey: ZoneAdvert] = [:]
         for advert in hello.zones { adverts[advert.zone] = advert }
         // Zones only the peer has get a stream too: what it sends us is then
         // known to be held by it, and is not echoed back when we relay.
-        for zone in (localHello.zones + hello.zones).map(\.zone) where zone.scope == .private {
+        for zone in (localHello.zones + hello.zones).map(\.zone) where streams.allows(zone) {
             let theirs = adverts[zone]
             addOutgoing(zone, cursor: theirs?.resume ?? .start, peerVector: theirs?.vector ?? VersionVector(), peerZoneState: theirs?.zoneState)
         }
-        return [.event(.started)] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
+        return [.event(.started(granted: streams))] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
     }
 
     private mutating func receiveRoster(_ bytes: [UInt8]) -> [Action] {
@@ -180,7 +189,7 @@ public struct SyncSession: Sendable {
     }
 
     private mutating func receiveChanges(_ part: ChangesPart) -> [Action] {
-        guard part.zone.scope == .private else { return close(.forbidden("the peer sent changes to zone \(part.zone), which it may not write")) }
+        guard access.allows(part.zone) else { return close(.forbidden("the peer sent changes to zone \(part.zone), which it may not sync here (\(access))")) }
         var bytes: [UInt8] = []
         if let zone = partial?.zone {
             guard zone == part.zone else { return close(.unexpected("a batch of \(part.zone) began inside one of \(zone)")) }
@@ -265,6 +274,9 @@ public struct SyncSession: Sendable {
             .event(.received(zone: batch.zone, records: batch.records, bytes: batch.bytes.count, final: batch.final)),
         ]
         if result.recordsDeferred > 0 { actions.append(.event(.deferred(zone: batch.zone, records: result.recordsDeferred))) }
+        if result.recordsRefused > 0 {
+            actions.append(.event(.refused(zone: batch.zone, records: result.recordsRefused, reason: result.refusal ?? "no right to write")))
+        }
         actions += startApplying()
         actions += checkQuiescent()
         return actions
@@ -293,7 +305,7 @@ public struct SyncSession: Sendable {
             toldRoster = roster
             actions.append(.send(.roster(roster)))
         }
-        for zone in zones where zone.scope == .private { addOutgoing(zone, cursor: .start, peerVector: VersionVector(), peerZoneState: nil) }
+        for zone in zones where streams.allows(zone) { addOutgoing(zone, cursor: .start, peerVector: VersionVector(), peerZoneState: nil) }
         for zone in order { outgoing[zone]?.dirty = true }
         if producing != nil { producingRecheck = true }
         sentCaughtUp = false

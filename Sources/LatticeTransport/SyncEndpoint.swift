@@ -40,7 +40,9 @@ public final class SyncEndpoint: Sendable {
 
     /// The pipeline: framing (handshake-sized frames until the peer is known
     /// trusted), the handshake and the encryption it installs, the session.
-    /// `onTrusted` runs once the peer's device is known trusted.
+    /// `onTrusted` runs once the peer's device is known trusted. A stranger
+    /// that may sync the public database gets full-sized frames but stays
+    /// pending in the limiter: it counts against its source's bound and can be evicted.
     func configure(_ channel: Channel, initiator: Bool, onTrusted: (@Sendable () -> Void)? = nil) throws {
         let limit = FrameLimit(Handshake.maximumMessageLength)
         let handlers: [ChannelHandler] = [
@@ -49,9 +51,9 @@ public final class SyncEndpoint: Sendable {
             try HandshakeHandler(identity: identity, initiator: initiator, versions: SyncWire.versions, timeout: settings.handshakeTimeout),
             SyncSessionHandler(
                 delegate: delegate, threadPool: threadPool, settings: settings, logger: logger, refusals: refusals,
-                onTrusted: {
+                onAccepted: { access in
                     limit.maximum = Self.maximumFrameLength
-                    onTrusted?()
+                    if access.isAccount { onTrusted?() }
                 },
                 onEvent: onEvent),
         ]

@@ -41,6 +41,8 @@ public struct ConnectionHandle: Sendable, Hashable {
     let channel: Channel
     let handler: NIOLoopBound<SyncSessionHandler>
     public let initiator: Bool
+    /// What the peer may sync on this connection, as its handshake found it.
+    public let access: PeerAccess
 
     /// Local commits happened: the session re-opens its streams.
     public func localCommit() {
@@ -87,12 +89,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private let settings: ConnectionSettings
     private let logger: Logger
     private let onEvent: @Sendable (ConnectionEvent) -> Void
-    private let onTrusted: (@Sendable () -> Void)?
+    private let onAccepted: (@Sendable (PeerAccess) -> Void)?
     private let refusals: RateLimitedLog
     private var context: ChannelHandlerContext?
     private var session: SyncSession?
     private var early: [SyncMessage] = []
     private var peer: DeviceID?
+    /// What the peer may sync, as its handshake found it.
+    private var access: PeerAccess?
     private var initiator = false
     private var address = "?"
     private var closeReason: CloseReason?
@@ -102,9 +106,9 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     init(
         delegate: any SyncDelegate, threadPool: NIOThreadPool, settings: ConnectionSettings, logger: Logger,
-        refusals: RateLimitedLog? = nil, onTrusted: (@Sendable () -> Void)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
+        refusals: RateLimitedLog? = nil, onAccepted: (@Sendable (PeerAccess) -> Void)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
-        self.onTrusted = onTrusted
+        self.onAccepted = onAccepted
         self.refusals = refusals ?? RateLimitedLog(logger: logger)
         self.delegate = delegate
         self.threadPool = threadPool
@@ -136,7 +140,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         lastHeard = .now()
         // Before anything else, from memory: a stranger is closed now, while its
         // frames are still handshake-sized and it still counts as pending.
-        guard delegate.isTrusted(peer) else {
+        guard let access = delegate.access(for: peer) else {
             let host = context.channel.remoteAddress.flatMap(hostText) ?? address
             refusals.notice("refused an untrusted device", metadata: ["peer": "\(peer)", "address": "\(address)"])
             onEvent(.refused(peer: peer, address: host))
@@ -144,7 +148,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        onTrusted?()
+        self.access = access
+        onAccepted?(access)
         let delegate = delegate
         let address = address
         runOffLoop({ () throws -> Hello in
@@ -157,11 +162,11 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     private func start(with hello: Hello) {
         // The connection may have ended while the store was asked.
-        guard let context, let peer, context.channel.isActive, closeReason == nil else { return }
-        var session = SyncSession(localHello: hello, configuration: settings.session)
+        guard let context, let peer, let access, context.channel.isActive, closeReason == nil else { return }
+        var session = SyncSession(localHello: hello, access: access, configuration: settings.session)
         let actions = session.start()
         self.session = session
-        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator)
+        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, access: access)
         onEvent(.authenticated(peer: peer, address: address, handle: handle))
         perform(actions)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -272,7 +277,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 guard let peer else { continue }
                 runOffLoop({ try delegate.produceBatch(request, for: peer) }) { handler, batch in
                     // Trust may have ended since the read began: nothing more goes out.
-                    guard delegate.isTrusted(peer) else { return handler.close(.transport(.noLongerTrusted(peer.description))) }
+                    guard delegate.access(for: peer) == handler.access else { return handler.close(.transport(.noLongerTrusted(peer.description))) }
                     handler.mutateSession { $0.batchProduced(batch) }
                 }
             case .apply(let batch):
@@ -280,7 +285,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 guard let peer else { continue }
                 runOffLoop({ try delegate.applyBatch(batch, from: peer) }) { handler, applied in
                     handler.mutateSession { $0.batchApplied(applied) }
-                    if applied.recordsDeferred > 0 { handler.scheduleRetry() }
+                    if applied.recordsDeferred > 0 || applied.recordsRefused > 0 { handler.scheduleRetry() }
                 }
             case .adoptRoster(let roster):
                 let delegate = delegate

@@ -32,9 +32,11 @@ final class FloodRig {
             try cli.ok(["trust", ids[y]!, "--name", y], store: prefix + x)
             try cli.ok(["trust", ids[x]!, "--name", x], store: prefix + y)
         }
-        a = try NodeProcess(cli: cli, store: prefix + "a", logLevel: "warning")
-        b = try NodeProcess(cli: cli, store: prefix + "b", peers: [a.port], logLevel: "warning")
-        c = try NodeProcess(cli: cli, store: prefix + "c", logLevel: "warning")
+        // Strangers refused at once: the public database is closed to them here (see `PublicFloodTests` for it open).
+        let closed = ["--public-from", "trusted"]
+        a = try NodeProcess(cli: cli, store: prefix + "a", extra: closed, logLevel: "warning")
+        b = try NodeProcess(cli: cli, store: prefix + "b", peers: [a.port], extra: closed, logLevel: "warning")
+        c = try NodeProcess(cli: cli, store: prefix + "c", extra: closed, logLevel: "warning")
         var databases: [String: Database] = [:]
         for name in ["a", "b"] {
             databases[name] = try Container(identifier: "default", directory: URL(fileURLWithPath: cli.path(prefix + name)), create: false).privateCloudDatabase

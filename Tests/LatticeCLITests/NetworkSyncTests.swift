@@ -125,10 +125,17 @@ import Glibc
         #expect(result.status == 77, "\(result.stdout) \(result.stderr)")
         #expect(result.stderr.contains("does not trust this device"))
         #expect(try cli.run(["record", "get", "Movies/secret"], store: "d").status != 0)
-        // a lists d as seen, so a person can trust it from there.
+        // a lists d as seen, so a person can trust it from there; it let d sync the public database only.
         let peers = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
-        #expect(peers.contains { $0["deviceID"] as? String == ids["d"] && $0["trusted"] as? Bool == false })
-        #expect(a.count("refused") == 1)
+        #expect(peers.contains { $0["deviceID"] as? String == ids["d"] && $0["trusted"] as? Bool == false }, "\(peers)")
+        #expect(a.count("refused") == 0)
+        // With the public database closed to strangers, a refuses d outright.
+        _ = a.stop()
+        let closed = try NodeProcess(cli: cli, store: "a", extra: ["--public-from", "trusted"])
+        defer { _ = closed.stop() }
+        let refused = try cli.run(["sync", "--peer", "127.0.0.1:\(closed.port)", "--once", "--timeout", "20"], store: "d")
+        #expect(refused.status == 77, "\(refused.stdout) \(refused.stderr)")
+        #expect(closed.count("refused") == 1)
     }
 
     @Test func untrustingAConnectedDeviceEndsItsSessionAtOnce() throws {

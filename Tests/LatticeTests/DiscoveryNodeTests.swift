@@ -28,7 +28,8 @@ struct DiscoveringNode {
     let discovery: NIOLockedValueBox<FakeDiscovery?>
     let events: NIOLockedValueBox<[SyncNode.Event]>
 
-    init(_ container: Container) {
+    /// `publicFrom` `.trusted` by default: these tests are about the account's devices finding each other.
+    init(_ container: Container, publicFrom: PublicSyncPolicy = .trusted) {
         self.container = container
         let discovery = NIOLockedValueBox<FakeDiscovery?>(nil)
         var configuration = SyncNode.Configuration()
@@ -36,6 +37,7 @@ struct DiscoveringNode {
         configuration.listenHost = "127.0.0.1"
         configuration.publishesStatus = true
         configuration.discovers = true
+        configuration.publicFrom = publicFrom
         configuration.makeDiscovery = { advertisement, onEvent in
             let fake = FakeDiscovery(advertisement, onEvent)
             discovery.withLockedValue { $0 = fake }

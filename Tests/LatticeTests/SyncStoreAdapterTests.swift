@@ -74,7 +74,7 @@ import Testing
         let incoming = IncomingBatch(zone: zone, bytes: batch.bytes, cursor: batch.cursor, final: batch.final, records: batch.records, claimedTop: batch.claimedTop)
         // The in-memory set still trusts it; the transactions look at the store.
         try container.untrust(deviceID: peer.description)
-        #expect(delegate.isTrusted(peer))
+        #expect(delegate.access(for: peer) == .account)
         #expect(throws: PeerNoLongerTrusted(peer: peer)) { try delegate.produceBatch(request(zone, after: .start), for: peer) }
         let otherDelegate = try other.syncDelegate()
         try other.untrust(deviceID: container.deviceID)

@@ -13,6 +13,8 @@ import Testing
         configuration.peers = peers
         configuration.usesWakeUpSocket = wakeUpSocket
         configuration.pollInterval = .milliseconds(200)
+        // Untrusted is refused outright: no public-only session takes the account's place.
+        configuration.publicFrom = .trusted
         return SyncNode(container: container, configuration: configuration)
     }
 

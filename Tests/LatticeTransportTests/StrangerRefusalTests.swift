@@ -24,7 +24,7 @@ import Testing
             self.blocks = blocks
         }
 
-        func isTrusted(_ peer: DeviceID) -> Bool { trusted.contains(peer) }
+        func access(for peer: DeviceID) -> PeerAccess? { trusted.contains(peer) ? .account : nil }
         func noteConnected(_ peer: DeviceID, address: String) throws {}
         func hello(for peer: DeviceID) throws -> Hello {
             hellos.withLockedValue { $0 += 1 }

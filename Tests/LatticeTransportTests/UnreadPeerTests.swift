@@ -19,7 +19,7 @@ import Glibc
     final class TrustingDelegate: SyncDelegate, @unchecked Sendable {
         let trusted: DeviceID
         init(trusting trusted: DeviceID) { self.trusted = trusted }
-        func isTrusted(_ peer: DeviceID) -> Bool { peer == trusted }
+        func access(for peer: DeviceID) -> PeerAccess? { peer == trusted ? .account : nil }
         func noteConnected(_ peer: DeviceID, address: String) throws {}
         func hello(for peer: DeviceID) throws -> Hello { Hello(container: "app", zones: []) }
         func zones() throws -> [ZoneKey] { [] }

@@ -27,6 +27,12 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var lastErrorCause: Disconnection.Cause?
         /// Records from it wait because its clock runs ahead of this one's by more than the skew bound.
         public var clockSkew: Bool?
+        /// What the peer may sync here: "account" (private and public databases) or "public only".
+        public var access: String?
+        /// Records from it refused in this node's run: writes their writers had no right to make.
+        public var refusedRecords: Int?
+        /// Why the last of them was.
+        public var lastRefusal: String?
 
         /// Records this side still has to receive from the peer in running streams.
         public var recordsBehind: Int { zones.filter { $0.direction == "receiving" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }

@@ -12,6 +12,10 @@ struct StoreSyncAdapter: SyncDelegate {
     let store: RecordStore
     let container: String
     let trusted: TrustedDevices
+    /// Who may sync the public database with this node besides the account.
+    let publicFrom: PublicSyncPolicy
+    /// What strangers' public batches may bring here (`PublicWriteAllowance`).
+    let allowances: PublicWriteAllowances
     /// Zones where a peer's stream brought records stamped too far in the
     /// future, until that peer's next session: their resume point stays
     /// before the deferred records, and no claim is taken, so the records come
@@ -27,15 +31,22 @@ struct StoreSyncAdapter: SyncDelegate {
         var zone: ZoneKey
     }
 
-    init(store: RecordStore, container: String, trusted: TrustedDevices) {
+    init(store: RecordStore, container: String, trusted: TrustedDevices, publicFrom: PublicSyncPolicy = .anyone, allowance: PublicWriteAllowance = .default) {
         self.store = store
         self.container = container
         self.trusted = trusted
+        self.publicFrom = publicFrom
+        allowances = PublicWriteAllowances(allowance: allowance)
     }
 
-    func isTrusted(_ peer: DeviceID) -> Bool { trusted.contains(peer) }
+    func access(for peer: DeviceID) -> PeerAccess? {
+        if trusted.contains(peer) { return .account }
+        return publicFrom == .anyone && peer != store.identity.deviceID ? .publicOnly : nil
+    }
 
     func noteConnected(_ peer: DeviceID, address: String) throws {
+        // A stranger syncing the public database costs no store write: anyone can make identities.
+        guard access(for: peer)?.isAccount == true else { return }
         try store.write { try $0.upsertPeer(peer.description, name: nil, trusted: nil, address: address, lastSeen: RecordStore.systemWallClock()) }
     }
 
@@ -45,13 +56,25 @@ struct StoreSyncAdapter: SyncDelegate {
         guard try snapshot.peer(peer.description)?.trusted == true else { throw PeerNoLongerTrusted(peer: peer) }
     }
 
+    /// What `peer` may sync, as the store says now.
+    private func access(for peer: DeviceID, in snapshot: StoreSnapshot) throws -> PeerAccess? {
+        if try snapshot.peer(peer.description)?.trusted == true { return .account }
+        return publicFrom == .anyone ? .publicOnly : nil
+    }
+
+    /// A zone's stream goes only to a peer that may sync it: the private
+    /// database to the account, the public one to whom `publicFrom` says.
+    private func requireAccess(_ peer: DeviceID, to zone: ZoneKey, in snapshot: StoreSnapshot) throws {
+        guard try access(for: peer, in: snapshot)?.allows(zone) == true else { throw PeerNoLongerTrusted(peer: peer) }
+    }
+
     func hello(for peer: DeviceID) throws -> Hello {
         deferredStreams.withLockedValue { marks in marks = marks.filter { $0.peer != peer } }
         return try store.read { snapshot in
             // Zones, vectors and resume points are the account's: not for a device untrusted since the handshake.
-            try requireTrusted(peer, in: snapshot)
+            guard let access = try access(for: peer, in: snapshot) else { throw PeerNoLongerTrusted(peer: peer) }
             let resume = try snapshot.resumePoints(of: peer.description)
-            let zones = try snapshot.zones(in: .private).map { zone in
+            let zones = try access.scopes.sorted { $0.rawValue < $1.rawValue }.flatMap { try snapshot.zones(in: $0) }.map { zone in
                 // A store that lost writes of its own asks for them from the peer's vector, not from
                 // where the peer's stream stopped: that stream skipped them while this store claimed them.
                 let gap = try snapshot.ownGap(in: zone.key) != nil
@@ -59,13 +82,16 @@ struct StoreSyncAdapter: SyncDelegate {
                     zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
                     resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
             }
-            return Hello(container: container, zones: zones, roster: try snapshot.encodedRoster())
+            // The roster names the account's devices: for the account alone.
+            return Hello(container: container, zones: zones, roster: access.isAccount ? try snapshot.encodedRoster() : [], grants: access.scopes)
         }
     }
 
     func adoptRoster(_ bytes: [UInt8], from peer: DeviceID) throws {
         // Most sessions open with the roster both sides hold already: nothing to check.
         guard bytes != trusted.roster else { return }
+        // A stranger's roster changes nothing here: trust comes from the account's own members.
+        guard access(for: peer)?.isAccount == true else { return }
         let roster = try AccountRoster(decoding: bytes)
         try store.write { transaction in
             try requireTrusted(peer, in: transaction)
@@ -76,7 +102,7 @@ struct StoreSyncAdapter: SyncDelegate {
     func roster() throws -> [UInt8] { trusted.roster }
 
     func zones() throws -> [ZoneKey] {
-        try store.read { try $0.zones(in: .private).map(\.key) }
+        try store.read { snapshot in try [DatabaseScope.private, .public].flatMap { try snapshot.zones(in: $0).map(\.key) } }
     }
 
     func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
@@ -107,7 +133,7 @@ struct StoreSyncAdapter: SyncDelegate {
     /// The batch after `after`, or `ownWritesLost` when `told` (the peer's
     /// entry for this store) is a head of its own this store does not hold.
     private func produce(_ request: BatchRequest, mark: DeferredStream, after: ChangeCursor, in snapshot: StoreSnapshot, unlessLost told: HLCTimestamp?) throws -> Production {
-        try requireTrusted(mark.peer, in: snapshot)
+        try requireAccess(mark.peer, to: request.zone, in: snapshot)
         if let told, try !snapshot.holdsOwnHead(told, in: request.zone) { return .ownWritesLost }
         guard let batch = try snapshot.streamBatch(
             for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
@@ -121,29 +147,43 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
-        do { return try applyChecked(batch, from: peer) } catch let error as WriteProofError {
+        if access(for: peer)?.isAccount != true { try allowances.spend(batch.bytes.count, by: peer) }
+        let applied: AppliedBatch
+        do { applied = try applyChecked(batch, from: peer) } catch let error as WriteProofError {
             // The batch changed nothing; what it tried is kept for `peers` and `doctor`.
             try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: error.description) }
             throw error
         }
+        if applied.recordsRefused > 0 {
+            // The rest of the batch is applied; the refused records are counted for `peers` and `doctor`.
+            try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: applied.refusal ?? "records refused") }
+        }
+        return applied
     }
 
     private func applyChecked(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
         let mark = DeferredStream(peer: peer, zone: batch.zone)
         let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
         let applied = try store.write { transaction in
-            try requireTrusted(peer, in: transaction)
+            try requireAccess(peer, to: batch.zone, in: transaction)
             let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred)
             guard summary.changeSets == 1 else {
                 throw ChangeSetError.malformed("a batch holds \(summary.changeSets) change sets; one of \(batch.zone) was announced")
             }
             try transaction.closeOwnGapIfFilled(in: batch.zone)
-            let deferred = alreadyDeferred || summary.recordsDeferred > 0 || summary.zoneDeferred
-            if !deferred { try transaction.setResumePoint(ChangeCursor(batch.cursor), of: peer.description, for: batch.zone) }
+            let deferred = alreadyDeferred || summary.recordsDeferred > 0 || summary.zoneDeferred || summary.recordsRefused > 0
+            // Strangers get no resume point (a row each, and anyone can make identities): their next
+            // stream starts from their vector, which costs what they lack, by the checkpoints.
+            if !deferred, try transaction.peer(peer.description)?.trusted == true {
+                try transaction.setResumePoint(ChangeCursor(batch.cursor), of: peer.description, for: batch.zone)
+            }
             let vector = try transaction.syncState(of: batch.zone)?.vector ?? VersionVector()
-            return AppliedBatch(vector: vector, recordsChanged: summary.recordsChanged, recordsDeferred: summary.zoneDeferred ? max(1, summary.recordsDeferred) : summary.recordsDeferred)
+            return AppliedBatch(
+                vector: vector, recordsChanged: summary.recordsChanged,
+                recordsDeferred: summary.zoneDeferred ? max(1, summary.recordsDeferred) : summary.recordsDeferred,
+                recordsRefused: summary.recordsRefused, refusal: summary.refusal)
         }
-        if applied.recordsDeferred > 0 { deferredStreams.withLockedValue { _ = $0.insert(mark) } }
+        if applied.recordsDeferred > 0 || applied.recordsRefused > 0 { deferredStreams.withLockedValue { _ = $0.insert(mark) } }
         return applied
     }
 }
@@ -160,10 +200,10 @@ extension Container {
     /// The store side of the sync protocol over this container, for tools that
     /// drive `SyncSession`s themselves (simulations, benchmarks). The node uses the same.
     /// Trust is read from the store now, and again only by `SyncNode`s.
-    @_spi(Tools) public func syncDelegate() throws(LatticeError) -> any SyncDelegate {
+    @_spi(Tools) public func syncDelegate(publicFrom: PublicSyncPolicy = .anyone) throws(LatticeError) -> any SyncDelegate {
         let trusted = TrustedDevices(store: store)
         _ = try LatticeError.wrap { try trusted.reload() }
-        return StoreSyncAdapter(store: store, container: containerIdentifier, trusted: trusted)
+        return StoreSyncAdapter(store: store, container: containerIdentifier, trusted: trusted, publicFrom: publicFrom)
     }
 
     /// This device's identity, for the handshake.

@@ -16,6 +16,8 @@ public struct StrangerLog: Codable, Sendable, Hashable {
         case tooManyStrangers
         /// The handshake failed or did not finish in time.
         case handshakeFailed
+        /// Not turned away: a device of another account, let sync the public database only.
+        case publicOnly
     }
 
     public struct Source: Codable, Sendable, Hashable {
@@ -33,6 +35,8 @@ public struct StrangerLog: Codable, Sendable, Hashable {
         public var count: Int
         /// Milliseconds since 1970.
         public var last: UInt64
+        /// It was last let sync the public database (not refused).
+        public var publicOnly: Bool?
     }
 
     /// Sources and devices kept; the least recent go first.
@@ -63,6 +67,7 @@ public struct StrangerLog: Codable, Sendable, Hashable {
         if let index = devices.firstIndex(where: { $0.deviceID == deviceID }) { device = devices.remove(at: index) }
         device.count += 1
         device.last = now
+        device.publicOnly = reason == .publicOnly ? true : nil
         device.address = address
         devices.insert(device, at: 0)
         if devices.count > Self.maximumDevices { devices.removeLast() }

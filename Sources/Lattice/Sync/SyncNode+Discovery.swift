@@ -40,6 +40,12 @@ extension SyncNode {
         return dialers
     }
 
+    /// Whether this node syncs with the discovered device `id`: a trusted
+    /// device, or any when the public database is open to strangers.
+    func syncsWith(_ id: String, _ state: State) -> Bool {
+        state.trusted.contains(id) || configuration.publicFrom == .anyone
+    }
+
     /// Trust changed (any commit may carry that): dial newly trusted devices.
     func trustChanged(_ trusted: Set<String>) {
         let changed = state.withLockedValue { state in
@@ -99,8 +105,14 @@ extension SyncNode {
                     trusted: trusted, problem: problem?.description, problemCause: problem?.cause,
                     dialError: state.discoveryDialErrors[device.deviceID])
             }
+            // Strangers too when the public database is open to them, a bounded number at once.
+            var strangersDialed = state.discoveryDialers.keys.filter { !state.trusted.contains($0) }.count
             for device in devices where state.discoveryDialers[device.deviceID] == nil
-                && state.discovered.problem(device, trusted: state.trusted.contains(device.deviceID)) == nil {
+                && state.discovered.problem(device, trusted: syncsWith(device.deviceID, state)) == nil {
+                if !state.trusted.contains(device.deviceID) {
+                    guard strangersDialed < configuration.maximumStrangersDialed else { continue }
+                    strangersDialed += 1
+                }
                 // Made under the lock, so two reviews at once cannot start two loops for one device.
                 state.discoveryDialers[device.deviceID] = Task { [weak self] in await self?.discoveredDialLoop(device.deviceID) }
             }
@@ -120,7 +132,7 @@ extension SyncNode {
         var delay = 0.25
         while !Task.isCancelled {
             let next = state.withLockedValue { state -> (addresses: [PeerAddress], connected: Bool)? in
-                guard !state.stopped, let addresses = state.discovered.dialAddresses(id, trusted: state.trusted.contains(id)) else {
+                guard !state.stopped, let addresses = state.discovered.dialAddresses(id, trusted: syncsWith(id, state)) else {
                     state.discoveryDialers[id] = nil
                     return nil
                 }

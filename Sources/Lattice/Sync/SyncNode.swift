@@ -75,6 +75,13 @@ public final class SyncNode: Sendable {
             ServiceDiscovery(serviceType: LatticeService.type, advertisement: advertisement, onEvent: onEvent)
         }
 
+        /// Who besides the account syncs the public database with this node (`lattice serve --public-from`).
+        public var publicFrom: PublicSyncPolicy = .anyone
+        /// The spam limit on what each stranger's public batches may bring.
+        public var publicWriteAllowance: PublicWriteAllowance = .default
+        /// Strangers dialed at most at once when discovered (for the public database).
+        public var maximumStrangersDialed = 16
+
         public init() {}
 
         /// The transport's settings for these durations.
@@ -109,8 +116,14 @@ public final class SyncNode: Sendable {
         case syncFinished(peer: String, zone: ZoneKey, direction: Direction)
         /// Records from the peer were stamped beyond the clock-skew bound: they wait, and come again later.
         case deferred(peer: String, zone: ZoneKey, records: Int)
+        /// Records from the peer were refused: a write they bring was not its
+        /// writer's right (a non-creator's edit of a public record). The rest
+        /// of the batch was applied; the peer's stream comes again later.
+        case writesRefused(peer: String, zone: ZoneKey, records: Int, reason: String)
         /// Both sides have sent all they had and committed all they got.
         case caughtUp(peer: String)
+        /// A device this node trusts does not trust it back: they sync the public database only.
+        case publicOnly(peer: String)
     }
 
     public enum Direction: String, Sendable, Hashable { case receiving, sending }
@@ -174,6 +187,12 @@ public final class SyncNode: Sendable {
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
+    /// What `peer` may sync with this node, given the trusted set.
+    func access(for peer: String, trusted: Set<String>) -> PeerAccess? {
+        if trusted.contains(peer) { return .account }
+        return configuration.publicFrom == .anyone ? .publicOnly : nil
+    }
+
     /// Retry after deferred records: 30 s, doubling per session in a row that deferred again, up to an hour.
     private func deferredRetryDelay(_ peer: DeviceID) -> TimeAmount {
         let count = state.withLockedValue { $0.deferrals[peer.description, default: 1] }
@@ -194,7 +213,10 @@ public final class SyncNode: Sendable {
         var settings = configuration.connection
         settings.deferredRetry = { [weak self] peer in self?.deferredRetryDelay(peer) ?? .seconds(30) }
         return SyncEndpoint(
-            identity: container.store.identity, delegate: StoreSyncAdapter(store: container.store, container: container.containerIdentifier, trusted: trustedDevices),
+            identity: container.store.identity,
+            delegate: StoreSyncAdapter(
+                store: container.store, container: container.containerIdentifier, trusted: trustedDevices,
+                publicFrom: configuration.publicFrom, allowance: configuration.publicWriteAllowance),
             group: group, threadPool: threadPool, settings: settings,
             maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress, logger: logger,
             onEvent: { [weak self] event in self?.handle(event) })
@@ -380,11 +402,15 @@ public final class SyncNode: Sendable {
         guard !connections.isEmpty || discovering else { return }
         if discovering { trustChanged(trusted) }
         for (peer, handles) in connections {
-            if trusted.contains(peer) {
-                for handle in handles { handle.localCommit() }
-            } else {
-                logger.notice("closing the sessions of a device no longer trusted", metadata: ["peer": "\(peer)"])
-                for handle in handles { handle.close() }
+            let access = self.access(for: peer, trusted: trusted)
+            for handle in handles {
+                if handle.access == access {
+                    handle.localCommit()
+                } else {
+                    // Trust began or ended: the next session streams what the device may sync now.
+                    logger.notice("closing a session whose device's trust changed", metadata: ["peer": "\(peer)"])
+                    handle.close()
+                }
             }
         }
     }
@@ -399,7 +425,7 @@ public final class SyncNode: Sendable {
                 handles.append(handle)
                 state.connections[id] = handles
                 if let dialed = state.dialing[handle.connectionID] { state.peerOfAddress[dialed.address] = id }
-                updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.lastError = nil; $0.lastErrorCause = nil }
+                updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.access = handle.access.description; $0.lastError = nil; $0.lastErrorCause = nil }
                 // One session per device. Two that dialed each other at once keep the
                 // connection the smaller ID dialed (both sides decide alike); otherwise the newest stays.
                 guard handles.count > 1 else { return [] }
@@ -410,12 +436,14 @@ public final class SyncNode: Sendable {
             for extra in duplicate { extra.close() }
             // Trust may have ended between the handshake and the registration,
             // after the wake-up's sweep of the connections: look again.
-            guard trustedDevices.contains(peer) else {
-                logger.notice("closing the session of a device no longer trusted", metadata: ["peer": "\(id)"])
+            guard access(for: id, trusted: trustedDevices.all) == handle.access else {
+                logger.notice("closing a session whose device's trust changed", metadata: ["peer": "\(id)"])
                 handle.close()
                 break
             }
             state.withLockedValue { _ = $0.deferredThisSession.remove(id) }
+            // Remembered as strangers are (bounded, at most once a minute in the store), so a person can trust one.
+            if !handle.access.isAccount { noteStranger(.publicOnly, address: PeerAddress(address)?.host ?? address, deviceID: id) }
             logger.info("connected", metadata: ["peer": "\(id)", "address": "\(address)"])
             continuation.yield(.connected(peer: id, address: address))
         case .refused(let peer, let address):
@@ -464,7 +492,11 @@ public final class SyncNode: Sendable {
 
     private func handleSession(_ peer: String, _ event: SyncSession.SessionEvent) {
         switch event {
-        case .started: break
+        case .started(let granted):
+            // A device this node trusts that does not trust it back syncs the public database only.
+            if !granted.isAccount, state.withLockedValue({ $0.trusted.contains(peer) }) || trustedDevices.all.contains(peer) {
+                continuation.yield(.publicOnly(peer: peer))
+            }
         case .receiving(let zone, let records, let bytes):
             startStream(peer, zone, .receiving, records, bytes)
         case .sending(let zone, let records, let bytes):
@@ -488,6 +520,15 @@ public final class SyncNode: Sendable {
             }
             logger.warning("records deferred: the peer's clock is ahead of this one's by more than the skew bound", metadata: ["peer": "\(peer)", "zone": "\(zone)", "records": "\(records)"])
             continuation.yield(.deferred(peer: peer, zone: zone, records: records))
+        case .refused(let zone, let records, let reason):
+            state.withLockedValue { state in
+                updatePeer(&state, peer) { status in
+                    status.refusedRecords = (status.refusedRecords ?? 0) + records
+                    status.lastRefusal = reason
+                }
+            }
+            logger.warning("records refused", metadata: ["peer": "\(peer)", "zone": "\(zone)", "records": "\(records)", "reason": "\(reason)"])
+            continuation.yield(.writesRefused(peer: peer, zone: zone, records: records, reason: reason))
         }
     }
 
