@@ -110,7 +110,7 @@ struct PeerRow {
                 if !rows[index].connected { rows[index].address = stranger.address }
             } else {
                 rows.append(PeerRow(
-                    deviceID: stranger.deviceID, name: nil, trusted: false, connected: false, discovered: false, address: stranger.address,
+                    deviceID: stranger.deviceID, name: nil, trusted: false, connected: live[stranger.deviceID]?.connected ?? false, discovered: false, address: stranger.address,
                     container: nil, lastSeen: seen, live: live[stranger.deviceID], refusals: stranger.publicOnly == true ? nil : stranger.count))
             }
         }

@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+/// The public database between `lattice serve` processes of different
+/// accounts on loopback, through the CLI alone: it spreads from device to
+/// device with no trust (A — U — V, A and V never meeting), the private
+/// database stays with its account, only a record's creator changes it, and
+/// a node that keeps the public database to its account shares nothing.
+@Suite(.serialized) struct PublicDatabaseTests {
+    let cli = CLI()
+
+    func publicTitle(_ store: String, _ name: String) throws -> String? {
+        let result = try cli.run(["record", "get", name, "--database", "public", "--json"], store: store)
+        guard result.status == 0 else { return nil }
+        let record = (result.json["records"] as? [[String: Any]])?.first
+        return ((record?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String
+    }
+
+    @Test func thePublicDatabaseSpreadsAcrossAccountsAndThePrivateOneDoesNot() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "u", "v"] { try cli.ok(["init"], store: store) }
+        try cli.ok(["zone", "create", "Movies"], store: "a")
+        try cli.ok(["record", "save", "Movies/secret", "--type", "Movie", "title=private"], store: "a")
+        try cli.ok(["record", "save", "lamp", "--type", "Item", "title=Lamp", "--database", "public"], store: "a")
+        try cli.ok(["--database", "public", "record", "save", "chair", "--type", "Item", "title=Chair"], store: "v")
+
+        let a = try NodeProcess(cli: cli, store: "a")
+        defer { _ = a.stop() }
+        let u = try NodeProcess(cli: cli, store: "u", peers: [a.port])
+        defer { _ = u.stop() }
+        let v = try NodeProcess(cli: cli, store: "v", peers: [u.port])
+        defer { _ = v.stop() }
+
+        // A's public record reaches V through U, and V's reaches A: no device trusts another.
+        #expect(try eventually(30) { try publicTitle("v", "lamp") == "Lamp" && publicTitle("a", "chair") == "Chair" })
+        #expect(try publicTitle("u", "chair") == "Chair")
+        // The private database went nowhere.
+        for store in ["u", "v"] {
+            #expect(try cli.run(["record", "get", "Movies/secret"], store: store).status != 0)
+            let zones = try cli.ok(["zone", "list", "--json"], store: store).json["zones"] as? [[String: Any]] ?? []
+            #expect(!zones.contains { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String == "Movies" }, "\(zones)")
+        }
+        // Only the creator changes a record: U's edit is refused at once, A's spreads.
+        let refused = try cli.run(["record", "save", "lamp", "--type", "Item", "title=Mine", "--database", "public"], store: "u")
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("only its creator"), "\(refused.stderr)")
+        #expect(try cli.run(["record", "delete", "lamp", "--database", "public"], store: "v").status == 77)
+        try cli.ok(["record", "save", "lamp", "--type", "Item", "title=Desk lamp", "--database", "public"], store: "a")
+        #expect(try eventually(30) { try publicTitle("v", "lamp") == "Desk lamp" })
+        try cli.ok(["record", "delete", "chair", "--database", "public"], store: "v")
+        #expect(try eventually(30) { try publicTitle("a", "chair") == nil })
+
+        // `peers` shows what each stranger may sync.
+        let listing = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
+        let ofU = listing.first { $0["connected"] as? Bool == true }
+        #expect(ofU?["access"] as? String == "public only", "\(listing)")
+        // The public database has one zone, and the shared one none of its own.
+        #expect(try cli.run(["zone", "create", "Catalogue", "--database", "public"], store: "a").status == 65)
+        #expect(try cli.run(["zone", "create", "Family", "--database", "shared"], store: "a").status == 65)
+    }
+
+    @Test func aNodeThatKeepsThePublicDatabaseToItsAccountSharesNothing() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "s"] { try cli.ok(["init"], store: store) }
+        try cli.ok(["record", "save", "lamp", "--type", "Item", "title=Lamp", "--database", "public"], store: "a")
+        let a = try NodeProcess(cli: cli, store: "a", extra: ["--public-from", "trusted"])
+        defer { _ = a.stop() }
+        let result = try cli.run(["sync", "--peer", "127.0.0.1:\(a.port)", "--once", "--timeout", "20", "--database", "public"], store: "s")
+        #expect(result.status == 77, "\(result.stdout) \(result.stderr)")
+        #expect(try publicTitle("s", "lamp") == nil)
+        #expect(a.count("refused") == 1)
+        // `sync --database public` against an open node takes the public database.
+        _ = a.stop()
+        let open = try NodeProcess(cli: cli, store: "a")
+        defer { _ = open.stop() }
+        let synced = try cli.run(["sync", "--peer", "127.0.0.1:\(open.port)", "--once", "--timeout", "20", "--database", "public"], store: "s")
+        #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")
+        #expect(try publicTitle("s", "lamp") == "Lamp")
+    }
+
+    /// Polls `condition` every 100 ms for up to `seconds`.
+    func eventually(_ seconds: Double, _ condition: () throws -> Bool) throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return try condition()
+    }
+}
