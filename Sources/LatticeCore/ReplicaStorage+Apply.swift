@@ -78,7 +78,7 @@ extension ReplicaStorage {
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState
         if zoneState != before?.zoneState {
-            if let refusal = WriteRights.zoneRefusal(header.zoneState, of: zone) { throw WriteProofError.forbidden(refusal) }
+            if enforcesWriteRights, let refusal = WriteRights.zoneRefusal(header.zoneState, of: zone) { throw WriteProofError.forbidden(refusal) }
             guard acceptable(header.zoneState.stamp.time) else {
                 // A deletion or re-creation from the future: all of it waits, none of it half-applies.
                 while try reader.nextRecord() != nil { summary.recordsReceived += 1 }
@@ -109,14 +109,29 @@ extension ReplicaStorage {
             }
             let name = incoming.recordName
             let previous: RecordState?
-            switch try recordToMerge(named: name, in: zone, incoming: incoming) {
-            case .covers: continue
-            case .absent: previous = nil
-            case .state(let state): previous = state
+            if zone.scope == .public {
+                // Which of two creators' states keeps a name does not follow causal length and
+                // vector (`WriteRights.publicMerge`): a stored state whose version covers the
+                // incoming one may still be the one to give way.
+                previous = try record(named: name, in: zone)
+            } else {
+                switch try recordToMerge(named: name, in: zone, incoming: incoming) {
+                case .covers: continue
+                case .absent: previous = nil
+                case .state(let state): previous = state
+                }
+            }
+            // The incoming state is judged whole, whatever the merge keeps of it: a claim taken
+            // with a state that showed another's writes would say those writes are held here.
+            if let refusal = rightsRefusal(incoming, in: zone) {
+                summary.recordsRefused += 1
+                summary.refusal = summary.refusal ?? refusal
+                deferred = true
+                continue
             }
             let outcome = try merge(incoming, into: previous, in: zone)
             guard outcome.changed else { continue }
-            if let refusal = try rightsRefusal(outcome.state, previous: previous, in: zone) {
+            if let refusal = rightsRefusal(outcome.state, in: zone) {
                 summary.recordsRefused += 1
                 summary.refusal = summary.refusal ?? refusal
                 deferred = true
@@ -145,31 +160,21 @@ extension ReplicaStorage {
 
     /// The merge, with the public database's rule for two accounts' concurrent creations.
     private func merge(_ incoming: RecordState, into previous: RecordState?, in zone: ZoneKey) throws -> MergeOutcome {
-        guard zone.scope == .public, let previous else { return Merge.merge(local: previous, incoming: incoming) }
+        guard zone.scope == .public, enforcesWriteRights, let previous else { return Merge.merge(local: previous, incoming: incoming) }
         switch WriteRights.publicMerge(local: previous, incoming: incoming, sameAccount: sameAccount) {
         case .merge:
             return Merge.merge(local: previous, incoming: incoming)
         case .keepLocal:
-            var kept = previous
-            kept.vector.join(incoming.vector)
-            return MergeOutcome(state: kept, changed: kept != previous, newConflicts: 0)
+            return MergeOutcome(state: previous, changed: false, newConflicts: 0)
         case .takeIncoming:
-            var taken = incoming
-            taken.vector.join(previous.vector)
-            return MergeOutcome(state: taken, changed: taken != previous, newConflicts: incoming.conflictCount)
+            // Whole, its vector too: a state's vector names its creator's writes alone.
+            return MergeOutcome(state: incoming, changed: true, newConflicts: incoming.conflictCount)
         }
     }
 
     /// Why `merged` holds a write its writer had no right to make, or nil.
-    private func rightsRefusal(_ merged: RecordState, previous: RecordState?, in zone: ZoneKey) throws -> String? {
-        guard zone.scope == .public else { return nil }
-        var cascadeEnded = false
-        if let previous, previous.isAlive, previous.hasCascadeReferences {
-            for (target, incarnation) in previous.cascadeReferences where (try recordVersion(named: target, in: zone)?.causalLength ?? 0) > incarnation {
-                cascadeEnded = true
-                break
-            }
-        }
-        return WriteRights.publicRefusal(merged: merged, previous: previous, cascadeEnded: cascadeEnded, sameAccount: sameAccount)
+    private func rightsRefusal(_ merged: RecordState, in zone: ZoneKey) -> String? {
+        guard zone.scope == .public, enforcesWriteRights else { return nil }
+        return WriteRights.publicRefusal(merged, sameAccount: sameAccount)
     }
 }

@@ -63,6 +63,8 @@ public protocol ReplicaStorage: AnyObject {
     func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String?
     /// Whether two replicas write for one account (`WriteRights`).
     func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool
+    /// False only for a test's modified client: it writes and takes what `WriteRights` refuses.
+    var enforcesWriteRights: Bool { get }
 }
 
 /// What `recordToMerge` found.
@@ -78,6 +80,8 @@ extension ReplicaStorage {
 
     /// Per device until accounts' rosters travel with the zones that need them.
     public func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool { lhs == rhs }
+
+    public var enforcesWriteRights: Bool { true }
 
     public var checksWrites: Bool { true }
 

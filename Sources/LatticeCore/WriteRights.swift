@@ -3,54 +3,59 @@
 /// relayed a change (DESIGN §3).
 ///
 /// The public database (CloudKit's rule): anyone may create a record; only
-/// its creator's account may change or delete it. A record's incarnation
-/// belongs to the writer of its creation stamp. Two accounts that create one
-/// name concurrently do not share it: the earlier creation keeps the name
-/// and the other is dropped whole, on every replica, in any order.
+/// its creator may change or delete it. A state belongs to the writer of its
+/// creation stamp, and every write it shows must be that writer's. Two
+/// devices that create one name without seeing each other do not share it:
+/// the state created first keeps the name whole and the other is dropped, on
+/// every replica, in any order. For that order to stay fixed, a name's
+/// creation stamp never changes: a deleted public record is not created
+/// again (its tombstone keeps the name), so no one takes a name over by
+/// deleting and re-creating it, and replicas that saw the delete and those
+/// that did not decide alike.
 public enum WriteRights {
     /// What the public database's rules make of an incoming state.
     public enum PublicMerge: Equatable {
-        /// Same creator's account: the usual merge.
+        /// Same creator: the usual merge.
         case merge
-        /// Another account's concurrent creation of this incarnation, and the
-        /// local one was first: only the vector grows.
+        /// Another creator's state, created after the local one: only the vector grows.
         case keepLocal
-        /// Another account's concurrent creation that was first: it replaces the local one.
+        /// Another creator's state, created first: it replaces the local one.
         case takeIncoming
     }
 
-    /// How `incoming` merges with `local` (same causal length) in the public database.
+    /// How `incoming` merges with `local` in the public database.
     public static func publicMerge(local: RecordState, incoming: RecordState, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> PublicMerge {
-        guard local.causalLength == incoming.causalLength, !sameAccount(local.created.replica, incoming.created.replica) else { return .merge }
+        guard !sameAccount(local.created.replica, incoming.created.replica) else { return .merge }
         return incoming.created < local.created ? .takeIncoming : .keepLocal
     }
 
-    /// Why `merged` (what a change set makes of `previous`) holds a write its
-    /// writer had no right to in the public database, or nil.
-    /// `cascadeEnded`: whether `previous` lost the target of a deleteSelf
-    /// reference (its deletion is then any replica's to make).
-    public static func publicRefusal(
-        merged: RecordState, previous: RecordState?, cascadeEnded: Bool, sameAccount: (ReplicaID, ReplicaID) -> Bool
-    ) -> String? {
-        let owner = merged.created.replica
-        if let previous, previous.isAlive, merged.causalLength > previous.causalLength, !cascadeEnded {
-            // Whoever ended the live incarnation: its deleter, or the creator of one after it.
-            let ender = !merged.isAlive && merged.causalLength == previous.causalLength + 1 ? merged.deleted ?? merged.created : merged.created
-            guard sameAccount(ender.replica, previous.created.replica) else {
-                return "record \"\(merged.recordName)\" of the public database was created by replica \(previous.created.replica.short); replica \(ender.replica.short) may not delete or replace it"
-            }
+    /// Why `state` shows a write its writer had no right to make in the
+    /// public database (one not by its creator), or nil. Its vector too
+    /// names its creator's writes alone: a state's vector says which writes
+    /// it holds, and one that named another creator's would keep that
+    /// creator's state from being sent where it should win.
+    public static func publicRefusal(_ state: RecordState, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
+        let owner = state.created.replica
+        guard state.causalLength <= 2 else {
+            return "record \"\(state.recordName)\" of the public database was created again after its deletion (incarnation \(state.causalLength)); a public record's name is not reused"
         }
-        let before = previous?.liveStamps ?? []
-        for stamp in merged.liveStamps where !before.contains(stamp) && !sameAccount(stamp.replica, owner) {
-            if cascadeEnded, stamp == merged.deleted { continue }
-            return "record \"\(merged.recordName)\" of the public database was created by replica \(owner.short); replica \(stamp.replica.short) may not change it"
+        for stamp in state.liveStamps where !sameAccount(stamp.replica, owner) {
+            return "record \"\(state.recordName)\" of the public database was created by replica \(owner.short); replica \(stamp.replica.short) may not change it"
+        }
+        for entry in state.vector.entries where !sameAccount(entry.replica, owner) {
+            return "record \"\(state.recordName)\" of the public database was created by replica \(owner.short); its state claims writes of replica \(entry.replica.short)"
         }
         return nil
     }
 
-    /// Why a local write by `writer` to `previous` is refused, or nil.
+    /// Why a local write by `writer` to `previous` is refused, or nil: a
+    /// public record is its creator's, and a deleted one's name is not reused.
     public static func localRefusal(writing previous: RecordState?, in zone: ZoneKey, by writer: ReplicaID, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
-        guard zone.scope == .public, let previous, previous.isAlive, !sameAccount(previous.created.replica, writer) else { return nil }
+        guard zone.scope == .public, let previous else { return nil }
+        guard previous.isAlive else {
+            return "record \"\(previous.recordName)\" of the public database was deleted; a public record's name is not reused (choose another name)"
+        }
+        guard !sameAccount(previous.created.replica, writer) else { return nil }
         return "record \"\(previous.recordName)\" of the public database was created by another device (replica \(previous.created.replica.short)); only its creator can change or delete it"
     }
 

@@ -44,7 +44,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     public var checksWrites: Bool { store.checksWrites }
 
-    public func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool { lhs == rhs || store.ignoresWriteRights }
+    public var enforcesWriteRights: Bool { !store.ignoresWriteRights }
 
     public var clock: HybridLogicalClock {
         get { hybridClock }

@@ -39,6 +39,33 @@ import Testing
         #expect(request.wantsTotals)
     }
 
+    @Test func aPublicOnlySessionStreamsThePublicDatabaseAloneAndRefusesPrivateChanges() throws {
+        let catalogue = ZoneKey(scope: .public, zoneID: .default)
+        let both = Hello(container: "app", zones: [
+            ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
+            ZoneAdvert(zone: catalogue, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
+        ])
+        var session = SyncSession(localHello: both, access: .publicOnly)
+        _ = session.start()
+        let actions = session.receive(.hello(theirs))
+        let produced = actions.compactMap { action -> ZoneKey? in if case .produce(let request) = action { return request.zone } else { return nil } }
+        #expect(produced == [catalogue])
+        #expect(session.streams == .publicOnly)
+        #expect(closeReason(session.receive(part([1, 2, 3], final: true))) == .forbidden("the peer sent changes to zone \(notes), which it may not sync here (public only)"))
+    }
+
+    @Test func aPeerThatGrantsThePublicDatabaseAloneIsStreamedNothingElse() throws {
+        var session = SyncSession(localHello: ours, access: .account)
+        _ = session.start()
+        var limited = theirs
+        limited.grants = [.public]
+        let actions = session.receive(.hello(limited))
+        #expect(actions.first == .event(.started(granted: .publicOnly)))
+        #expect(!actions.contains { if case .produce = $0 { return true } else { return false } })
+        // What the hello says it grants travels on the wire.
+        #expect(try SyncMessage(decoding: SyncMessage.hello(limited).encoded()) == .hello(limited))
+    }
+
     @Test func anythingBeforeHelloEndsTheSession() {
         var session = SyncSession(localHello: ours)
         _ = session.start()
