@@ -127,6 +127,12 @@ struct DoctorCommand: ParsableCommand {
             return "sent \(row.refusedWrites) batch(es) of writes that their writers did not sign, refused whole (last: \(row.lastRefusedWrite ?? "?")): it is faulty or hostile; if it is not yours any more, `lattice untrust \(row.deviceID)`"
         }
         if row.connected {
+            if !row.trusted {
+                return "not trusted here: it syncs the public database only; if it is yours, run `lattice trust \(row.deviceID)` (and on it, `lattice trust \(ourID)`)"
+            }
+            if let refused = row.live?.refusedRecords, refused > 0 {
+                return "sent \(refused) record(s) this node refused (last: \(row.live?.lastRefusal ?? "?")): writes their writers had no right to make"
+            }
             if row.live?.clockSkew == true {
                 return "its clock is ahead of this device's by more than the skew bound: its newest records wait until the clocks agree; check both clocks (NTP)"
             }

@@ -115,6 +115,15 @@ events_at_least() { [ "$(grep -c "\"event\":\"$2\"" "$LAN_DIR/h$1/serve.out")" -
 
 zone_on() { local zone="$1" k; shift; for k in "$@"; do lat "$k" zone list | grep -q "^$zone" || return 1; done; }
 has_record() { lat "$1" record get "$2" >/dev/null 2>&1; }
+# public_on NAME HOSTS...: every one of HOSTS holds the public record NAME.
+public_on() { local name="$1" k; shift; for k in "$@"; do lat "$k" record get "$name" --database public >/dev/null 2>&1 || return 1; done; }
+# public_title_is NAME TITLE HOSTS...: the public record's title is TITLE on every one of HOSTS.
+public_title_is() {
+  local name="$1" title="$2" k; shift 2
+  for k in "$@"; do
+    [ "$(lat "$k" record get "$name" --database public --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["records"][0]["fields"]["title"]["value"])')" = "$title" ] || return 1
+  done
+}
 
 zone_count() {
   local zone="$1" count="$2" k; shift 2
