@@ -18,12 +18,17 @@ public final class SyncEndpoint: Sendable {
     let limiter: ConnectionLimiter<Channel>
     let refusals: RateLimitedLog
     let tarpit = Tarpit()
+    /// Sessions of strangers syncing the public database, and the most the node holds at once:
+    /// each may buffer a batch, so their number bounds what strangers cost in memory.
+    let publicOnlySessions = NIOLockedValueBox(0)
+    let maximumPublicOnlySessions: Int
 
     public init(
         identity: Identity, delegate: any SyncDelegate, group: EventLoopGroup, threadPool: NIOThreadPool,
         settings: ConnectionSettings = ConnectionSettings(), maximumConnectionsPerAddress: Int = 8, maximumConnections: Int = 512,
-        logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
+        maximumPublicOnlySessions: Int = 32, logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
+        self.maximumPublicOnlySessions = maximumPublicOnlySessions
         self.identity = identity
         self.delegate = delegate
         self.group = group
@@ -51,9 +56,19 @@ public final class SyncEndpoint: Sendable {
             try HandshakeHandler(identity: identity, initiator: initiator, versions: SyncWire.versions, timeout: settings.handshakeTimeout),
             SyncSessionHandler(
                 delegate: delegate, threadPool: threadPool, settings: settings, logger: logger, refusals: refusals,
-                onAccepted: { access in
+                onAccepted: { [publicOnlySessions, maximumPublicOnlySessions] access in
+                    if !access.isAccount {
+                        let admitted = publicOnlySessions.withLockedValue { count in
+                            guard count < maximumPublicOnlySessions else { return false }
+                            count += 1
+                            return true
+                        }
+                        guard admitted else { return false }
+                        channel.closeFuture.whenComplete { _ in publicOnlySessions.withLockedValue { $0 -= 1 } }
+                    }
                     limit.maximum = Self.maximumFrameLength
                     if access.isAccount { onTrusted?() }
+                    return true
                 },
                 onEvent: onEvent),
         ]

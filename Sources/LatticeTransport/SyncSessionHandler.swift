@@ -89,7 +89,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private let settings: ConnectionSettings
     private let logger: Logger
     private let onEvent: @Sendable (ConnectionEvent) -> Void
-    private let onAccepted: (@Sendable (PeerAccess) -> Void)?
+    private let onAccepted: (@Sendable (PeerAccess) -> Bool)?
     private let refusals: RateLimitedLog
     private var context: ChannelHandlerContext?
     private var session: SyncSession?
@@ -106,7 +106,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     init(
         delegate: any SyncDelegate, threadPool: NIOThreadPool, settings: ConnectionSettings, logger: Logger,
-        refusals: RateLimitedLog? = nil, onAccepted: (@Sendable (PeerAccess) -> Void)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
+        refusals: RateLimitedLog? = nil, onAccepted: (@Sendable (PeerAccess) -> Bool)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
         self.onAccepted = onAccepted
         self.refusals = refusals ?? RateLimitedLog(logger: logger)
@@ -140,7 +140,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         lastHeard = .now()
         // Before anything else, from memory: a stranger is closed now, while its
         // frames are still handshake-sized and it still counts as pending.
-        guard let access = delegate.access(for: peer) else {
+        // A stranger the public database is open to, once the node holds as many such sessions as it takes, is refused as others are.
+        guard let access = delegate.access(for: peer), onAccepted?(access) ?? true else {
             let host = context.channel.remoteAddress.flatMap(hostText) ?? address
             refusals.notice("refused an untrusted device", metadata: ["peer": "\(peer)", "address": "\(address)"])
             onEvent(.refused(peer: peer, address: host))
@@ -149,7 +150,6 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             return
         }
         self.access = access
-        onAccepted?(access)
         let delegate = delegate
         let address = address
         runOffLoop({ () throws -> Hello in

@@ -18,13 +18,16 @@ import Testing
         let gate = DispatchSemaphore(value: 0)
         let hellos = NIOLockedValueBox(0)
         let blocks: Bool
+        /// Strangers may sync the public database.
+        let openToStrangers: Bool
 
-        init(trusting trusted: Set<DeviceID>, blocks: Bool) {
+        init(trusting trusted: Set<DeviceID>, blocks: Bool, openToStrangers: Bool = false) {
             self.trusted = trusted
             self.blocks = blocks
+            self.openToStrangers = openToStrangers
         }
 
-        func access(for peer: DeviceID) -> PeerAccess? { trusted.contains(peer) ? .account : nil }
+        func access(for peer: DeviceID) -> PeerAccess? { trusted.contains(peer) ? .account : openToStrangers ? .publicOnly : nil }
         func noteConnected(_ peer: DeviceID, address: String) throws {}
         func hello(for peer: DeviceID) throws -> Hello {
             hellos.withLockedValue { $0 += 1 }
@@ -54,6 +57,43 @@ import Testing
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         return condition()
+    }
+
+    @Test func strangersSyncingThePublicDatabaseAreBoundedInNumber() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        let logger = Logger(label: "test")
+        let node = try Identity.generate()
+        let nodeEvents = Events()
+        let server = SyncEndpoint(
+            identity: node, delegate: BlockingDelegate(trusting: [], blocks: false, openToStrangers: true), group: group, threadPool: pool,
+            maximumPublicOnlySessions: 2, logger: logger, onEvent: nodeEvents.add)
+        let listener = try await server.listen(host: "127.0.0.1", port: 0)
+        let port = try #require(listener.localAddress?.port)
+        func stranger() async throws -> Channel {
+            let identity = try Identity.generate()
+            let client = SyncEndpoint(
+                identity: identity, delegate: BlockingDelegate(trusting: [node.deviceID], blocks: false), group: group, threadPool: pool,
+                logger: logger, onEvent: { _ in })
+            return try await client.connect(host: "127.0.0.1", port: port)
+        }
+        var authenticated: Int {
+            nodeEvents.list.withLockedValue { $0.filter { if case .authenticated = $0 { true } else { false } }.count }
+        }
+        var channels: [Channel] = []
+        for _ in 0..<4 { channels.append(try await stranger()) }
+        #expect(try await waitUntil { authenticated == 2 && nodeEvents.refusals == 2 })
+        // A session that ends makes room for the next stranger (the refused ones' connections end first).
+        #expect(try await waitUntil { channels.filter(\.isActive).count == 2 })
+        let first = channels.first { $0.isActive }
+        try await first?.close()
+        channels.append(try await stranger())
+        #expect(try await waitUntil { authenticated == 3 })
+        for channel in channels { try? await channel.close() }
+        try await listener.close()
+        try await pool.shutdownGracefully()
+        try await group.shutdownGracefully()
     }
 
     @Test func strangersAreRefusedWhileEveryStoreThreadIsBusy() async throws {

@@ -32,6 +32,8 @@ public enum Workload {
     }
 
     public static let zone = ZoneKey(scope: .private, zoneID: .default)
+    /// The public database's zone, for the workload as a public catalogue.
+    public static let publicZone = ZoneKey(scope: .public, zoneID: .default)
 
     public enum Scenario: String, CaseIterable, Sendable {
         case empty, halfLose = "half-lose", concurrent = "concurrent-10pct"
@@ -47,8 +49,8 @@ public enum Workload {
         return replica
     }
 
-    public static func write(_ replica: MemoryReplica, records: some Sequence<Int>, generation: Int) throws {
-        for i in records { try replica.save(name(i), type: "Track", in: zone, changes: fields(record: i, generation: generation)) }
+    public static func write(_ replica: MemoryReplica, records: some Sequence<Int>, generation: Int, in target: ZoneKey = zone) throws {
+        for i in records { try replica.save(name(i), type: "Track", in: target, changes: fields(record: i, generation: generation)) }
     }
 
     /// The record type's two indexed fields (the merge benchmark has
@@ -111,11 +113,14 @@ public final class SyncPair: @unchecked Sendable {
     public private(set) var nodeB: SyncNode?
     private var events: AsyncStream<SyncNode.Event>.Iterator?
 
-    public init() throws {
+    /// Two stores; with `trusted` false they are of two accounts, and sync the public database alone.
+    public init(trusted: Bool = true) throws {
         a = try Container(identifier: "bench", directory: root.appendingPathComponent("a"))
         b = try Container(identifier: "bench", directory: root.appendingPathComponent("b"))
-        try a.trust(deviceID: b.deviceID)
-        try b.trust(deviceID: a.deviceID)
+        if trusted {
+            try a.trust(deviceID: b.deviceID)
+            try b.trust(deviceID: a.deviceID)
+        }
     }
 
     /// Starts both nodes and waits until they have exchanged all they had.

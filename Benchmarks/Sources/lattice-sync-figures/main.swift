@@ -10,6 +10,9 @@ import Workload
 //   lattice-sync-figures propagation-cli [--saves 200]     the same, saved by a separate `lattice record save` process
 //   lattice-sync-figures initial [--records 100000] [--no-indexes]   an empty node syncs the merge workload (two
 //                                                          indexed fields unless --no-indexes); crypto, store and network apart
+//   lattice-sync-figures databases [--records 100000] [--rounds 3]
+//                                                          an empty node syncs the workload from the private database
+//                                                          (same account) and from the public one (another account), alternately
 //   lattice-sync-figures between --a DIR --b DIR [--saves 200] [--label TEXT]
 //                                                          propagation between two stores whose nodes run elsewhere
 //                                                          (`lattice serve` processes): saves alternate A->B and B->A
@@ -232,12 +235,51 @@ func initial() async throws {
                records, Double(bytes) / 1e6, total, store, Double(produceNanos) / 1e9, Double(applyNanos) / 1e9, crypto, max(0, total - store - crypto)))
 }
 
+/// The initial sync of the private database within an account against the
+/// public database's to a device of another account, the same workload, in
+/// alternating rounds so the machine's drift falls on both alike.
+func databases() async throws {
+    let records = option("--records", 100_000)
+    let rounds = option("--rounds", 3)
+    let (sender, _) = try Workload.prepareMemory(.empty, records: 0)
+    try Workload.write(sender, records: 0..<records, generation: 0)
+    sender.createZone(Workload.publicZone)
+    try Workload.write(sender, records: 0..<records, generation: 0, in: Workload.publicZone)
+    let privateSet = try sender.makeChangeSet(for: Workload.zone, since: VersionVector())
+    let publicSet = try sender.makeChangeSet(for: Workload.publicZone, since: VersionVector())
+    var times: [String: [Double]] = ["private": [], "public": []]
+    for _ in 0..<rounds {
+        for database in ["private", "public"] {
+            let isPublic = database == "public"
+            let pair = try SyncPair(trusted: !isPublic)
+            try pair.a.apply(changeSet: isPublic ? publicSet : privateSet)
+            let start = now()
+            try await pair.start()
+            times[database]!.append(Double(now() - start) / 1e9)
+            let count = try (isPublic ? pair.b.publicCloudDatabase : pair.b.privateCloudDatabase).recordCount(inZoneWith: .default)
+            precondition(count == records, "B has \(count) of \(records) \(database) records")
+            if isPublic {
+                let leaked = try pair.b.privateCloudDatabase.recordCount(inZoneWith: .default)
+                precondition(leaked == 0, "the private database reached another account")
+            }
+            await pair.stop()
+        }
+    }
+    let privateMedian = times["private"]!.sorted()[rounds / 2]
+    let publicMedian = times["public"]!.sorted()[rounds / 2]
+    emit(["figure": "initial sync by database", "records": records, "rounds": rounds, "private_s": privateMedian, "public_to_stranger_s": publicMedian,
+          "ratio": publicMedian / privateMedian])
+    say(String(format: "initial sync of %d records, median of %d: private database within the account %.2f s, public database to another account %.2f s (%.2fx)",
+               records, rounds, privateMedian, publicMedian, publicMedian / privateMedian))
+}
+
 switch mode {
 case "propagation": try await propagation(cli: false)
 case "propagation-cli": try await propagation(cli: true)
 case "initial": try await initial()
 case "between": try between()
+case "databases": try await databases()
 default:
-    say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | between --a DIR --b DIR [--saves N]")
+    say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | databases [--records N] [--rounds N] | between --a DIR --b DIR [--saves N]")
     exit(2)
 }

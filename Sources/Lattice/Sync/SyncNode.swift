@@ -81,6 +81,8 @@ public final class SyncNode: Sendable {
         public var publicWriteAllowance: PublicWriteAllowance = .default
         /// Strangers dialed at most at once when discovered (for the public database).
         public var maximumStrangersDialed = 16
+        /// Strangers' public-database sessions held at most at once; more are refused as strangers are.
+        public var maximumPublicOnlySessions = 32
 
         public init() {}
 
@@ -218,7 +220,8 @@ public final class SyncNode: Sendable {
                 store: container.store, container: container.containerIdentifier, trusted: trustedDevices,
                 publicFrom: configuration.publicFrom, allowance: configuration.publicWriteAllowance),
             group: group, threadPool: threadPool, settings: settings,
-            maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress, logger: logger,
+            maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress,
+            maximumPublicOnlySessions: configuration.maximumPublicOnlySessions, logger: logger,
             onEvent: { [weak self] event in self?.handle(event) })
     }
 
