@@ -17,7 +17,9 @@ final class FloodRig {
     let c: NodeProcess
     private let databases: [String: Database]
 
-    init(cli: CLI, prefix: String) throws {
+    /// `openToStrangers`: the nodes let strangers sync the public database (the default of `serve`);
+    /// otherwise they refuse them outright (`--public-from trusted`).
+    init(cli: CLI, prefix: String, openToStrangers: Bool) throws {
         self.cli = cli
         self.prefix = prefix
         var ids: [String: String] = [:]
@@ -32,8 +34,7 @@ final class FloodRig {
             try cli.ok(["trust", ids[y]!, "--name", y], store: prefix + x)
             try cli.ok(["trust", ids[x]!, "--name", x], store: prefix + y)
         }
-        // Strangers refused at once: the public database is closed to them here (see `PublicFloodTests` for it open).
-        let closed = ["--public-from", "trusted"]
+        let closed = openToStrangers ? [] : ["--public-from", "trusted"]
         a = try NodeProcess(cli: cli, store: prefix + "a", extra: closed, logLevel: "warning")
         b = try NodeProcess(cli: cli, store: prefix + "b", peers: [a.port], extra: closed, logLevel: "warning")
         c = try NodeProcess(cli: cli, store: prefix + "c", extra: closed, logLevel: "warning")
