@@ -68,6 +68,8 @@ struct SyncCommand: ParsableCommand {
                         state.failures.append(.container("\(address): \(reason); use the same --container on both devices"))
                     } else if reason?.cause == .notTrustedByPeer {
                         state.failures.append(.permission("\(peer ?? address) at \(address) does not trust this device; on it, run `lattice trust \(container.deviceID)`"))
+                    } else if let peer, state.publicOnly.contains(peer) {
+                        break // counted when it said it syncs the public database only
                     } else if let peer, !state.caughtUp.contains(peer) {
                         state.failures.append(.unavailable("the connection to \(peer) at \(address) ended before the sync finished\(reason.map { ": \($0)" } ?? "")"))
                     } else if peer == nil {

@@ -44,11 +44,13 @@ extension ReplicaStorage {
     /// all within the caller's transaction.
     /// With `takingClaims` false, no change set advances a zone's vector (the
     /// caller knows this replica still lacks part of what the sender claims).
-    public func applyChangeSets<Source: ByteSource>(from source: Source, takingClaims: Bool = true) throws -> ApplySummary {
+    /// With `takingSchema` false, the change sets' schemas are not merged (a
+    /// stranger's: the schema is the container's, private record types too).
+    public func applyChangeSets<Source: ByteSource>(from source: Source, takingClaims: Bool = true, takingSchema: Bool = true) throws -> ApplySummary {
         var reader = ChangeSetReader(source: source)
         var total = ApplySummary()
         while try reader.readHeader() != nil {
-            total.add(try apply(&reader, takingClaim: takingClaims))
+            total.add(try apply(&reader, takingClaim: takingClaims, takingSchema: takingSchema))
             reader = ChangeSetReader(source: reader.source)
         }
         return total
@@ -62,7 +64,7 @@ extension ReplicaStorage {
     /// The caller commits only if this returns: a truncated or corrupt change
     /// set throws before its end and must leave nothing behind. Nothing is
     /// written when the change set brings nothing new.
-    public func apply<Source: ByteSource>(_ reader: inout ChangeSetReader<Source>, takingClaim: Bool = true) throws -> ApplySummary {
+    public func apply<Source: ByteSource>(_ reader: inout ChangeSetReader<Source>, takingClaim: Bool = true, takingSchema: Bool = true) throws -> ApplySummary {
         guard let header = reader.header else { throw ChangeSetError.malformed("no header read") }
         let zone = header.zone
         var summary = ApplySummary()
@@ -92,7 +94,7 @@ extension ReplicaStorage {
             sync.zoneState = zoneState
             try setSyncState(sync, of: zone)
         }
-        try mergeSchema(header.schema.filter { acceptable($0.time) })
+        if takingSchema { try mergeSchema(header.schema.filter { acceptable($0.time) }) }
 
         let stale = header.zoneState.causalLength < zoneState.causalLength
         var deferred = false
@@ -161,7 +163,7 @@ extension ReplicaStorage {
     /// The merge, with the public database's rule for two accounts' concurrent creations.
     private func merge(_ incoming: RecordState, into previous: RecordState?, in zone: ZoneKey) throws -> MergeOutcome {
         guard zone.scope == .public, enforcesWriteRights, let previous else { return Merge.merge(local: previous, incoming: incoming) }
-        switch WriteRights.publicMerge(local: previous, incoming: incoming, sameAccount: sameAccount) {
+        switch WriteRights.publicMerge(local: previous, incoming: incoming) {
         case .merge:
             return Merge.merge(local: previous, incoming: incoming)
         case .keepLocal:

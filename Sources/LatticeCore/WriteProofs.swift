@@ -244,6 +244,9 @@ final class ProofCheck {
     func finish(_ proofs: [BlockProof], claim: VersionVector?) throws {
         /// A removed device's writes after its mark: refused in a block, a write or a vector alike.
         func refuseIfRemoved(_ replica: ReplicaID, at time: HLCTimestamp) throws {
+            // A device removed from the account is a stranger now: in the public database its
+            // writes are judged as anyone's (`WriteRights`), record by record.
+            guard zone.scope != .public else { return }
             if let refusal = storage.refusal(ofWriter: replica, at: time) { throw WriteProofError.writerRefused(replica: replica, why: refusal) }
         }
         var blocks: [WriteBlock] = []

@@ -15,17 +15,19 @@
 public enum WriteRights {
     /// What the public database's rules make of an incoming state.
     public enum PublicMerge: Equatable {
-        /// Same creator: the usual merge.
+        /// One creation: the usual merge.
         case merge
-        /// Another creator's state, created after the local one: only the vector grows.
+        /// Another creation, after the local one: the local state stays.
         case keepLocal
-        /// Another creator's state, created first: it replaces the local one.
+        /// Another creation, before the local one: it replaces the local state.
         case takeIncoming
     }
 
-    /// How `incoming` merges with `local` in the public database.
-    public static func publicMerge(local: RecordState, incoming: RecordState, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> PublicMerge {
-        guard !sameAccount(local.created.replica, incoming.created.replica) else { return .merge }
+    /// How `incoming` merges with `local` in the public database: states of
+    /// one creation merge; of two, the earlier keeps the name whole (two
+    /// creations by one device too, as a store restored from a copy makes).
+    public static func publicMerge(local: RecordState, incoming: RecordState) -> PublicMerge {
+        guard local.created != incoming.created else { return .merge }
         return incoming.created < local.created ? .takeIncoming : .keepLocal
     }
 

@@ -40,7 +40,12 @@ extension StoreSnapshot {
     /// A stream is many snapshots: a record changed meanwhile moves past the
     /// cursor and comes again later, and the claim is made by the batch that
     /// reaches the end, with that snapshot's vector, so it always holds.
-    public func streamBatch(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector, peerZoneState: ZoneState?, maximumRecords: Int, maximumBytes: Int) throws -> StreamBatch? {
+    /// `includingSchema` false leaves the schema out of the header: it names the
+    /// private database's record types too, and a stranger gets the public one alone.
+    public func streamBatch(
+        for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector, peerZoneState: ZoneState?, maximumRecords: Int, maximumBytes: Int,
+        includingSchema: Bool = true
+    ) throws -> StreamBatch? {
         guard let zone = try zoneRow(key) else { return nil }
         let (cursor, start) = try streamStart(zoneID: zone.id, after: cursor, peerVector: peerVector)
         let statement = try db.cachedStatement(sql: """
@@ -78,7 +83,7 @@ extension StoreSnapshot {
         // A store that lost writes of its own claims no more of its own than it holds.
         var told = zone.sync
         told.vector = try vectorToTell(zone.sync, in: key)
-        let header = ChangeSetHeader(zone: key, sync: told, base: peerVector, schema: try schema(), claimsTop: reachedEnd)
+        let header = ChangeSetHeader(zone: key, sync: told, base: peerVector, schema: includingSchema ? try schema() : Schema(), claimsTop: reachedEnd)
         var out: [UInt8] = []
         out.reserveCapacity(bytes + 256)
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector)) { out.append(contentsOf: $0) }

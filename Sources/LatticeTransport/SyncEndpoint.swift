@@ -26,7 +26,7 @@ public final class SyncEndpoint: Sendable {
     public init(
         identity: Identity, delegate: any SyncDelegate, group: EventLoopGroup, threadPool: NIOThreadPool,
         settings: ConnectionSettings = ConnectionSettings(), maximumConnectionsPerAddress: Int = 8, maximumConnections: Int = 512,
-        maximumPublicOnlySessions: Int = 32, logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
+        maximumPublicOnlySessions: Int = 16, logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
         self.maximumPublicOnlySessions = maximumPublicOnlySessions
         self.identity = identity

@@ -47,6 +47,9 @@ import Testing
         m.ignoreWriteRights()
         try savePrivate(a)
         try save(a, "lamp", "Lamp")
+        // M's schema is in production: a stranger's schema must not move A's (nor C's) there.
+        try save(m, "mat", "Mat")
+        try m.deploySchema()
 
         let nodeA = node(a)
         let events = NIOLockedValueBox<[SyncNode.Event]>([])
@@ -78,8 +81,14 @@ import Testing
         try save(a, "lamp", "Desk lamp")
         #expect(await eventually(30) { title(m, "lamp") == "Desk lamp" })
         #expect(title(c, "lamp") == "Lamp")
-        // The private database stayed with A.
+        // The private database stayed with A, and so did its schema, which names the private
+        // record types too: strangers neither get it nor give theirs.
         #expect(!holdsPrivate(m) && !holdsPrivate(c))
+        #expect(!(try c.schema().recordTypes.contains("Movie")))
+        #expect(!(try m.schema().recordTypes.contains("Movie")))
+        #expect(!(try a.schema().isProduction))
+        #expect(!(try c.schema().isProduction))
+        #expect(title(a, "mat") == "Mat")
         for node in [nodeM, nodeC, nodeA] { await node.stop() }
         listener.cancel()
     }

@@ -13,7 +13,7 @@ public enum PublicSyncPolicy: String, Sendable, CaseIterable, Codable {
 }
 
 /// The spam limit on what strangers' public batches may bring: a byte
-/// budget per device, as a token bucket. A batch past it is not applied; the
+/// budget per host (identities cost nothing to make; addresses do), as a token bucket. A batch past it is not applied; the
 /// session ends and the stranger's stream resumes from where it stopped
 /// once the budget has come back (honest peers lose nothing, only time).
 /// Each record is bounded as everywhere (1 MB of fields).
@@ -35,11 +35,11 @@ public struct PublicWriteAllowance: Hashable, Sendable {
 
 /// A stranger spent its public write allowance (`PublicWriteAllowance`).
 struct PublicAllowanceSpent: Error, CustomStringConvertible {
-    let peer: DeviceID
+    let host: String
     let retryAfter: Double
 
     var description: String {
-        "device \(peer) spent its allowance of public writes here; its stream resumes in \(Int(retryAfter.rounded(.up))) s"
+        "strangers from \(host) spent their allowance of public writes here; their streams resume in \(Int(retryAfter.rounded(.up))) s"
     }
 }
 
@@ -50,10 +50,10 @@ final class PublicWriteAllowances: Sendable {
         var updated: Double
     }
 
-    /// Strangers tracked at most: past it, the one seen longest ago is forgotten (its bucket full again).
+    /// Hosts tracked at most: past it, the one seen longest ago is forgotten (its bucket full again).
     static let maximumTracked = 1024
     let allowance: PublicWriteAllowance
-    private let buckets = NIOLockedValueBox([DeviceID: Bucket]())
+    private let buckets = NIOLockedValueBox([String: Bucket]())
     private let now: @Sendable () -> Double
 
     init(allowance: PublicWriteAllowance, now: @escaping @Sendable () -> Double = { Date().timeIntervalSinceReferenceDate }) {
@@ -61,21 +61,21 @@ final class PublicWriteAllowances: Sendable {
         self.now = now
     }
 
-    /// Takes `bytes` from `peer`'s budget, or throws when it has not that much left.
-    func spend(_ bytes: Int, by peer: DeviceID) throws {
+    /// Takes `bytes` from `host`'s budget, or throws when it has not that much left.
+    func spend(_ bytes: Int, by host: String) throws {
         let time = now()
         let burst = Double(allowance.burstBytes)
         let rate = Double(max(1, allowance.bytesPerSecond))
         try buckets.withLockedValue { buckets in
-            var bucket = buckets[peer] ?? Bucket(tokens: burst, updated: time)
+            var bucket = buckets[host] ?? Bucket(tokens: burst, updated: time)
             bucket.tokens = min(burst, bucket.tokens + (time - bucket.updated) * rate)
             bucket.updated = time
             guard bucket.tokens >= Double(bytes) else {
-                buckets[peer] = bucket
-                throw PublicAllowanceSpent(peer: peer, retryAfter: (Double(bytes) - bucket.tokens) / rate)
+                buckets[host] = bucket
+                throw PublicAllowanceSpent(host: host, retryAfter: (Double(bytes) - bucket.tokens) / rate)
             }
             bucket.tokens -= Double(bytes)
-            buckets[peer] = bucket
+            buckets[host] = bucket
             if buckets.count > Self.maximumTracked, let oldest = buckets.min(by: { $0.value.updated < $1.value.updated })?.key {
                 buckets[oldest] = nil
             }

@@ -25,6 +25,8 @@ struct StoreSyncAdapter: SyncDelegate {
     /// cursor a peer asks for that this process did not hand out comes from
     /// its hello, so from a history this store may have lost (see `produceBatch`).
     let issuedCursors = NIOLockedValueBox([DeferredStream: StreamCursor]())
+    /// The host each stranger connected from, for its allowance of public writes (bounded).
+    let strangerHosts = NIOLockedValueBox([DeviceID: String]())
 
     struct DeferredStream: Hashable {
         var peer: DeviceID
@@ -46,7 +48,14 @@ struct StoreSyncAdapter: SyncDelegate {
 
     func noteConnected(_ peer: DeviceID, address: String) throws {
         // A stranger syncing the public database costs no store write: anyone can make identities.
-        guard access(for: peer)?.isAccount == true else { return }
+        // Its host is remembered in memory: its allowance of public writes is its host's.
+        guard access(for: peer)?.isAccount == true else {
+            strangerHosts.withLockedValue { hosts in
+                if hosts.count >= PublicWriteAllowances.maximumTracked { hosts.removeAll() }
+                hosts[peer] = PeerAddress(address)?.host ?? address
+            }
+            return
+        }
         try store.write { try $0.upsertPeer(peer.description, name: nil, trusted: nil, address: address, lastSeen: RecordStore.systemWallClock()) }
     }
 
@@ -64,9 +73,15 @@ struct StoreSyncAdapter: SyncDelegate {
 
     /// A zone's stream goes only to a peer that may sync it: the private
     /// database to the account, the public one to whom `publicFrom` says.
-    private func requireAccess(_ peer: DeviceID, to zone: ZoneKey, in snapshot: StoreSnapshot) throws {
-        guard try access(for: peer, in: snapshot)?.allows(zone) == true else { throw PeerNoLongerTrusted(peer: peer) }
+    @discardableResult
+    private func requireAccess(_ peer: DeviceID, to zone: ZoneKey, in snapshot: StoreSnapshot) throws -> PeerAccess {
+        guard let access = try access(for: peer, in: snapshot), access.allows(zone) else { throw PeerNoLongerTrusted(peer: peer) }
+        return access
     }
+
+    /// The zones a session streams: the public database has its default zone
+    /// alone (a store of an earlier build may hold others, which no peer takes).
+    private static func syncable(_ zone: ZoneKey) -> Bool { zone.scope != .public || zone.zoneID.isDefault }
 
     func hello(for peer: DeviceID) throws -> Hello {
         deferredStreams.withLockedValue { marks in marks = marks.filter { $0.peer != peer } }
@@ -74,7 +89,7 @@ struct StoreSyncAdapter: SyncDelegate {
             // Zones, vectors and resume points are the account's: not for a device untrusted since the handshake.
             guard let access = try access(for: peer, in: snapshot) else { throw PeerNoLongerTrusted(peer: peer) }
             let resume = try snapshot.resumePoints(of: peer.description)
-            let zones = try access.scopes.sorted { $0.rawValue < $1.rawValue }.flatMap { try snapshot.zones(in: $0) }.map { zone in
+            let zones = try access.scopes.sorted { $0.rawValue < $1.rawValue }.flatMap { try snapshot.zones(in: $0) }.filter { Self.syncable($0.key) }.map { zone in
                 // A store that lost writes of its own asks for them from the peer's vector, not from
                 // where the peer's stream stopped: that stream skipped them while this store claimed them.
                 let gap = try snapshot.ownGap(in: zone.key) != nil
@@ -102,11 +117,17 @@ struct StoreSyncAdapter: SyncDelegate {
     func roster() throws -> [UInt8] { trusted.roster }
 
     func zones() throws -> [ZoneKey] {
-        try store.read { snapshot in try [DatabaseScope.private, .public].flatMap { try snapshot.zones(in: $0).map(\.key) } }
+        try store.read { snapshot in try [DatabaseScope.private, .public].flatMap { try snapshot.zones(in: $0).map(\.key) }.filter(Self.syncable) }
     }
 
     func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
         let mark = DeferredStream(peer: peer, zone: request.zone)
+        // Only the account's devices can tell this store it lost writes of its own: a stranger's
+        // vector may say anything, and a gap noted for it would change every peer's streams.
+        guard access(for: peer)?.isAccount == true else {
+            guard case .produced(let batch) = try store.read({ try produce(request, mark: mark, after: ChangeCursor(request.after), in: $0, unlessLost: nil) }) else { return nil }
+            return batch
+        }
         let told = request.peerVector[store.replica]
         // One short read in the common case: the peer's entry for this store is a head it holds.
         if case .produced(let batch) = try store.read({ try produce(request, mark: mark, after: ChangeCursor(request.after), in: $0, unlessLost: told) }) {
@@ -133,40 +154,49 @@ struct StoreSyncAdapter: SyncDelegate {
     /// The batch after `after`, or `ownWritesLost` when `told` (the peer's
     /// entry for this store) is a head of its own this store does not hold.
     private func produce(_ request: BatchRequest, mark: DeferredStream, after: ChangeCursor, in snapshot: StoreSnapshot, unlessLost told: HLCTimestamp?) throws -> Production {
-        try requireAccess(mark.peer, to: request.zone, in: snapshot)
+        let access = try requireAccess(mark.peer, to: request.zone, in: snapshot)
         if let told, try !snapshot.holdsOwnHead(told, in: request.zone) { return .ownWritesLost }
         guard let batch = try snapshot.streamBatch(
             for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
-            maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes)
+            maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes, includingSchema: access.isAccount)
         else { return .produced(nil) }
         let totals = request.wantsTotals ? try snapshot.streamTotals(for: request.zone, after: after, peerVector: request.peerVector) : nil
-        issuedCursors.withLockedValue { $0[mark] = StreamCursor(batch.cursor) }
+        issuedCursors.withLockedValue { cursors in
+            // Strangers come and go: past a bound the record starts over (a cursor not found reads as a hello's).
+            if cursors.count >= 4096 { cursors.removeAll() }
+            cursors[mark] = StreamCursor(batch.cursor)
+        }
         return .produced(OutgoingBatch(
             bytes: batch.bytes, cursor: StreamCursor(batch.cursor), final: batch.final, records: batch.records,
             zoneState: batch.zoneState, claimedTop: batch.claimedTop, totals: totals))
     }
 
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
-        if access(for: peer)?.isAccount != true { try allowances.spend(batch.bytes.count, by: peer) }
+        let isAccount = access(for: peer)?.isAccount == true
+        if !isAccount {
+            let host = strangerHosts.withLockedValue { $0[peer] } ?? peer.description
+            try allowances.spend(batch.bytes.count, by: host)
+        }
         let applied: AppliedBatch
-        do { applied = try applyChecked(batch, from: peer) } catch let error as WriteProofError {
-            // The batch changed nothing; what it tried is kept for `peers` and `doctor`.
-            try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: error.description) }
+        do { applied = try applyChecked(batch, from: peer, takingSchema: isAccount) } catch let error as WriteProofError {
+            // The batch changed nothing; what it tried is kept for `peers` and `doctor` (a
+            // stranger's in the node's status alone: a row each would let strangers grow the store).
+            if isAccount { try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: error.description) } }
             throw error
         }
-        if applied.recordsRefused > 0 {
+        if applied.recordsRefused > 0, isAccount {
             // The rest of the batch is applied; the refused records are counted for `peers` and `doctor`.
             try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: applied.refusal ?? "records refused") }
         }
         return applied
     }
 
-    private func applyChecked(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
+    private func applyChecked(_ batch: IncomingBatch, from peer: DeviceID, takingSchema: Bool) throws -> AppliedBatch {
         let mark = DeferredStream(peer: peer, zone: batch.zone)
         let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
         let applied = try store.write { transaction in
             try requireAccess(peer, to: batch.zone, in: transaction)
-            let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred)
+            let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred, takingSchema: takingSchema)
             guard summary.changeSets == 1 else {
                 throw ChangeSetError.malformed("a batch holds \(summary.changeSets) change sets; one of \(batch.zone) was announced")
             }

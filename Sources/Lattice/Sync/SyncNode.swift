@@ -82,7 +82,7 @@ public final class SyncNode: Sendable {
         /// Strangers dialed at most at once when discovered (for the public database).
         public var maximumStrangersDialed = 16
         /// Strangers' public-database sessions held at most at once; more are refused as strangers are.
-        public var maximumPublicOnlySessions = 32
+        public var maximumPublicOnlySessions = 16
 
         public init() {}
 
@@ -471,6 +471,12 @@ public final class SyncNode: Sendable {
                     // Two devices that dialed each other at once both close the same one of the
                     // two connections; the other side's close looks like a refusal, but is not.
                     if connected, reason?.cause == .notTrustedByPeer { reason = .duplicateClosed }
+                    // A stranger that synced the public database leaves the status with its session:
+                    // identities cost nothing, so the list would grow with each (`peers` keeps the recent ones).
+                    if !connected, !trustedDevices.all.contains(id) {
+                        state.status.peers.removeAll { $0.deviceID == id }
+                        return
+                    }
                     // Only devices that had a session are shown: strangers are in `peers`, bounded.
                     guard state.status.peers.contains(where: { $0.deviceID == id }) else { return }
                     updatePeer(&state, id) { status in
