@@ -107,6 +107,8 @@ extension StoreTransaction {
             ])
         }
         refusedWritersCache = nil
+        ownAccountMembers = nil
+        accountCache.removeAll()
         markChanged()
         wakesWatchers = true
     }
