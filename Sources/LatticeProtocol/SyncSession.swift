@@ -172,9 +172,7 @@ public struct SyncSession: Sendable {
             let theirs = adverts[zone]
             addOutgoing(zone, cursor: theirs?.resume ?? .start, peerVector: theirs?.vector ?? VersionVector(), peerZoneState: theirs?.zoneState)
         }
-        // The peer's rosters (its account's, then others' it holds) are taken before any batch.
-        rosters.append(contentsOf: ([hello.roster] + hello.rosters).filter { !$0.isEmpty })
-        return [.event(.started(granted: streams))] + startApplying() + pump()
+        return [.event(.started(granted: streams))] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
     }
 
     private mutating func receiveRoster(_ bytes: [UInt8]) -> [Action] {

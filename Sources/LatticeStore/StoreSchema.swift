@@ -144,15 +144,6 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
-        migrator.registerMigration("v7: other accounts' rosters") { db in
-            try db.execute(sql: """
-                -- Rosters of other accounts (AccountRoster.encoded), as peers sent them: who
-                -- writes for which account, for the public database's creator-only rule.
-                CREATE TABLE account_rosters (founder BLOB PRIMARY KEY NOT NULL, bytes BLOB NOT NULL, seen INTEGER NOT NULL) WITHOUT ROWID;
-                -- The members' replicas of those rosters, with their account.
-                CREATE TABLE account_members (replica BLOB PRIMARY KEY NOT NULL, founder BLOB NOT NULL) WITHOUT ROWID;
-                """)
-        }
         return migrator
     }
 

@@ -107,8 +107,6 @@ extension StoreTransaction {
             ])
         }
         refusedWritersCache = nil
-        ownAccountMembers = nil
-        accountCache.removeAll()
         markChanged()
         wakesWatchers = true
     }

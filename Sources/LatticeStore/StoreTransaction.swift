@@ -29,10 +29,6 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     public var pendingLocalWrites: [PendingLocalWrite] = []
     /// Removed devices' replicas and the marks after which their writes are refused, read once per transaction.
     var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
-    /// Accounts of replicas asked about in this transaction (`sameAccount`).
-    var accountCache: [ReplicaID: [UInt8]?] = [:]
-    var ownAccountMembers: Set<ReplicaID>?
-    var ownAccountFounder: [UInt8]?
 
     init(writing db: GRDB.Database, store: RecordStore) throws {
         let last = HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'hlc'")) ?? 0))

@@ -27,10 +27,6 @@ struct StoreSyncAdapter: SyncDelegate {
     let issuedCursors = NIOLockedValueBox([DeferredStream: StreamCursor]())
     /// The host each stranger connected from, for its allowance of public writes (bounded).
     let strangerHosts = NIOLockedValueBox([DeviceID: String]())
-    /// The largest roster of another account kept (about 50 entries).
-    static let maximumForeignRosterBytes = 16 * 1024
-    /// Rosters taken (or found stale) lately, as sent: a roster sent again costs no check (bounded).
-    let knownRosters = NIOLockedValueBox(Set<[UInt8]>())
 
     struct DeferredStream: Hashable {
         var peer: DeviceID
@@ -101,36 +97,20 @@ struct StoreSyncAdapter: SyncDelegate {
                     zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
                     resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
             }
-            // Rosters go to strangers too: the public database's rule is per account, and
-            // each replica a record reaches must tell who writes for the creator's account.
-            return Hello(
-                container: container, zones: zones, roster: try snapshot.encodedRoster(), grants: access.scopes,
-                rosters: try snapshot.foreignRosters(limit: Hello.maximumRosters))
+            // The roster names the account's devices: for the account alone.
+            return Hello(container: container, zones: zones, roster: access.isAccount ? try snapshot.encodedRoster() : [], grants: access.scopes)
         }
     }
 
     func adoptRoster(_ bytes: [UInt8], from peer: DeviceID) throws {
-        // Most sessions open with the rosters both sides hold already: nothing to check.
-        guard bytes != trusted.roster, !knownRosters.withLockedValue({ $0.contains(bytes) }) else { return }
+        // Most sessions open with the roster both sides hold already: nothing to check.
+        guard bytes != trusted.roster else { return }
+        // A stranger's roster changes nothing here: trust comes from the account's own members.
+        guard access(for: peer)?.isAccount == true else { return }
         let roster = try AccountRoster(decoding: bytes)
-        let settled = try store.write { transaction -> Bool in
-            let own = roster.founder == (try transaction.accountFounder())
-            // Another account's roster is kept only while small (a few dozen devices): anyone can make accounts.
-            guard own || bytes.count <= Self.maximumForeignRosterBytes else { return false }
-            if own {
-                // Trust comes from the account's own members: a stranger's copy changes nothing.
-                guard access(for: peer)?.isAccount == true else { return false }
-                try requireTrusted(peer, in: transaction)
-                try transaction.adoptRoster(roster)
-            } else {
-                try transaction.adoptForeignRoster(roster)
-            }
-            return true
-        }
-        guard settled else { return }
-        knownRosters.withLockedValue { known in
-            if known.count >= 1024 { known.removeAll() }
-            known.insert(bytes)
+        try store.write { transaction in
+            try requireTrusted(peer, in: transaction)
+            try transaction.adoptRoster(roster)
         }
     }
 
