@@ -69,6 +69,8 @@ extension StoreTransaction {
             }
         }
         try applyRosterState(state)
+        // A device that joins (or joined before joins were signed) says so, in its own name.
+        try signJoinedIfNeeded()
         return true
     }
 
@@ -107,6 +109,8 @@ extension StoreTransaction {
             ])
         }
         refusedWritersCache = nil
+        ownWriters = nil
+        accountCache.removeAll()
         markChanged()
         wakesWatchers = true
     }
