@@ -86,8 +86,6 @@ public struct AccountRoster: Sendable, Equatable {
         public var addedAt: UInt64?
         /// Steps from the founder: the more senior member's entry goes first among concurrent ones.
         public var seniority: Int
-        /// When it signed that it joined (`RosterEntry.Action.joined`), by its clock; nil if it has not.
-        public var joinedAt: UInt64?
     }
 
     public struct Removal: Hashable, Sendable {
@@ -97,29 +95,11 @@ public struct AccountRoster: Sendable, Equatable {
         public var removedAt: UInt64
         /// The device's writes stamped after this are refused.
         public var writesUpTo: HLCTimestamp
-        /// When it had signed that it joined, if it had.
-        public var joinedAt: UInt64?
     }
 
     public struct State: Equatable, Sendable {
         public var members: [[UInt8]: Member] = [:]
         public var removed: [[UInt8]: Removal] = [:]
-        var founderKey: [UInt8] = []
-
-        /// The devices that write for the account in other accounts' eyes: the
-        /// founder, and every member that signed that it joined; a removed one
-        /// up to its removal's mark. `joinedAt` orders two accounts that claim
-        /// one device (it joined the later one): 0 for the founder.
-        public var writers: [(publicKey: [UInt8], joinedAt: UInt64, upTo: HLCTimestamp?)] {
-            var writers: [(publicKey: [UInt8], joinedAt: UInt64, upTo: HLCTimestamp?)] = [(founderKey, 0, nil)]
-            for member in members.values where member.publicKey != founderKey {
-                if let joined = member.joinedAt { writers.append((member.publicKey, joined, nil)) }
-            }
-            for removal in removed.values {
-                if let joined = removal.joinedAt { writers.append((removal.publicKey, joined, removal.writesUpTo)) }
-            }
-            return writers
-        }
     }
 
     /// Who is in the account and who was removed. Entries are taken in one
@@ -132,7 +112,6 @@ public struct AccountRoster: Sendable, Equatable {
     /// with a new identity). Entries naming an entry not held wait for it.
     public var state: State {
         var state = State()
-        state.founderKey = founder
         state.members[founder] = Member(publicKey: founder, name: "", addedBy: nil, addedAt: nil, seniority: 0)
         // Kahn's order: an entry is ready once every entry it names is taken.
         var missing: [[UInt8]: Int] = [:]
@@ -173,17 +152,11 @@ public struct AccountRoster: Sendable, Equatable {
         case .remove(let writesUpTo):
             guard let member = state.members.removeValue(forKey: entry.subject) else { return }
             state.removed[entry.subject] = Removal(
-                publicKey: entry.subject, name: member.name, removedBy: entry.author, removedAt: entry.time, writesUpTo: writesUpTo,
-                joinedAt: member.joinedAt)
+                publicKey: entry.subject, name: member.name, removedBy: entry.author, removedAt: entry.time, writesUpTo: writesUpTo)
         case .held(let writesUpTo):
             guard var removal = state.removed[entry.subject] else { return }
             removal.writesUpTo = max(removal.writesUpTo, writesUpTo)
             state.removed[entry.subject] = removal
-        case .joined:
-            // Only its own consent, and only while it is a member.
-            guard entry.subject == entry.author, entry.author != state.founderKey, var member = state.members[entry.author] else { return }
-            member.joinedAt = max(member.joinedAt ?? 0, entry.time)
-            state.members[entry.author] = member
         }
     }
 

@@ -14,8 +14,6 @@ public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     public var counter: UInt16 { UInt16(truncatingIfNeeded: rawValue) }
 
     public static let zero = HLCTimestamp(rawValue: 0)
-    /// Later than any stamp: "now, past any mark".
-    public static let max = HLCTimestamp(rawValue: .max)
 
     public static func < (lhs: HLCTimestamp, rhs: HLCTimestamp) -> Bool { lhs.rawValue < rhs.rawValue }
 

@@ -177,6 +177,6 @@ extension ReplicaStorage {
     /// Why `merged` holds a write its writer had no right to make, or nil.
     private func rightsRefusal(_ merged: RecordState, in zone: ZoneKey) -> String? {
         guard zone.scope == .public, enforcesWriteRights else { return nil }
-        return WriteRights.publicRefusal(merged, writesFor: writesForAccount)
+        return WriteRights.publicRefusal(merged, sameAccount: sameAccount)
     }
 }

@@ -61,8 +61,8 @@ public protocol ReplicaStorage: AnyObject {
     /// Why `replica`'s writes stamped `time` (or a block or vector of it
     /// reaching `time`) are refused, or nil to accept them.
     func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String?
-    /// Whether `writer`'s write stamped `time` is one of `owner`'s account (`WriteRights`).
-    func writesForAccount(of owner: ReplicaID, writer: ReplicaID, at time: HLCTimestamp) -> Bool
+    /// Whether two replicas write for one account (`WriteRights`).
+    func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool
     /// False only for a test's modified client: it writes and takes what `WriteRights` refuses.
     var enforcesWriteRights: Bool { get }
 }
@@ -78,8 +78,8 @@ public enum RecordLookup {
 extension ReplicaStorage {
     public func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? { nil }
 
-    /// Per device where no roster tells otherwise (in-memory replicas).
-    public func writesForAccount(of owner: ReplicaID, writer: ReplicaID, at time: HLCTimestamp) -> Bool { writer == owner }
+    /// Per device until accounts' rosters travel with the zones that need them.
+    public func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool { lhs == rhs }
 
     public var enforcesWriteRights: Bool { true }
 

@@ -17,12 +17,6 @@ public struct RosterEntry: Hashable, Sendable {
         /// learnt of its removal, relayed to a member that had not either):
         /// they stay accepted everywhere, so every member keeps one state.
         case held(writesUpTo: HLCTimestamp)
-        /// The author, added to the account, accepts being of it (author and
-        /// subject are one): an add is signed by the adder alone, so without
-        /// this anyone could list another's device in an account of its own.
-        /// Only devices that joined so write for the account in other
-        /// accounts' eyes (the public database's creator-only rule).
-        case joined
     }
 
     public static let keyLength = WriteBlock.publicKeyLength
@@ -82,7 +76,6 @@ public struct RosterEntry: Hashable, Sendable {
                 action = .add(name: name)
             case 2: action = .remove(writesUpTo: HLCTimestamp(rawValue: try reader.fixed64()))
             case 3: action = .held(writesUpTo: HLCTimestamp(rawValue: try reader.fixed64()))
-            case 4: action = .joined
             case let kind: throw RosterError.malformed("an entry of unknown kind \(kind)")
             }
             time = try reader.fixed64()
@@ -120,8 +113,6 @@ public struct RosterEntry: Hashable, Sendable {
         case .held(let time):
             writer.byte(3)
             writer.fixed64(time.rawValue)
-        case .joined:
-            writer.byte(4)
         }
         writer.fixed64(time)
         writer.varint(parents.count)

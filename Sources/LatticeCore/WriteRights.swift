@@ -36,16 +36,15 @@ public enum WriteRights {
     /// names its creator's writes alone: a state's vector says which writes
     /// it holds, and one that named another creator's would keep that
     /// creator's state from being sent where it should win.
-    /// `writesFor(owner, writer, time)`: whether the writer's write at `time` is one of the owner's account.
-    public static func publicRefusal(_ state: RecordState, writesFor: (ReplicaID, ReplicaID, HLCTimestamp) -> Bool) -> String? {
+    public static func publicRefusal(_ state: RecordState, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
         let owner = state.created.replica
         guard state.causalLength <= 2 else {
             return "record \"\(state.recordName)\" of the public database was created again after its deletion (incarnation \(state.causalLength)); a public record's name is not reused"
         }
-        for stamp in state.liveStamps where !writesFor(owner, stamp.replica, stamp.time) {
+        for stamp in state.liveStamps where !sameAccount(stamp.replica, owner) {
             return "record \"\(state.recordName)\" of the public database was created by replica \(owner.short); replica \(stamp.replica.short) may not change it"
         }
-        for entry in state.vector.entries where !writesFor(owner, entry.replica, entry.time) {
+        for entry in state.vector.entries where !sameAccount(entry.replica, owner) {
             return "record \"\(state.recordName)\" of the public database was created by replica \(owner.short); its state claims writes of replica \(entry.replica.short)"
         }
         return nil
@@ -53,16 +52,13 @@ public enum WriteRights {
 
     /// Why a local write by `writer` to `previous` is refused, or nil: a
     /// public record is its creator's, and a deleted one's name is not reused.
-    public static func localRefusal(
-        writing previous: RecordState?, in zone: ZoneKey, by writer: ReplicaID, writesFor: (ReplicaID, ReplicaID, HLCTimestamp) -> Bool
-    ) -> String? {
+    public static func localRefusal(writing previous: RecordState?, in zone: ZoneKey, by writer: ReplicaID, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
         guard zone.scope == .public, let previous else { return nil }
         guard previous.isAlive else {
             return "record \"\(previous.recordName)\" of the public database was deleted; a public record's name is not reused (choose another name)"
         }
-        // A write made now: past any removal's mark.
-        guard !writesFor(previous.created.replica, writer, .max) else { return nil }
-        return "record \"\(previous.recordName)\" of the public database was created by a device of another account (replica \(previous.created.replica.short)); only its creator's account can change or delete it"
+        guard !sameAccount(previous.created.replica, writer) else { return nil }
+        return "record \"\(previous.recordName)\" of the public database was created by another device (replica \(previous.created.replica.short)); only its creator can change or delete it"
     }
 
     /// Why a change set may not move `zone` to `zoneState`, or nil.

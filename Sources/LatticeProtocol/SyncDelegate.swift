@@ -142,10 +142,9 @@ public protocol SyncDelegate: Sendable {
     /// zone. Throws `PeerNoLongerTrusted`, committing nothing, when the
     /// transaction finds `peer` no longer trusted.
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch
-    /// Takes a roster `peer` sent (`AccountRoster.encoded`): of this store's
-    /// account, the entries it lacks (from the account's devices alone); of
-    /// another account, kept to tell who writes for it. A malformed or
-    /// forged one throws, and the session ends.
+    /// Takes `peer`'s account roster (`AccountRoster.encoded`): the entries
+    /// of this store's account it lacks. A roster of another account is set
+    /// aside; a malformed or forged one throws, and the session ends.
     func adoptRoster(_ roster: [UInt8], from peer: DeviceID) throws
     /// This store's roster now, encoded, to tell peers of a change (from memory where it can).
     func roster() throws -> [UInt8]

@@ -39,8 +39,6 @@ extension SyncMessage {
             }
             writer.blob(hello.roster)
             writer.byte(hello.grants.reduce(0) { $0 | 1 << ($1.rawValue - 1) })
-            writer.varint(hello.rosters.count)
-            for roster in hello.rosters { writer.blob(roster) }
         case .streamStart(let start):
             writer.byte(Kind.streamStart.rawValue)
             Self.write(start.zone, into: &writer)
@@ -103,10 +101,7 @@ extension SyncMessage {
                 let bits = try reader.byte()
                 guard bits & ~0b111 == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
                 let grants = Set(DatabaseScope.allCases.filter { bits & (1 << ($0.rawValue - 1)) != 0 })
-                let rosterCount = try reader.count(below: Hello.maximumRosters + 1, "rosters")
-                var rosters: [[UInt8]] = []
-                for _ in 0..<rosterCount { rosters.append(try reader.blob()) }
-                self = .hello(Hello(container: container, zones: zones, roster: roster, grants: grants, rosters: rosters))
+                self = .hello(Hello(container: container, zones: zones, roster: roster, grants: grants))
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)
                 let records = try reader.varint()

@@ -46,19 +46,12 @@ public struct Hello: Hashable, Sendable {
     /// not trust the receiver grants it the public database only, and the
     /// receiver then streams it nothing else.
     public var grants: Set<DatabaseScope>
-    /// Other accounts' rosters the sender holds (`AccountRoster.encoded`),
-    /// at most `maximumRosters`: who writes for which account, for the public
-    /// database's creator-only rule on every replica a record reaches.
-    public var rosters: [[UInt8]]
 
-    public static let maximumRosters = 32
-
-    public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .public], rosters: [[UInt8]] = []) {
+    public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .public]) {
         self.container = container
         self.zones = zones
         self.roster = roster
         self.grants = grants
-        self.rosters = rosters
     }
 }
 

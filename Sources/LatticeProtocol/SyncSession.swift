@@ -105,8 +105,6 @@ public struct SyncSession: Sendable {
     /// Rosters from the peer not yet taken: taken in order with batches, before those that follow them.
     private var rosters: [[UInt8]] = []
     private var adoptingRoster = false
-    /// How many rosters the peer's hello brought (the queue's bound for roster messages comes on top).
-    private var helloRosters = 0
     /// The roster this side last sent.
     private var toldRoster: [UInt8]
     /// The vector we last told the peer for each zone: a claim must build on one we told.
@@ -174,17 +172,12 @@ public struct SyncSession: Sendable {
             let theirs = adverts[zone]
             addOutgoing(zone, cursor: theirs?.resume ?? .start, peerVector: theirs?.vector ?? VersionVector(), peerZoneState: theirs?.zoneState)
         }
-        // The peer's rosters (its account's, then others' it holds) are taken before any batch.
-        let fromHello = ([hello.roster] + hello.rosters).filter { !$0.isEmpty }
-        helloRosters = fromHello.count
-        rosters.append(contentsOf: fromHello)
-        return [.event(.started(granted: streams))] + startApplying() + pump()
+        return [.event(.started(granted: streams))] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
     }
 
     private mutating func receiveRoster(_ bytes: [UInt8]) -> [Action] {
-        // An honest peer sends a roster per change of its own; a few may wait behind a batch
-        // (besides those its hello brought, at most `Hello.maximumRosters` + 1).
-        guard rosters.count < 4 + helloRosters else { return close(.limitExceeded("more than 4 rosters waiting: the peer floods them")) }
+        // An honest peer sends a roster per change of its own; a few may wait behind a batch.
+        guard rosters.count < 4 else { return close(.limitExceeded("more than 4 rosters waiting: the peer floods them")) }
         rosters.append(bytes)
         return startApplying()
     }

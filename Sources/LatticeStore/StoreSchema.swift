@@ -144,19 +144,6 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
-        migrator.registerMigration("v7: other accounts' rosters") { db in
-            try db.execute(sql: """
-                -- Rosters of other accounts (AccountRoster.encoded), as peers sent them: who
-                -- writes for which account, for the public database's creator-only rule.
-                CREATE TABLE account_rosters (founder BLOB PRIMARY KEY NOT NULL, bytes BLOB NOT NULL, seen INTEGER NOT NULL) WITHOUT ROWID;
-                -- The replicas that write for those accounts (founders, and members that
-                -- signed that they joined): when they joined, and a removed one's mark.
-                CREATE TABLE account_members (
-                    replica BLOB NOT NULL, founder BLOB NOT NULL, joined INTEGER NOT NULL, up_to INTEGER,
-                    PRIMARY KEY (replica, founder)
-                ) WITHOUT ROWID;
-                """)
-        }
         return migrator
     }
 

@@ -69,8 +69,6 @@ extension StoreTransaction {
             }
         }
         try applyRosterState(state)
-        // A device that joins (or joined before joins were signed) says so, in its own name.
-        try signJoinedIfNeeded()
         return true
     }
 
@@ -109,8 +107,6 @@ extension StoreTransaction {
             ])
         }
         refusedWritersCache = nil
-        ownWriters = nil
-        accountCache.removeAll()
         markChanged()
         wakesWatchers = true
     }

@@ -29,10 +29,6 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     public var pendingLocalWrites: [PendingLocalWrite] = []
     /// Removed devices' replicas and the marks after which their writes are refused, read once per transaction.
     var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
-    /// The accounts that claim each replica asked about in this transaction (`writesForAccount`).
-    var accountCache: [ReplicaID: [(founder: [UInt8], joined: UInt64, upTo: HLCTimestamp?)]] = [:]
-    /// The writers of this store's account, read once per transaction.
-    var ownWriters: [ReplicaID: (founder: [UInt8], joined: UInt64, upTo: HLCTimestamp?)]?
 
     init(writing db: GRDB.Database, store: RecordStore) throws {
         let last = HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'hlc'")) ?? 0))

@@ -59,7 +59,7 @@ struct RightsFuzzer {
     /// Every record an honest replica holds shows only writes their writers had the right to make.
     func checkRightful(_ index: Int) throws {
         for state in try replicas[index].records(in: Self.zone) {
-            let refusal = WriteRights.publicRefusal(state, writesFor: { owner, writer, _ in owner == writer })
+            let refusal = WriteRights.publicRefusal(state, sameAccount: ==)
             #expect(refusal == nil, context("replica \(index) holds \(state): \(refusal ?? "")"))
         }
     }

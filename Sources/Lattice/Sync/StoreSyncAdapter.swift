@@ -97,35 +97,20 @@ struct StoreSyncAdapter: SyncDelegate {
                     zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
                     resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
             }
-            // Rosters go to strangers too: the public database's rule is per account, and
-            // each replica a record reaches must tell who writes for the creator's account.
-            return Hello(
-                container: container, zones: zones, roster: try snapshot.encodedRoster(), grants: access.scopes,
-                rosters: try snapshot.foreignRosters(limit: Hello.maximumRosters))
+            // The roster names the account's devices: for the account alone.
+            return Hello(container: container, zones: zones, roster: access.isAccount ? try snapshot.encodedRoster() : [], grants: access.scopes)
         }
     }
 
     func adoptRoster(_ bytes: [UInt8], from peer: DeviceID) throws {
-        // Most sessions open with the rosters both sides hold already: nothing to check.
-        guard bytes != trusted.roster, bytes.count >= RosterEntry.keyLength else { return }
-        let founder = Array(bytes.prefix(RosterEntry.keyLength))
-        let ownFounder = Array(trusted.roster.prefix(RosterEntry.keyLength))
-        if founder != ownFounder {
-            // Another account's: kept only while small (anyone can make accounts), and a copy
-            // of the one held costs a lookup, not a check of every signature.
-            guard bytes.count <= StoreSnapshot.maximumForeignRosterBytes else { return }
-            guard try store.read({ try $0.foreignRoster(founder: founder) }) != bytes else { return }
-        }
+        // Most sessions open with the roster both sides hold already: nothing to check.
+        guard bytes != trusted.roster else { return }
+        // A stranger's roster changes nothing here: trust comes from the account's own members.
+        guard access(for: peer)?.isAccount == true else { return }
         let roster = try AccountRoster(decoding: bytes)
         try store.write { transaction in
-            if roster.founder == (try transaction.accountFounder()) {
-                // Trust comes from the account's own members: a stranger's copy changes nothing.
-                guard access(for: peer)?.isAccount == true else { return }
-                try requireTrusted(peer, in: transaction)
-                try transaction.adoptRoster(roster)
-            } else {
-                try transaction.adoptForeignRoster(roster)
-            }
+            try requireTrusted(peer, in: transaction)
+            try transaction.adoptRoster(roster)
         }
     }
 

@@ -229,8 +229,6 @@ public final class SyncNode: Sendable {
     /// Fails with networkUnavailable if the port cannot be bound.
     public func start() async throws(LatticeError) {
         if configuration.publishesStatus { try lockStore() }
-        // A device that joined its account before joins were signed says so now, in its own name.
-        _ = try? container.store.write { try $0.signJoinedIfNeeded() }
         _ = try LatticeError.wrap { try trustedDevices.reload() }
         threadPool.start()
         let endpoint = endpoint
