@@ -131,14 +131,10 @@ extension ReplicaStorage {
                 deferred = true
                 continue
             }
+            // The merge keeps rights: states of one creation, each its creator's alone, merge
+            // into one that is; another creation is taken whole (judged above) or not at all.
             let outcome = try merge(incoming, into: previous, in: zone)
             guard outcome.changed else { continue }
-            if let refusal = rightsRefusal(outcome.state, in: zone) {
-                summary.recordsRefused += 1
-                summary.refusal = summary.refusal ?? refusal
-                deferred = true
-                continue
-            }
             if let check, let writes { check.changed(to: outcome.state, previous: previous, incoming: incoming, writes: writes) }
             clock.observe(newest)
             sync.knowledge.join(incoming.vector)
@@ -174,9 +170,9 @@ extension ReplicaStorage {
         }
     }
 
-    /// Why `merged` holds a write its writer had no right to make, or nil.
-    private func rightsRefusal(_ merged: RecordState, in zone: ZoneKey) -> String? {
+    /// Why `state` holds a write its writer had no right to make, or nil.
+    private func rightsRefusal(_ state: RecordState, in zone: ZoneKey) -> String? {
         guard zone.scope == .public, enforcesWriteRights else { return nil }
-        return WriteRights.publicRefusal(merged, sameAccount: sameAccount)
+        return WriteRights.publicRefusal(state, sameAccount: sameAccount)
     }
 }

@@ -7,7 +7,7 @@ import NIOPosix
 
 /// What happens on a connection, for the node that owns it.
 public enum ConnectionEvent: Sendable {
-    /// The handshake passed and the peer is trusted: the session starts.
+    /// The handshake passed and the peer may sync (its account's databases, or the public one alone, as `handle.access` says): the session starts.
     case authenticated(peer: DeviceID, address: String, handle: ConnectionHandle)
     /// The peer proved its identity but is not trusted: it got nothing, and
     /// cost no store access (`address` is its IP address, no port).
@@ -285,7 +285,11 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 guard let peer else { continue }
                 runOffLoop({ try delegate.applyBatch(batch, from: peer) }) { handler, applied in
                     handler.mutateSession { $0.batchApplied(applied) }
-                    if applied.recordsDeferred > 0 || applied.recordsRefused > 0 { handler.scheduleRetry() }
+                    if applied.recordsDeferred > 0 {
+                        handler.scheduleRetry(because: "records stamped too far in the future were deferred")
+                    } else if applied.recordsRefused > 0 {
+                        handler.scheduleRetry(because: "records their writers had no right to write were refused")
+                    }
                 }
             case .adoptRoster(let roster):
                 let delegate = delegate
@@ -309,15 +313,17 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     private var retryScheduled = false
 
-    /// Ends the session later, so records deferred for clock skew are streamed again.
-    private func scheduleRetry() {
+    /// Ends the session later, so records deferred (for clock skew) or refused
+    /// (for rights a later state may grant) are streamed again: their stream's
+    /// claim was not taken.
+    private func scheduleRetry(because reason: String) {
         guard !retryScheduled, let context else { return }
         retryScheduled = true
-        logger.notice("records stamped too far in the future were deferred; the session restarts to fetch them again", metadata: ["peer": "\(peer.map { "\($0)" } ?? "?")"])
+        logger.notice("\(reason); the session restarts to fetch them again", metadata: ["peer": "\(peer.map { "\($0)" } ?? "?")"])
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let delay = peer.map(settings.deferredRetry) ?? .seconds(30)
         context.eventLoop.scheduleTask(in: delay) {
-            bound.value.close(.other("restarting to fetch records deferred for clock skew"))
+            bound.value.close(.other("restarting to fetch records \(reason)"))
         }
     }
 

@@ -34,10 +34,10 @@ final class FloodRig {
             try cli.ok(["trust", ids[y]!, "--name", y], store: prefix + x)
             try cli.ok(["trust", ids[x]!, "--name", x], store: prefix + y)
         }
-        let closed = openToStrangers ? [] : ["--public-from", "trusted"]
-        a = try NodeProcess(cli: cli, store: prefix + "a", extra: closed, logLevel: "warning")
-        b = try NodeProcess(cli: cli, store: prefix + "b", peers: [a.port], extra: closed, logLevel: "warning")
-        c = try NodeProcess(cli: cli, store: prefix + "c", extra: closed, logLevel: "warning")
+        let publicFrom = openToStrangers ? [] : ["--public-from", "trusted"]
+        a = try NodeProcess(cli: cli, store: prefix + "a", extra: publicFrom, logLevel: "warning")
+        b = try NodeProcess(cli: cli, store: prefix + "b", peers: [a.port], extra: publicFrom, logLevel: "warning")
+        c = try NodeProcess(cli: cli, store: prefix + "c", extra: publicFrom, logLevel: "warning")
         var databases: [String: Database] = [:]
         for name in ["a", "b"] {
             databases[name] = try Container(identifier: "default", directory: URL(fileURLWithPath: cli.path(prefix + name)), create: false).privateCloudDatabase

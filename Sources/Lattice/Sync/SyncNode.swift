@@ -503,7 +503,7 @@ public final class SyncNode: Sendable {
         switch event {
         case .started(let granted):
             // A device this node trusts that does not trust it back syncs the public database only.
-            if !granted.isAccount, state.withLockedValue({ $0.trusted.contains(peer) }) || trustedDevices.all.contains(peer) {
+            if !granted.isAccount, trustedDevices.all.contains(peer) {
                 continuation.yield(.publicOnly(peer: peer))
             }
         case .receiving(let zone, let records, let bytes):
