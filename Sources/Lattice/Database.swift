@@ -49,14 +49,44 @@ public struct Database: Sendable {
         guard !zoneID.isDefault else {
             throw LatticeError(.invalidArguments, "the default zone cannot be deleted")
         }
-        try LatticeError.wrap { try store.write { try $0.deleteZone(key(zoneID)) } }
+        try LatticeError.wrap {
+            try store.write { transaction in
+                if databaseScope == .shared, zoneID.ownerName != (try transaction.accountID()) {
+                    throw LatticeError(.permissionFailure, "zone \(zoneID) is another account's: only its owner deletes it (leave it with `lattice share leave \(zoneID.zoneName)`)")
+                }
+                try transaction.deleteZone(key(zoneID))
+            }
+        }
     }
 
     /// The zones that exist, the default zone first.
     public func allRecordZones() throws(LatticeError) -> [Zone] {
         let known = try LatticeError.wrap { try store.read { try $0.zones(in: databaseScope) } }
         let others = known.filter { $0.sync.zoneState.exists && !$0.key.zoneID.isDefault }.map { Zone(zoneID: $0.key.zoneID) }
-        return [Zone.default] + others
+        return databaseScope == .shared ? others : [Zone.default] + others
+    }
+
+    /// The zone a person means by `zoneID`: in the shared database, a zone
+    /// ID without its owner (`Lists`), or with its owner's account ID or a
+    /// prefix of it after a colon (`Lists:ABCDEFG`), names the shared zone
+    /// held here that it matches alone; elsewhere, `zoneID` itself.
+    public func resolveZoneID(_ zoneID: Zone.ID) throws(LatticeError) -> Zone.ID {
+        guard databaseScope == .shared, zoneID.ownerName == Zone.ID.defaultOwnerName else { return zoneID }
+        var name = zoneID.zoneName
+        var owner = ""
+        if let colon = name.lastIndex(of: ":") {
+            owner = String(name[name.index(after: colon)...]).uppercased()
+            name = String(name[..<colon])
+        }
+        let held = try LatticeError.wrap { try store.read { try $0.zones(in: .shared) } }.filter { $0.sync.zoneState.exists }.map(\.key.zoneID)
+        let matches = held.filter { $0.zoneName == name && $0.ownerName.hasPrefix(owner) }
+        guard matches.count == 1 else {
+            if matches.isEmpty {
+                throw LatticeError(.zoneNotFound, "no shared zone \(zoneID.zoneName) is held here; `lattice share list` shows the shared zones, `lattice share invitations` the offered ones")
+            }
+            throw LatticeError(.invalidArguments, "\(matches.count) shared zones are named \(name); name one as ZONE:OWNER (\(matches.map(\.description).sorted().joined(separator: ", ")))")
+        }
+        return matches[0]
     }
 
     /// Whether records can be written to the zone now.

@@ -1,5 +1,6 @@
 import LatticeCore
 import LatticeCrypto
+import LatticeStore
 
 // The engine's types an app meets through `import Lattice`: values, identities,
 // queries, schema, conflicts and change sets. The rest of the engine (the
@@ -23,6 +24,10 @@ public typealias ZoneID = LatticeCore.ZoneID
 public typealias ZoneKey = LatticeCore.ZoneKey
 /// `.private`, `.shared` or `.public`.
 public typealias DatabaseScope = LatticeCore.DatabaseScope
+/// A share participant's permission, as `CKShare.ParticipantPermission`: read-only, read-write, or removed.
+public typealias SharePermission = LatticeCore.SharePermission
+/// A share another account's device offered this account (`Container.shareInvitations`).
+public typealias ShareInvitation = LatticeStore.ShareInvitation
 /// A query's filter, as `NSPredicate` in `CKQuery`.
 public typealias QueryPredicate = LatticeCore.QueryPredicate
 public typealias QueryCondition = LatticeCore.QueryCondition

@@ -11,8 +11,8 @@ struct ConflictsCommand: ParsableCommand {
     @Flag(help: "Forget them: the conflicts are resolved.") var clear = false
 
     func run() throws {
-        let target = try RecordPath(parsing: path)
         let database = try options.openContainer().database(with: options.scope)
+        let target = try RecordPath(parsing: path).resolved(in: database)
         let conflicts = try library { try database.conflicts(for: target.recordID) }
         if conflicts.isEmpty {
             // No log for a record that is not there: say so (exit 66) rather than "no conflicts".

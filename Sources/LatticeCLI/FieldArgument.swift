@@ -127,6 +127,13 @@ struct RecordPath {
     }
 
     var recordID: Record.ID { Record.ID(recordName: recordName, zoneID: zoneID) }
+
+    /// The path with its zone as `database` resolves it (a shared zone by its name alone).
+    func resolved(in database: Database) throws -> RecordPath {
+        var path = self
+        path.zoneID = try library { try database.resolveZoneID(zoneID) }
+        return path
+    }
 }
 
 extension WebServicesValue {

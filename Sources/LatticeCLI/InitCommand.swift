@@ -25,7 +25,7 @@ struct InitCommand: ParsableCommand {
 }
 
 struct IDCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "id", abstract: "Print this device's ID.", discussion: "Example: lattice id")
+    static let configuration = CommandConfiguration(commandName: "id", abstract: "Print this device's ID (--json: its account's ID too, for `lattice share --with`).", discussion: "Example: lattice id")
 
     @OptionGroup var options: GlobalOptions
 
@@ -33,7 +33,7 @@ struct IDCommand: ParsableCommand {
         let container = try options.openContainer()
         let name = try library { try container.deviceName() }
         if options.json {
-            Output.json(IDOutput(deviceID: container.deviceID, replicaID: container.replicaID.description, name: name))
+            Output.json(IDOutput(deviceID: container.deviceID, replicaID: container.replicaID.description, accountID: try library { try container.accountID }, name: name))
         } else {
             Output.line(container.deviceID)
         }
@@ -53,5 +53,7 @@ struct InitOutput: Encodable {
 struct IDOutput: Encodable {
     var deviceID: String
     var replicaID: String
+    /// The account's ID (its first device's): what `lattice share --with` takes.
+    var accountID: String
     @Nullable var name: String?
 }

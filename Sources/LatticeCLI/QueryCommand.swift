@@ -42,7 +42,7 @@ struct QueryCommand: ParsableCommand {
         let container = try options.openContainer()
         let database = container.database(with: options.scope)
         let query = Query(recordType: recordType, predicate: predicate, sortDescriptors: sorts)
-        let zoneID = Zone.ID(zoneName: zone)
+        let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
         if explain {
             let explanation = try library {
                 try database.explain(query, inZoneWith: zoneID, after: cursor.map { text throws(LatticeError) in try Query.Cursor(stringValue: text, query: query, zoneID: zoneID) }, resultsLimit: limit)
@@ -85,12 +85,13 @@ struct ChangesCommand: ParsableCommand {
         let container = try options.openContainer()
         let database = container.database(with: options.scope)
         let token = try since.map { text in try library { try ChangeToken(stringValue: text) } }
-        let changes = try library { try database.recordZoneChanges(inZoneWith: Zone.ID(zoneName: zone), since: token, resultsLimit: limit) }
+        let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
+        let changes = try library { try database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: limit) }
         if options.json {
             let deleted = changes.deletions.map { WebServicesRecordEntry.deleted(WebServicesDeletedRecord(recordName: $0.recordID.recordName, recordType: $0.recordType)) }
             Output.json(ChangesOutput(
                 records: changes.modifications.map { .record(WebServicesRecord($0, container: container)) } + deleted,
-                syncToken: changes.changeToken.description, moreComing: changes.moreComing, zoneID: WebServicesZoneID(Zone.ID(zoneName: zone))))
+                syncToken: changes.changeToken.description, moreComing: changes.moreComing, zoneID: WebServicesZoneID(zoneID)))
         } else {
             for record in changes.modifications { Output.line("changed \(zone)/\(record.recordID.recordName) \(record.recordType) tag=\(record.recordChangeTag ?? "-")") }
             for deletion in changes.deletions { Output.line("deleted \(zone)/\(deletion.recordID.recordName) \(deletion.recordType)") }

@@ -34,10 +34,10 @@ struct RecordCommand: ParsableCommand {
         }
 
         func run() throws {
-            let target = try RecordPath(parsing: path)
             let arguments = try fields.map(FieldArgument.init(parsing:))
             let container = try options.openContainer()
             let database = container.database(with: options.scope)
+            let target = try RecordPath(parsing: path).resolved(in: database)
             let schema = try library { try container.schema() }
             var record: Record
             if let ifTag {
@@ -65,9 +65,10 @@ struct RecordCommand: ParsableCommand {
         @Argument(help: "ZONE/NAME") var path: String
 
         func run() throws {
-            let target = try RecordPath(parsing: path)
             let container = try options.openContainer()
-            let record = try library { try container.database(with: options.scope).record(for: target.recordID) }
+            let database = container.database(with: options.scope)
+            let target = try RecordPath(parsing: path).resolved(in: database)
+            let record = try library { try database.record(for: target.recordID) }
             RecordCommand.print(record, container: container, json: options.json)
         }
     }
@@ -80,8 +81,8 @@ struct RecordCommand: ParsableCommand {
         @Option(name: .customLong("if-tag"), help: "Delete only if the record's change tag is still TAG.") var ifTag: String?
 
         func run() throws {
-            let target = try RecordPath(parsing: path)
             let database = try options.openContainer().database(with: options.scope)
+            let target = try RecordPath(parsing: path).resolved(in: database)
             if let ifTag {
                 try library { try database.deleteRecord(withID: target.recordID, ifChangeTag: ifTag) }
             } else {
@@ -115,7 +116,7 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             let container = try options.openContainer()
             let database = container.database(with: options.scope)
-            let zoneID = Zone.ID(zoneName: zone)
+            let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
             let input: FileHandle
             if file == "-" {
                 input = FileHandle.standardInput

@@ -85,15 +85,9 @@ final class LockedBox<T>: @unchecked Sendable {
 }
 
 extension GlobalOptions {
-    /// The shared database does not sync yet: `--database shared` on `serve` and `sync` is a usage error.
-    func requireSyncableDatabase() throws {
-        guard scope != .shared else { throw CLIError.usage("the shared database does not sync yet (sharing zones with other accounts is not built yet)") }
-    }
-
     /// Who may sync the public database with a node `sync` runs:
     /// `--database public` syncs it with any device; otherwise with the account.
     func publicSyncPolicy() throws -> PublicSyncPolicy {
-        try requireSyncableDatabase()
         return scope == .public ? .anyone : .trusted
     }
 
@@ -136,7 +130,6 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
-        try options.requireSyncableDatabase()
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         let logger = options.bootstrapLogging()

@@ -19,7 +19,7 @@ struct WatchCommand: ParsableCommand {
     func run() throws {
         let container = try options.openContainer()
         let database = container.database(with: options.scope)
-        let zoneID = Zone.ID(zoneName: zone)
+        let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
         let subscription: Subscription
         if let recordType {
             let parsed = try predicate.map(PredicateParser.parse) ?? .all

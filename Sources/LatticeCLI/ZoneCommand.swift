@@ -24,10 +24,11 @@ struct ZoneCommand: ParsableCommand {
 
         func run() throws {
             let database = try options.openContainer().database(with: options.scope)
-            let exists = try library { try database.allRecordZones() }.contains { $0.zoneID.zoneName == zone }
+            let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
+            let exists = try library { try database.allRecordZones() }.contains { $0.zoneID == zoneID }
             guard exists else { throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "zone \(zone) does not exist (see `lattice zone list`)") }
-            try library { try database.deleteZone(withID: Zone.ID(zoneName: zone)) }
-            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(Zone.ID(zoneName: zone), deleted: true)])) } else { Output.line("deleted zone \(zone)") }
+            try library { try database.deleteZone(withID: zoneID) }
+            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(zoneID, deleted: true)])) } else { Output.line("deleted zone \(zone)") }
         }
     }
 
@@ -42,7 +43,7 @@ struct ZoneCommand: ParsableCommand {
             if options.json {
                 Output.json(ZonesOutput(zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) }))
             } else {
-                for (zone, count) in zip(zones, counts) { Output.line("\(zone.zoneID.zoneName)\t\(Output.count(count, "record"))") }
+                for (zone, count) in zip(zones, counts) { Output.line("\(zone.zoneID.description)\t\(Output.count(count, "record"))") }
             }
         }
     }

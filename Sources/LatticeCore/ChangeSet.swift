@@ -13,6 +13,9 @@ public struct ChangeSetHeader: Hashable, Sendable {
     /// Every replica a stamp in this change set may name.
     public var replicas: [ReplicaID]
     public var schema: Schema
+    /// A shared zone's: how its writers belong to accounts
+    /// (`AccountMembership.encoded`), for the receiver to judge their rights.
+    public var memberships: [[UInt8]] = []
 
     public init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
         self.zone = zone
@@ -353,6 +356,10 @@ enum HeaderCodec {
             writer.string(key.field)
             writer.byte(kinds.rawValue)
         }
+        if header.zone.scope == .shared {
+            writer.varint(header.memberships.count)
+            for membership in header.memberships { writer.blob(membership) }
+        }
     }
 
     static func decode(from reader: inout BinaryReader, version: UInt8) throws -> ChangeSetHeader {
@@ -421,9 +428,17 @@ enum HeaderCodec {
                 }
             }
         }
+        var memberships: [[UInt8]] = []
+        if scope == .shared, version >= 4 {
+            for _ in 0..<(try reader.count(below: min(reader.remaining, Limits.maximumMembershipsPerChangeSet) + 1, "membership count")) {
+                memberships.append(try reader.blob())
+            }
+        }
         guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in header", offset: reader.offset) }
-        return ChangeSetHeader(
+        var header = ChangeSetHeader(
             zone: ZoneKey(scope: scope, zoneID: ZoneID(zoneName: zoneName, ownerName: ownerName)),
             zoneState: zoneState, base: base, top: top, claimsTop: claimsTop, replicas: replicas, schema: schema)
+        header.memberships = memberships
+        return header
     }
 }

@@ -5,6 +5,8 @@ public enum Limits {
     /// A record's fields total at most this (CloudKit's 1 MB); larger data goes in an asset.
     public static let maximumRecordBytes = 1_000_000
     public static let maximumNameLength = 255
+    /// Memberships a shared zone's change set may carry: one per writer, a few each.
+    public static let maximumMembershipsPerChangeSet = 4096
     /// Indexed fields per record type: each is a column of the type's index
     /// table, and SQLite allows 2,000 columns.
     public static let maximumIndexedFieldsPerType = 100

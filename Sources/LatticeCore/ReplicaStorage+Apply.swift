@@ -74,13 +74,20 @@ extension ReplicaStorage {
         let bound = clock
         let acceptable = { (time: HLCTimestamp) in bound.accepts(time, wallClock: wallClock) }
 
+        if zone.scope == .shared {
+            var memberships: [AccountMembership] = []
+            for bytes in header.memberships {
+                do { memberships.append(try AccountMembership(decoding: bytes)) } catch { throw WriteProofError.malformed("a writer's membership of an account: \(error)") }
+            }
+            try takeMemberships(memberships)
+        }
         let before = try syncState(of: zone)
         let check = signer != nil && checksWrites ? ProofCheck(storage: self, zone: zone, knowledge: before?.knowledge ?? VersionVector()) : nil
         check?.header(header.zoneState)
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState
         if zoneState != before?.zoneState {
-            if enforcesWriteRights, let refusal = WriteRights.zoneRefusal(header.zoneState, of: zone) { throw WriteProofError.forbidden(refusal) }
+            if enforcesWriteRights, let refusal = WriteRights.zoneRefusal(header.zoneState, of: zone, accounts: accounts(of:)) { throw WriteProofError.forbidden(refusal) }
             guard acceptable(header.zoneState.stamp.time) else {
                 // A deletion or re-creation from the future: all of it waits, none of it half-applies.
                 while try reader.nextRecord() != nil { summary.recordsReceived += 1 }
@@ -97,6 +104,8 @@ extension ReplicaStorage {
         if takingSchema { try mergeSchema(header.schema.filter { acceptable($0.time) }) }
 
         let stale = header.zoneState.causalLength < zoneState.causalLength
+        // Records after the share in this change set are judged by the share it brings.
+        var share = try self.share(of: zone)
         var deferred = false
         var candidates = Set<String>()
         while let incoming = try reader.nextRecord() {
@@ -125,7 +134,7 @@ extension ReplicaStorage {
             }
             // The incoming state is judged whole, whatever the merge keeps of it: a claim taken
             // with a state that showed another's writes would say those writes are held here.
-            if let refusal = rightsRefusal(incoming, in: zone) {
+            if let refusal = rightsRefusal(incoming, in: zone, share: share) {
                 summary.recordsRefused += 1
                 summary.refusal = summary.refusal ?? refusal
                 deferred = true
@@ -141,6 +150,7 @@ extension ReplicaStorage {
             summary.recordsChanged += 1
             summary.conflicts += outcome.newConflicts
             try store(outcome.state, previous: previous, in: zone)
+            if zone.scope == .shared, name == Share.recordName { share = Share(outcome.state, owner: zone.zoneID.ownerName) }
             if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: name, in: zone)) }
             if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
         }
@@ -171,8 +181,12 @@ extension ReplicaStorage {
     }
 
     /// Why `state` holds a write its writer had no right to make, or nil.
-    private func rightsRefusal(_ state: RecordState, in zone: ZoneKey) -> String? {
-        guard zone.scope == .public, enforcesWriteRights else { return nil }
-        return WriteRights.publicRefusal(state, sameAccount: sameAccount)
+    private func rightsRefusal(_ state: RecordState, in zone: ZoneKey, share: Share?) -> String? {
+        guard enforcesWriteRights else { return nil }
+        switch zone.scope {
+        case .private: return nil
+        case .public: return WriteRights.publicRefusal(state, sameAccount: sameAccount)
+        case .shared: return WriteRights.sharedRefusal(state, in: zone, share: share, accounts: accounts(of:))
+        }
     }
 }

@@ -19,7 +19,8 @@ extension ReplicaStorage {
     ) throws -> SaveOutcome {
         let sync = try liveSyncState(of: zone)
         let previous = try knownPrevious ?? record(named: name, in: zone)
-        if enforcesWriteRights, let refusal = WriteRights.localRefusal(writing: previous, in: zone, by: replica, sameAccount: sameAccount) { throw ReplicaError.permission(refusal) }
+        if zone.scope == .shared, name == Share.recordName { throw ReplicaError.permission("record \(name) is the zone's share; it changes through sharing (`lattice share`)") }
+        if let refusal = try localWriteRefusal(writing: previous, named: name, in: zone) { throw ReplicaError.permission(refusal) }
         if let previous, previous.isAlive, previous.recordType != type {
             throw ReplicaError.recordTypeMismatch(record: name, stored: previous.recordType, requested: type)
         }
@@ -69,7 +70,8 @@ extension ReplicaStorage {
         var candidates = Set<String>()
         for name in names {
             guard let previous = try record(named: name, in: zone), previous.isAlive else { continue }
-            if enforcesWriteRights, let refusal = WriteRights.localRefusal(writing: previous, in: zone, by: replica, sameAccount: sameAccount) { throw ReplicaError.permission(refusal) }
+            if zone.scope == .shared, name == Share.recordName { throw ReplicaError.permission("record \(name) is the zone's share; it changes through sharing (`lattice share`)") }
+            if let refusal = try localWriteRefusal(writing: previous, named: name, in: zone) { throw ReplicaError.permission(refusal) }
             candidates.formUnion(try delete(previous, in: zone, sync: &sync))
             deleted.append(name)
         }
@@ -93,7 +95,7 @@ extension ReplicaStorage {
     public func clearConflicts(of name: String, in zone: ZoneKey) throws -> Bool {
         let sync = try liveSyncState(of: zone)
         guard let previous = try record(named: name, in: zone), previous.isAlive, previous.hasConflicts else { return false }
-        if enforcesWriteRights, let refusal = WriteRights.localRefusal(writing: previous, in: zone, by: replica, sameAccount: sameAccount) { throw ReplicaError.permission(refusal) }
+        if let refusal = try localWriteRefusal(writing: previous, named: name, in: zone) { throw ReplicaError.permission(refusal) }
         let stamp = nextStamp()
         try store(LocalWrite.clearConflicts(previous: previous, stamp: stamp), previous: previous, in: zone)
         try recordLocalWrite(stamp, in: zone, sync: sync)
@@ -114,6 +116,8 @@ extension ReplicaStorage {
                 guard let state = try record(named: name, in: zone), state.isAlive else { continue }
                 // Another account's public record is its creator's to delete: its cascade comes from there.
                 if zone.scope == .public, enforcesWriteRights, !sameAccount(state.created.replica, replica) { continue }
+                // A participant without the right to write leaves a shared zone's cascades to those with it.
+                if zone.scope == .shared, try localWriteRefusal(writing: state, named: name, in: zone) != nil { continue }
                 for (target, incarnation) in state.cascadeReferences
                 where (try recordVersion(named: target, in: zone)?.causalLength ?? 0) > incarnation {
                     victims.append(state)

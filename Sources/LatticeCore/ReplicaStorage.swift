@@ -65,6 +65,14 @@ public protocol ReplicaStorage: AnyObject {
     func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool
     /// False only for a test's modified client: it writes and takes what `WriteRights` refuses.
     var enforcesWriteRights: Bool { get }
+    /// The accounts `replica` is known to belong to: this replica's own
+    /// account for its devices, and the memberships shared zones brought.
+    func accounts(of replica: ReplicaID) -> Set<String>
+    /// Keeps the memberships a shared zone's change set carried (each
+    /// checked already), to judge and relay its writers' writes.
+    func takeMemberships(_ memberships: [AccountMembership]) throws
+    /// The memberships of `replicas` held here, for a shared zone's change set.
+    func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership]
 }
 
 /// What `recordToMerge` found.
@@ -82,6 +90,12 @@ extension ReplicaStorage {
     public func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool { lhs == rhs }
 
     public var enforcesWriteRights: Bool { true }
+
+    public func accounts(of replica: ReplicaID) -> Set<String> { [] }
+
+    public func takeMemberships(_ memberships: [AccountMembership]) throws {}
+
+    public func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership] { [] }
 
     public var checksWrites: Bool { true }
 

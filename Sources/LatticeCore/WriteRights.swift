@@ -61,12 +61,75 @@ public enum WriteRights {
         return "record \"\(previous.recordName)\" of the public database was created by another device (replica \(previous.created.replica.short)); only its creator can change or delete it"
     }
 
-    /// Why a change set may not move `zone` to `zoneState`, or nil.
-    public static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey) -> String? {
+    /// Why a change set may not move `zone` to `zoneState`, or nil. A shared
+    /// zone is made and deleted by its owner's account alone.
+    public static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey, accounts: (ReplicaID) -> Set<String> = { _ in [] }) -> String? {
+        if zone.scope == .shared {
+            guard !accounts(zoneState.stamp.replica).contains(zone.zoneID.ownerName) else { return nil }
+            return "shared zone \(zone.zoneID) is made and deleted by its owner's account; replica \(zoneState.stamp.replica.short) is not of it"
+        }
         guard zone.scope == .public else { return nil }
         guard zone.zoneID.isDefault else { return "the public database has only the default zone; the peer sent zone \(zone.zoneID)" }
         guard zoneState.causalLength == 1 else { return "the public database's default zone cannot be deleted" }
         return nil
+    }
+}
+
+extension WriteRights {
+    /// Why `state`, of the shared zone `zone`, shows a write its writer had
+    /// no right to make, or nil (DESIGN §3, CKShare's permissions): the
+    /// owner's account writes anything; a participant writes records, not
+    /// the share, while its permission is read-write at the write's stamp.
+    /// Writers' accounts come from the memberships the zone's change sets
+    /// carry (`AccountMembership`); `share` is the zone's share as held here.
+    public static func sharedRefusal(_ state: RecordState, in zone: ZoneKey, share: Share?, accounts: (ReplicaID) -> Set<String>) -> String? {
+        let owner = zone.zoneID.ownerName
+        let isShare = state.recordName == Share.recordName
+        // In the share, a participant writes one thing: that it left (its own field, ending in removed).
+        var leaves = Set<Stamp>()
+        var listed = Set<String>()
+        if isShare {
+            for register in state.fields {
+                guard let account = Share.account(fromField: register.name) else { continue }
+                listed.insert(account)
+                for version in [register.winner] + register.losers {
+                    guard case .string(let text)? = version.value, Share.history(text).last?.permission == .removed,
+                          accounts(version.stamp.replica).contains(account) else { continue }
+                    leaves.insert(version.stamp)
+                }
+            }
+        }
+        func refusal(_ replica: ReplicaID, _ time: HLCTimestamp, leaving: Bool = false) -> String? {
+            let of = accounts(replica)
+            if of.contains(owner) || leaving { return nil }
+            if of.isEmpty {
+                return "replica \(replica.short) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID), and no account it belongs to is known here"
+            }
+            if isShare { return "the share of zone \(zone.zoneID) is its owner's to change; replica \(replica.short) (account \(of.sorted()[0])) may not" }
+            if let share, of.contains(where: { share.permission(of: $0, at: time) == .readWrite }) { return nil }
+            return "replica \(replica.short) (account \(of.sorted()[0])) may not write record \"\(state.recordName)\" of shared zone \(zone.zoneID): its account was not a read-write participant then"
+        }
+        for stamp in state.liveStamps {
+            if let refusal = refusal(stamp.replica, stamp.time, leaving: leaves.contains(stamp)) { return refusal }
+        }
+        for entry in state.vector.entries {
+            // A participant's entry in the share's vector stays once its leave was overwritten.
+            if let refusal = refusal(entry.replica, entry.time, leaving: isShare && !listed.isDisjoint(with: accounts(entry.replica))) { return refusal }
+        }
+        return nil
+    }
+
+    /// Why this replica, of `accounts`, may not write record `name` of the
+    /// shared zone `zone` now, or nil.
+    public static func sharedLocalRefusal(named name: String, in zone: ZoneKey, share: Share?, accounts: Set<String>, at time: HLCTimestamp) -> String? {
+        if accounts.contains(zone.zoneID.ownerName) { return nil }
+        if name == Share.recordName { return "the share of zone \(zone.zoneID) is its owner's to change" }
+        let permission = accounts.lazy.compactMap { share?.permission(of: $0, at: time) }.first
+        switch permission {
+        case .readWrite: return nil
+        case .readOnly: return "zone \(zone.zoneID) is shared with this account read-only; its owner can make it read-write (`lattice share ZONE --with ACCOUNT`)"
+        case .removed, nil: return "this account is not a participant of shared zone \(zone.zoneID) (any more)"
+        }
     }
 }
 

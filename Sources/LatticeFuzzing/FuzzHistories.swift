@@ -15,7 +15,7 @@ public enum FuzzHistories {
 
     private static func build() throws -> (base: [UInt8], seeds: [[UInt8]]) {
         let zone = ChangeSetFuzzTarget.zone
-        let other = ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "Other", ownerName: "someone"))
+        let other = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Other"))
         let clock = Clock()
         let ahead = Clock()
         ahead.now += 3_600_000

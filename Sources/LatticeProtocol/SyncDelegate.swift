@@ -94,27 +94,44 @@ public struct AppliedBatch: Hashable, Sendable {
 }
 
 /// What a peer may sync with this node: the databases whose zones its
-/// session streams both ways. A device of the account syncs the private and
-/// public databases; any other device of the container, the public one only
-/// (DESIGN §3).
+/// session streams both ways, and shared zones one by one. A device of the
+/// account syncs all three databases; any other device of the container, the
+/// public one, and the shared zones whose share admits its account (DESIGN §3).
 public struct PeerAccess: Hashable, Sendable, CustomStringConvertible {
     public var scopes: Set<DatabaseScope>
+    /// Zones of the shared database the peer may sync when `scopes` does not hold it all.
+    public var sharedZones: Set<ZoneID>
 
-    public init(scopes: Set<DatabaseScope>) {
+    public init(scopes: Set<DatabaseScope>, sharedZones: Set<ZoneID> = []) {
         self.scopes = scopes
+        self.sharedZones = sharedZones
     }
 
     /// A device of this account (or trusted by hand).
-    public static let account = PeerAccess(scopes: [.private, .public])
+    public static let account = PeerAccess(scopes: [.private, .shared, .public])
     /// Any other device of the container.
     public static let publicOnly = PeerAccess(scopes: [.public])
 
-    public func allows(_ zone: ZoneKey) -> Bool { scopes.contains(zone.scope) }
+    public func allows(_ zone: ZoneKey) -> Bool {
+        scopes.contains(zone.scope) || (zone.scope == .shared && sharedZones.contains(zone.zoneID))
+    }
 
     /// Whether the peer belongs to this account: it may read the private database.
     public var isAccount: Bool { scopes.contains(.private) }
 
-    public var description: String { isAccount ? "account" : "public only" }
+    /// What both this and `other` allow.
+    public func intersection(_ other: PeerAccess) -> PeerAccess {
+        var zones = sharedZones.intersection(other.sharedZones)
+        if other.scopes.contains(.shared) { zones.formUnion(sharedZones) }
+        if scopes.contains(.shared) { zones.formUnion(other.sharedZones) }
+        return PeerAccess(scopes: scopes.intersection(other.scopes), sharedZones: zones)
+    }
+
+    public var description: String {
+        if isAccount { return "account" }
+        guard !sharedZones.isEmpty else { return "public only" }
+        return "public and shared zone\(sharedZones.count == 1 ? "" : "s") " + sharedZones.map(\.description).sorted().joined(separator: ", ")
+    }
 }
 
 /// The storage a sync session needs, declared here and implemented by the
@@ -148,6 +165,22 @@ public protocol SyncDelegate: Sendable {
     func adoptRoster(_ roster: [UInt8], from peer: DeviceID) throws
     /// This store's roster now, encoded, to tell peers of a change (from memory where it can).
     func roster() throws -> [UInt8]
+    /// Takes the account membership `peer`'s hello proves
+    /// (`AccountMembership.encoded`), from memory and at once; returns
+    /// whether it changes what `peer` may sync (its session then restarts).
+    func notePeerMembership(_ membership: [UInt8], of peer: DeviceID) -> Bool
+    /// Notes shared zones `peer` granted this node and the store neither
+    /// holds nor accepted: invitations to a share.
+    func noteOfferedZones(_ zones: [ZoneID], from peer: DeviceID) throws
+    /// What a hello would say of these shared zones (those held), for a
+    /// session that grants them after its hello.
+    func sharedZoneAdverts(_ zones: Set<ZoneID>, for peer: DeviceID) throws -> [ZoneAdvert]
+}
+
+extension SyncDelegate {
+    public func notePeerMembership(_ membership: [UInt8], of peer: DeviceID) -> Bool { false }
+    public func noteOfferedZones(_ zones: [ZoneID], from peer: DeviceID) throws {}
+    public func sharedZoneAdverts(_ zones: Set<ZoneID>, for peer: DeviceID) throws -> [ZoneAdvert] { [] }
 }
 
 /// The store stopped trusting a device while its session ran: the session

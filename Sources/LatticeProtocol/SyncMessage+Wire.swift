@@ -8,13 +8,15 @@ public enum SyncWire {
     public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.
     public static let partSize = 256 * 1024
+    /// A hello's membership: `AccountMembership.maximumLength` entries of a few hundred bytes.
+    public static let maximumMembershipBytes = 8 * 1024
     /// Zones in one hello.
     public static let maximumZones = 100_000
 }
 
 extension SyncMessage {
     private enum Kind: UInt8 {
-        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster
+        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants
     }
 
     /// The message's bytes inside the channel.
@@ -24,21 +26,18 @@ extension SyncMessage {
         case .hello(let hello):
             writer.byte(Kind.hello.rawValue)
             writer.string(hello.container)
-            writer.varint(hello.zones.count)
-            for advert in hello.zones {
-                Self.write(advert.zone, into: &writer)
-                writer.varint(advert.zoneState.causalLength)
-                Self.write(advert.zoneState.stamp, into: &writer)
-                Self.write(advert.vector, into: &writer)
-                if let resume = advert.resume {
-                    writer.byte(1)
-                    Self.write(resume, into: &writer)
-                } else {
-                    writer.byte(0)
-                }
-            }
+            Self.write(hello.zones, into: &writer)
             writer.blob(hello.roster)
             writer.byte(hello.grants.reduce(0) { $0 | 1 << ($1.rawValue - 1) })
+            Self.write(hello.sharedGrants, into: &writer)
+            writer.blob(hello.membership)
+        case .grants(let grants):
+            writer.byte(Kind.grants.rawValue)
+            Self.write(grants.sharedZones, into: &writer)
+            Self.write(grants.zones, into: &writer)
+        case .caughtUpAfter(let count):
+            writer.byte(Kind.caughtUpAfter.rawValue)
+            writer.varint(count)
         case .streamStart(let start):
             writer.byte(Kind.streamStart.rawValue)
             Self.write(start.zone, into: &writer)
@@ -83,25 +82,15 @@ extension SyncMessage {
             case .hello:
                 let container = try reader.string()
                 guard !container.isEmpty, container.utf8.count <= 255, !container.contains("/") else { throw ProtocolError.malformed("\"\(container)\" is not a container identifier") }
-                let count = try reader.count(below: min(SyncWire.maximumZones, reader.remaining) + 1, "zone count")
-                var zones: [ZoneAdvert] = []
-                zones.reserveCapacity(count)
-                var seen = Set<ZoneKey>()
-                for _ in 0..<count {
-                    let zone = try Self.readZone(from: &reader)
-                    guard seen.insert(zone).inserted else { throw ProtocolError.malformed("zone \(zone) advertised twice") }
-                    let causalLength = try reader.varint()
-                    guard causalLength > 0, causalLength <= Limits.maximumCausalLength else { throw ProtocolError.malformed("zone causal length \(causalLength) is out of range") }
-                    let stamp = try Self.readStamp(from: &reader)
-                    let vector = try Self.readVector(from: &reader)
-                    let resume = try reader.byte() != 0 ? try Self.readCursor(from: &reader) : nil
-                    zones.append(ZoneAdvert(zone: zone, zoneState: ZoneState(causalLength: causalLength, stamp: stamp), vector: vector, resume: resume))
-                }
+                let zones = try Self.readAdverts(from: &reader)
                 let roster = try reader.blob()
                 let bits = try reader.byte()
                 guard bits & ~0b111 == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
                 let grants = Set(DatabaseScope.allCases.filter { bits & (1 << ($0.rawValue - 1)) != 0 })
-                self = .hello(Hello(container: container, zones: zones, roster: roster, grants: grants))
+                let sharedGrants = try Self.readSharedZones(from: &reader)
+                let membership = try reader.blob()
+                guard membership.count <= SyncWire.maximumMembershipBytes else { throw ProtocolError.malformed("a membership of \(membership.count) bytes") }
+                self = .hello(Hello(container: container, zones: zones, roster: roster, grants: grants, sharedGrants: sharedGrants, membership: membership))
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)
                 let records = try reader.varint()
@@ -127,6 +116,17 @@ extension SyncMessage {
                 let cursor = try Self.readCursor(from: &reader)
                 self = .acknowledgement(Acknowledgement(zone: zone, cursor: cursor, vector: try Self.readVector(from: &reader)))
             case .caughtUp: self = .caughtUp
+            case .caughtUpAfter:
+                let count = try reader.varint()
+                guard count < 1 << 32 else { throw ProtocolError.malformed("a grants count out of range") }
+                self = .caughtUpAfter(grants: Int(count))
+            case .grants:
+                let sharedZones = try Self.readSharedZones(from: &reader)
+                let zones = try Self.readAdverts(from: &reader)
+                guard zones.allSatisfy({ $0.zone.scope == .shared && sharedZones.contains($0.zone.zoneID) }) else {
+                    throw ProtocolError.malformed("grants advertise a zone they do not grant")
+                }
+                self = .grants(Grants(sharedZones: sharedZones, zones: zones))
             case .ping: self = .ping
             case .pong: self = .pong
             case .roster: self = .roster(try reader.blob())
@@ -140,6 +140,59 @@ extension SyncMessage {
     }
 
     // MARK: Parts
+
+    private static func write(_ adverts: [ZoneAdvert], into writer: inout BinaryWriter) {
+        writer.varint(adverts.count)
+        for advert in adverts {
+            write(advert.zone, into: &writer)
+            writer.varint(advert.zoneState.causalLength)
+            write(advert.zoneState.stamp, into: &writer)
+            write(advert.vector, into: &writer)
+            if let resume = advert.resume {
+                writer.byte(1)
+                write(resume, into: &writer)
+            } else {
+                writer.byte(0)
+            }
+        }
+    }
+
+    private static func readAdverts(from reader: inout BinaryReader) throws -> [ZoneAdvert] {
+        let count = try reader.count(below: min(SyncWire.maximumZones, reader.remaining) + 1, "zone count")
+        var zones: [ZoneAdvert] = []
+        zones.reserveCapacity(count)
+        var seen = Set<ZoneKey>()
+        for _ in 0..<count {
+            let zone = try readZone(from: &reader)
+            guard seen.insert(zone).inserted else { throw ProtocolError.malformed("zone \(zone) advertised twice") }
+            let causalLength = try reader.varint()
+            guard causalLength > 0, causalLength <= Limits.maximumCausalLength else { throw ProtocolError.malformed("zone causal length \(causalLength) is out of range") }
+            let stamp = try readStamp(from: &reader)
+            let vector = try readVector(from: &reader)
+            let resume = try reader.byte() != 0 ? try readCursor(from: &reader) : nil
+            zones.append(ZoneAdvert(zone: zone, zoneState: ZoneState(causalLength: causalLength, stamp: stamp), vector: vector, resume: resume))
+        }
+        return zones
+    }
+
+    private static func write(_ zones: [ZoneID], into writer: inout BinaryWriter) {
+        writer.varint(zones.count)
+        for zone in zones {
+            writer.string(zone.zoneName)
+            writer.string(zone.ownerName)
+        }
+    }
+
+    private static func readSharedZones(from reader: inout BinaryReader) throws -> [ZoneID] {
+        var zones: [ZoneID] = []
+        for _ in 0..<(try reader.count(below: min(SyncWire.maximumZones, reader.remaining) + 1, "shared zone count")) {
+            let zone = ZoneID(zoneName: try reader.string(), ownerName: try reader.string())
+            guard Limits.isZoneName(zone.zoneName), Limits.isRecordName(zone.ownerName) else { throw ProtocolError.malformed("\"\(zone)\" is not a shared zone") }
+            zones.append(zone)
+        }
+        guard Set(zones).count == zones.count else { throw ProtocolError.malformed("a shared zone granted twice") }
+        return zones
+    }
 
     private static func write(_ zone: ZoneKey, into writer: inout BinaryWriter) {
         writer.byte(zone.scope.rawValue)

@@ -46,12 +46,37 @@ public struct Hello: Hashable, Sendable {
     /// not trust the receiver grants it the public database only, and the
     /// receiver then streams it nothing else.
     public var grants: Set<DatabaseScope>
+    /// Shared zones the sender syncs with the receiver, when `grants` does not
+    /// hold the whole shared database: for a zone the receiver does not hold
+    /// yet, an invitation.
+    public var sharedGrants: [ZoneID]
+    /// The sender's membership of its account (`AccountMembership.encoded`), or empty.
+    public var membership: [UInt8]
 
-    public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .public]) {
+    public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .shared, .public], sharedGrants: [ZoneID] = [], membership: [UInt8] = []) {
         self.container = container
         self.zones = zones
         self.roster = roster
         self.grants = grants
+        self.sharedGrants = sharedGrants
+        self.membership = membership
+    }
+
+    /// What the sender grants, as an access.
+    public var granted: PeerAccess { PeerAccess(scopes: grants, sharedZones: Set(sharedGrants)) }
+}
+
+/// Shared zones a side grants after its hello: the peer's hello proved an
+/// account that opens them (a share admits it), so the session widens
+/// rather than starting again.
+public struct Grants: Hashable, Sendable {
+    public var sharedZones: [ZoneID]
+    /// The sender's state of those zones it holds.
+    public var zones: [ZoneAdvert]
+
+    public init(sharedZones: [ZoneID], zones: [ZoneAdvert]) {
+        self.sharedZones = sharedZones
+        self.zones = zones
     }
 }
 
@@ -117,6 +142,12 @@ public enum SyncMessage: Hashable, Sendable {
     case acknowledgement(Acknowledgement)
     /// The sender has sent everything it had when the session opened (or since the last one).
     case caughtUp
+    /// `caughtUp`, sent once the sender took `grants` grants messages of the
+    /// receiver: the receiver counts it only after the streams its last
+    /// grants opened (a plain `caughtUp` may predate them).
+    case caughtUpAfter(grants: Int)
+    /// More shared zones granted (`Grants`).
+    case grants(Grants)
     /// The sender's account roster changed during the session: all of it, encoded.
     case roster([UInt8])
     case ping

@@ -84,7 +84,8 @@ public struct SyncSession: Sendable {
 
     public let configuration: Configuration
     /// What the peer may sync here: streams of other zones are not taken.
-    public let access: PeerAccess
+    /// Shared zones widen it during the session (`widen`).
+    public private(set) var access: PeerAccess
     /// What this side streams: `access`, within what the peer's hello grants this side.
     public private(set) var streams: PeerAccess
     public let localHello: Hello
@@ -111,6 +112,17 @@ public struct SyncSession: Sendable {
     private var toldVectors: [ZoneKey: VersionVector] = [:]
     private var peerCaughtUp = false
     private var reportedQuiescent = false
+    /// What the peer grants this side: its hello's, and its grants messages'.
+    private var peerGranted = PeerAccess(scopes: [])
+    /// Zones each side said it holds, in the order they were said (streams open in it).
+    private var localZones: [ZoneKey] = []
+    private var peerAdverts: [ZoneKey: ZoneAdvert] = [:]
+    private var peerZones: [ZoneKey] = []
+    /// Grants messages sent and taken: a caught-up counts once it follows the peer's reading of ours.
+    private var grantsSent = 0
+    private var grantsReceived = 0
+    /// Grants an honest peer sends: one per change of its shares while the session runs.
+    public static let maximumGrants = 64
 
     public init(localHello: Hello, access: PeerAccess = .account, configuration: Configuration = Configuration()) {
         self.access = access
@@ -119,6 +131,7 @@ public struct SyncSession: Sendable {
         self.configuration = configuration
         toldRoster = localHello.roster
         for advert in localHello.zones { toldVectors[advert.zone] = advert.vector }
+        localZones = localHello.zones.map(\.zone)
     }
 
     /// Opens the session: our hello goes first.
@@ -146,8 +159,13 @@ public struct SyncSession: Sendable {
         case .ping: return [.send(.pong)]
         case .pong: return []
         case .caughtUp:
-            peerCaughtUp = true
+            // Before the peer read our grants, its streams of the zones they opened may not have begun.
+            if grantsSent == 0 { peerCaughtUp = true }
             return checkQuiescent()
+        case .caughtUpAfter(let grants):
+            if grants == grantsSent { peerCaughtUp = true }
+            return checkQuiescent()
+        case .grants(let grants): return receiveGrants(grants)
         case .roster(let bytes): return receiveRoster(bytes)
         case .streamStart(let start):
             guard access.allows(start.zone) else { return close(.forbidden("the peer streams zone \(start.zone), which it may not sync here (\(access))")) }
@@ -163,16 +181,63 @@ public struct SyncSession: Sendable {
             return close(.containerMismatch(peer: hello.container, local: localHello.container))
         }
         peerHello = hello
-        streams = PeerAccess(scopes: access.scopes.intersection(hello.grants))
-        var adverts: [ZoneKey: ZoneAdvert] = [:]
-        for advert in hello.zones { adverts[advert.zone] = advert }
-        // Zones only the peer has get a stream too: what it sends us is then
-        // known to be held by it, and is not echoed back when we relay.
-        for zone in (localHello.zones + hello.zones).map(\.zone) where streams.allows(zone) {
-            let theirs = adverts[zone]
+        peerGranted = hello.granted
+        takePeerAdverts(hello.zones)
+        openStreams()
+        return [.event(.started(granted: streams))] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
+    }
+
+    private mutating func takePeerAdverts(_ adverts: [ZoneAdvert]) {
+        for advert in adverts {
+            if peerAdverts[advert.zone] == nil { peerZones.append(advert.zone) }
+            peerAdverts[advert.zone] = advert
+        }
+    }
+
+    /// Streams what both sides grant now. Zones only the peer has get a
+    /// stream too: what it sends us is then known to be held by it, and is
+    /// not echoed back when we relay.
+    private mutating func openStreams() {
+        streams = access.intersection(peerGranted)
+        for zone in localZones + peerZones where streams.allows(zone) {
+            let theirs = peerAdverts[zone]
             addOutgoing(zone, cursor: theirs?.resume ?? .start, peerVector: theirs?.vector ?? VersionVector(), peerZoneState: theirs?.zoneState)
         }
-        return [.event(.started(granted: streams))] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
+    }
+
+    /// The peer may sync more shared zones here (its account, proved in its
+    /// hello, opens them; or a share changed): they are granted to it with
+    /// this side's state of those it holds (`zones`), and streamed both ways
+    /// once the peer grants them too.
+    public mutating func widen(to wider: PeerAccess, zones: [ZoneAdvert]) -> [Action] {
+        guard !closed, peerHello != nil, wider.scopes == access.scopes else { return [] }
+        let added = wider.sharedZones.subtracting(access.sharedZones)
+        guard !added.isEmpty else { return [] }
+        access = wider
+        let fresh = zones.filter { $0.zone.scope == .shared && added.contains($0.zone.zoneID) && !localZones.contains($0.zone) }
+        for advert in fresh {
+            toldVectors[advert.zone] = advert.vector
+            localZones.append(advert.zone)
+        }
+        grantsSent += 1
+        peerCaughtUp = false
+        sentCaughtUp = false
+        reportedQuiescent = false
+        openStreams()
+        let grants = Grants(sharedZones: added.sorted { $0.description < $1.description }, zones: fresh)
+        return [.send(.grants(grants)), .event(.started(granted: streams))] + pump()
+    }
+
+    private mutating func receiveGrants(_ grants: Grants) -> [Action] {
+        guard grantsReceived < Self.maximumGrants else { return close(.limitExceeded("more than \(Self.maximumGrants) grants messages: the peer floods them")) }
+        grantsReceived += 1
+        peerGranted.sharedZones.formUnion(grants.sharedZones)
+        takePeerAdverts(grants.zones)
+        // Our caught-up must now follow what the grants open.
+        sentCaughtUp = false
+        reportedQuiescent = false
+        openStreams()
+        return [.event(.started(granted: streams))] + pump()
     }
 
     private mutating func receiveRoster(_ bytes: [UInt8]) -> [Action] {
@@ -323,7 +388,7 @@ public struct SyncSession: Sendable {
         guard let zone = order.first(where: { outgoing[$0]!.dirty }) else {
             if !sentCaughtUp {
                 sentCaughtUp = true
-                return [.send(.caughtUp)] + checkQuiescent()
+                return [.send(grantsReceived == 0 ? .caughtUp : .caughtUpAfter(grants: grantsReceived))] + checkQuiescent()
             }
             return []
         }
@@ -393,7 +458,8 @@ extension SyncMessage {
         case .streamStart: return "stream start"
         case .changes: return "changes"
         case .acknowledgement: return "acknowledgement"
-        case .caughtUp: return "caught up"
+        case .caughtUp, .caughtUpAfter: return "caught up"
+        case .grants: return "grants"
         case .roster: return "roster"
         case .ping: return "ping"
         case .pong: return "pong"

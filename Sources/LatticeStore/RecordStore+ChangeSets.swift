@@ -43,7 +43,8 @@ extension StoreSnapshot {
     @discardableResult
     public func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
         guard let zone = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
-        let header = ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: try schema())
+        var header = ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: try schema())
+        if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: vector), sink: sink)
         let start = try deltaStart(zoneID: zone.id, for: vector)
         try forEachRecord(changedAfter: start, zoneID: zone.id) { try writer.append($0) }

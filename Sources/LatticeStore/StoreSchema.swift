@@ -144,6 +144,28 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v7: shares") { db in
+            try db.execute(sql: """
+                -- Who belongs to which account, as shared zones' change sets proved it
+                -- (AccountMembership, checked on the way in): other accounts' writers.
+                CREATE TABLE memberships (
+                    replica BLOB NOT NULL,
+                    account TEXT NOT NULL,
+                    proof BLOB NOT NULL,
+                    PRIMARY KEY (replica, account)
+                ) WITHOUT ROWID;
+                -- Shared zones other accounts' devices offered this account, not accepted yet.
+                CREATE TABLE share_invitations (
+                    zone_name TEXT NOT NULL,
+                    owner TEXT NOT NULL,
+                    offered_by TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    -- Accepted: its zone is taken from the devices that offer it, until it is held.
+                    accepted INTEGER NOT NULL DEFAULT 0 CHECK (accepted IN (0, 1)),
+                    PRIMARY KEY (zone_name, owner)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

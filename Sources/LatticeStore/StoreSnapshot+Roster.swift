@@ -107,6 +107,7 @@ extension StoreTransaction {
             ])
         }
         refusedWritersCache = nil
+        ownMembersCache = nil
         markChanged()
         wakesWatchers = true
     }

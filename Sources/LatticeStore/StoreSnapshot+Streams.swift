@@ -83,13 +83,34 @@ extension StoreSnapshot {
         // A store that lost writes of its own claims no more of its own than it holds.
         var told = zone.sync
         told.vector = try vectorToTell(zone.sync, in: key)
-        let header = ChangeSetHeader(zone: key, sync: told, base: peerVector, schema: includingSchema ? try schema() : Schema(), claimsTop: reachedEnd)
+        var header = ChangeSetHeader(zone: key, sync: told, base: peerVector, schema: includingSchema ? try schema() : Schema(), claimsTop: reachedEnd)
+        if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
         var out: [UInt8] = []
         out.reserveCapacity(bytes + 256)
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector)) { out.append(contentsOf: $0) }
         for state in states { try writer.append(state) }
         try writer.finish()
         return StreamBatch(bytes: out, cursor: max(position, cursor), final: reachedEnd, records: states.count, zoneState: zone.sync.zoneState, claimedTop: reachedEnd ? told.vector : nil)
+    }
+
+    /// A batch of the zone's share alone, for a device of an account the share
+    /// lists but no longer admits (removed, or left): it learns that, and
+    /// nothing else. Nil when the share has not changed after `cursor`. It
+    /// claims nothing, so it never ends the stream.
+    public func shareBatch(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> StreamBatch? {
+        guard let zone = try zoneRow(key),
+              let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, change_seq, state FROM records WHERE zone = ? AND name = ?"), arguments: [zone.id, Share.recordName])
+        else { return nil }
+        let position = ChangeCursor(sequence: UInt64(row[1] as Int64), row: UInt64(row[0] as Int64))
+        let state = try decode(row[2])
+        guard position > cursor, !peerVector.dominates(state.vector) else { return nil }
+        var header = ChangeSetHeader(zone: key, sync: zone.sync, base: peerVector, schema: Schema(), claimsTop: false)
+        header.memberships = try memberships(of: header.replicas).map(\.encoded)
+        var out: [UInt8] = []
+        var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector)) { out.append(contentsOf: $0) }
+        try writer.append(state)
+        try writer.finish()
+        return StreamBatch(bytes: out, cursor: max(position, cursor), final: false, records: 1, zoneState: zone.sync.zoneState, claimedTop: nil)
     }
 
     /// Where a stream resumes: after the peer's cursor, or after the last

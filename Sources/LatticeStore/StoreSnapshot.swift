@@ -7,6 +7,8 @@ public class StoreSnapshot {
     let db: GRDB.Database
     let store: RecordStore
     private var replicaIDs: [ReplicaID]?
+    /// The account's members by replica, read once per snapshot (`ownMembers`).
+    var ownMembersCache: [ReplicaID: [UInt8]]?
 
     init(db: GRDB.Database, store: RecordStore) {
         self.db = db

@@ -2,6 +2,7 @@ import LatticeCore
 import LatticeCrypto
 import LatticeProtocol
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -41,13 +42,21 @@ public struct ConnectionHandle: Sendable, Hashable {
     let channel: Channel
     let handler: NIOLoopBound<SyncSessionHandler>
     public let initiator: Bool
-    /// What the peer may sync on this connection, as its handshake found it.
-    public let access: PeerAccess
+    let accessBox: NIOLockedValueBox<PeerAccess>
+    /// What the peer may sync on this connection: as its handshake found it,
+    /// widened by shared zones its account opens (`widen`).
+    public var access: PeerAccess { accessBox.withLockedValue { $0 } }
 
     /// Local commits happened: the session re-opens its streams.
     public func localCommit() {
         let handler = handler
         channel.eventLoop.execute { handler.value.localCommit() }
+    }
+
+    /// The peer may now sync more shared zones than the session has: they are granted in the session.
+    public func widen() {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.widenIfGranted() }
     }
 
     public func close() { channel.close(promise: nil) }
@@ -95,8 +104,9 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private var session: SyncSession?
     private var early: [SyncMessage] = []
     private var peer: DeviceID?
-    /// What the peer may sync, as its handshake found it.
+    /// What the peer may sync, as its handshake found it (widened since, as the handle's).
     private var access: PeerAccess?
+    private let accessBox = NIOLockedValueBox(PeerAccess(scopes: []))
     private var initiator = false
     private var address = "?"
     private var closeReason: CloseReason?
@@ -150,6 +160,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             return
         }
         self.access = access
+        accessBox.withLockedValue { $0 = access }
         let delegate = delegate
         let address = address
         runOffLoop({ () throws -> Hello in
@@ -163,10 +174,16 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private func start(with hello: Hello) {
         // The connection may have ended while the store was asked.
         guard let context, let peer, let access, context.channel.isActive, closeReason == nil else { return }
+        // The hello grants no more than the session takes: shares may have opened zones since the handshake (widened below).
+        var hello = hello
+        if !access.scopes.contains(.shared) {
+            hello.sharedGrants = hello.sharedGrants.filter(access.sharedZones.contains)
+            hello.zones = hello.zones.filter { $0.zone.scope != .shared || access.sharedZones.contains($0.zone.zoneID) }
+        }
         var session = SyncSession(localHello: hello, access: access, configuration: settings.session)
         let actions = session.start()
         self.session = session
-        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, access: access)
+        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, accessBox: accessBox)
         onEvent(.authenticated(peer: peer, address: address, handle: handle))
         perform(actions)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -209,6 +226,45 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     private func handle(_ message: SyncMessage) {
         mutateSession { $0.receive(message) }
+        guard let peer else { return }
+        let offered: [ZoneID]
+        switch message {
+        case .hello(let hello):
+            // The peer's account may open shared zones its handshake did not: the session widens.
+            if !hello.membership.isEmpty, delegate.notePeerMembership(hello.membership, of: peer) { widenIfGranted() }
+            offered = hello.sharedGrants
+        case .grants(let grants):
+            offered = grants.sharedZones
+        default:
+            return
+        }
+        guard !offered.isEmpty else { return }
+        let delegate = delegate
+        // An accepted zone not held yet is taken from whoever offers it: the session may widen.
+        runOffLoop({ try? delegate.noteOfferedZones(offered, from: peer) }) { handler, _ in handler.widenIfGranted() }
+    }
+
+    private var widening = false
+
+    /// Grants the peer the shared zones it may sync now and its session does
+    /// not have yet; a peer that may sync less than its session has loses the session.
+    fileprivate func widenIfGranted() {
+        guard let peer, let access, let session, session.peerHello != nil, !widening, closeReason == nil else { return }
+        guard let current = delegate.access(for: peer), current.scopes == access.scopes, current.sharedZones.isSuperset(of: access.sharedZones) else {
+            return close(.transport(.noLongerTrusted(peer.description)))
+        }
+        guard current != access else { return }
+        widening = true
+        let delegate = delegate
+        let added = current.sharedZones.subtracting(access.sharedZones)
+        runOffLoop({ try delegate.sharedZoneAdverts(added, for: peer) }) { handler, zones in
+            handler.widening = false
+            handler.access = current
+            handler.accessBox.withLockedValue { $0 = current }
+            handler.mutateSession { $0.widen(to: current, zones: zones) }
+            // A share may have changed again while the store was asked.
+            if delegate.access(for: peer) != current { handler.widenIfGranted() }
+        }
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -277,7 +333,11 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 guard let peer else { continue }
                 runOffLoop({ try delegate.produceBatch(request, for: peer) }) { handler, batch in
                     // Trust may have ended since the read began: nothing more goes out.
-                    guard delegate.access(for: peer) == handler.access else { return handler.close(.transport(.noLongerTrusted(peer.description))) }
+                    if delegate.access(for: peer) != handler.access {
+                        // Wider: granted in the session; anything else ends it.
+                        handler.widenIfGranted()
+                        guard handler.closeReason == nil else { return }
+                    }
                     handler.mutateSession { $0.batchProduced(batch) }
                 }
             case .apply(let batch):

@@ -77,14 +77,4 @@ import Testing
         #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")
         #expect(try publicTitle("s", "lamp") == "Lamp")
     }
-
-    /// Polls `condition` every 100 ms for up to `seconds`.
-    func eventually(_ seconds: Double, _ condition: () throws -> Bool) throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return try condition()
-    }
 }

@@ -32,8 +32,19 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         .changes(ChangesPart(zone: notes, bytes: [1, 2, 3], end: nil)),
         .changes(ChangesPart(zone: notes, bytes: [], end: .init(cursor: StreamCursor(sequence: 9, row: 1), final: true, records: 0))),
         .acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 9, row: 1), vector: vector((replicaA, 3)))),
-        .caughtUp, .ping, .pong,
+        .caughtUp, .ping, .pong, .caughtUpAfter(grants: 3),
+        .hello(Hello(container: "app", zones: [], grants: [.public], sharedGrants: [ZoneID(zoneName: "Lists", ownerName: "OWNER")], membership: [1, 2, 3])),
+        .grants(Grants(sharedZones: [ZoneID(zoneName: "team", ownerName: ZoneID.defaultOwnerName)], zones: [
+            ZoneAdvert(zone: sharedZone, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
+        ])),
     ]
+
+    @Test func grantsThatAdvertiseAZoneTheyDoNotGrantAreRefused() {
+        let lying = SyncMessage.grants(Grants(sharedZones: [], zones: [ZoneAdvert(zone: sharedZone, zoneState: zoneState, vector: VersionVector(), resume: nil)]))
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: lying.encoded()) }
+        let twice = SyncMessage.grants(Grants(sharedZones: [ZoneID(zoneName: "a", ownerName: "o"), ZoneID(zoneName: "a", ownerName: "o")], zones: []))
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: twice.encoded()) }
+    }
 
     @Test(arguments: samples) func roundTrips(_ message: SyncMessage) throws {
         #expect(try SyncMessage(decoding: message.encoded()) == message)

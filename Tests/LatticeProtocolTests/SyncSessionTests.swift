@@ -79,6 +79,40 @@ import Testing
         #expect(closeReason(session.receive(.hello(theirs))) == .unexpected("a second hello"))
     }
 
+    @Test func grantsAfterTheHelloOpenASharedZoneBothWays() throws {
+        let lists = ZoneID(zoneName: "Lists", ownerName: "OWNER")
+        let listsKey = ZoneKey(scope: .shared, zoneID: lists)
+        let listsAdvert = ZoneAdvert(zone: listsKey, zoneState: zoneState, vector: vector((replicaA, 7)), resume: nil)
+        // The owner's side: the peer's account proved itself in its hello, which opens Lists to it.
+        var owner = SyncSession(localHello: Hello(container: "app", zones: [], grants: [.public]), access: .publicOnly)
+        _ = owner.start()
+        let quiet = owner.receive(.hello(Hello(container: "app", zones: [], grants: [.public])))
+        #expect(quiet.contains(.send(.caughtUp)))
+        let widened = owner.widen(to: PeerAccess(scopes: [.public], sharedZones: [lists]), zones: [listsAdvert])
+        #expect(widened.contains(.send(.grants(Grants(sharedZones: [lists], zones: [listsAdvert])))))
+        // Not streamed before the peer grants it too.
+        #expect(!widened.contains { if case .produce = $0 { return true } else { return false } })
+        // A caught-up the peer sent before it read the grants does not count.
+        _ = owner.receive(.caughtUp)
+        #expect(!owner.isQuiescent)
+        let opened = owner.receive(.grants(Grants(sharedZones: [lists], zones: [])))
+        guard case .produce(let request) = opened.last else { Issue.record("no produce in \(opened)"); return }
+        #expect(request.zone == listsKey)
+        #expect(owner.streams.allows(listsKey))
+        _ = owner.batchProduced(nil)
+        _ = owner.receive(.caughtUpAfter(grants: 1))
+        #expect(owner.isQuiescent)
+    }
+
+    @Test func aPeerFloodingGrantsIsDropped() {
+        var session = started()
+        var reason: ProtocolError?
+        for index in 0...SyncSession.maximumGrants {
+            reason = closeReason(session.receive(.grants(Grants(sharedZones: [ZoneID(zoneName: "z\(index)", ownerName: "o")], zones: [])))) ?? reason
+        }
+        #expect(reason == .limitExceeded("more than \(SyncSession.maximumGrants) grants messages: the peer floods them"))
+    }
+
     @Test func anotherContainerIsRefused() {
         var session = SyncSession(localHello: ours)
         var other = theirs
@@ -87,7 +121,10 @@ import Testing
     }
 
     @Test func changesToAZoneThePeerMayNotWriteAreRefused() throws {
-        var session = started()
+        // A participant of one shared zone sends changes to another.
+        var session = SyncSession(localHello: ours, access: PeerAccess(scopes: [.public], sharedZones: [ZoneID(zoneName: "granted", ownerName: "owner")]))
+        _ = session.start()
+        _ = session.receive(.hello(theirs))
         let reason = closeReason(session.receive(part(try changeSet(zone: sharedZone, claims: false), final: false, zone: sharedZone)))
         guard case .forbidden = reason else { Issue.record("expected forbidden, got \(String(describing: reason))"); return }
     }

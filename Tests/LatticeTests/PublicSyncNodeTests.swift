@@ -10,13 +10,7 @@ import Testing
 /// and by C; its own record reaches everyone; refusals are reported in A's
 /// events and status; A's private database goes nowhere.
 @Suite(.serialized) struct PublicSyncNodeTests {
-    func node(_ container: Container, peers: [Int] = []) -> SyncNode {
-        var configuration = SyncNode.Configuration()
-        configuration.port = 0
-        configuration.listenHost = "127.0.0.1"
-        configuration.peers = peers.map { PeerAddress(host: "127.0.0.1", port: $0) }
-        return SyncNode(container: container, configuration: configuration)
-    }
+    func node(_ container: Container, peers: [Int] = []) -> SyncNode { loopbackNode(container, peers: peers) }
 
     /// Synchronous on purpose: in an async test the library's async overloads would be chosen.
     func title(_ container: Container, _ name: String) -> String? {

@@ -59,3 +59,12 @@ func expectError<T>(_ code: LatticeError.Code, sourceLocation: SourceLocation = 
         Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
     }
 }
+
+/// A node on loopback at a port of its own, dialing `peers` (ports on loopback).
+func loopbackNode(_ container: Container, peers: [Int] = []) -> SyncNode {
+    var configuration = SyncNode.Configuration()
+    configuration.port = 0
+    configuration.listenHost = "127.0.0.1"
+    configuration.peers = peers.map { PeerAddress(host: "127.0.0.1", port: $0) }
+    return SyncNode(container: container, configuration: configuration)
+}

@@ -125,6 +125,20 @@ public_title_is() {
   done
 }
 
+# account_id K: host K's account ID (what `lattice share --with` takes).
+account_id() { lat "$1" id --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["accountID"])'; }
+# invited K ZONE: host K was offered a share of ZONE.
+invited() { lat "$1" share invitations --json | python3 -c 'import json, sys; sys.exit(0 if any(i["zoneID"]["zoneName"] == sys.argv[1] for i in json.load(sys.stdin)["invitations"]) else 1)' "$2"; }
+# shared_title_is ZONE/NAME TITLE HOSTS...: the shared record's title is TITLE on every one of HOSTS.
+shared_title_is() {
+  local path="$1" title="$2" k; shift 2
+  for k in "$@"; do
+    [ "$(lat "$k" record get "$path" --database shared --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["records"][0]["fields"]["title"]["value"])' 2>/dev/null)" = "$title" ] || return 1
+  done
+}
+# share_permission_is K PERMISSION: host K's permission in the one shared zone it holds.
+share_permission_is() { [ "$(lat "$1" share list --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["shares"][0]["permission"])')" = "$2" ]; }
+
 zone_count() {
   local zone="$1" count="$2" k; shift 2
   for k in "$@"; do

@@ -140,4 +140,21 @@ lat 4 record get Movies/shared >/dev/null 2>&1 && fail "h4 holds a record of h1-
 peers_check 1 'p is not None and p["access"] in ("public only", None)' "$(device_id 4)" || fail "h1 shows h4 with more than the public database"
 echo "h4's edit refused (77), h1's spread; h4 still holds none of the private database"
 
+step "(h) h1's account shares a zone with h4's, with no address given"
+lat 1 zone create Family >/dev/null
+lat 1 record save Family/list --type Item "title=Milk" >/dev/null
+lat 1 share Family --with "$(account_id 4)" >/dev/null
+offered=$(now)
+wait_until 20 "h4 is offered the share" invited 4 Family
+lat 4 share accept Family >/dev/null
+wait_until 20 "the shared zone reaches h4 and h2-h3" shared_title_is Family/list Milk 4 2 3
+echo "the shared zone on h4 $(since "$offered") s after it was shared"
+lat 4 record save Family/eggs --type Item "title=Eggs from h4" --database shared >/dev/null
+wait_until 20 "h4's write reaches h1-h3" shared_title_is Family/eggs "Eggs from h4" 1 2 3
+lat 1 share Family --with "$(account_id 4)" --read-only >/dev/null
+wait_until 20 "h4 learns it is read-only now" share_permission_is 4 readOnly
+status=0; lat 4 record save Family/more --type Item "title=More" --database shared >/dev/null 2>&1 || status=$?
+[ "$status" = 77 ] || fail "a read-only participant's write exited $status, not 77"
+lat 4 record get Movies/shared >/dev/null 2>&1 && fail "h4 holds a record of h1-h3's private database"
+echo "h4's write reached h1-h3 while read-write, and is refused at once (77) once read-only"
 step "every scenario passed"

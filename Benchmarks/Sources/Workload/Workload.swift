@@ -34,6 +34,8 @@ public enum Workload {
     public static let zone = ZoneKey(scope: .private, zoneID: .default)
     /// The public database's zone, for the workload as a public catalogue.
     public static let publicZone = ZoneKey(scope: .public, zoneID: .default)
+    /// A private zone of its own: what a share moves into the shared database.
+    public static let listsZone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Lists"))
 
     public enum Scenario: String, CaseIterable, Sendable {
         case empty, halfLose = "half-lose", concurrent = "concurrent-10pct"
@@ -148,10 +150,10 @@ public final class SyncPair: @unchecked Sendable {
     }
 
     /// Waits until B has committed `name` from A.
-    public func waitUntilBHas(_ name: String, in zone: Zone.ID) async {
+    public func waitUntilBHas(_ name: String, in zone: Zone.ID, database: DatabaseScope = .private) async {
         while true {
             await waitForB { if case .syncFinished(_, _, .receiving) = $0 { return true } else { return false } }
-            if (try? await b.privateCloudDatabase.record(for: Record.ID(recordName: name, zoneID: zone))) != nil { return }
+            if (try? await b.database(with: database).record(for: Record.ID(recordName: name, zoneID: zone))) != nil { return }
         }
     }
 

@@ -13,6 +13,10 @@ import Workload
 //   lattice-sync-figures databases [--records 100000] [--rounds 3]
 //                                                          an empty node syncs the workload from the private database
 //                                                          (same account) and from the public one (another account), alternately
+//   lattice-sync-figures shared [--records 100000] [--rounds 3] [--saves 1000]
+//                                                          the private database within the account against a zone shared
+//                                                          with another account (from its acceptance); then a read-write
+//                                                          participant's saves until the owner sees them
 //   lattice-sync-figures between --a DIR --b DIR [--saves 200] [--label TEXT]
 //                                                          propagation between two stores whose nodes run elsewhere
 //                                                          (`lattice serve` processes): saves alternate A->B and B->A
@@ -273,13 +277,76 @@ func databases() async throws {
                records, rounds, privateMedian, publicMedian, publicMedian / privateMedian))
 }
 
+/// A zone shared between two accounts: its initial sync to a participant
+/// (from acceptance until it holds every record) against the private
+/// database's within an account, alternately; then a read-write
+/// participant's saves until the owner's queries see them.
+func shared() async throws {
+    let records = option("--records", 100_000)
+    let rounds = option("--rounds", 3)
+    let saves = option("--saves", 1000)
+    let (sender, _) = try Workload.prepareMemory(.empty, records: 0)
+    sender.createZone(Workload.listsZone)
+    try Workload.write(sender, records: 0..<records, generation: 0, in: Workload.listsZone)
+    let lists = try sender.makeChangeSet(for: Workload.listsZone, since: VersionVector())
+    var times: [String: [Double]] = ["private": [], "shared": []]
+    var lastPair: SyncPair?
+    for round in 0..<rounds {
+        // The private database within the account, as `databases` measures it.
+        let within = try SyncPair()
+        try within.a.apply(changeSet: lists)
+        var start = now()
+        try await within.start()
+        times["private"]!.append(Double(now() - start) / 1e9)
+        precondition(try within.b.privateCloudDatabase.recordCount(inZoneWith: ZoneID(zoneName: "Lists")) == records)
+        await within.stop()
+
+        // B owns the zone and shares it read-write with A's account; A accepts, and takes it.
+        let pair = try SyncPair(trusted: false)
+        try pair.b.apply(changeSet: lists)
+        let zone = try pair.b.share(zone: "Lists", with: try pair.a.accountID).zoneID
+        try await pair.start()
+        while (try pair.a.shareInvitations()).isEmpty { try await Task.sleep(nanoseconds: 1_000_000) }
+        start = now()
+        try pair.a.acceptShare("Lists")
+        while try pair.a.sharedCloudDatabase.recordCount(inZoneWith: zone) < records { try await Task.sleep(nanoseconds: 1_000_000) }
+        times["shared"]!.append(Double(now() - start) / 1e9)
+        if round == rounds - 1 { lastPair = pair } else { await pair.stop() }
+    }
+    let privateMedian = times["private"]!.sorted()[rounds / 2]
+    let sharedMedian = times["shared"]!.sorted()[rounds / 2]
+    emit(["figure": "initial sync of a shared zone", "records": records, "rounds": rounds, "private_s": privateMedian, "shared_to_participant_s": sharedMedian,
+          "ratio": sharedMedian / privateMedian])
+    say(String(format: "initial sync of %d records, median of %d: private database within the account %.2f s, shared zone to another account (from its acceptance) %.2f s (%.2fx)",
+               records, rounds, privateMedian, sharedMedian, sharedMedian / privateMedian))
+
+    // The participant (A) saves; the owner (B) sees each save in a query.
+    let pair = lastPair!
+    let zone = try pair.b.sharedCloudDatabase.resolveZoneID(ZoneID(zoneName: "Lists"))
+    var samples: [Double] = []
+    for i in 0..<saves {
+        let name = "p\(i)"
+        var record = Record(recordType: "Track", recordName: name, zoneID: zone)
+        for (field, value) in Workload.fields(record: i, generation: 1) { record[field] = value }
+        let start = now()
+        try await pair.a.sharedCloudDatabase.save(record)
+        await pair.waitUntilBHas(name, in: zone, database: .shared)
+        samples.append(Double(now() - start) / 1e6)
+    }
+    samples.sort()
+    emit(["figure": "propagation, read-write participant to owner", "saves": saves, "p50_ms": percentile(samples, 0.5), "p99_ms": percentile(samples, 0.99), "max_ms": samples.last!])
+    say(String(format: "a read-write participant's save until the owner's query sees it: p50 %.2f ms, p99 %.2f ms over %d saves", percentile(samples, 0.5), percentile(samples, 0.99), saves))
+    await pair.stop()
+}
+
 switch mode {
 case "propagation": try await propagation(cli: false)
 case "propagation-cli": try await propagation(cli: true)
 case "initial": try await initial()
 case "between": try between()
 case "databases": try await databases()
+case "shared": try await shared()
 default:
-    say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | databases [--records N] [--rounds N] | between --a DIR --b DIR [--saves N]")
+    say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | databases [--records N] [--rounds N] | shared [--records N] [--rounds N] [--saves N] | between --a DIR --b DIR [--saves N]")
     exit(2)
 }

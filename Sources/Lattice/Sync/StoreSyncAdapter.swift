@@ -43,7 +43,31 @@ struct StoreSyncAdapter: SyncDelegate {
 
     func access(for peer: DeviceID) -> PeerAccess? {
         if trusted.contains(peer) { return .account }
-        return publicFrom == .anyone && peer != store.identity.deviceID ? .publicOnly : nil
+        guard peer != store.identity.deviceID else { return nil }
+        return Self.access(publicFrom: publicFrom, sharedZones: trusted.sharedZones(for: peer))
+    }
+
+    /// What a device of another account may sync: the public database (if
+    /// open to it) and the shared zones its account may; nil for nothing.
+    static func access(publicFrom: PublicSyncPolicy, sharedZones: Set<ZoneID>) -> PeerAccess? {
+        let scopes: Set<DatabaseScope> = publicFrom == .anyone ? [.public] : []
+        guard !scopes.isEmpty || !sharedZones.isEmpty else { return nil }
+        return PeerAccess(scopes: scopes, sharedZones: sharedZones)
+    }
+
+    func notePeerMembership(_ membership: [UInt8], of peer: DeviceID) -> Bool {
+        trusted.notePeerMembership(membership, of: peer)
+    }
+
+    func noteOfferedZones(_ zones: [ZoneID], from peer: DeviceID) throws {
+        trusted.noteOffers(zones, from: peer)
+        // Each session offers them again: an offer is noted once per zone, and the newest kept.
+        let offered = zones.filter { !trusted.holdsOrAccepted($0) }.prefix(8)
+        guard !offered.isEmpty else { return }
+        let now = RecordStore.systemWallClock()
+        try store.write { transaction in
+            for zone in offered { try transaction.noteShareInvitation(zone, offeredBy: peer.description, at: now) }
+        }
     }
 
     func noteConnected(_ peer: DeviceID, address: String) throws {
@@ -68,7 +92,14 @@ struct StoreSyncAdapter: SyncDelegate {
     /// What `peer` may sync, as the store says now.
     private func access(for peer: DeviceID, in snapshot: StoreSnapshot) throws -> PeerAccess? {
         if try snapshot.peer(peer.description)?.trusted == true { return .account }
-        return publicFrom == .anyone ? .publicOnly : nil
+        guard peer != store.identity.deviceID else { return nil }
+        let known = snapshot.accounts(of: ReplicaID(bytes: Array(peer.digest.prefix(16))))
+        return Self.access(publicFrom: publicFrom, sharedZones: trusted.sharedZones(for: peer, in: try snapshot.sharedZones(), also: known))
+    }
+
+    /// The accounts `peer` proved (its hellos) or the store knows (memberships).
+    private func accounts(of peer: DeviceID, in snapshot: StoreSnapshot) -> Set<String> {
+        trusted.accounts(of: peer).union(snapshot.accounts(of: ReplicaID(bytes: Array(peer.digest.prefix(16)))))
     }
 
     /// A zone's stream goes only to a peer that may sync it: the private
@@ -87,18 +118,35 @@ struct StoreSyncAdapter: SyncDelegate {
         deferredStreams.withLockedValue { marks in marks = marks.filter { $0.peer != peer } }
         return try store.read { snapshot in
             // Zones, vectors and resume points are the account's: not for a device untrusted since the handshake.
-            guard let access = try access(for: peer, in: snapshot) else { throw PeerNoLongerTrusted(peer: peer) }
-            let resume = try snapshot.resumePoints(of: peer.description)
-            let zones = try access.scopes.sorted { $0.rawValue < $1.rawValue }.flatMap { try snapshot.zones(in: $0) }.filter { Self.syncable($0.key) }.map { zone in
-                // A store that lost writes of its own asks for them from the peer's vector, not from
-                // where the peer's stream stopped: that stream skipped them while this store claimed them.
-                let gap = try snapshot.ownGap(in: zone.key) != nil
-                return ZoneAdvert(
-                    zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
-                    resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
-            }
+            guard var access = try access(for: peer, in: snapshot) else { throw PeerNoLongerTrusted(peer: peer) }
+            // Shared zones as the session's access has them (from memory); the session widens it later.
+            access.sharedZones = access.sharedZones.intersection(trusted.sharedZones(for: peer))
+            var held = try access.scopes.sorted { $0.rawValue < $1.rawValue }.flatMap { try snapshot.zones(in: $0) }
+            if !access.scopes.contains(.shared) { held += try snapshot.zones(in: .shared).filter { access.sharedZones.contains($0.key.zoneID) } }
             // The roster names the account's devices: for the account alone.
-            return Hello(container: container, zones: zones, roster: access.isAccount ? try snapshot.encodedRoster() : [], grants: access.scopes)
+            return Hello(
+                container: container, zones: try adverts(of: held, for: peer, in: snapshot), roster: access.isAccount ? try snapshot.encodedRoster() : [],
+                grants: access.scopes, sharedGrants: access.scopes.contains(.shared) ? [] : access.sharedZones.sorted { $0.description < $1.description },
+                membership: trusted.membership)
+        }
+    }
+
+    func sharedZoneAdverts(_ zones: Set<ZoneID>, for peer: DeviceID) throws -> [ZoneAdvert] {
+        try store.read { snapshot in
+            try adverts(of: try snapshot.zones(in: .shared).filter { zones.contains($0.key.zoneID) }, for: peer, in: snapshot)
+        }
+    }
+
+    /// What a hello says of `zones`: their state, vector and `peer`'s resume point.
+    private func adverts(of zones: [(key: ZoneKey, sync: ZoneSyncState)], for peer: DeviceID, in snapshot: StoreSnapshot) throws -> [ZoneAdvert] {
+        let resume = try snapshot.resumePoints(of: peer.description)
+        return try zones.filter { Self.syncable($0.key) }.map { zone in
+            // A store that lost writes of its own asks for them from the peer's vector, not from
+            // where the peer's stream stopped: that stream skipped them while this store claimed them.
+            let gap = try snapshot.ownGap(in: zone.key) != nil
+            return ZoneAdvert(
+                zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
+                resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
         }
     }
 
@@ -117,7 +165,7 @@ struct StoreSyncAdapter: SyncDelegate {
     func roster() throws -> [UInt8] { trusted.roster }
 
     func zones() throws -> [ZoneKey] {
-        try store.read { snapshot in try [DatabaseScope.private, .public].flatMap { try snapshot.zones(in: $0).map(\.key) }.filter(Self.syncable) }
+        try store.read { snapshot in try DatabaseScope.allCases.flatMap { try snapshot.zones(in: $0).map(\.key) }.filter(Self.syncable) }
     }
 
     func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
@@ -155,6 +203,12 @@ struct StoreSyncAdapter: SyncDelegate {
     /// entry for this store) is a head of its own this store does not hold.
     private func produce(_ request: BatchRequest, mark: DeferredStream, after: ChangeCursor, in snapshot: StoreSnapshot, unlessLost told: HLCTimestamp?) throws -> Production {
         let access = try requireAccess(mark.peer, to: request.zone, in: snapshot)
+        if request.zone.scope == .shared, !access.isAccount, let share = try snapshot.share(of: request.zone), !share.admits(accounts(of: mark.peer, in: snapshot)) {
+            // Listed, no longer admitted: the share alone, so it learns where it stands.
+            return .produced(try snapshot.shareBatch(for: request.zone, after: after, peerVector: request.peerVector).map {
+                OutgoingBatch(bytes: $0.bytes, cursor: StreamCursor($0.cursor), final: false, records: $0.records, zoneState: $0.zoneState)
+            })
+        }
         if let told, try !snapshot.holdsOwnHead(told, in: request.zone) { return .ownWritesLost }
         guard let batch = try snapshot.streamBatch(
             for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
@@ -173,7 +227,8 @@ struct StoreSyncAdapter: SyncDelegate {
 
     func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch {
         let isAccount = access(for: peer)?.isAccount == true
-        if !isAccount {
+        // A share's participants are known accounts: what they write is the zone's, not a stranger's spam.
+        if !isAccount, batch.zone.scope == .public {
             let host = strangerHosts.withLockedValue { $0[peer] } ?? peer.description
             try allowances.spend(batch.bytes.count, by: host)
         }

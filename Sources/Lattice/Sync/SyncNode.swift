@@ -192,7 +192,7 @@ public final class SyncNode: Sendable {
     /// What `peer` may sync with this node, given the trusted set.
     func access(for peer: String, trusted: Set<String>) -> PeerAccess? {
         if trusted.contains(peer) { return .account }
-        return configuration.publicFrom == .anyone ? .publicOnly : nil
+        return StoreSyncAdapter.access(publicFrom: configuration.publicFrom, sharedZones: DeviceID(peer).map(trustedDevices.sharedZones) ?? [])
     }
 
     /// Retry after deferred records: 30 s, doubling per session in a row that deferred again, up to an hour.
@@ -409,6 +409,10 @@ public final class SyncNode: Sendable {
             for handle in handles {
                 if handle.access == access {
                     handle.localCommit()
+                } else if let access, access.scopes == handle.access.scopes, access.sharedZones.isSuperset(of: handle.access.sharedZones) {
+                    // A share opened more zones to the device: its session grants them.
+                    handle.widen()
+                    handle.localCommit()
                 } else {
                     // Trust began or ended: the next session streams what the device may sync now.
                     logger.notice("closing a session whose device's trust changed", metadata: ["peer": "\(peer)"])
@@ -505,6 +509,11 @@ public final class SyncNode: Sendable {
             // A device this node trusts that does not trust it back syncs the public database only.
             if !granted.isAccount, trustedDevices.all.contains(peer) {
                 continuation.yield(.publicOnly(peer: peer))
+            }
+            // Shared zones widen a session after its start: the status shows what it has now.
+            state.withLockedValue { state in
+                guard let access = state.connections[peer]?.first?.access else { return }
+                updatePeer(&state, peer) { $0.access = access.description }
             }
         case .receiving(let zone, let records, let bytes):
             startStream(peer, zone, .receiving, records, bytes)

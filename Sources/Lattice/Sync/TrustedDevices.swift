@@ -1,3 +1,4 @@
+import LatticeCore
 import LatticeCrypto
 import LatticeStore
 import NIOConcurrencyHelpers
@@ -28,14 +29,91 @@ final class TrustedDevices: Sendable {
     /// The set now, as the device IDs' printed form.
     var all: Set<String> { Set(devices.withLockedValue { $0 }.map(\.description)) }
 
+    /// The shared zones this store holds or accepted, with their shares (nil until one arrives).
+    private let shares = NIOLockedValueBox<[ZoneID: Share?]>([:])
+    /// This device's membership of its account, encoded, for hellos.
+    private let ownMembership = NIOLockedValueBox<[UInt8]>([])
+    /// Other accounts' devices' accounts, as their hellos proved them (bounded).
+    private let peerAccounts = NIOLockedValueBox<[DeviceID: Set<String>]>([:])
+    static let maximumPeerAccounts = 4096
+
+    enum SyncWireLimits {
+        /// Shared zones one device's offers are remembered for.
+        static let offersPerPeer = 64
+    }
+
+    var membership: [UInt8] { ownMembership.withLockedValue { $0 } }
+
+    /// The shared zones `peer` may sync here: those whose share admits one
+    /// of its accounts (owner or participant), and accepted ones not held yet
+    /// from their owner's devices.
+    func sharedZones(for peer: DeviceID) -> Set<ZoneID> {
+        sharedZones(for: peer, in: shares.withLockedValue { $0 })
+    }
+
+    /// The shared zones `peer` may sync by `shares` (as a snapshot has them),
+    /// its accounts (`also` those the store knows) and its offers.
+    func sharedZones(for peer: DeviceID, in shares: [ZoneID: Share?], also: Set<String> = []) -> Set<ZoneID> {
+        var zones = Self.sharedZones(in: shares, for: accounts(of: peer).union(also))
+        // An accepted zone not held yet comes from whoever offers it (its share and writes are checked on arrival).
+        for zone in offers.withLockedValue({ $0[peer] }) ?? [] where shares[zone] == .some(nil) { zones.insert(zone) }
+        return zones
+    }
+
+    /// Shared zones each device offered this one in its session (bounded).
+    private let offers = NIOLockedValueBox<[DeviceID: Set<ZoneID>]>([:])
+
+    /// Notes that `peer` offers these shared zones.
+    func noteOffers(_ zones: [ZoneID], from peer: DeviceID) {
+        offers.withLockedValue { offers in
+            if offers.count >= Self.maximumPeerAccounts { offers.removeAll() }
+            offers[peer, default: []].formUnion(zones.prefix(SyncWireLimits.offersPerPeer))
+        }
+    }
+
+    /// The accounts `peer`'s hellos proved it belongs to.
+    func accounts(of peer: DeviceID) -> Set<String> { peerAccounts.withLockedValue { $0[peer] } ?? [] }
+
+    /// The zones of `shares` a device of `accounts` may sync.
+    static func sharedZones(in shares: [ZoneID: Share?], for accounts: Set<String>) -> Set<ZoneID> {
+        guard !accounts.isEmpty else { return [] }
+        return Set(shares.compactMap { zone, share in
+            if let share { return share.lists(accounts) ? zone : nil }
+            return accounts.contains(zone.ownerName) ? zone : nil
+        })
+    }
+
+    /// Whether this store holds or accepted the shared zone.
+    func holdsOrAccepted(_ zone: ZoneID) -> Bool { shares.withLockedValue { $0[zone] != nil } }
+
+    /// Takes `peer`'s proof of its account (from its hello); returns whether it is new.
+    func notePeerMembership(_ bytes: [UInt8], of peer: DeviceID) -> Bool {
+        guard let membership = try? AccountMembership(decoding: bytes),
+              (try? DeviceID(publicKey: membership.member)) == peer else { return false }
+        let account = membership.accountID
+        return peerAccounts.withLockedValue { accounts in
+            if accounts[peer]?.contains(account) == true { return false }
+            if accounts.count >= Self.maximumPeerAccounts { accounts.removeAll() }
+            guard (accounts[peer]?.count ?? 0) < StoreTransaction.maximumAccountsPerReplica else { return false }
+            accounts[peer, default: []].insert(account)
+            return true
+        }
+    }
+
     /// Reads the set from the store; returns whether it changed.
     @discardableResult
     func reload() throws -> Bool {
         try reloading.withLock {
-            let (fresh, roster) = try store.read { snapshot in
-                (Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) }), try snapshot.encodedRoster())
+            let (fresh, roster, sharedZones) = try store.read { snapshot in
+                (Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) }), try snapshot.encodedRoster(), try snapshot.sharedZones())
+            }
+            // The membership follows the roster; its signatures are checked only when the roster changed.
+            if roster != encodedRoster.withLockedValue({ $0 }) || ownMembership.withLockedValue({ $0.isEmpty }) {
+                let membership = (try? AccountRoster(decoding: roster)).flatMap { AccountMembership(of: store.identity.publicKey, in: $0) }
+                ownMembership.withLockedValue { $0 = membership?.encoded ?? [] }
             }
             encodedRoster.withLockedValue { $0 = roster }
+            shares.withLockedValue { $0 = sharedZones }
             return devices.withLockedValue { current in
                 defer { current = fresh }
                 return current != fresh

@@ -1,0 +1,187 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+struct ShareCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "share", abstract: "Share a zone with another account, and take part in others' shares.",
+        discussion: """
+            A shared zone lives in the shared database of every account that holds it, named ZONE:OWNER (OWNER: the owner's account ID). \
+            The owner writes anything; a read-write participant writes records; a read-only one reads. Every device checks every write it receives against the share, so a change relayed by a third device is judged alike.
+            Example: lattice share Lists --with ABCDEFG-...            (read-write; --read-only for read-only)
+                     lattice share invitations                          (on the other account's device)
+                     lattice share accept Lists
+                     lattice record save Lists/eggs --database shared --type Item title=Eggs
+                     lattice share remove Lists --with ABCDEFG-...
+            """,
+        subcommands: [Add.self, Invitations.self, Accept.self, List.self, Remove.self, Leave.self], defaultSubcommand: Add.self)
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Share a zone of this account with another account (again: change its permission).",
+            discussion: """
+                A private zone moves into the shared database when first shared: its records are written there again, and the private zone is deleted on every device of the account.
+                ID is the other account's ID (its first device's ID: `lattice account` prints it as founder), or a device ID this store has seen write in a shared zone.
+                Example: lattice share Lists --with ABCDEFG-... --read-only
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "Zone name.") var zone: String
+        @Option(name: .customLong("with"), help: ArgumentHelp("The account (or one of its devices) to share with.", valueName: "ID")) var participant: String
+        @Flag(name: .customLong("read-only"), help: "The participant reads but does not write.") var readOnly = false
+
+        func run() throws {
+            let container = try options.openContainer()
+            let share = try library { try container.share(zone: zone, with: participant, permission: readOnly ? .readOnly : .readWrite) }
+            if options.json {
+                Output.json(SharesOutput(shares: [SharesOutput.Share(share)]))
+            } else {
+                let permission = share.participants.first { $0.account == (try? container.resolvedAccount(participant)) }?.permission ?? (readOnly ? .readOnly : .readWrite)
+                Output.line("shared \(share.zoneID.zoneName) (\(share.zoneID)) with \(participant), \(permission.words); it accepts with `lattice share accept \(share.zoneID.zoneName)`")
+            }
+        }
+    }
+
+    struct Invitations: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Shares other accounts' devices offered this account, not accepted yet.")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let container = try options.openContainer()
+            let invitations = try library { try container.shareInvitations() }
+            let formatter = ISO8601DateFormatter()
+            if options.json {
+                Output.json(InvitationsOutput(invitations: invitations.map {
+                    .init(zoneID: WebServicesZoneID($0.zone), offeredBy: $0.offeredBy, offeredAt: formatter.string(from: Date(timeIntervalSince1970: Double($0.receivedAt) / 1000)))
+                }))
+                return
+            }
+            guard !invitations.isEmpty else {
+                Output.line("no invitations: a running node notes them as other accounts' devices offer their shares")
+                return
+            }
+            Output.table(header: ["ZONE", "OWNER", "OFFERED BY", "AT"], rows: invitations.map {
+                [$0.zone.zoneName, $0.zone.ownerName, $0.offeredBy, formatter.string(from: Date(timeIntervalSince1970: Double($0.receivedAt) / 1000))]
+            })
+        }
+    }
+
+    struct Accept: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Accept an invitation: the zone comes from the devices that offer it.",
+            discussion: "Example: lattice share accept Lists    (or Lists:OWNER when two invitations name Lists)")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The invitation's zone: NAME, or NAME:OWNER.") var invitation: String
+
+        func run() throws {
+            let container = try options.openContainer()
+            let zone = try library { try container.acceptShare(invitation) }
+            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(zone)])) } else {
+                Output.line("accepted \(zone); it appears in the shared database (--database shared) once a device that holds it syncs with this one")
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The shared zones held here: owner, participants and permissions.")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let container = try options.openContainer()
+            let shares = try library { try container.shares() }
+            if options.json {
+                Output.json(SharesOutput(shares: shares.map(SharesOutput.Share.init)))
+                return
+            }
+            guard !shares.isEmpty else {
+                Output.line("no shared zones: share one with `lattice share ZONE --with ID`, or accept an invitation (`lattice share invitations`)")
+                return
+            }
+            for share in shares {
+                let role = share.isOwner ? "owned by this account" : "owned by \(share.zoneID.ownerName), \(share.permission?.words ?? "not a participant")"
+                Output.line("\(share.zoneID.zoneName)\t\(role)\t\(Output.count(share.records, "record"))")
+                for participant in share.participants {
+                    Output.line("  \(participant.account)\t\(participant.permission.words)")
+                }
+            }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a participant from a share of this account.",
+            discussion: "It receives nothing new, and its writes made after this are refused on every device. Example: lattice share remove Lists --with ABCDEFG-...")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "Zone name.") var zone: String
+        @Option(name: .customLong("with"), help: ArgumentHelp("The participant account (or one of its devices).", valueName: "ID")) var participant: String
+
+        func run() throws {
+            let container = try options.openContainer()
+            try library { try container.removeParticipant(participant, fromZone: zone) }
+            if options.json { Output.json(["removed": participant]) } else { Output.line("removed \(participant) from \(zone)") }
+        }
+    }
+
+    struct Leave: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Leave a zone another account shares with this one.",
+            discussion: "The owner's devices stop sending it, and this account's writes to it are refused; the copy held here stays, read-only. Example: lattice share leave Lists")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The zone: NAME, or NAME:OWNER.") var zone: String
+
+        func run() throws {
+            let container = try options.openContainer()
+            let zoneID = try library { try container.sharedCloudDatabase.resolveZoneID(Zone.ID(zoneName: zone)) }
+            try library { try container.leaveShare(zoneID) }
+            if options.json { Output.json(["left": zoneID.description]) } else { Output.line("left \(zoneID)") }
+        }
+    }
+}
+
+extension SharePermission {
+    var words: String {
+        switch self {
+        case .readOnly: return "read-only"
+        case .readWrite: return "read-write"
+        case .removed: return "removed"
+        }
+    }
+}
+
+/// What `share list --json` prints.
+struct SharesOutput: Encodable {
+    struct Participant: Encodable {
+        var account: String
+        var permission: String
+        var since: String
+    }
+
+    struct Share: Encodable {
+        var zoneID: WebServicesZoneID
+        var owner: Bool
+        @Nullable var permission: String?
+        var participants: [Participant]
+        var records: Int
+
+        init(_ share: ZoneShare) {
+            let formatter = ISO8601DateFormatter()
+            zoneID = WebServicesZoneID(share.zoneID)
+            owner = share.isOwner
+            permission = share.permission?.rawValue
+            participants = share.participants.map { Participant(account: $0.account, permission: $0.permission.rawValue, since: formatter.string(from: $0.since)) }
+            records = share.records
+        }
+    }
+
+    var shares: [Share]
+}
+
+/// What `share invitations --json` prints.
+struct InvitationsOutput: Encodable {
+    struct Invitation: Encodable {
+        var zoneID: WebServicesZoneID
+        var offeredBy: String
+        var offeredAt: String
+    }
+
+    var invitations: [Invitation]
+}

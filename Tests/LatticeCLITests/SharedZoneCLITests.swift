@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+/// A zone shared between two accounts' `lattice serve` processes on
+/// loopback, through the CLI alone: share, invitations, accept, the shared
+/// database on both sides, read-only refused at once (exit 77), read-write
+/// writes spreading, removal.
+@Suite(.serialized) struct SharedZoneCLITests {
+    let cli = CLI()
+
+    func title(_ store: String, _ path: String) throws -> String? {
+        let result = try cli.run(["record", "get", path, "--database", "shared", "--json"], store: store)
+        guard result.status == 0 else { return nil }
+        let record = (result.json["records"] as? [[String: Any]])?.first
+        return ((record?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String
+    }
+
+    func permission(_ store: String) throws -> String? {
+        let shares = try cli.ok(["share", "list", "--json"], store: store).json["shares"] as? [[String: Any]]
+        return shares?.first?["permission"] as? String
+    }
+
+    @Test func twoAccountsShareAZoneThroughTheCLI() throws {
+        defer { cli.cleanup() }
+        for store in ["x", "y"] { try cli.ok(["init"], store: store) }
+        let yAccount = try #require(try cli.ok(["id", "--json"], store: "y").json["accountID"] as? String)
+        let xAccount = try #require(try cli.ok(["id", "--json"], store: "x").json["accountID"] as? String)
+        try cli.ok(["zone", "create", "Lists"], store: "x")
+        try cli.ok(["record", "save", "Lists/milk", "--type", "Item", "title=Milk"], store: "x")
+        // Bad arguments first: this account's own ID, a zone that does not exist, the default zone.
+        #expect(try cli.run(["share", "Lists", "--with", xAccount], store: "x").status == 65)
+        #expect(try cli.run(["share", "Nowhere", "--with", yAccount], store: "x").status != 0)
+        #expect(try cli.run(["share", ZoneName.defaultZone, "--with", yAccount], store: "x").status == 65)
+        #expect(try cli.run(["share", "accept", "Lists"], store: "y").status != 0)
+        let shared = try cli.ok(["share", "Lists", "--with", yAccount, "--read-only", "--json"], store: "x").json["shares"] as? [[String: Any]]
+        #expect(((shared?.first?["zoneID"] as? [String: Any])?["ownerName"] as? String) == xAccount)
+        // The zone moved into the shared database: the owner addresses it there by its name.
+        #expect(try title("x", "Lists/milk") == "Milk")
+        #expect(try cli.run(["record", "get", "Lists/milk"], store: "x").status != 0)
+
+        let x = try NodeProcess(cli: cli, store: "x")
+        defer { _ = x.stop() }
+        let y = try NodeProcess(cli: cli, store: "y", peers: [x.port])
+        defer { _ = y.stop() }
+
+        #expect(try eventually(30) { (try cli.ok(["share", "invitations", "--json"], store: "y").json["invitations"] as? [Any])?.count == 1 })
+        try cli.ok(["share", "accept", "Lists"], store: "y")
+        #expect(try eventually(30) { try title("y", "Lists/milk") == "Milk" })
+        #expect(try title("y", "Lists:\(xAccount.prefix(7))/milk") == "Milk")
+        let zones = try cli.ok(["--database", "shared", "zone", "list"], store: "y").stdout
+        #expect(zones.contains("Lists:\(xAccount)"), "\(zones)")
+        #expect(try permission("y") == "readOnly")
+
+        // Read-only: refused at once, with the exit code for a permission failure.
+        let refused = try cli.run(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("read-only"), "\(refused.stderr)")
+
+        // Read-write: Y's write reaches X.
+        try cli.ok(["share", "Lists", "--with", yAccount], store: "x")
+        #expect(try eventually(30) { try permission("y") == "readWrite" })
+        try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
+        #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+        // A participant neither deletes the zone nor writes the share.
+        #expect(try cli.run(["zone", "delete", "Lists", "--database", "shared"], store: "y").status == 77)
+        #expect(try title("x", "Lists/milk") == "Milk")
+
+        // Removed: Y learns it, its writes are refused, and X's new records stay home.
+        try cli.ok(["share", "remove", "Lists", "--with", yAccount], store: "x")
+        #expect(try eventually(30) { try permission("y") == "removed" })
+        #expect(try cli.run(["record", "save", "Lists/late", "--type", "Item", "title=Late", "--database", "shared"], store: "y").status == 77)
+        try cli.ok(["record", "save", "Lists/bread", "--type", "Item", "title=Bread", "--database", "shared"], store: "x")
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try title("y", "Lists/bread") == nil)
+        let listing = try cli.ok(["share", "list"], store: "x").stdout
+        #expect(listing.contains(yAccount) && listing.contains("removed"), "\(listing)")
+    }
+}
+
+enum ZoneName {
+    static let defaultZone = "_defaultZone"
+}

@@ -1,0 +1,155 @@
+import Foundation
+import LatticeCore
+import LatticeCrypto
+@_spi(Testing) @testable import LatticeStore
+import LatticeTestSupport
+import Testing
+
+/// A zone shared with other accounts, on stores on disk exchanging change
+/// sets without sockets: accounts of two devices each (X owns, Y and Z take
+/// part), permissions checked by every replica from the share the zone
+/// carries and the memberships its change sets carry, also where a third
+/// account relays.
+@Suite struct SharedRightsTests {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-shared-\(UUID().uuidString)")
+    let clock = ManualClock(1_700_000_000_000)
+
+    func open(_ name: String) throws -> RecordStore {
+        try RecordStore(directory: directory.appendingPathComponent(name), wallClock: { [clock] in clock.now })
+    }
+
+    /// `device` joins `founder`'s account, as pairing makes it.
+    func join(_ device: RecordStore, to founder: RecordStore) throws {
+        let roster = try founder.write { transaction -> AccountRoster in
+            _ = try transaction.signRosterEntry(.add(name: "device"), subject: device.identity.publicKey)
+            return try transaction.roster()
+        }
+        try device.write { _ = try $0.adoptRoster(roster, joining: true) }
+    }
+
+    func account(_ store: RecordStore) throws -> String { try store.read { try $0.accountID() } }
+
+    /// The zone `Lists` of `owner`'s account, created and shared with `participants`.
+    func shareLists(of owner: RecordStore, with participants: [(RecordStore, SharePermission)]) throws -> ZoneKey {
+        let zone = ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "Lists", ownerName: try account(owner)))
+        try owner.write { transaction in
+            _ = try transaction.createZone(zone)
+            for (participant, permission) in participants { try transaction.setSharePermission(permission, of: try account(participant), in: zone) }
+            try transaction.save("milk", type: "Item", in: zone, changes: [("title", .string("Milk"))])
+        }
+        clock.now += 5
+        return zone
+    }
+
+    func save(_ store: RecordStore, _ name: String, _ title: String, in zone: ZoneKey) throws {
+        try store.write { try $0.save(name, type: "Item", in: zone, changes: [("title", .string(title))]) }
+        clock.now += 5
+    }
+
+    func permit(_ owner: RecordStore, _ participant: RecordStore, _ permission: SharePermission, in zone: ZoneKey) throws {
+        try owner.write { try $0.setSharePermission(permission, of: try account(participant), in: zone) }
+        clock.now += 5
+    }
+
+    @discardableResult
+    func sync(_ from: RecordStore, to: RecordStore, _ zone: ZoneKey) throws -> ApplySummary {
+        let vector = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
+        return try to.apply(try from.changeSet(for: zone, since: vector))
+    }
+
+    func title(_ store: RecordStore, _ name: String, in zone: ZoneKey) throws -> String? {
+        guard let state = try store.read({ try $0.record(name, in: zone) }), state.isAlive, case .string(let title)? = state[field: "title"] else { return nil }
+        return title
+    }
+
+    @Test func readOnlyThenReadWriteThenRemovedHoldOnEveryReplica() throws {
+        let x1 = try open("x1"), x2 = try open("x2"), y1 = try open("y1"), y2 = try open("y2")
+        try join(x2, to: x1)
+        try join(y2, to: y1)
+        let zone = try shareLists(of: x1, with: [(y1, .readOnly)])
+        try sync(x1, to: x2, zone)
+        try sync(x1, to: y1, zone)
+        try sync(y1, to: y2, zone)
+        #expect(try title(y2, "milk", in: zone) == "Milk")
+        #expect(try y2.read { try $0.share(of: zone) }?.currentPermission(of: try account(y1)) == .readOnly)
+
+        // Read-only: an honest device of Y refuses its own write at once.
+        #expect(throws: ReplicaError.self) { try save(y1, "eggs", "Eggs", in: zone) }
+        #expect(throws: ReplicaError.self) { try y1.write { _ = try $0.delete(["milk"], in: zone) } }
+        // A modified client of Y writes anyway: X's devices refuse it, and so does Y's honest device.
+        y2.ignoresWriteRights = true
+        try save(y2, "forged", "Forged", in: zone)
+        let atX = try sync(y2, to: x1, zone)
+        #expect(atX.recordsRefused == 1 && atX.refusal?.contains("not a read-write participant") == true, "\(atX.refusal ?? "none")")
+        #expect(try sync(y2, to: y1, zone).recordsRefused == 1)
+        #expect(try title(x1, "forged", in: zone) == nil && title(y1, "forged", in: zone) == nil)
+
+        // Read-write: Y's writes reach both of X's devices, through X1.
+        try permit(x1, y1, .readWrite, in: zone)
+        try sync(x1, to: y1, zone)
+        try save(y1, "eggs", "Eggs", in: zone)
+        #expect(try sync(y1, to: x1, zone).recordsRefused == 0)
+        try sync(x1, to: x2, zone)
+        #expect(try title(x2, "eggs", in: zone) == "Eggs")
+        // The write Y2 forged while read-only stays refused: a write is judged by the permission of its time.
+        #expect(try sync(y2, to: x1, zone).recordsRefused >= 1)
+        #expect(try title(x1, "forged", in: zone) == nil)
+
+        // Removed: its writes after the removal are refused everywhere; those before stay.
+        try permit(x1, y1, .removed, in: zone)
+        try sync(x1, to: y1, zone)
+        try sync(x1, to: x2, zone)
+        #expect(throws: ReplicaError.self) { try save(y1, "late", "Late", in: zone) }
+        try save(y2, "late", "Late", in: zone)
+        #expect(try sync(y2, to: x2, zone).recordsRefused >= 1)
+        #expect(try title(x2, "late", in: zone) == nil)
+        #expect(try title(x2, "eggs", in: zone) == "Eggs")
+    }
+
+    @Test func aThirdAccountRelaysWithTheMembershipsAndItsForgeryIsRefusedAtBothEnds() throws {
+        let x1 = try open("x1"), y1 = try open("y1"), z1 = try open("z1")
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite), (z1, .readOnly)])
+        // X1 — Z1 — Y1: X1 and Y1 never meet.
+        try sync(x1, to: z1, zone)
+        try sync(z1, to: y1, zone)
+        try save(y1, "eggs", "Eggs", in: zone)
+        try sync(y1, to: z1, zone)
+        let atX = try sync(z1, to: x1, zone)
+        #expect(atX.recordsRefused == 0, "\(atX.refusal ?? "")")
+        #expect(try title(x1, "eggs", in: zone) == "Eggs", "Y1's membership came with the zone through Z1")
+        // Z is read-only; a modified Z writes and relays: refused at both ends.
+        z1.ignoresWriteRights = true
+        try save(z1, "forged", "Forged", in: zone)
+        try save(z1, "eggs", "Rotten", in: zone)
+        #expect(try sync(z1, to: x1, zone).recordsRefused == 2)
+        #expect(try sync(z1, to: y1, zone).recordsRefused == 2)
+        #expect(try title(x1, "eggs", in: zone) == "Eggs" && title(y1, "eggs", in: zone) == "Eggs")
+        #expect(try title(x1, "forged", in: zone) == nil && title(y1, "forged", in: zone) == nil)
+    }
+
+    @Test func onlyTheOwnerChangesTheShareOrTheZoneAndAParticipantMayLeave() throws {
+        let x1 = try open("x1"), y1 = try open("y1"), z1 = try open("z1")
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite)])
+        try sync(x1, to: y1, zone)
+        // A read-write participant neither changes the share nor deletes the zone.
+        #expect(throws: ReplicaError.self) { try y1.write { try $0.setSharePermission(.readWrite, of: try account(z1), in: zone) } }
+        #expect(throws: ReplicaError.self) { try save(y1, Share.recordName, "mine", in: zone) }
+        y1.ignoresWriteRights = true
+        try y1.write { try $0.setSharePermission(.readWrite, of: try account(z1), in: zone) }
+        #expect(try sync(y1, to: x1, zone).recordsRefused == 1)
+        #expect(try x1.read { try $0.share(of: zone) }?.currentPermission(of: try account(z1)) == nil)
+        try y1.write { try $0.deleteZone(zone) }
+        #expect(throws: WriteProofError.self) { try sync(y1, to: x1, zone) }
+        #expect(try title(x1, "milk", in: zone) == "Milk")
+
+        // An honest participant leaves: the one share change that is not the owner's.
+        let leaver = try open("leaver")
+        try permit(x1, leaver, .readWrite, in: zone)
+        try sync(x1, to: leaver, zone)
+        try leaver.write { try $0.setSharePermission(.removed, of: try account(leaver), in: zone) }
+        clock.now += 5
+        #expect(try sync(leaver, to: x1, zone).recordsRefused == 0)
+        #expect(try x1.read { try $0.share(of: zone) }?.currentPermission(of: try account(leaver)) == .removed)
+        #expect(throws: ReplicaError.self) { try save(leaver, "after", "After", in: zone) }
+    }
+}
