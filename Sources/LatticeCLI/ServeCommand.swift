@@ -86,9 +86,11 @@ final class LockedBox<T>: @unchecked Sendable {
 
 extension GlobalOptions {
     /// Who may sync the public database with a node `sync` runs:
-    /// `--database public` syncs it with any device; otherwise with the account.
+    /// `--database public` syncs it with any device, and so does `--database
+    /// shared` (a share's participants are other accounts' devices, met as
+    /// strangers until their hellos prove their accounts); otherwise the account.
     func publicSyncPolicy() throws -> PublicSyncPolicy {
-        return scope == .public ? .anyone : .trusted
+        scope == .private ? .trusted : .anyone
     }
 
     /// swift-log to standard error at --log-level.

@@ -1,4 +1,5 @@
 import LatticeCrypto
+import Synchronization
 
 /// A device's proof that it belongs to an account, which any replica checks
 /// alone: the account's add entries from the founder down to the device,
@@ -80,4 +81,22 @@ public struct AccountMembership: Hashable, Sendable {
 
     /// The member's replica: the writer of its stamps.
     public var replica: ReplicaID { (try? WriteBlock.replica(of: member)) ?? ReplicaID(bytes: member) }
+}
+
+extension AccountMembership {
+    /// Chains already read and checked in this process: a shared zone's every
+    /// batch carries its writers' memberships, checked once, not per batch.
+    private static let checked = Mutex<[[UInt8]: AccountMembership]>([:])
+    static let maximumChecked = 4096
+
+    /// `init(decoding:)`, from the chains checked already where it can.
+    public static func decodingOnce(_ bytes: [UInt8]) throws(RosterError) -> AccountMembership {
+        if let known = checked.withLock({ $0[bytes] }) { return known }
+        let membership = try AccountMembership(decoding: bytes)
+        checked.withLock { checked in
+            if checked.count >= maximumChecked { checked.removeAll() }
+            checked[bytes] = membership
+        }
+        return membership
+    }
 }

@@ -77,7 +77,7 @@ extension ReplicaStorage {
         if zone.scope == .shared {
             var memberships: [AccountMembership] = []
             for bytes in header.memberships {
-                do { memberships.append(try AccountMembership(decoding: bytes)) } catch { throw WriteProofError.malformed("a writer's membership of an account: \(error)") }
+                do { memberships.append(try AccountMembership.decodingOnce(bytes)) } catch { throw WriteProofError.malformed("a writer's membership of an account: \(error)") }
             }
             try takeMemberships(memberships)
         }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LatticeCore
 import LatticeCrypto
+import Synchronization
 
 /// One container's replica on disk: SQLite (WAL) through GRDB, plus the
 /// device identity and the asset files.
@@ -21,6 +22,23 @@ public final class RecordStore: Sendable {
     /// On only in tests, to play a modified client: this store then writes,
     /// and takes, what `WriteRights` refuses (a public record's non-creator edits).
     @_spi(Testing) public nonisolated(unsafe) var ignoresWriteRights = false
+
+    /// The account's members' memberships, for the roster they were read from
+    /// (its encoding): a roster's signatures are checked once, not per batch.
+    private let ownMembershipsCache = Mutex<(roster: [UInt8], members: [ReplicaID: AccountMembership])?>(nil)
+
+    /// Every member of the account (this device too), by replica, with its membership.
+    func ownMemberships(roster encoded: [UInt8]) throws -> [ReplicaID: AccountMembership] {
+        if let cached = ownMembershipsCache.withLock({ $0 }), cached.roster == encoded { return cached.members }
+        let roster = try AccountRoster(decoding: encoded)
+        var members: [ReplicaID: AccountMembership] = [:]
+        for key in Set(roster.state.members.keys).union([identity.publicKey]) {
+            guard let membership = AccountMembership(of: key, in: roster) else { continue }
+            members[try WriteBlock.replica(of: key)] = membership
+        }
+        ownMembershipsCache.withLock { $0 = (encoded, members) }
+        return members
+    }
     public let replica: ReplicaID
     /// Random per store: change tokens from another store are recognized as such.
     public let storeID: [UInt8]

@@ -16,12 +16,10 @@ extension StoreSnapshot {
     /// This store's account ID: its founder's device ID.
     public func accountID() throws -> String { try DeviceID(publicKey: try accountFounder()).description }
 
-    /// The members of this store's account, by replica, with their public keys (read once per snapshot).
-    func ownMembers() throws -> [ReplicaID: [UInt8]] {
+    /// The members of this store's account, by replica, with their memberships (read once per snapshot).
+    func ownMembers() throws -> [ReplicaID: AccountMembership] {
         if let ownMembersCache { return ownMembersCache }
-        var members: [ReplicaID: [UInt8]] = [:]
-        for key in try roster().state.members.keys { members[try WriteBlock.replica(of: key)] = key }
-        members[store.replica] = store.identity.publicKey
+        let members = try store.ownMemberships(roster: try encodedRoster())
         ownMembersCache = members
         return members
     }
@@ -29,9 +27,11 @@ extension StoreSnapshot {
     /// The accounts `replica` belongs to, as far as this store knows: its own
     /// account for its members, and what memberships proved.
     public func accounts(of replica: ReplicaID) -> Set<String> {
+        if let known = accountsCache[replica] { return known }
         do {
             var accounts = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT account FROM memberships WHERE replica = ?"), arguments: [Data(replica.bytes)]))
-            if try ownMembers()[replica] != nil { accounts.insert(try accountID()) }
+            if let own = try ownMembers()[replica] { accounts.insert(own.accountID) }
+            accountsCache[replica] = accounts
             return accounts
         } catch {
             // Not knowing refuses: the change set comes again.
@@ -43,15 +43,11 @@ extension StoreSnapshot {
     /// members from the roster, others' as they came.
     public func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership] {
         let members = try ownMembers()
-        var roster: AccountRoster?
         var proofs: [AccountMembership] = []
         for replica in replicas {
-            if let key = members[replica] {
-                if roster == nil { roster = try self.roster() }
-                if let proof = AccountMembership(of: key, in: roster!) { proofs.append(proof) }
-            }
+            if let own = members[replica] { proofs.append(own) }
             for blob in try Data.fetchAll(db.cachedStatement(sql: "SELECT proof FROM memberships WHERE replica = ?"), arguments: [Data(replica.bytes)]) {
-                if let proof = try? AccountMembership(decoding: [UInt8](blob)) { proofs.append(proof) }
+                if let proof = try? AccountMembership.decodingOnce([UInt8](blob)) { proofs.append(proof) }
             }
         }
         return proofs
@@ -95,7 +91,10 @@ extension StoreTransaction {
             let held = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM memberships WHERE replica = ?"), arguments: [replica]) ?? 0
             guard held < Self.maximumAccountsPerReplica else { continue }
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO memberships (replica, account, proof) VALUES (?, ?, ?)").execute(arguments: [replica, account, Data(membership.encoded)])
-            if db.changesCount > 0 { markChanged() }
+            if db.changesCount > 0 {
+                markChanged()
+                accountsCache[membership.replica] = nil
+            }
         }
     }
 

@@ -8,7 +8,11 @@ public class StoreSnapshot {
     let store: RecordStore
     private var replicaIDs: [ReplicaID]?
     /// The account's members by replica, read once per snapshot (`ownMembers`).
-    var ownMembersCache: [ReplicaID: [UInt8]]?
+    var ownMembersCache: [ReplicaID: AccountMembership]? {
+        didSet { accountsCache = [:] }
+    }
+    /// The accounts each writer belongs to, as `accounts(of:)` read them in this snapshot.
+    var accountsCache: [ReplicaID: Set<String>] = [:]
 
     init(db: GRDB.Database, store: RecordStore) {
         self.db = db

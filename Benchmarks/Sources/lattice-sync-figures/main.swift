@@ -298,7 +298,8 @@ func shared() async throws {
         var start = now()
         try await within.start()
         times["private"]!.append(Double(now() - start) / 1e9)
-        precondition(try within.b.privateCloudDatabase.recordCount(inZoneWith: ZoneID(zoneName: "Lists")) == records)
+        let held = try within.b.privateCloudDatabase.recordCount(inZoneWith: ZoneID(zoneName: "Lists"))
+        precondition(held == records, "B has \(held) of \(records) records")
         await within.stop()
 
         // B owns the zone and shares it read-write with A's account; A accepts, and takes it.
@@ -320,22 +321,31 @@ func shared() async throws {
     say(String(format: "initial sync of %d records, median of %d: private database within the account %.2f s, shared zone to another account (from its acceptance) %.2f s (%.2fx)",
                records, rounds, privateMedian, sharedMedian, sharedMedian / privateMedian))
 
-    // The participant (A) saves; the owner (B) sees each save in a query.
+    // The participant (A) saves to a zone of its own, fresh as `propagation`'s; the owner (B) sees each save in a query.
     let pair = lastPair!
-    let zone = try pair.b.sharedCloudDatabase.resolveZoneID(ZoneID(zoneName: "Lists"))
+    try await pair.b.privateCloudDatabase.save(Zone(zoneName: "Chat"))
+    let zone = try pair.b.share(zone: "Chat", with: try pair.a.accountID).zoneID
+    while !(try pair.a.shareInvitations()).contains(where: { $0.zone == zone }) { try await Task.sleep(nanoseconds: 1_000_000) }
+    try pair.a.acceptShare("Chat")
+    while !(try pair.a.shares()).contains(where: { $0.zoneID == zone && $0.permission == .readWrite }) { try await Task.sleep(nanoseconds: 1_000_000) }
     var samples: [Double] = []
+    var saving: [Double] = []
     for i in 0..<saves {
         let name = "p\(i)"
         var record = Record(recordType: "Track", recordName: name, zoneID: zone)
         for (field, value) in Workload.fields(record: i, generation: 1) { record[field] = value }
         let start = now()
         try await pair.a.sharedCloudDatabase.save(record)
+        saving.append(Double(now() - start) / 1e6)
         await pair.waitUntilBHas(name, in: zone, database: .shared)
         samples.append(Double(now() - start) / 1e6)
     }
     samples.sort()
-    emit(["figure": "propagation, read-write participant to owner", "saves": saves, "p50_ms": percentile(samples, 0.5), "p99_ms": percentile(samples, 0.99), "max_ms": samples.last!])
-    say(String(format: "a read-write participant's save until the owner's query sees it: p50 %.2f ms, p99 %.2f ms over %d saves", percentile(samples, 0.5), percentile(samples, 0.99), saves))
+    saving.sort()
+    emit(["figure": "propagation, read-write participant to owner", "saves": saves, "p50_ms": percentile(samples, 0.5), "p99_ms": percentile(samples, 0.99), "max_ms": samples.last!,
+          "save_p50_ms": percentile(saving, 0.5)])
+    say(String(format: "a read-write participant's save until the owner's query sees it: p50 %.2f ms, p99 %.2f ms over %d saves (the save itself: p50 %.2f ms)",
+               percentile(samples, 0.5), percentile(samples, 0.99), saves, percentile(saving, 0.5)))
     await pair.stop()
 }
 
