@@ -13,9 +13,14 @@ import Testing
 /// refused write changes nothing), every honest replica accepts what an
 /// honest one sends, and at the end the honest replicas hold byte-identical
 /// records, whatever the modified clients sent and in whatever order.
+///
+/// In a shared zone (`scope: .shared`): every replica a store of an account
+/// of its own, the first the owner, the others read-write or read-only
+/// participants (the modified clients read-only, so what they write is
+/// not theirs to write), the share given to all before the history starts.
 struct RightsFuzzer {
-    static let zone = ZoneKey(scope: .public, zoneID: .default)
     static let names = ["x0", "x1", "x2", "x3"]
+    let zone: ZoneKey
 
     let seed: UInt64
     var rng: SeededGenerator
@@ -28,20 +33,21 @@ struct RightsFuzzer {
 
     func traced(_ index: Int, _ what: String) {
         guard let trace else { return }
-        let state = try? replicas[index].record(trace, in: Self.zone)
-        let vector = try? replicas[index].syncState(of: Self.zone)?.vector
+        let state = try? replicas[index].record(trace, in: zone)
+        let vector = try? replicas[index].syncState(of: zone)?.vector
         print("[\(index)\(modified.contains(index) ? " modified" : "")] \(what) -> \(state.map { "cl \($0.causalLength) created \($0.created) fields \($0.fields.map { "\($0.stamp)" }) v \($0.vector)" } ?? "absent"); zone vector \(vector.map { "\($0)" } ?? "-")")
     }
 
-    init(seed: UInt64) throws {
+    init(seed: UInt64, scope: DatabaseScope = .public) throws {
         self.seed = seed
         rng = SeededGenerator(seed: seed)
         let count = Int.random(in: 3...5, using: &rng)
         for index in 0..<count {
             let clock = ManualClock(1_700_000_000_000 + UInt64.random(in: 0...20, using: &rng))
             clocks.append(clock)
-            // The first is a store on disk, as are the modified clients (last one or two).
-            let onDisk = index == 0 || index >= count - 2 || Bool.random(using: &rng)
+            // The first is a store on disk, as are the modified clients (last one or two); a shared zone's, all
+            // (accounts and memberships are the store's).
+            let onDisk = index == 0 || index >= count - 2 || Bool.random(using: &rng) || scope == .shared
             replicas.append(onDisk ? try StoreFuzzReplica(clock: clock) : try MemoryFuzzReplica(number: UInt64(index + 1), clock: clock))
         }
         let cheats = Int.random(in: 1...2, using: &rng)
@@ -49,7 +55,23 @@ struct RightsFuzzer {
             (replicas[index] as! StoreFuzzReplica).store.ignoresWriteRights = true
             modified.insert(index)
         }
-        for replica in replicas { try replica.createZone(Self.zone) }
+        guard scope == .shared else {
+            zone = ZoneKey(scope: .public, zoneID: .default)
+            for replica in replicas { try replica.createZone(zone) }
+            return
+        }
+        let stores = replicas.map { ($0 as! StoreFuzzReplica).store }
+        let owner = stores[0]
+        zone = ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "Lists", ownerName: try owner.read { try $0.accountID() }))
+        let zone = zone
+        try owner.write { transaction in
+            _ = try transaction.createZone(zone)
+            for index in 1..<count {
+                let permission: SharePermission = modified.contains(index) || Bool.random(using: &rng) ? .readOnly : .readWrite
+                try transaction.setSharePermission(permission, of: try stores[index].read { try $0.accountID() }, in: zone)
+            }
+        }
+        for index in 1..<count { try deliver(0, to: index) }
     }
 
     var honest: [Int] { replicas.indices.filter { !modified.contains($0) } }
@@ -58,8 +80,14 @@ struct RightsFuzzer {
 
     /// Every record an honest replica holds shows only writes their writers had the right to make.
     func checkRightful(_ index: Int) throws {
-        for state in try replicas[index].records(in: Self.zone) {
-            let refusal = WriteRights.publicRefusal(state, sameAccount: ==)
+        let zone = zone
+        let share = try (replicas[index] as? StoreFuzzReplica)?.store.read { try $0.share(of: zone) }
+        for state in try replicas[index].records(in: zone) {
+            let refusal = zone.scope == .public
+                ? WriteRights.publicRefusal(state, sameAccount: ==)
+                : WriteRights.sharedRefusal(state, in: zone, share: share, accounts: { replica in
+                    (try? (replicas[index] as! StoreFuzzReplica).store.read { $0.accounts(of: replica) }) ?? []
+                })
             #expect(refusal == nil, context("replica \(index) holds \(state): \(refusal ?? "")"))
         }
     }
@@ -69,10 +97,10 @@ struct RightsFuzzer {
         clocks[index].now += UInt64.random(in: 1...5, using: &rng)
         do {
             if Int.random(in: 0..<4, using: &rng) == 0 {
-                _ = try replicas[index].delete(name, in: Self.zone)
+                _ = try replicas[index].delete(name, in: zone)
             } else {
                 let title = FieldValue.string("t\(Int.random(in: 0..<100, using: &rng))")
-                _ = try replicas[index].save(name, type: "Item", in: Self.zone, changes: [("title", title)], replacement: .changedKeys)
+                _ = try replicas[index].save(name, type: "Item", in: zone, changes: [("title", title)], replacement: .changedKeys)
             }
         } catch let error as ReplicaError {
             // An honest replica refuses its own edit of another's record (or name); a modified client never does.
@@ -89,8 +117,8 @@ struct RightsFuzzer {
     /// Sends what `to` lacks of `from`'s zone; returns whether `to` changed.
     @discardableResult
     mutating func deliver(_ from: Int, to: Int) throws -> Bool {
-        let vector = try replicas[to].syncState(of: Self.zone)?.vector ?? VersionVector()
-        let bytes = try replicas[from].changeSet(for: Self.zone, since: vector)
+        let vector = try replicas[to].syncState(of: zone)?.vector ?? VersionVector()
+        let bytes = try replicas[from].changeSet(for: zone, since: vector)
         let summary: ApplySummary
         do { summary = try replicas[to].apply(bytes) } catch {
             // Two modified clients may take from each other what their vectors misstate: their affair.
@@ -124,7 +152,7 @@ struct RightsFuzzer {
             for from in replicas.indices { for to in replicas.indices where to != from { changed = try deliver(from, to: to) || changed } }
             if !changed { break }
         }
-        let states = try honest.map { try replicas[$0].records(in: Self.zone) }
+        let states = try honest.map { try replicas[$0].records(in: zone) }
         if Set(states).count != 1 {
             let names = Set(states.flatMap { $0.map(\.recordName) }).sorted()
             let differing = names.filter { name in Set(states.map { $0.first { $0.recordName == name } }).count > 1 }
@@ -137,13 +165,15 @@ struct RightsFuzzer {
 }
 
 @Suite struct RightsFuzzTests {
-    @Test func writersWithoutTheRightChangeNoHonestReplicaAndHonestReplicasConverge() throws {
+    /// The public database (150 histories in CI), and a shared zone with fixed permissions (60).
+    @Test(arguments: [DatabaseScope.public, .shared])
+    func writersWithoutTheRightChangeNoHonestReplicaAndHonestReplicasConverge(_ scope: DatabaseScope) throws {
         let environment = ProcessInfo.processInfo.environment
-        let cases = Int(environment["LATTICE_RIGHTS_CASES"] ?? "") ?? 150
+        let cases = (Int(environment["LATTICE_RIGHTS_CASES"] ?? "") ?? 150) / (scope == .shared ? 5 : 2) * 2
         let first = UInt64(environment["LATTICE_RIGHTS_FIRST_SEED"] ?? "") ?? 0
         var refused = 0
         for seed in first..<first + UInt64(cases) {
-            var fuzzer = try RightsFuzzer(seed: seed)
+            var fuzzer = try RightsFuzzer(seed: seed, scope: scope)
             try fuzzer.run(steps: 40)
             refused += fuzzer.refused
         }
