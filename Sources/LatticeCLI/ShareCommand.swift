@@ -31,11 +31,11 @@ struct ShareCommand: ParsableCommand {
 
         func run() throws {
             let container = try options.openContainer()
-            let share = try library { try container.share(zone: zone, with: participant, permission: readOnly ? .readOnly : .readWrite) }
+            let permission: SharePermission = readOnly ? .readOnly : .readWrite
+            let share = try library { try container.share(zone: zone, with: participant, permission: permission) }
             if options.json {
                 Output.json(SharesOutput(shares: [SharesOutput.Share(share)]))
             } else {
-                let permission = share.participants.first { $0.account == (try? container.resolvedAccount(participant)) }?.permission ?? (readOnly ? .readOnly : .readWrite)
                 Output.line("shared \(share.zoneID.zoneName) (\(share.zoneID)) with \(participant), \(permission.words); it accepts with `lattice share accept \(share.zoneID.zoneName)`")
             }
         }
@@ -51,7 +51,7 @@ struct ShareCommand: ParsableCommand {
             let formatter = ISO8601DateFormatter()
             if options.json {
                 Output.json(InvitationsOutput(invitations: invitations.map {
-                    .init(zoneID: WebServicesZoneID($0.zone), offeredBy: $0.offeredBy, offeredAt: formatter.string(from: Date(timeIntervalSince1970: Double($0.receivedAt) / 1000)))
+                    .init(zoneID: WebServicesZoneID($0.zone), offeredBy: $0.offeredBy, offeredAt: formatter.string(from: $0.offeredAt))
                 }))
                 return
             }
@@ -60,7 +60,7 @@ struct ShareCommand: ParsableCommand {
                 return
             }
             Output.table(header: ["ZONE", "OWNER", "OFFERED BY", "AT"], rows: invitations.map {
-                [$0.zone.zoneName, $0.zone.ownerName, $0.offeredBy, formatter.string(from: Date(timeIntervalSince1970: Double($0.receivedAt) / 1000))]
+                [$0.zone.zoneName, $0.zone.ownerName, $0.offeredBy, formatter.string(from: $0.offeredAt)]
             })
         }
     }
@@ -135,6 +135,10 @@ struct ShareCommand: ParsableCommand {
             if options.json { Output.json(["left": zoneID.description]) } else { Output.line("left \(zoneID)") }
         }
     }
+}
+
+extension ShareInvitation {
+    var offeredAt: Date { Date(timeIntervalSince1970: Double(receivedAt) / 1000) }
 }
 
 extension SharePermission {

@@ -1,3 +1,5 @@
+import LatticeCrypto
+
 /// The identity of one replica (one device's store) in stamps and version vectors.
 ///
 /// 128 bits taken from the device's public-key fingerprint, so two devices
@@ -43,6 +45,10 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
             return byte < 16 ? "0" + hex : hex
         }.joined()
     }
+
+    /// The replica a device writes as: the first 16 bytes of its ID's digest
+    /// (both are SHA-256 of its public key, `WriteBlock.replica(of:)`).
+    public init(device: DeviceID) { self.init(bytes: Array(device.digest.prefix(16))) }
 
     /// Parses the 32-hex-digit form printed by `description`.
     public init?(hex: String) {

@@ -150,7 +150,7 @@ extension ReplicaStorage {
             summary.recordsChanged += 1
             summary.conflicts += outcome.newConflicts
             try store(outcome.state, previous: previous, in: zone)
-            if zone.scope == .shared, name == Share.recordName { share = Share(outcome.state, owner: zone.zoneID.ownerName) }
+            if name == Share.recordName { share = Share.held(outcome.state, in: zone) }
             if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: name, in: zone)) }
             if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
         }

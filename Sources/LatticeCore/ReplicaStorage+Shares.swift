@@ -1,8 +1,8 @@
 extension ReplicaStorage {
     /// The share of a shared zone as held here, or nil (none yet, or another database).
     public func share(of zone: ZoneKey) throws -> Share? {
-        guard zone.scope == .shared, let state = try record(named: Share.recordName, in: zone) else { return nil }
-        return Share(state, owner: zone.zoneID.ownerName)
+        guard zone.scope == .shared else { return nil }
+        return Share.held(try record(named: Share.recordName, in: zone), in: zone)
     }
 
     /// Why this replica may not write record `name` (now `previous`) of

@@ -48,6 +48,12 @@ public struct Share: Sendable, Hashable {
         }
     }
 
+    /// The share a zone holds as `state` (its share record, or nil): none outside the shared database.
+    public static func held(_ state: RecordState?, in zone: ZoneKey) -> Share? {
+        guard zone.scope == .shared, let state else { return nil }
+        return Share(state, owner: zone.zoneID.ownerName)
+    }
+
     /// The permission `account` had at `time`: its last change at or before then.
     public func permission(of account: String, at time: HLCTimestamp) -> SharePermission? {
         participants[account]?.last(where: { $0.time <= time })?.permission

@@ -62,8 +62,8 @@ extension StoreSnapshot {
 
     /// The share of a shared zone held here, or nil.
     public func share(of zone: ZoneKey) throws -> Share? {
-        guard zone.scope == .shared, let state = try record(Share.recordName, in: zone) else { return nil }
-        return Share(state, owner: zone.zoneID.ownerName)
+        guard zone.scope == .shared else { return nil }
+        return Share.held(try record(Share.recordName, in: zone), in: zone)
     }
 
     /// Every shared zone held here, with its share (nil until it arrives), and

@@ -42,10 +42,10 @@ public struct ConnectionHandle: Sendable, Hashable {
     let channel: Channel
     let handler: NIOLoopBound<SyncSessionHandler>
     public let initiator: Bool
-    let accessBox: NIOLockedValueBox<PeerAccess>
+    let accessBox: NIOLockedValueBox<PeerAccess?>
     /// What the peer may sync on this connection: as its handshake found it,
     /// widened by shared zones its account opens (`widen`).
-    public var access: PeerAccess { accessBox.withLockedValue { $0 } }
+    public var access: PeerAccess { accessBox.withLockedValue { $0 } ?? PeerAccess(scopes: []) }
 
     /// Local commits happened: the session re-opens its streams.
     public func localCommit() {
@@ -104,9 +104,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private var session: SyncSession?
     private var early: [SyncMessage] = []
     private var peer: DeviceID?
-    /// What the peer may sync, as its handshake found it (widened since, as the handle's).
-    private var access: PeerAccess?
-    private let accessBox = NIOLockedValueBox(PeerAccess(scopes: []))
+    /// What the peer may sync, as its handshake found it (widened since), shared with the connection's handle.
+    private let accessBox = NIOLockedValueBox<PeerAccess?>(nil)
+    private var access: PeerAccess? {
+        get { accessBox.withLockedValue { $0 } }
+        set { accessBox.withLockedValue { $0 = newValue } }
+    }
     private var initiator = false
     private var address = "?"
     private var closeReason: CloseReason?
@@ -160,7 +163,6 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             return
         }
         self.access = access
-        accessBox.withLockedValue { $0 = access }
         let delegate = delegate
         let address = address
         runOffLoop({ () throws -> Hello in
@@ -260,7 +262,6 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         runOffLoop({ try delegate.sharedZoneAdverts(added, for: peer) }) { handler, zones in
             handler.widening = false
             handler.access = current
-            handler.accessBox.withLockedValue { $0 = current }
             handler.mutateSession { $0.widen(to: current, zones: zones) }
             // A share may have changed again while the store was asked.
             if delegate.access(for: peer) != current { handler.widenIfGranted() }

@@ -164,15 +164,12 @@ extension Container {
         }
     }
 
-    /// The account `participant` (an account or device ID) stands for.
-    public func resolvedAccount(_ participant: String) throws(LatticeError) -> String { try resolveAccount(participant) }
-
     /// An account ID from an account or device ID: a device this store knows
     /// to be of one other account stands for it.
     func resolveAccount(_ text: String) throws(LatticeError) -> String {
         let id = try Self.parseDeviceID(text)
         let accounts = try LatticeError.wrap {
-            try store.read { snapshot in snapshot.accounts(of: ReplicaID(bytes: Array(id.digest.prefix(16)))).subtracting([try snapshot.accountID()]) }
+            try store.read { snapshot in snapshot.accounts(of: ReplicaID(device: id)).subtracting([try snapshot.accountID()]) }
         }
         guard accounts.count <= 1 else {
             throw LatticeError(.invalidArguments, "device \(id) is listed by \(accounts.count) accounts (\(accounts.sorted().joined(separator: ", "))); name the account")

@@ -93,13 +93,13 @@ struct StoreSyncAdapter: SyncDelegate {
     private func access(for peer: DeviceID, in snapshot: StoreSnapshot) throws -> PeerAccess? {
         if try snapshot.peer(peer.description)?.trusted == true { return .account }
         guard peer != store.identity.deviceID else { return nil }
-        let known = snapshot.accounts(of: ReplicaID(bytes: Array(peer.digest.prefix(16))))
+        let known = snapshot.accounts(of: ReplicaID(device: peer))
         return Self.access(publicFrom: publicFrom, sharedZones: trusted.sharedZones(for: peer, in: try snapshot.sharedZones(), also: known))
     }
 
     /// The accounts `peer` proved (its hellos) or the store knows (memberships).
     private func accounts(of peer: DeviceID, in snapshot: StoreSnapshot) -> Set<String> {
-        trusted.accounts(of: peer).union(snapshot.accounts(of: ReplicaID(bytes: Array(peer.digest.prefix(16)))))
+        trusted.accounts(of: peer).union(snapshot.accounts(of: ReplicaID(device: peer)))
     }
 
     /// A zone's stream goes only to a peer that may sync it: the private

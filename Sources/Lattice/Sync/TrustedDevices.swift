@@ -36,11 +36,8 @@ final class TrustedDevices: Sendable {
     /// Other accounts' devices' accounts, as their hellos proved them (bounded).
     private let peerAccounts = NIOLockedValueBox<[DeviceID: Set<String>]>([:])
     static let maximumPeerAccounts = 4096
-
-    enum SyncWireLimits {
-        /// Shared zones one device's offers are remembered for.
-        static let offersPerPeer = 64
-    }
+    /// Shared zones one device's offers are remembered for.
+    static let maximumOffersPerPeer = 64
 
     var membership: [UInt8] { ownMembership.withLockedValue { $0 } }
 
@@ -67,7 +64,7 @@ final class TrustedDevices: Sendable {
     func noteOffers(_ zones: [ZoneID], from peer: DeviceID) {
         offers.withLockedValue { offers in
             if offers.count >= Self.maximumPeerAccounts { offers.removeAll() }
-            offers[peer, default: []].formUnion(zones.prefix(SyncWireLimits.offersPerPeer))
+            offers[peer, default: []].formUnion(zones.prefix(Self.maximumOffersPerPeer))
         }
     }
 
