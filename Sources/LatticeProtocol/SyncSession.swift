@@ -123,6 +123,8 @@ public struct SyncSession: Sendable {
     private var grantsReceived = 0
     /// Grants an honest peer sends: one per change of its shares while the session runs.
     public static let maximumGrants = 64
+    /// Offers of shared zones being weighed outside the session (`weighOffers`).
+    private var weighingOffers = 0
 
     public init(localHello: Hello, access: PeerAccess = .account, configuration: Configuration = Configuration()) {
         self.access = access
@@ -145,7 +147,7 @@ public struct SyncSession: Sendable {
 
     /// Whether both directions are done for now (for `sync --once`).
     public var isQuiescent: Bool {
-        peerHello != nil && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && rosters.isEmpty && !applying && inFlight.isEmpty && producing == nil
+        peerHello != nil && weighingOffers == 0 && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && rosters.isEmpty && !applying && inFlight.isEmpty && producing == nil
     }
 
     // MARK: Input
@@ -226,6 +228,20 @@ public struct SyncSession: Sendable {
         openStreams()
         let grants = Grants(sharedZones: added.sorted { $0.description < $1.description }, zones: fresh)
         return [.send(.grants(grants)), .event(.started(granted: streams))] + pump()
+    }
+
+    /// The peer offered shared zones that this side weighs outside the
+    /// session (an accepted zone not held yet widens it): until
+    /// `offersWeighed`, the session is not quiescent, so `sync --once` does
+    /// not end before the zones it was offered have streamed.
+    public mutating func weighOffers() {
+        weighingOffers += 1
+    }
+
+    /// The offers `weighOffers` announced are settled (the session widened, or not).
+    public mutating func offersWeighed() -> [Action] {
+        weighingOffers = max(0, weighingOffers - 1)
+        return checkQuiescent()
     }
 
     private mutating func receiveGrants(_ grants: Grants) -> [Action] {

@@ -242,20 +242,29 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         }
         guard !offered.isEmpty else { return }
         let delegate = delegate
-        // An accepted zone not held yet is taken from whoever offers it: the session may widen.
-        runOffLoop({ try? delegate.noteOfferedZones(offered, from: peer) }) { handler, _ in handler.widenIfGranted() }
+        // An accepted zone not held yet is taken from whoever offers it: the
+        // session may widen, and is not done before it knows.
+        mutateSession { $0.weighOffers(); return [] }
+        runOffLoop({ try? delegate.noteOfferedZones(offered, from: peer) }) { handler, _ in
+            handler.widenIfGranted { $0.mutateSession { $0.offersWeighed() } }
+        }
     }
 
     private var widening = false
+    /// What waits for the widening under way to settle.
+    private var afterWidening: [(SyncSessionHandler) -> Void] = []
 
     /// Grants the peer the shared zones it may sync now and its session does
-    /// not have yet; a peer that may sync less than its session has loses the session.
-    fileprivate func widenIfGranted() {
-        guard let peer, let access, let session, session.peerHello != nil, !widening, closeReason == nil else { return }
+    /// not have yet; a peer that may sync less than its session has loses the
+    /// session. `then` runs once no widening is under way.
+    fileprivate func widenIfGranted(then: ((SyncSessionHandler) -> Void)? = nil) {
+        if let then { afterWidening.append(then) }
+        guard !widening else { return }
+        guard let peer, let access, let session, session.peerHello != nil, closeReason == nil else { return settleWidening() }
         guard let current = delegate.access(for: peer), current.scopes == access.scopes, current.sharedZones.isSuperset(of: access.sharedZones) else {
             return close(.transport(.noLongerTrusted(peer.description)))
         }
-        guard current != access else { return }
+        guard current != access else { return settleWidening() }
         widening = true
         let delegate = delegate
         let added = current.sharedZones.subtracting(access.sharedZones)
@@ -264,8 +273,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             handler.access = current
             handler.mutateSession { $0.widen(to: current, zones: zones) }
             // A share may have changed again while the store was asked.
-            if delegate.access(for: peer) != current { handler.widenIfGranted() }
+            if delegate.access(for: peer) != current { handler.widenIfGranted() } else { handler.settleWidening() }
         }
+    }
+
+    private func settleWidening() {
+        let waiting = afterWidening
+        afterWidening = []
+        for body in waiting { body(self) }
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {

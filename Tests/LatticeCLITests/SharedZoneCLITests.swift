@@ -75,6 +75,40 @@ import Testing
         let listing = try cli.ok(["share", "list"], store: "x").stdout
         #expect(listing.contains(yAccount) && listing.contains("removed"), "\(listing)")
     }
+
+    /// `sync --once --database shared`, no node on the participant's side:
+    /// the first sync brings the invitation, the next the zone, and a write
+    /// of the read-write participant reaches the owner's running node.
+    @Test func aParticipantSyncsOnceWithTheOwnersNode() throws {
+        defer { cli.cleanup() }
+        for store in ["x", "y"] { try cli.ok(["init"], store: store) }
+        let yAccount = try #require(try cli.ok(["id", "--json"], store: "y").json["accountID"] as? String)
+        try cli.ok(["zone", "create", "Lists"], store: "x")
+        try cli.ok(["record", "save", "Lists/milk", "--type", "Item", "title=Milk"], store: "x")
+        try cli.ok(["share", "Lists", "--with", yAccount], store: "x")
+        try cli.ok(["zone", "create", "Diary"], store: "x")
+        try cli.ok(["record", "save", "Diary/secret", "--type", "Note", "title=Private"], store: "x")
+        let x = try NodeProcess(cli: cli, store: "x")
+        defer { _ = x.stop() }
+        let once = ["sync", "--peer", "127.0.0.1:\(x.port)", "--once", "--timeout", "30", "--database", "shared"]
+
+        let first = try cli.run(once, store: "y")
+        #expect(first.status == 0, "\(first.stderr)")
+        let invitations = try cli.ok(["share", "invitations", "--json"], store: "y").json["invitations"] as? [[String: Any]]
+        #expect(invitations?.count == 1)
+        #expect(try title("y", "Lists/milk") == nil, "nothing of a share before it is accepted")
+        try cli.ok(["share", "accept", "Lists"], store: "y")
+        let second = try cli.run(once, store: "y")
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try title("y", "Lists/milk") == "Milk")
+        // The other account's private database stays home.
+        #expect(try cli.run(["record", "get", "Diary/secret"], store: "y").status != 0)
+
+        try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
+        let third = try cli.run(once, store: "y")
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+    }
 }
 
 enum ZoneName {

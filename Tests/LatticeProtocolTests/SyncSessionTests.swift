@@ -262,4 +262,15 @@ import Testing
         let commit = session.localCommit(zones: [notes])
         #expect(commit.contains { if case .produce = $0 { return true } else { return false } })
     }
+
+    @Test func offersBeingWeighedHoldQuiescenceBack() throws {
+        var session = started()
+        session.weighOffers()
+        _ = session.batchProduced(nil)
+        let after = session.receive(.caughtUp)
+        #expect(!after.contains(.event(.quiescent)), "sync --once would end before the offered zones stream")
+        #expect(!session.isQuiescent)
+        #expect(session.offersWeighed().contains(.event(.quiescent)))
+        #expect(session.isQuiescent)
+    }
 }
