@@ -4,10 +4,23 @@ import LatticeCrypto
 
 /// Asset content lives in `assets/` beside the database, one file per hash,
 /// written to a temporary name, synced, then renamed: a crash leaves either
-/// the whole file or none.
+/// the whole file or none. Beside it, `assets/outlines/HASH` holds its chunk
+/// hashes (`AssetOutline`), which peers fetching it check first; content
+/// arriving from peers grows in `assets/partial/HASH` until every chunk
+/// checks (`PartialAsset`).
 enum AssetFiles {
+    static func directory(in store: URL) -> URL { store.appendingPathComponent("assets") }
+
     static func path(for asset: AssetReference, in store: URL) -> URL {
-        store.appendingPathComponent("assets").appendingPathComponent(asset.hexHash)
+        directory(in: store).appendingPathComponent(asset.hexHash)
+    }
+
+    static func outlinePath(for asset: AssetReference, in store: URL) -> URL {
+        directory(in: store).appendingPathComponent("outlines").appendingPathComponent(asset.hexHash)
+    }
+
+    static func partialPath(for asset: AssetReference, in store: URL) -> URL {
+        directory(in: store).appendingPathComponent("partial").appendingPathComponent(asset.hexHash)
     }
 
     static func importFile(at url: URL, into store: URL) throws -> AssetReference {
@@ -17,19 +30,17 @@ enum AssetFiles {
             throw LatticeError(.assetFileNotFound, "asset file \(url.path) does not exist or cannot be read")
         }
         defer { try? input.close() }
-        let directory = store.appendingPathComponent("assets")
+        let directory = directory(in: store)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let temporary = directory.appendingPathComponent(".incoming-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil), let output = FileHandle(forWritingAtPath: temporary.path) else {
             throw LatticeError(.internalError, "cannot write into \(directory.path)")
         }
-        let hasher = try ContentHasher()
-        var size: Int64 = 0
+        let hasher = AssetHasher()
         do {
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
                 try chunk.withUnsafeBytes { try hasher.update($0) }
                 try output.write(contentsOf: chunk)
-                size += Int64(chunk.count)
             }
             try output.synchronize()
             try output.close()
@@ -37,7 +48,8 @@ enum AssetFiles {
             try? FileManager.default.removeItem(at: temporary)
             throw LatticeError(.internalError, "copying asset \(url.path): \(error)")
         }
-        let reference = AssetReference(hash: try hasher.finish(), size: size)
+        let reference = AssetReference(hash: try hasher.finish(), size: hasher.size)
+        try writeOutline(hasher.chunks, for: reference, in: store)
         let destination = path(for: reference, in: store)
         if FileManager.default.fileExists(atPath: destination.path) {
             try? FileManager.default.removeItem(at: temporary)
@@ -45,5 +57,45 @@ enum AssetFiles {
             try FileManager.default.moveItem(at: temporary, to: destination)
         }
         return reference
+    }
+
+    /// Writes an outline (already checked against the asset's hash), atomically.
+    static func writeOutline(_ chunks: [[UInt8]], for asset: AssetReference, in store: URL) throws {
+        let url = outlinePath(for: asset, in: store)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(chunks.flatMap { $0 }).write(to: url, options: .atomic)
+    }
+
+    /// The asset's outline: as written beside it, or computed from its
+    /// content (a store of an earlier build wrote none). Nil when the content
+    /// is not here, or does not hash to the asset's hash (content an earlier
+    /// build hashed otherwise: it cannot be served).
+    static func outline(for asset: AssetReference, in store: URL) throws -> [[UInt8]]? {
+        if let data = try? Data(contentsOf: outlinePath(for: asset, in: store)), data.count % AssetOutline.hashLength == 0 {
+            let bytes = [UInt8](data)
+            let chunks = stride(from: 0, to: bytes.count, by: AssetOutline.hashLength).map { Array(bytes[$0..<$0 + AssetOutline.hashLength]) }
+            if try AssetOutline.outlineMatches(chunks, hash: asset.hash, size: asset.size) { return chunks }
+        }
+        guard let input = FileHandle(forReadingAtPath: path(for: asset, in: store).path) else { return nil }
+        defer { try? input.close() }
+        let hasher = AssetHasher()
+        while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty {
+            try piece.withUnsafeBytes { try hasher.update($0) }
+        }
+        guard try hasher.finish() == asset.hash, hasher.size == asset.size else { return nil }
+        try writeOutline(hasher.chunks, for: asset, in: store)
+        return hasher.chunks
+    }
+
+    /// Chunk `index` of the asset's content, or nil when the content is not
+    /// here (or shorter than its size says).
+    static func readChunk(_ index: Int, of asset: AssetReference, in store: URL) throws -> [UInt8]? {
+        let length = AssetOutline.chunkLength(index, size: asset.size)
+        guard let input = FileHandle(forReadingAtPath: path(for: asset, in: store).path) else { return nil }
+        defer { try? input.close() }
+        try input.seek(toOffset: UInt64(index) * UInt64(AssetOutline.chunkSize))
+        let data = try input.read(upToCount: length) ?? Data()
+        guard data.count == length else { return nil }
+        return [UInt8](data)
     }
 }

@@ -8,6 +8,20 @@ struct RecordCommand: ParsableCommand {
 
     static func print(_ record: Record, container: Container, json: Bool) {
         if json { Output.json(RecordsOutput(records: [WebServicesRecord(record, container: container)])) } else { Output.line(Output.text(record)) }
+        guard !json else { return }
+        // Where each asset's content stands: here, or still to come from a peer.
+        for field in record.allKeys() {
+            var assets: [AssetReference] = []
+            if case .asset(let asset)? = record[field] { assets = [asset] }
+            if case .list(let items)? = record[field] { for case .asset(let asset) in items { assets.append(asset) } }
+            for asset in assets {
+                if let url = container.fileURL(for: asset) {
+                    Output.line("  \(field): content at \(url.path)")
+                } else {
+                    Output.line("  \(field): content not here yet (`lattice asset fetch \(record.recordID.zoneID.zoneName)/\(record.recordID.recordName) \(field)`)")
+                }
+            }
+        }
     }
 
     struct Save: ParsableCommand {
@@ -63,12 +77,18 @@ struct RecordCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print a record.", discussion: "Example: lattice record get Movies/toy-story --json")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "ZONE/NAME") var path: String
+        @Flag(name: .customLong("fetch-assets"), help: "Fetch the record's asset content first (see `lattice asset fetch`).") var fetchAssets = false
+        @Option(help: "With --fetch-assets: a device to fetch from when no node runs on this store, HOST:PORT.") var peer: [String] = []
+        @Option(help: "With --fetch-assets: give up after this many seconds.") var timeout: Double = 600
 
         func run() throws {
             let container = try options.openContainer()
             let database = container.database(with: options.scope)
             let target = try RecordPath(parsing: path).resolved(in: database)
             let record = try library { try database.record(for: target.recordID) }
+            if fetchAssets, let assets = try? AssetCommand.assets(of: record, field: nil, path: path) {
+                try AssetCommand.fetch(assets.map(\.asset), container: container, options: options, peers: try parsePeers(peer), timeout: timeout)
+            }
             RecordCommand.print(record, container: container, json: options.json)
         }
     }

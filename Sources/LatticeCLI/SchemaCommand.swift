@@ -125,6 +125,10 @@ struct StatusCommand: ParsableCommand {
                     Output.line("  \(zone.zone) \(zone.direction): \(zone.state)\(progress)  last sync \(last)")
                 }
             }
+            for asset in nodeStatus.assets ?? [] {
+                let peers = asset.bytesByPeer.sorted { $0.key < $1.key }.map { "\($0.key.prefix(8)) \($0.value / 1024) KiB" }.joined(separator: ", ")
+                Output.line("asset      \(asset.hash.prefix(16))…  \(asset.state)  \(asset.bytesDone / 1024)/\(asset.size / 1024) KiB\(peers.isEmpty ? "" : "  from \(peers)")\(asset.problem.map { "  last problem: \($0)" } ?? "")")
+            }
         }
     }
 }
@@ -196,6 +200,7 @@ struct StatusOutput: Encodable {
         var commitWatch: String?
         var discovery: Discovery?
         var peers: [Peer]?
+        var assets: [NodeStatus.AssetTransfer]?
 
         init(_ status: NodeStatus?) {
             guard let status else { running = false; return }
@@ -203,6 +208,7 @@ struct StatusOutput: Encodable {
             pid = Int(status.pid)
             listeningPort = status.listeningPort
             commitWatch = status.commitWatch
+            assets = status.assets ?? []
             discovery = status.discovery.map(Discovery.published) ?? .off
             peers = status.peers.map { peer in
                 Peer(deviceID: peer.deviceID, connected: peer.connected, address: peer.address, lastError: peer.lastError, zones: peer.zones.map { zone in
@@ -212,7 +218,7 @@ struct StatusOutput: Encodable {
             }
         }
 
-        private enum CodingKeys: String, CodingKey { case running, pid, listeningPort, commitWatch, discovery, peers }
+        private enum CodingKeys: String, CodingKey { case running, pid, listeningPort, commitWatch, discovery, peers, assets }
 
         func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -224,6 +230,7 @@ struct StatusOutput: Encodable {
             try container.encode(commitWatch, forKey: .commitWatch)
             try container.encode(discovery, forKey: .discovery)
             try container.encode(peers, forKey: .peers)
+            try container.encode(assets, forKey: .assets)
         }
     }
 

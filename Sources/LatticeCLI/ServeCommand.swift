@@ -54,7 +54,11 @@ extension SyncNode.Event {
             return "discovered \(peer) at \(addresses.joined(separator: ", "))\(problem.map { "; not syncing with it: \($0)" } ?? "")"
         case .vanished(let peer): return "\(peer) is no longer advertised on the network"
         case .discoveryAvailable: return "mDNS discovery works again"
-        case .syncStarted, .progress, .caughtUp, .discoveryUnavailable: return nil
+        case .assetFetched(let asset, let fetched, let resumed):
+            return "fetched asset \(asset.prefix(16))… (\(fetched) bytes\(resumed > 0 ? ", \(resumed) found from an earlier transfer" : ""))"
+        case .assetRejected(let asset, let peer, let chunk, let reason):
+            return "refused \(chunk < 0 ? "the outline" : "chunk \(chunk)") of asset \(asset.prefix(16))… from \(peer): \(reason); asking another peer"
+        case .syncStarted, .progress, .caughtUp, .discoveryUnavailable, .assetProgress: return nil
         }
     }
 
@@ -217,6 +221,12 @@ struct EventLine: Encodable {
             try put("event", "discoveryUnavailable"); try put("reason", reason)
         case .discoveryAvailable:
             try put("event", "discoveryAvailable")
+        case .assetProgress(let asset, let peer, let bytesDone, let bytesTotal):
+            try put("event", "assetProgress"); try put("asset", asset); try put("peer", peer); try put("bytesDone", bytesDone); try put("bytesTotal", bytesTotal)
+        case .assetFetched(let asset, let fetchedBytes, let resumedBytes):
+            try put("event", "assetFetched"); try put("asset", asset); try put("fetchedBytes", fetchedBytes); try put("resumedBytes", resumedBytes)
+        case .assetRejected(let asset, let peer, let chunk, let reason):
+            try put("event", "assetRejected"); try put("asset", asset); try put("peer", peer); try put("chunk", chunk); try put("reason", reason)
         }
     }
 }

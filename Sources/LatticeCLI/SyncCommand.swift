@@ -102,7 +102,8 @@ struct SyncCommand: ParsableCommand {
                 case .deferred(let peer, let zone, let records):
                     state.deferred += records
                     state.deferredNote = "\(state.deferred) record(s) of \(zone.zoneID.zoneName) from \(peer) were deferred: its clock is ahead of this device's by more than the skew bound; they land in a later sync once the clocks agree (check both clocks)"
-                case .listening, .connected, .syncStarted, .syncFinished, .discovered, .vanished, .discoveryUnavailable, .discoveryAvailable: break
+                case .listening, .connected, .syncStarted, .syncFinished, .discovered, .vanished, .discoveryUnavailable, .discoveryAvailable,
+                     .assetProgress, .assetFetched, .assetRejected: break
                 }
                 outcome.value = state
                 if json { printer.print(event) }

@@ -3,7 +3,7 @@ import Lattice
 
 struct ZoneCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "zone", abstract: "Create, delete and list zones.",
-        subcommands: [Create.self, Delete.self, List.self])
+        subcommands: [Create.self, Delete.self, List.self, Assets.self])
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a zone (or re-create a deleted one).", discussion: "Example: lattice zone create Movies")
@@ -47,4 +47,27 @@ struct ZoneCommand: ParsableCommand {
             }
         }
     }
+
+    struct Assets: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show or set whether a zone's assets come with its records (eager) or when asked for (lazy).",
+            discussion: """
+                lazy (the default): assets up to 256 KiB come with their records, larger ones with `lattice asset fetch`. \
+                eager: every asset comes as its record arrives. A choice of this device alone; it does not sync.
+                Example: lattice zone assets Photos eager
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "Zone name.") var zone: String
+        @Argument(help: "eager or lazy (without it: print the zone's policy).") var policy: AssetPolicy?
+
+        func run() throws {
+            let database = try options.openContainer().database(with: options.scope)
+            let zoneID = Zone.ID(zoneName: zone)
+            if let policy { try library { try database.setAssetPolicy(policy, ofZone: zoneID) } }
+            let now = try library { try database.assetPolicy(ofZone: zoneID) }
+            if options.json { Output.json(["zoneName": zone, "assets": now.rawValue]) } else { Output.line("\(zone): assets \(now.rawValue)") }
+        }
+    }
 }
+
+extension AssetPolicy: ExpressibleByArgument {}

@@ -175,12 +175,18 @@ public protocol SyncDelegate: Sendable {
     /// What a hello would say of these shared zones (those held), for a
     /// session that grants them after its hello.
     func sharedZoneAdverts(_ zones: Set<ZoneID>, for peer: DeviceID) throws -> [ZoneAdvert]
+    /// Answers `peer`'s request for asset content: only for an asset a
+    /// record references in a zone the peer may sync, and held here.
+    func serveAsset(_ request: AssetRequest, for peer: DeviceID) throws -> AssetReply
 }
 
 extension SyncDelegate {
     public func notePeerMembership(_ membership: [UInt8], of peer: DeviceID) -> Bool { false }
     public func noteOfferedZones(_ zones: [ZoneID], from peer: DeviceID) throws {}
     public func sharedZoneAdverts(_ zones: Set<ZoneID>, for peer: DeviceID) throws -> [ZoneAdvert] { [] }
+    public func serveAsset(_ request: AssetRequest, for peer: DeviceID) throws -> AssetReply {
+        .unavailable(hash: request.hash, chunk: request.chunk, reason: "this device serves no assets")
+    }
 }
 
 /// The store stopped trusting a device while its session ran: the session

@@ -1,4 +1,5 @@
 import LatticeCore
+import LatticeCrypto
 
 /// The protocol's wire constants.
 public enum SyncWire {
@@ -16,7 +17,7 @@ public enum SyncWire {
 
 extension SyncMessage {
     private enum Kind: UInt8 {
-        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants
+        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply
     }
 
     /// The message's bytes inside the channel.
@@ -65,6 +66,14 @@ extension SyncMessage {
         case .roster(let bytes):
             writer.byte(Kind.roster.rawValue)
             writer.blob(bytes)
+        case .assetRequest(let request):
+            writer.byte(Kind.assetRequest.rawValue)
+            writer.raw(request.hash)
+            writer.varint(UInt64(request.size))
+            writer.varint(request.chunk.map { $0 + 1 } ?? 0)
+        case .assetReply(let reply):
+            writer.byte(Kind.assetReply.rawValue)
+            Self.write(reply, into: &writer)
         }
         return writer.bytes
     }
@@ -130,6 +139,14 @@ extension SyncMessage {
             case .ping: self = .ping
             case .pong: self = .pong
             case .roster: self = .roster(try reader.blob())
+            case .assetRequest:
+                let hash = Array(try reader.raw(AssetOutline.hashLength))
+                let size = try reader.varint()
+                guard size <= UInt64(AssetOutline.maximumChunks) * UInt64(AssetOutline.chunkSize) else { throw ProtocolError.malformed("an asset of \(size) bytes") }
+                let chunk = try reader.varint()
+                guard chunk <= UInt64(AssetOutline.chunkCount(size: Int64(size))) else { throw ProtocolError.malformed("chunk \(chunk - 1) of an asset of \(size) bytes") }
+                self = .assetRequest(AssetRequest(hash: hash, size: Int64(size), chunk: chunk == 0 ? nil : Int(chunk - 1)))
+            case .assetReply: self = .assetReply(try Self.readAssetReply(from: &reader))
             }
             guard reader.isAtEnd else { throw ProtocolError.malformed("\(reader.remaining) trailing bytes after a \(kind) message") }
         } catch let error as ProtocolError {
@@ -140,6 +157,56 @@ extension SyncMessage {
     }
 
     // MARK: Parts
+
+    private static func write(_ reply: AssetReply, into writer: inout BinaryWriter) {
+        switch reply {
+        case .outline(let hash, let chunks):
+            writer.byte(0)
+            writer.raw(hash)
+            writer.varint(chunks.count)
+            for chunk in chunks { writer.raw(chunk) }
+        case .chunk(let hash, let index, let leaves, let bytes):
+            writer.byte(1)
+            writer.raw(hash)
+            writer.varint(index)
+            writer.varint(leaves.count)
+            for leaf in leaves { writer.raw(leaf) }
+            writer.blob(bytes)
+        case .unavailable(let hash, let chunk, let reason):
+            writer.byte(2)
+            writer.raw(hash)
+            writer.varint(chunk.map { $0 + 1 } ?? 0)
+            writer.string(String(reason.prefix(200)))
+        }
+    }
+
+    private static func readAssetReply(from reader: inout BinaryReader) throws -> AssetReply {
+        let kind = try reader.byte()
+        let hash = Array(try reader.raw(AssetOutline.hashLength))
+        func hashes(below limit: Int, _ what: String) throws -> [[UInt8]] {
+            let count = try reader.count(below: limit + 1, what)
+            return try (0..<count).map { _ in Array(try reader.raw(AssetOutline.hashLength)) }
+        }
+        switch kind {
+        case 0:
+            return .outline(hash: hash, chunks: try hashes(below: AssetOutline.maximumChunks, "chunk hashes"))
+        case 1:
+            let index = try reader.varint()
+            guard index < UInt64(AssetOutline.maximumChunks) else { throw ProtocolError.malformed("asset chunk \(index)") }
+            let leaves = try hashes(below: AssetOutline.leavesPerChunk, "leaf hashes")
+            let bytes = try reader.blob()
+            guard bytes.count <= AssetOutline.chunkSize else { throw ProtocolError.malformed("an asset chunk of \(bytes.count) bytes") }
+            return .chunk(hash: hash, index: Int(index), leaves: leaves, bytes: bytes)
+        case 2:
+            let chunk = try reader.varint()
+            guard chunk <= UInt64(AssetOutline.maximumChunks) else { throw ProtocolError.malformed("asset chunk \(chunk)") }
+            let reason = try reader.string()
+            guard reason.utf8.count <= 800 else { throw ProtocolError.malformed("an unavailable asset's reason of \(reason.utf8.count) bytes") }
+            return .unavailable(hash: hash, chunk: chunk == 0 ? nil : Int(chunk - 1), reason: reason)
+        default:
+            throw ProtocolError.malformed("unknown asset reply \(kind)")
+        }
+    }
 
     private static func write(_ adverts: [ZoneAdvert], into writer: inout BinaryWriter) {
         writer.varint(adverts.count)

@@ -152,4 +152,8 @@ public enum SyncMessage: Hashable, Sendable {
     case roster([UInt8])
     case ping
     case pong
+    /// A request for an asset's outline or one of its chunks.
+    case assetRequest(AssetRequest)
+    /// The answer to an `assetRequest`.
+    case assetReply(AssetReply)
 }

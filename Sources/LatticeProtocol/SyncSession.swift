@@ -20,6 +20,8 @@ public struct SyncSession: Sendable {
         case apply(IncomingBatch)
         /// Take the peer's account roster before any batch after it; answer with `rosterAdopted`.
         case adoptRoster([UInt8])
+        /// Answer the peer's request for asset content; answer with `assetServed`.
+        case serveAsset(AssetRequest)
         case close(ProtocolError)
         case event(SessionEvent)
     }
@@ -41,6 +43,8 @@ public struct SyncSession: Sendable {
         case delivered(zone: ZoneKey, records: Int, bytes: Int, final: Bool)
         /// Both sides have sent all they had and every batch is committed.
         case quiescent
+        /// The peer answered one of this side's asset requests (`requestAsset`).
+        case assetReply(AssetReply)
     }
 
     public struct Configuration: Hashable, Sendable {
@@ -123,8 +127,15 @@ public struct SyncSession: Sendable {
     private var grantsReceived = 0
     /// Grants an honest peer sends: one per change of its shares while the session runs.
     public static let maximumGrants = 64
-    /// Offers of shared zones being weighed outside the session (`weighOffers`).
-    private var weighingOffers = 0
+    /// Widenings being weighed outside the session (`holdCaughtUp`).
+    private var holds = 0
+    /// The peer's asset requests being answered here (`serveAsset`).
+    var assetServes = 0
+    /// This side's asset requests the peer has not answered yet.
+    var assetRequests = Set<AssetRequest.Key>()
+    var assetRequestsBeforeHello: [AssetRequest] = []
+    /// Asset requests a peer may have unanswered at once: an honest one keeps a few chunks in flight.
+    public static let maximumAssetServes = 32
 
     public init(localHello: Hello, access: PeerAccess = .account, configuration: Configuration = Configuration()) {
         self.access = access
@@ -147,7 +158,7 @@ public struct SyncSession: Sendable {
 
     /// Whether both directions are done for now (for `sync --once`).
     public var isQuiescent: Bool {
-        peerHello != nil && weighingOffers == 0 && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && rosters.isEmpty && !applying && inFlight.isEmpty && producing == nil
+        peerHello != nil && holds == 0 && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && rosters.isEmpty && !applying && inFlight.isEmpty && producing == nil
     }
 
     // MARK: Input
@@ -174,6 +185,8 @@ public struct SyncSession: Sendable {
             return [.event(.receiving(zone: start.zone, records: start.records, bytes: start.bytes))]
         case .changes(let part): return receiveChanges(part)
         case .acknowledgement(let ack): return receiveAcknowledgement(ack)
+        case .assetRequest(let request): return receiveAssetRequest(request)
+        case .assetReply(let reply): return receiveAssetReply(reply)
         }
     }
 
@@ -186,7 +199,7 @@ public struct SyncSession: Sendable {
         peerGranted = hello.granted
         takePeerAdverts(hello.zones)
         openStreams()
-        return [.event(.started(granted: streams))] + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
+        return [.event(.started(granted: streams))] + sendAssetRequestsMadeBeforeHello() + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
     }
 
     private mutating func takePeerAdverts(_ adverts: [ZoneAdvert]) {
@@ -230,18 +243,19 @@ public struct SyncSession: Sendable {
         return [.send(.grants(grants)), .event(.started(granted: streams))] + pump()
     }
 
-    /// The peer offered shared zones that this side weighs outside the
-    /// session (an accepted zone not held yet widens it): until
-    /// `offersWeighed`, the session is not quiescent, so `sync --once` does
-    /// not end before the zones it was offered have streamed.
-    public mutating func weighOffers() {
-        weighingOffers += 1
+    /// Something outside the session may widen it (the peer's account opens
+    /// shared zones; the peer offered zones this side accepted): until
+    /// `releaseCaughtUp`, this side does not say it caught up and the
+    /// session is not quiescent, so neither side's `sync --once` ends
+    /// before the zones it opens have streamed.
+    public mutating func holdCaughtUp() {
+        holds += 1
     }
 
-    /// The offers `weighOffers` announced are settled (the session widened, or not).
-    public mutating func offersWeighed() -> [Action] {
-        weighingOffers = max(0, weighingOffers - 1)
-        return checkQuiescent()
+    /// What `holdCaughtUp` waited for is settled (the session widened, or not).
+    public mutating func releaseCaughtUp() -> [Action] {
+        holds = max(0, holds - 1)
+        return pump() + checkQuiescent()
     }
 
     private mutating func receiveGrants(_ grants: Grants) -> [Action] {
@@ -402,7 +416,7 @@ public struct SyncSession: Sendable {
     private mutating func pump() -> [Action] {
         guard !closed, peerHello != nil, producing == nil, writable, inFlight.count < configuration.window else { return [] }
         guard let zone = order.first(where: { outgoing[$0]!.dirty }) else {
-            if !sentCaughtUp {
+            if !sentCaughtUp, holds == 0 {
                 sentCaughtUp = true
                 return [.send(grantsReceived == 0 ? .caughtUp : .caughtUpAfter(grants: grantsReceived))] + checkQuiescent()
             }
@@ -454,7 +468,7 @@ public struct SyncSession: Sendable {
     /// The store or the transport failed: the session ends with this reason.
     public mutating func fail(_ error: ProtocolError) -> [Action] { close(error) }
 
-    private mutating func close(_ error: ProtocolError) -> [Action] {
+    mutating func close(_ error: ProtocolError) -> [Action] {
         guard !closed else { return [] }
         closed = true
         return [.close(error)]
@@ -479,6 +493,8 @@ extension SyncMessage {
         case .roster: return "roster"
         case .ping: return "ping"
         case .pong: return "pong"
+        case .assetRequest: return "asset request"
+        case .assetReply: return "asset reply"
         }
     }
 }

@@ -166,7 +166,38 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v8: asset references") { db in
+            try db.execute(sql: """
+                -- Which records reference which asset content (fields and their
+                -- conflicts, of live records): what a peer may fetch, and what is missing.
+                CREATE TABLE asset_refs (
+                    hash BLOB NOT NULL,
+                    size INTEGER NOT NULL,
+                    zone INTEGER NOT NULL,
+                    source TEXT NOT NULL,
+                    PRIMARY KEY (hash, zone, source)
+                ) WITHOUT ROWID;
+                CREATE INDEX asset_refs_by_record ON asset_refs (zone, source);
+                -- Assets a person or an app asked for (`lattice asset fetch`), until their content is here.
+                CREATE TABLE asset_wants (hash BLOB PRIMARY KEY NOT NULL, size INTEGER NOT NULL, asked_at INTEGER NOT NULL) WITHOUT ROWID;
+                """)
+            try indexAssetReferences(db)
+        }
         return migrator
+    }
+
+    /// Fills `asset_refs` from the records an earlier build stored.
+    private static func indexAssetReferences(_ db: GRDB.Database) throws {
+        let replicas = try Data.fetchAll(db, sql: "SELECT id FROM replicas ORDER BY idx").map { ReplicaID(bytes: [UInt8]($0)) }
+        let rows = try Row.fetchCursor(db, sql: "SELECT zone, state FROM records WHERE alive = 1")
+        while let row = try rows.next() {
+            let state = try RecordBlob.decode([UInt8](row[1] as Data), replicas: replicas)
+            for asset in state.liveAssets {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO asset_refs (hash, size, zone, source) VALUES (?, ?, ?, ?)",
+                    arguments: [Data(asset.hash), asset.size, row[0] as Int64, state.recordName])
+            }
+        }
     }
 
     /// Moves the per-replica conflict log of v1 into the records' registers,

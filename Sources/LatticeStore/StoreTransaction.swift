@@ -115,6 +115,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone = ?").execute(arguments: [row.id])
         guard db.changesCount > 0 else { return }
         try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ?").execute(arguments: [row.id])
+        try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE zone = ?").execute(arguments: [row.id])
         hasCascades[row.id] = false
         touch(row)
     }
@@ -165,7 +166,23 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
                 hasCascades[zone] = true
             }
         }
+        try updateAssetReferences(from: previous, to: state, zone: zone)
         try touch(key, zone)
+    }
+
+    /// Keeps `asset_refs` as the record's live assets are.
+    private func updateAssetReferences(from previous: RecordState?, to state: RecordState, zone: Int64) throws {
+        let before = previous?.liveAssets ?? []
+        let after = state.liveAssets
+        guard before != after else { return }
+        for asset in before.subtracting(after) {
+            try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE hash = ? AND zone = ? AND source = ?")
+                .execute(arguments: [Data(asset.hash), zone, state.recordName])
+        }
+        for asset in after.subtracting(before) {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO asset_refs (hash, size, zone, source) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [Data(asset.hash), asset.size, zone, state.recordName])
+        }
     }
 
     /// Inserts a new record's row or updates the existing one by row id (the
@@ -275,14 +292,20 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Whether this commit takes a new change sequence (records or zones changed).
     var advancesSequence: Bool { !touchedZones.isEmpty }
 
-    public func setSetting(_ key: String, to value: String) throws {
+    /// With `wakingNodes`, a node running on the store hears of the change (as of a commit).
+    public func setSetting(_ key: String, to value: String, wakingNodes: Bool = false) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: ["setting." + key, Data(value.utf8)])
         hasChanges = true
+        if wakingNodes { wakesWatchers = true }
     }
 
     public func registerAsset(_ asset: AssetReference) throws {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO assets (hash, size) VALUES (?, ?)").execute(arguments: [Data(asset.hash), asset.size])
-        if db.changesCount > 0 { hasChanges = true }
+        guard db.changesCount > 0 else { return }
+        hasChanges = true
+        // Whoever waits for it (`lattice asset fetch` in another process) hears of it.
+        try db.cachedStatement(sql: "DELETE FROM asset_wants WHERE hash = ?").execute(arguments: [Data(asset.hash)])
+        wakesWatchers = true
     }
 
     /// Drops the anti-entropy history and expires older change tokens.

@@ -59,6 +59,12 @@ public struct ConnectionHandle: Sendable, Hashable {
         channel.eventLoop.execute { handler.value.widenIfGranted() }
     }
 
+    /// Asks the peer for asset content; the reply comes as the session's `assetReply` event.
+    public func requestAsset(_ request: AssetRequest) {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.requestAsset(request) }
+    }
+
     public func close() { channel.close(promise: nil) }
 
     public var isActive: Bool { channel.isActive }
@@ -227,13 +233,21 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     }
 
     private func handle(_ message: SyncMessage) {
+        // The peer's account may open shared zones its handshake did not: the session
+        // widens, and says it caught up only after its grants (so `sync --once` on the
+        // other side does not end before them).
+        var widens = false
+        if case .hello(let hello) = message, let peer, session?.peerHello == nil, !hello.membership.isEmpty,
+           delegate.notePeerMembership(hello.membership, of: peer) {
+            widens = true
+            mutateSession { $0.holdCaughtUp(); return [] }
+        }
         mutateSession { $0.receive(message) }
+        if widens { widenIfGranted { $0.mutateSession { $0.releaseCaughtUp() } } }
         guard let peer else { return }
         let offered: [ZoneID]
         switch message {
         case .hello(let hello):
-            // The peer's account may open shared zones its handshake did not: the session widens.
-            if !hello.membership.isEmpty, delegate.notePeerMembership(hello.membership, of: peer) { widenIfGranted() }
             offered = hello.sharedGrants
         case .grants(let grants):
             offered = grants.sharedZones
@@ -244,10 +258,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         let delegate = delegate
         // An accepted zone not held yet is taken from whoever offers it: the
         // session may widen, and is not done before it knows.
-        mutateSession { $0.weighOffers(); return [] }
+        mutateSession { $0.holdCaughtUp(); return [] }
         runOffLoop({ try? delegate.noteOfferedZones(offered, from: peer) }) { handler, _ in
-            handler.widenIfGranted { $0.mutateSession { $0.offersWeighed() } }
+            handler.widenIfGranted { $0.mutateSession { $0.releaseCaughtUp() } }
         }
+    }
+
+    fileprivate func requestAsset(_ request: AssetRequest) {
+        mutateSession { $0.requestAsset(request) }
     }
 
     private var widening = false
@@ -372,6 +390,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 guard let peer else { continue }
                 runOffLoop({ try delegate.adoptRoster(roster, from: peer) }) { handler, _ in
                     handler.mutateSession { $0.rosterAdopted() }
+                }
+            case .serveAsset(let request):
+                let delegate = delegate
+                guard let peer else { continue }
+                runOffLoop({ try delegate.serveAsset(request, for: peer) }) { handler, reply in
+                    handler.mutateSession { $0.assetServed(reply) }
                 }
             case .close(let error):
                 if wrote { context?.flush() }

@@ -37,7 +37,22 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         .grants(Grants(sharedZones: [ZoneID(zoneName: "team", ownerName: ZoneID.defaultOwnerName)], zones: [
             ZoneAdvert(zone: sharedZone, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
         ])),
+        .assetRequest(AssetRequest(hash: Array(repeating: 1, count: 32), size: 300_000, chunk: nil)),
+        .assetRequest(AssetRequest(hash: Array(repeating: 2, count: 32), size: 300_000, chunk: 1)),
+        .assetReply(.outline(hash: Array(repeating: 3, count: 32), chunks: [Array(repeating: 4, count: 32), Array(repeating: 5, count: 32)])),
+        .assetReply(.chunk(hash: Array(repeating: 6, count: 32), index: 2, leaves: [Array(repeating: 7, count: 32)], bytes: [8, 9, 10])),
+        .assetReply(.unavailable(hash: Array(repeating: 11, count: 32), chunk: 0, reason: "not here")),
     ]
+
+    @Test func assetMessagesOutOfBoundsAreRefused() {
+        // A chunk beyond the asset's size, a chunk over 256 KiB, more leaves than a chunk has.
+        let beyond = SyncMessage.assetRequest(AssetRequest(hash: Array(repeating: 1, count: 32), size: 10, chunk: 5))
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: beyond.encoded()) }
+        let large = SyncMessage.assetReply(.chunk(hash: Array(repeating: 1, count: 32), index: 0, leaves: [], bytes: Array(repeating: 0, count: 262_145)))
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: large.encoded()) }
+        let leafy = SyncMessage.assetReply(.chunk(hash: Array(repeating: 1, count: 32), index: 0, leaves: Array(repeating: Array(repeating: 0, count: 32), count: 17), bytes: []))
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: leafy.encoded()) }
+    }
 
     @Test func grantsThatAdvertiseAZoneTheyDoNotGrantAreRefused() {
         let lying = SyncMessage.grants(Grants(sharedZones: [], zones: [ZoneAdvert(zone: sharedZone, zoneState: zoneState, vector: VersionVector(), resume: nil)]))

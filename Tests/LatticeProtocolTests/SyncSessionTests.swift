@@ -263,14 +263,45 @@ import Testing
         #expect(commit.contains { if case .produce = $0 { return true } else { return false } })
     }
 
-    @Test func offersBeingWeighedHoldQuiescenceBack() throws {
-        var session = started()
-        session.weighOffers()
-        _ = session.batchProduced(nil)
+    @Test func aWideningBeingWeighedHoldsTheCaughtUpBack() throws {
+        var session = SyncSession(localHello: ours)
+        _ = session.start()
+        session.holdCaughtUp()
+        _ = session.receive(.hello(theirs))
+        let produced = session.batchProduced(nil)
+        #expect(!produced.contains(.send(.caughtUp)), "the peer's sync --once would end before the grants")
         let after = session.receive(.caughtUp)
         #expect(!after.contains(.event(.quiescent)), "sync --once would end before the offered zones stream")
         #expect(!session.isQuiescent)
-        #expect(session.offersWeighed().contains(.event(.quiescent)))
+        let released = session.releaseCaughtUp()
+        #expect(released.contains(.send(.caughtUp)))
+        #expect(released.contains(.event(.quiescent)))
         #expect(session.isQuiescent)
+    }
+
+    @Test func anAssetRequestMadeBeforeThePeersHelloWaitsForIt() throws {
+        var session = SyncSession(localHello: ours)
+        _ = session.start()
+        let request = AssetRequest(hash: Array(repeating: 7, count: 32), size: 1000, chunk: nil)
+        #expect(session.requestAsset(request).isEmpty)
+        #expect(session.receive(.hello(theirs)).contains(.send(.assetRequest(request))))
+    }
+
+    @Test func assetRepliesAnswerRequestsOnlyAndRequestsAreBounded() throws {
+        var session = started()
+        let request = AssetRequest(hash: Array(repeating: 7, count: 32), size: 1000, chunk: 0)
+        #expect(session.requestAsset(request) == [.send(.assetRequest(request))])
+        #expect(session.requestAsset(request).isEmpty, "asked once")
+        let reply = AssetReply.chunk(hash: request.hash, index: 0, leaves: [], bytes: [1, 2])
+        #expect(session.receive(.assetReply(reply)) == [.event(.assetReply(reply))])
+        // The same reply again answers nothing asked.
+        #expect(closeReason(session.receive(.assetReply(reply))) != nil)
+
+        var serving = started()
+        for index in 0..<SyncSession.maximumAssetServes {
+            let asked = AssetRequest(hash: request.hash, size: 100_000_000, chunk: index)
+            #expect(serving.receive(.assetRequest(asked)) == [.serveAsset(asked)])
+        }
+        #expect(closeReason(serving.receive(.assetRequest(request))) != nil, "a peer flooding requests is dropped")
     }
 }

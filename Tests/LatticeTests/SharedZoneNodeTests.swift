@@ -13,14 +13,6 @@ import Testing
 @Suite(.serialized) struct SharedZoneNodeTests {
     func node(_ container: Container, peers: [Int] = []) -> SyncNode { loopbackNode(container, peers: peers) }
 
-    /// `device` joins `founder`'s account, as pairing makes it.
-    func join(_ device: Container, to founder: Container) throws {
-        let roster = try founder.store.write { transaction -> AccountRoster in
-            _ = try transaction.signRosterEntry(.add(name: "device"), subject: device.store.identity.publicKey)
-            return try transaction.roster()
-        }
-        try device.store.write { _ = try $0.adoptRoster(roster, joining: true) }
-    }
 
     /// Synchronous on purpose: in an async test the library's async overloads would be chosen.
     func title(_ container: Container, _ name: String, in zone: ZoneID) -> String? {
@@ -50,18 +42,13 @@ import Testing
         events.withLockedValue { $0 }.filter { if case .writesRefused = $0 { return true } else { return false } }.count
     }
 
-    func record(_ node: SyncNode) -> (NIOLockedValueBox<[SyncNode.Event]>, Task<Void, Never>) {
-        let events = NIOLockedValueBox<[SyncNode.Event]>([])
-        let stream = node.events
-        return (events, Task { for await event in stream { events.withLockedValue { $0.append(event) } } })
-    }
 
     @Test func aZoneSharedReadOnlyThenReadWriteThenRemoved() async throws {
         let directory = TemporaryDirectory()
         let x1 = try directory.container("x1"), x2 = try directory.container("x2")
         let y1 = try directory.container("y1"), y2 = try directory.container("y2")
-        try join(x2, to: x1)
-        try join(y2, to: y1)
+        try joinAccount(x2, to: x1)
+        try joinAccount(y2, to: y1)
         y2.ignoreWriteRights()
         try privateList(x1, with: "milk", "Milk")
         let share = try x1.share(zone: "Lists", with: try y1.accountID, permission: .readOnly)
@@ -70,7 +57,7 @@ import Testing
         #expect(share.participants.map(\.permission) == [.readOnly])
 
         let nodeX1 = node(x1)
-        let (eventsX1, listener) = record(nodeX1)
+        let (eventsX1, listener) = recordEvents(nodeX1)
         try await nodeX1.start()
         let portX1 = try #require(nodeX1.listeningPort)
         let nodeX2 = node(x2, peers: [portX1])
@@ -124,10 +111,10 @@ import Testing
         try await nodeZ1.start()
         let portZ1 = try #require(nodeZ1.listeningPort)
         let nodeX1 = node(x1, peers: [portZ1])
-        let (eventsX1, listenerX1) = record(nodeX1)
+        let (eventsX1, listenerX1) = recordEvents(nodeX1)
         try await nodeX1.start()
         let nodeY1 = node(y1, peers: [portZ1])
-        let (eventsY1, listenerY1) = record(nodeY1)
+        let (eventsY1, listenerY1) = recordEvents(nodeY1)
         try await nodeY1.start()
 
         #expect(await eventually(30) { invitations(z1) == 1 })

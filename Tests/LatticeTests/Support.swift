@@ -1,5 +1,7 @@
 import Foundation
-import Lattice
+@testable import Lattice
+import LatticeCore
+import NIOConcurrencyHelpers
 import Testing
 
 /// A fresh directory under the system temp dir, removed by `cleanup`.
@@ -67,4 +69,20 @@ func loopbackNode(_ container: Container, peers: [Int] = []) -> SyncNode {
     configuration.listenHost = "127.0.0.1"
     configuration.peers = peers.map { PeerAddress(host: "127.0.0.1", port: $0) }
     return SyncNode(container: container, configuration: configuration)
+}
+
+/// `device` joins `founder`'s account, as pairing makes it.
+func joinAccount(_ device: Container, to founder: Container) throws {
+    let roster = try founder.store.write { transaction -> AccountRoster in
+        _ = try transaction.signRosterEntry(.add(name: "device"), subject: device.store.identity.publicKey)
+        return try transaction.roster()
+    }
+    try device.store.write { _ = try $0.adoptRoster(roster, joining: true) }
+}
+
+/// Every event `node` reports from now on, gathered by the task returned (cancel it at the end).
+func recordEvents(_ node: SyncNode) -> (NIOLockedValueBox<[SyncNode.Event]>, Task<Void, Never>) {
+    let events = NIOLockedValueBox<[SyncNode.Event]>([])
+    let stream = node.events
+    return (events, Task { for await event in stream { events.withLockedValue { $0.append(event) } } })
 }

@@ -74,6 +74,8 @@ import LatticeTestSupport
                     link.wires[1 - end].append(try SyncMessage(decoding: message.encoded())) // through the wire format
                 case .produce, .apply, .adoptRoster:
                     link.work[end].append(action)
+                case .serveAsset:
+                    Issue.record("no asset was asked for")
                 case .close(let reason):
                     Issue.record("an honest session closed: \(reason)")
                 case .event: break

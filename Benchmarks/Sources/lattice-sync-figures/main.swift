@@ -17,6 +17,9 @@ import Workload
 //                                                          the private database within the account against a zone shared
 //                                                          with another account (from its acceptance); then a read-write
 //                                                          participant's saves until the owner sees them
+//   lattice-sync-figures assets [--megabytes 1024] [--saves 300]
+//                                                          a large asset fetched A -> B on demand (MB/s, peak RSS); then
+//                                                          small saves' propagation while another such asset moves
 //   lattice-sync-figures between --a DIR --b DIR [--saves 200] [--label TEXT]
 //                                                          propagation between two stores whose nodes run elsewhere
 //                                                          (`lattice serve` processes): saves alternate A->B and B->A
@@ -349,6 +352,75 @@ func shared() async throws {
     await pair.stop()
 }
 
+/// Peak resident memory of this process so far, in MB (both nodes run in it).
+func peakRSSMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+    return kilobytes / 1024
+}
+
+/// A large asset from A to B, fetched on demand, encrypted and checked, to
+/// disk; then small saves on A while another such transfer runs, until B sees them.
+func assets() async throws {
+    let megabytes = option("--megabytes", 1024)
+    let saves = option("--saves", 300)
+    let pair = try SyncPair()
+    try await pair.a.privateCloudDatabase.save(Zone(zoneName: "bench"))
+    let zone = Zone.ID(zoneName: "bench")
+    func makeAsset(_ name: String, seed: UInt64) async throws -> AssetReference {
+        let url = pair.root.appendingPathComponent(name)
+        FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        var state = seed
+        var block = [UInt64](repeating: 0, count: 1 << 17) // 1 MiB
+        for _ in 0..<megabytes {
+            for index in block.indices { state = state &* 6364136223846793005 &+ 1442695040888963407; block[index] = state }
+            try handle.write(contentsOf: block.withUnsafeBytes { Data($0) })
+        }
+        try handle.close()
+        let value = try pair.a.importAsset(fileAt: url)
+        try FileManager.default.removeItem(at: url)
+        var record = Record(recordType: "Film", recordName: name, zoneID: zone)
+        record["content"] = value
+        try await pair.a.privateCloudDatabase.save(record)
+        guard case .asset(let asset) = value else { fatalError("not an asset") }
+        return asset
+    }
+    let first = try await makeAsset("film", seed: 1)
+    let second = try await makeAsset("trailer", seed: 2)
+    try await pair.start()
+    let start = now()
+    try await pair.nodeB!.fetchAssets([first], timeout: .seconds(3600))
+    let seconds = Double(now() - start) / 1e9
+    let rate = Double(first.size) / seconds / 1e6
+    emit(["figure": "asset transfer", "bytes": first.size, "seconds": seconds, "MB_per_s": rate, "peak_rss_MB_both_nodes": peakRSSMegabytes()])
+    say(String(format: "a %d MiB asset fetched A -> B (encrypted, checked per 16 KiB, synced to disk): %.2f s, %.0f MB/s; peak RSS of this process (both nodes) %.0f MB",
+               megabytes, seconds, rate, peakRSSMegabytes()))
+
+    // Small saves while the second asset moves on the same connection.
+    let transfer = Task { try await pair.nodeB!.fetchAssets([second], timeout: .seconds(3600)) }
+    try await Task.sleep(nanoseconds: 200_000_000)
+    var samples: [Double] = []
+    for i in 0..<saves {
+        let name = "s\(i)"
+        var record = Record(recordType: "Track", recordName: name, zoneID: zone)
+        record["title"] = .string("t\(i)")
+        let begin = now()
+        try await pair.a.privateCloudDatabase.save(record)
+        await pair.waitUntilBHas(name, in: zone)
+        samples.append(Double(now() - begin) / 1e6)
+        if pair.b.fileURL(for: second) != nil { break }
+    }
+    let during = samples.count
+    try await transfer.value
+    samples.sort()
+    emit(["figure": "propagation during an asset transfer", "saves": during, "p50_ms": percentile(samples, 0.5), "p99_ms": percentile(samples, 0.99), "max_ms": samples.last!])
+    say(String(format: "a small save until B sees it, while a %d MiB asset moves on the same connection: p50 %.2f ms, p99 %.2f ms over %d saves",
+               megabytes, percentile(samples, 0.5), percentile(samples, 0.99), during))
+    await pair.stop()
+}
+
 switch mode {
 case "propagation": try await propagation(cli: false)
 case "propagation-cli": try await propagation(cli: true)
@@ -356,6 +428,7 @@ case "initial": try await initial()
 case "between": try between()
 case "databases": try await databases()
 case "shared": try await shared()
+case "assets": try await assets()
 default:
     say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | databases [--records N] [--rounds N] | shared [--records N] [--rounds N] [--saves N] | between --a DIR --b DIR [--saves N]")
     exit(2)

@@ -75,6 +75,21 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var dialError: String?
     }
 
+    /// An asset whose content this node is fetching, or waits to fetch.
+    public struct AssetTransfer: Codable, Sendable, Hashable {
+        /// The content hash, hex.
+        public var hash: String
+        public var size: Int64
+        /// Bytes held so far (those a resumed transfer found included).
+        public var bytesDone: Int64
+        /// "waiting" (no peer has sent its outline yet) or "fetching".
+        public var state: String
+        /// Bytes each peer sent in this node's run.
+        public var bytesByPeer: [String: Int64]
+        /// The last thing that went wrong: a peer lacks it, a chunk did not check.
+        public var problem: String?
+    }
+
     public var pid: Int32
     public var startedAt: UInt64
     public var listeningPort: Int?
@@ -84,6 +99,8 @@ public struct NodeStatus: Codable, Sendable, Hashable {
     public var commitWatch: String?
     /// Connections turned away, bounded.
     public var strangers: StrangerLog?
+    /// Assets being fetched.
+    public var assets: [AssetTransfer]?
 
     public static let fileName = "node-status.json"
 
@@ -94,6 +111,17 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         // A node killed with SIGKILL leaves its file behind: only a live process counts.
         guard kill(status.pid, 0) == 0 || errno == EPERM else { return nil }
         return status
+    }
+
+    /// Whether a node runs on the store in `directory` now: it holds the
+    /// store's `node.lock` from its start (its status file comes a moment later).
+    public static func nodeRuns(store directory: URL) -> Bool {
+        let fd = open(directory.appendingPathComponent("node.lock").path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return errno == EWOULDBLOCK }
+        flock(fd, LOCK_UN)
+        return false
     }
 
     func write(store directory: URL) {

@@ -27,6 +27,8 @@ struct StoreSyncAdapter: SyncDelegate {
     let issuedCursors = NIOLockedValueBox([DeferredStream: StreamCursor]())
     /// The host each stranger connected from, for its allowance of public writes (bounded).
     let strangerHosts = NIOLockedValueBox([DeviceID: String]())
+    /// Outlines of assets being served, so each chunk read is checked before it is sent (bounded).
+    let servedOutlines = NIOLockedValueBox([[UInt8]: [[UInt8]]]())
 
     struct DeferredStream: Hashable {
         var peer: DeviceID
@@ -90,7 +92,7 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     /// What `peer` may sync, as the store says now.
-    private func access(for peer: DeviceID, in snapshot: StoreSnapshot) throws -> PeerAccess? {
+    func access(for peer: DeviceID, in snapshot: StoreSnapshot) throws -> PeerAccess? {
         if try snapshot.peer(peer.description)?.trusted == true { return .account }
         guard peer != store.identity.deviceID else { return nil }
         let known = snapshot.accounts(of: ReplicaID(device: peer))
@@ -98,7 +100,7 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     /// The accounts `peer` proved (its hellos) or the store knows (memberships).
-    private func accounts(of peer: DeviceID, in snapshot: StoreSnapshot) -> Set<String> {
+    func accounts(of peer: DeviceID, in snapshot: StoreSnapshot) -> Set<String> {
         trusted.accounts(of: peer).union(snapshot.accounts(of: ReplicaID(device: peer)))
     }
 

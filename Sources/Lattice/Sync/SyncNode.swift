@@ -126,6 +126,12 @@ public final class SyncNode: Sendable {
         case caughtUp(peer: String)
         /// A device this node trusts does not trust it back: they sync the public database only.
         case publicOnly(peer: String)
+        /// Asset content arrived from a peer: `bytesDone` of `bytesTotal` are here (hash in hex).
+        case assetProgress(asset: String, peer: String, bytesDone: Int64, bytesTotal: Int64)
+        /// An asset's content is whole and in the store: `fetchedBytes` came over the network, `resumedBytes` were found from an earlier, cut transfer.
+        case assetFetched(asset: String, fetchedBytes: Int64, resumedBytes: Int64)
+        /// A peer sent asset content that does not check against the asset's hash (chunk -1: its outline); nothing of it was written, and it is asked of another peer.
+        case assetRejected(asset: String, peer: String, chunk: Int, reason: String)
     }
 
     public enum Direction: String, Sendable, Hashable { case receiving, sending }
@@ -176,6 +182,8 @@ public final class SyncNode: Sendable {
     let continuation: AsyncStream<Event>.Continuation
     /// Every event, in order; one consumer.
     public let events: AsyncStream<Event>
+    /// Fetches the content of assets records here reference.
+    let assetFetcher: AssetFetcher
 
     public init(container: Container, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "lattice.node")) {
         self.container = container
@@ -187,6 +195,11 @@ public final class SyncNode: Sendable {
         let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
         state = NIOLockedValueBox(State(status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
+        let state = state
+        assetFetcher = AssetFetcher(store: container.store) {
+            state.withLockedValue { state in state.connections.flatMap { peer, handles in handles.map { (peer, $0) } } }
+        }
+        assetFetcher.report = { [weak self] report in self?.handleAssetReport(report) }
     }
 
     /// What `peer` may sync with this node, given the trusted set.
@@ -253,6 +266,7 @@ public final class SyncNode: Sendable {
             }
         }
         watchCommits()
+        assetFetcher.refreshSoon()
         for peer in configuration.peers { addPeer(peer) }
         if configuration.discovers, let port = listeningPort { startDiscovery(port: port) }
         publishStatus()
@@ -280,6 +294,7 @@ public final class SyncNode: Sendable {
             return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 }, state.dialing.values.map(\.channel))
         }
         for dialer in dialers { dialer.cancel() }
+        assetFetcher.stop()
         let discoveryDialers = stopDiscovery()
         watcher?.stop()
         state.withLockedValue { $0.poller }?.cancel()
@@ -400,6 +415,7 @@ public final class SyncNode: Sendable {
             logger.warning("cannot read trust from the store; sessions keep the trust last read: \(error)")
         }
         let trusted = trustedDevices.all
+        assetFetcher.refreshSoon()
         let connections = state.withLockedValue { $0.connections }
         let discovering = state.withLockedValue { $0.discovery != nil }
         guard !connections.isEmpty || discovering else { return }
@@ -453,6 +469,7 @@ public final class SyncNode: Sendable {
             if !handle.access.isAccount { noteStranger(.publicOnly, address: PeerAddress(address)?.host ?? address, deviceID: id) }
             logger.info("connected", metadata: ["peer": "\(id)", "address": "\(address)"])
             continuation.yield(.connected(peer: id, address: address))
+            assetFetcher.connectionsChanged()
         case .refused(let peer, let address):
             if peer.description == container.deviceID {
                 continuation.yield(.unreachable(address: address, reason: "that address is this device itself"))
@@ -493,6 +510,7 @@ public final class SyncNode: Sendable {
                     }
                 }
             }
+            if peer != nil { assetFetcher.connectionsChanged() }
             // A refused stranger had its `refused` event (or its count in the status): no second one.
             if closeReason?.isRefusalOfStranger != true {
                 continuation.yield(.disconnected(peer: peer?.description, address: address, reason: reason))
@@ -510,6 +528,7 @@ public final class SyncNode: Sendable {
             if !granted.isAccount, trustedDevices.all.contains(peer) {
                 continuation.yield(.publicOnly(peer: peer))
             }
+            assetFetcher.connectionsChanged() // it may now sync zones whose assets are wanted
             // Shared zones widen a session after its start: the status shows what it has now.
             state.withLockedValue { state in
                 guard let access = state.connections[peer]?.first?.access else { return }
@@ -521,6 +540,9 @@ public final class SyncNode: Sendable {
             startStream(peer, zone, .sending, records, bytes)
         case .received(let zone, let records, let bytes, let final):
             advance(peer, zone, .receiving, records, bytes, final)
+            if records > 0 { assetFetcher.refreshSoon() }
+        case .assetReply(let reply):
+            assetFetcher.received(reply, from: peer)
         case .delivered(let zone, let records, let bytes, let final):
             advance(peer, zone, .sending, records, bytes, final)
         case .quiescent:

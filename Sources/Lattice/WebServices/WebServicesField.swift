@@ -34,7 +34,10 @@ public struct WebServicesField: Codable, Hashable, Sendable {
             return .object(["recordName": .string(reference.recordName), "action": .string(reference.action == .deleteSelf ? "DELETE_SELF" : "NONE")])
         case .asset(let asset):
             var object: [String: WebServicesValue] = ["fileChecksum": .string(asset.hexHash), "size": .integer(asset.size)]
-            if let url = assetURL(asset) { object["downloadURL"] = .string(url.absoluteString) }
+            // Content not here yet (it comes from a peer: `lattice asset fetch`): no downloadURL, and local false.
+            let url = assetURL(asset)
+            if let url { object["downloadURL"] = .string(url.absoluteString) }
+            object["local"] = .bool(url != nil)
             return .object(object)
         case .location(let location):
             var object: [String: WebServicesValue] = ["latitude": .number(location.latitude), "longitude": .number(location.longitude)]

@@ -1,0 +1,57 @@
+import Foundation
+import LatticeCore
+import LatticeStore
+
+extension Container {
+    /// The assets records here reference (or only those whose content is not here yet).
+    public func assetEntries(missingOnly: Bool = false) throws(LatticeError) -> [AssetEntry] {
+        try LatticeError.wrap { try store.read { try $0.assetEntries(missingOnly: missingOnly) } }
+    }
+
+    /// Asks for the content of `assets`: the node running on this store (in
+    /// this process or another) fetches it from a peer that holds it. See
+    /// `SyncNode.fetchAssets` to wait for it.
+    public func requestAssets(_ assets: [AssetReference]) throws(LatticeError) {
+        try LatticeError.wrap {
+            try store.write { transaction in
+                let now = RecordStore.systemWallClock()
+                for asset in assets where try !transaction.hasAsset(asset.hash) { try transaction.wantAsset(asset, at: now) }
+            }
+        }
+    }
+
+    /// Whether the assets of `zone` come with its records (`eager`) or, above
+    /// 256 KiB, when asked for (`lazy`, the default). A choice of this device
+    /// alone: it does not sync.
+    func assetPolicy(of zone: ZoneKey) throws(LatticeError) -> AssetPolicy {
+        try LatticeError.wrap { try store.read { AssetFetcher.eagerZones(in: $0).contains(zone) ? .eager : .lazy } }
+    }
+
+    func setAssetPolicy(_ policy: AssetPolicy, of zone: ZoneKey) throws(LatticeError) {
+        try LatticeError.wrap {
+            try store.write { transaction in
+                var zones = AssetFetcher.eagerZones(in: transaction)
+                if policy == .eager { zones.insert(zone) } else { zones.remove(zone) }
+                // A running node hears of it, and fetches what the zone now wants.
+                try transaction.setSetting(AssetPolicy.settingKey, to: zones.map(\.settingLine).sorted().joined(separator: "\n"), wakingNodes: true)
+            }
+        }
+    }
+}
+
+extension Database {
+    /// Whether the assets of a zone come with its records (`eager`) or, above
+    /// 256 KiB, when asked for (`lazy`, the default). A choice of this device
+    /// alone: it does not sync.
+    public func assetPolicy(ofZone zoneID: Zone.ID) throws(LatticeError) -> AssetPolicy {
+        try container.assetPolicy(of: key(try resolveZoneID(zoneID)))
+    }
+
+    public func setAssetPolicy(_ policy: AssetPolicy, ofZone zoneID: Zone.ID) throws(LatticeError) {
+        let resolved = try resolveZoneID(zoneID)
+        guard try allRecordZones().contains(where: { $0.zoneID == resolved }) else {
+            throw LatticeError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
+        }
+        try container.setAssetPolicy(policy, of: key(resolved))
+    }
+}

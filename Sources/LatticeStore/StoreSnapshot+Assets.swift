@@ -1,0 +1,79 @@
+import Foundation
+import GRDB
+import LatticeCore
+
+/// An asset live records reference, and where this store stands with it.
+public struct AssetEntry: Hashable, Sendable {
+    public var asset: AssetReference
+    /// Whether its content is in the store.
+    public var isLocal: Bool
+    /// Whether someone asked for it (`lattice asset fetch`) and it has not arrived.
+    public var isWanted: Bool
+    /// The records that reference it.
+    public var records: [(zone: ZoneKey, name: String)]
+
+    public static func == (lhs: AssetEntry, rhs: AssetEntry) -> Bool {
+        lhs.asset == rhs.asset && lhs.isLocal == rhs.isLocal && lhs.isWanted == rhs.isWanted
+            && lhs.records.map { "\($0.zone)/\($0.name)" } == rhs.records.map { "\($0.zone)/\($0.name)" }
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(asset) }
+
+    /// The zones its records are in.
+    public var zones: Set<ZoneKey> { Set(records.map(\.zone)) }
+}
+
+extension StoreSnapshot {
+    /// Every asset live records reference (or only those whose content is
+    /// not here), largest number of references first is not promised:
+    /// ordered by hash.
+    public func assetEntries(missingOnly: Bool = false, limit: Int = .max) throws -> [AssetEntry] {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT r.hash, r.size, z.scope, z.name, z.owner, r.source,
+                   EXISTS (SELECT 1 FROM assets a WHERE a.hash = r.hash) AS local,
+                   EXISTS (SELECT 1 FROM asset_wants w WHERE w.hash = r.hash) AS wanted
+            FROM asset_refs r JOIN zones z ON z.id = r.zone
+            \(missingOnly ? "WHERE NOT EXISTS (SELECT 1 FROM assets a WHERE a.hash = r.hash)" : "")
+            ORDER BY r.hash, z.scope, z.name, z.owner, r.source
+            """))
+        var entries: [AssetEntry] = []
+        while let row = try rows.next() {
+            let asset = AssetReference(hash: [UInt8](row[0] as Data), size: row[1])
+            guard let scope = DatabaseScope(rawValue: row[2]) else { continue }
+            let zone = ZoneKey(scope: scope, zoneID: ZoneID(zoneName: row[3], ownerName: row[4]))
+            if entries.last?.asset == asset {
+                entries[entries.count - 1].records.append((zone, row[5]))
+            } else {
+                if entries.count == limit { break }
+                entries.append(AssetEntry(asset: asset, isLocal: row[6], isWanted: row[7], records: [(zone, row[5])]))
+            }
+        }
+        return entries
+    }
+
+    /// The zones whose live records reference the asset `hash`.
+    public func zonesReferencing(asset hash: [UInt8]) throws -> [ZoneKey] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT DISTINCT z.scope, z.name, z.owner FROM asset_refs r JOIN zones z ON z.id = r.zone WHERE r.hash = ?
+            """), arguments: [Data(hash)]).compactMap { row in
+            DatabaseScope(rawValue: row[0]).map { ZoneKey(scope: $0, zoneID: ZoneID(zoneName: row[1], ownerName: row[2])) }
+        }
+    }
+
+    /// Whether someone asked for the asset and it has not arrived.
+    public func isAssetWanted(_ hash: [UInt8]) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_wants WHERE hash = ?"), arguments: [Data(hash)]) ?? false
+    }
+}
+
+extension StoreTransaction {
+    /// Asks for an asset's content: a running node fetches it from a peer that holds it.
+    public func wantAsset(_ asset: AssetReference, at time: UInt64) throws {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO asset_wants (hash, size, asked_at) VALUES (?, ?, ?)")
+            .execute(arguments: [Data(asset.hash), asset.size, Int64(time)])
+        if db.changesCount > 0 {
+            markChanged()
+            wakesWatchers = true
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+@_spi(Testing) @_spi(Tools) @testable import Lattice
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+import LatticeStore
+import LatticeTestSupport
+import NIOConcurrencyHelpers
+import Testing
+
+/// Asset content moving between real nodes on loopback: by hash, from any
+/// device that holds it, small assets with their records and large ones when
+/// asked for, each chunk checked before it is written.
+@Suite(.serialized) struct AssetTransferNodeTests {
+    func node(_ container: Container, peers: [Int] = []) -> SyncNode { loopbackNode(container, peers: peers) }
+
+
+    /// A file of `count` bytes that no other test makes.
+    func file(_ directory: TemporaryDirectory, _ name: String, bytes count: Int, seed: UInt64) throws -> URL {
+        var generator = SeededGenerator(seed: seed)
+        let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let url = directory.url.appendingPathComponent(name)
+        try Data(bytes).write(to: url)
+        return url
+    }
+
+    /// Saves `Movies/name` with `file` as its poster; returns the asset.
+    @discardableResult
+    func save(_ container: Container, _ name: String, poster file: URL, zone: Zone.ID = Zone.ID(zoneName: "Movies"), database: Database? = nil) throws -> AssetReference {
+        let value = try container.importAsset(fileAt: file)
+        var record = Record(recordType: "Movie", recordName: name, zoneID: zone)
+        record["poster"] = value
+        try (database ?? container.privateCloudDatabase).save(record)
+        guard case .asset(let asset) = value else { throw LatticeError(.internalError, "not an asset") }
+        return asset
+    }
+
+    func holds(_ container: Container, _ name: String, zone: Zone.ID = Zone.ID(zoneName: "Movies")) -> Bool {
+        (try? container.privateCloudDatabase.record(for: Record.ID(recordName: name, zoneID: zone))) != nil
+    }
+
+    func content(_ container: Container, _ asset: AssetReference) -> Data? {
+        container.fileURL(for: asset).flatMap { try? Data(contentsOf: $0) }
+    }
+
+
+    @Test func contentMovesLazilyOrEagerlyFromAnyDeviceThatHoldsIt() async throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), b = try directory.container("b"), c = try directory.container("c")
+        try joinAccount(b, to: a)
+        try joinAccount(c, to: a)
+        try await a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        let bigFile = try file(directory, "film.bin", bytes: 3 * AssetOutline.chunkSize + 12_345, seed: 1)
+        let smallFile = try file(directory, "icon.png", bytes: 100_000, seed: 2)
+        let big = try save(a, "up", poster: bigFile)
+        let small = try save(a, "cars", poster: smallFile)
+        // Two records, one content: one file.
+        #expect(try save(a, "up-again", poster: bigFile) == big)
+        #expect(try a.assetEntries().first { $0.asset == big }?.records.map(\.name) == ["up", "up-again"])
+
+        let nodeA = node(a)
+        try await nodeA.start()
+        let nodeB = node(b, peers: [try #require(nodeA.listeningPort)])
+        try await nodeB.start()
+        let nodeC = node(c, peers: [try #require(nodeB.listeningPort)]) // C meets only B
+        try await nodeC.start()
+        let (eventsC, listener) = recordEvents(nodeC)
+        defer { listener.cancel() }
+
+        // Records arrive with the small asset's content; the large one is not fetched by itself.
+        #expect(await eventually(30) { holds(b, "up") && holds(c, "up") })
+        #expect(await eventually(30) { content(b, small) != nil && content(c, small) != nil })
+        #expect(content(c, small) == (try Data(contentsOf: smallFile)))
+        #expect(content(b, big) == nil && content(c, big) == nil)
+        #expect(try b.assetEntries(missingOnly: true).map(\.asset) == [big])
+
+        // Asked for, it comes whole and checked; C gets it from B, the only device it meets.
+        try await nodeB.fetchAssets([big], timeout: .seconds(60))
+        #expect(content(b, big) == (try Data(contentsOf: bigFile)))
+        try await nodeC.fetchAssets([big], timeout: .seconds(60))
+        #expect(content(c, big) == (try Data(contentsOf: bigFile)))
+        #expect(try c.assetEntries(missingOnly: true).isEmpty)
+        let fetched = eventsC.withLockedValue { $0 }.compactMap { event -> Int64? in
+            if case .assetFetched(let hash, let bytes, _) = event, hash == big.hexHash { return bytes }
+            return nil
+        }
+        #expect(fetched == [big.size])
+
+        // An eager zone's large assets come with their records.
+        try b.privateCloudDatabase.setAssetPolicy(.eager, ofZone: Zone.ID(zoneName: "Movies"))
+        #expect(try b.privateCloudDatabase.assetPolicy(ofZone: Zone.ID(zoneName: "Movies")) == .eager)
+        let otherFile = try file(directory, "trailer.bin", bytes: 2 * AssetOutline.chunkSize + 1, seed: 3)
+        let other = try save(a, "trailer", poster: otherFile)
+        #expect(await eventually(30) { content(b, other) != nil })
+        #expect(content(b, other) == (try Data(contentsOf: otherFile)))
+        #expect(content(c, other) == nil)
+
+        await nodeC.stop()
+        await nodeB.stop()
+        await nodeA.stop()
+    }
+
+    /// A modified peer of the account: it answers asset requests with the
+    /// right outline and leaf hashes, but chunk `corrupt` with one byte flipped.
+    final class LyingAssetPeer: @unchecked Sendable {
+        let identity: Identity
+        let content: [UInt8]
+        let corrupt: Int
+        private(set) var chunksSent = 0
+
+        init(content: [UInt8], corrupt: Int) throws {
+            identity = try Identity.generate()
+            self.content = content
+            self.corrupt = corrupt
+        }
+
+        /// Connects to the node at `port` and answers until the connection ends.
+        func serve(port: Int, container: String) throws {
+            guard let client = RawConnection(port: port, timeoutSeconds: 30) else { return }
+            var initiator = try HandshakeInitiator(identity: identity, versions: SyncWire.versions)
+            client.frame(initiator.start())
+            guard let first = client.readFrame() else { return }
+            let (reply, keys) = try initiator.receive(first)
+            client.frame(reply)
+            var sender = try keys.sendKey.withBytes { try SecretStreamSender(key: $0) }
+            client.frame(sender.header)
+            guard let header = client.readFrame() else { return }
+            var receiver = try keys.receiveKey.withBytes { try SecretStreamReceiver(key: $0, header: header) }
+            client.frame(try sender.seal(SyncMessage.hello(Hello(container: container, zones: [])).encoded()))
+            let hasher = AssetHasher()
+            try content.withUnsafeBytes { try hasher.update($0) }
+            let hash = try hasher.finish()
+            while let frame = client.readFrame() {
+                let (plain, final) = try receiver.open(frame)
+                if final { return }
+                let answer: SyncMessage
+                switch try SyncMessage(decoding: plain) {
+                case .ping: answer = .pong
+                case .assetRequest(let request) where request.chunk == nil:
+                    answer = .assetReply(.outline(hash: hash, chunks: hasher.chunks))
+                case .assetRequest(let request):
+                    let index = request.chunk!
+                    let start = index * AssetOutline.chunkSize
+                    var bytes = Array(content[start..<start + AssetOutline.chunkLength(index, size: Int64(content.count))])
+                    let leaves = try AssetOutline.leafHashes(of: bytes)
+                    if index == corrupt { bytes[20_000] ^= 0xFF } // in leaf 1, under honest leaf hashes
+                    chunksSent += 1
+                    answer = .assetReply(.chunk(hash: hash, index: index, leaves: leaves, bytes: bytes))
+                default: continue
+                }
+                client.frame(try sender.seal(answer.encoded()))
+            }
+        }
+    }
+
+    @Test func aLyingPeersChunkIsCaughtAtItsLeafAndComesFromAnother() async throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), b = try directory.container("b"), c = try directory.container("c")
+        try joinAccount(b, to: a)
+        try joinAccount(c, to: a) // B learns of C from A's roster when they meet
+        try await a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        let source = try file(directory, "film.bin", bytes: 4 * AssetOutline.chunkSize, seed: 4)
+        let asset = try save(a, "up", poster: source)
+        try sync(a, to: b)
+        let liar = try LyingAssetPeer(content: [UInt8](try Data(contentsOf: source)), corrupt: 2)
+        try b.trust(deviceID: liar.identity.deviceID.description)
+
+        // B meets the liar alone: chunk 2 is caught at its bad 16 KiB, and nothing of it is written.
+        let nodeB = node(b)
+        let (eventsB, listener) = recordEvents(nodeB)
+        defer { listener.cancel() }
+        try await nodeB.start()
+        let portB = try #require(nodeB.listeningPort)
+        let liarThread = Task.detached { try liar.serve(port: portB, container: b.containerIdentifier) }
+        #expect(await eventually(10) { nodeB.connectedPeers.contains(liar.identity.deviceID.description) })
+        do {
+            try await nodeB.fetchAssets([asset], timeout: .seconds(5))
+            Issue.record("a corrupted asset was taken")
+        } catch {
+            #expect(error.code == .networkUnavailable, "\(error)")
+        }
+        let rejected = eventsB.withLockedValue { $0 }.compactMap { event -> (String, Int, String)? in
+            if case .assetRejected(_, let peer, let chunk, let reason) = event { return (peer, chunk, reason) }
+            return nil
+        }
+        #expect(rejected.map(\.0) == [liar.identity.deviceID.description])
+        #expect(rejected.map(\.1) == [2])
+        // Chunk 2 starts at 524,288; byte 20,000 of it is in its second leaf.
+        #expect(rejected.first?.2.contains("bytes 540672..<557056") == true, "\(rejected)")
+        #expect(content(b, asset) == nil)
+
+        // Once B meets A, chunk 2 comes from A; the liar's three good chunks were kept.
+        let nodeA = node(a)
+        try await nodeA.start()
+        nodeB.addPeer(PeerAddress(host: "127.0.0.1", port: try #require(nodeA.listeningPort)))
+        #expect(await eventually(30) { nodeB.connectedPeers.contains(a.deviceID) }, "\(eventsB.withLockedValue { $0 })")
+        try await nodeB.fetchAssets([asset], timeout: .seconds(60))
+        #expect(content(b, asset) == (try Data(contentsOf: source)))
+        #expect(liar.chunksSent == 4)
+
+        // A copy damaged on a disk is not served: the node says so, and the fetch waits for another.
+        try sync(a, to: c)
+        let onA = try #require(a.fileURL(for: asset))
+        let handle = try FileHandle(forUpdating: onA)
+        try handle.seek(toOffset: UInt64(AssetOutline.chunkSize + 7))
+        try handle.write(contentsOf: Data([0, 0, 0]))
+        try handle.close()
+        let nodeC = node(c, peers: [try #require(nodeA.listeningPort)])
+        try await nodeC.start()
+        do {
+            try await nodeC.fetchAssets([asset], timeout: .seconds(3))
+            Issue.record("a damaged copy was served")
+        } catch {
+            #expect(error.description.contains("damaged"), "\(error)")
+        }
+        nodeC.addPeer(PeerAddress(host: "127.0.0.1", port: portB))
+        try await nodeC.fetchAssets([asset], timeout: .seconds(60))
+        #expect(content(c, asset) == (try Data(contentsOf: source)))
+
+        await nodeC.stop()
+        await nodeB.stop()
+        await nodeA.stop()
+        liarThread.cancel()
+    }
+
+    @Test func aStrangerGetsNoPrivateAssetButThePublicDatabasesOnes() throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), stranger = try directory.container("s")
+        try a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        let secret = try save(a, "diary", poster: try file(directory, "diary.bin", bytes: 70_000, seed: 5))
+        let published = try save(a, "flyer", poster: try file(directory, "flyer.bin", bytes: 80_000, seed: 6), zone: .default, database: a.publicCloudDatabase)
+        let adapter = try a.syncDelegate(publicFrom: .anyone)
+        let strangerID = try #require(DeviceID(stranger.deviceID))
+        guard case .unavailable(_, _, let reason) = try adapter.serveAsset(AssetRequest(hash: secret.hash, size: secret.size, chunk: nil), for: strangerID) else {
+            Issue.record("a stranger got a private asset's outline")
+            return
+        }
+        #expect(reason.contains("no record this device may read"))
+        guard case .unavailable = try adapter.serveAsset(AssetRequest(hash: secret.hash, size: secret.size, chunk: 0), for: strangerID) else {
+            Issue.record("a stranger got a private asset's chunk")
+            return
+        }
+        guard case .outline(_, let chunks) = try adapter.serveAsset(AssetRequest(hash: published.hash, size: published.size, chunk: nil), for: strangerID) else {
+            Issue.record("a public record's asset was not served to a stranger")
+            return
+        }
+        #expect(try AssetOutline.outlineMatches(chunks, hash: published.hash, size: published.size))
+        guard case .chunk(_, 0, let leaves, let bytes) = try adapter.serveAsset(AssetRequest(hash: published.hash, size: published.size, chunk: 0), for: strangerID) else {
+            Issue.record("a public record's asset chunk was not served to a stranger")
+            return
+        }
+        #expect(try AssetOutline.problem(withChunk: 0, leaves: leaves, bytes: bytes, expected: chunks[0], size: published.size) == nil)
+    }
+
+    @Test func aReadOnlyParticipantOfASharedZoneGetsItsAssets() async throws {
+        let directory = TemporaryDirectory()
+        let x = try directory.container("x"), y = try directory.container("y")
+        try await x.privateCloudDatabase.save(Zone(zoneName: "Lists"))
+        let share = try x.share(zone: "Lists", with: try y.accountID, permission: .readOnly)
+        let photo = try save(x, "milk", poster: try file(directory, "milk.jpg", bytes: AssetOutline.chunkSize + 7, seed: 7),
+                             zone: share.zoneID, database: x.sharedCloudDatabase)
+        let nodeX = node(x)
+        try await nodeX.start()
+        let nodeY = node(y, peers: [try #require(nodeX.listeningPort)])
+        try await nodeY.start()
+        #expect(await eventually(30) { (try? y.shareInvitations().count) == 1 })
+        _ = try y.acceptShare("Lists")
+        #expect(await eventually(30) { (try? y.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: share.zoneID))) != nil })
+        try await nodeY.fetchAssets([photo], timeout: .seconds(60))
+        #expect(content(y, photo) == content(x, photo))
+        await nodeY.stop()
+        await nodeX.stop()
+    }
+}
