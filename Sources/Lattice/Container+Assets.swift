@@ -1,11 +1,23 @@
 import Foundation
 import LatticeCore
+import LatticeCrypto
 import LatticeStore
 
 extension Container {
     /// The assets records here reference (or only those whose content is not here yet).
     public func assetEntries(missingOnly: Bool = false) throws(LatticeError) -> [AssetEntry] {
         try LatticeError.wrap { try store.read { try $0.assetEntries(missingOnly: missingOnly) } }
+    }
+
+    /// The asset a file's content would be, without taking it into the store.
+    public func assetReference(ofFileAt url: URL) throws(LatticeError) -> AssetReference {
+        try LatticeError.wrap {
+            guard let input = FileHandle(forReadingAtPath: url.path) else { throw LatticeError(.assetFileNotFound, "cannot read \(url.path)") }
+            defer { try? input.close() }
+            let hasher = AssetHasher()
+            while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty { try piece.withUnsafeBytes { try hasher.update($0) } }
+            return AssetReference(hash: try hasher.finish(), size: hasher.size)
+        }
     }
 
     /// Asks for the content of `assets`: the node running on this store (in

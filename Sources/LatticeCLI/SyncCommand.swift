@@ -110,6 +110,8 @@ struct SyncCommand: ParsableCommand {
                 if state.caughtUp.count + ended >= peerCount { break }
             }
             progress.finish()
+            // Small assets (and eager zones') come with the records: their content too, from the peers still connected.
+            await node.waitForAssetFetches(timeout: .seconds(max(1, Int64(timeout / 4))))
             watchdog.cancel()
             await node.stop()
         }

@@ -89,6 +89,7 @@ struct BundleCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
         @Option(name: .shortAndLong, help: "Bundle file to write.") var output: String
         @Option(help: "The other side's `lattice vector --json` file (default: everything).") var since: String?
+        @Flag(name: .customLong("with-assets"), help: "Carry the content of the assets the zones' records reference (that is here).") var withAssets = false
         @Argument(help: "Zones to include (default: all).") var zones: [String] = []
 
         func run() throws {
@@ -112,10 +113,27 @@ struct BundleCommand: ParsableCommand {
                 throw CLIError.io("cannot write \(output)")
             }
             var records = 0
-            let header = BundleFormat.header(zones: keys.count)
+            let included = Set(keys)
+            let assets = withAssets
+                ? try library { try container.assetEntries() }.filter { $0.isLocal && !$0.zones.isDisjoint(with: included) }.map(\.asset) : []
+            let header = BundleFormat.header(zones: keys.count, assets: withAssets ? assets.count : nil)
             var bytes = header.count
             do {
                 try handle.write(contentsOf: header)
+                for asset in assets {
+                    guard let url = container.fileURL(for: asset), let input = FileHandle(forReadingAtPath: url.path) else {
+                        throw CLIError.io("asset \(asset.hexHash.prefix(16))… is no longer here")
+                    }
+                    defer { try? input.close() }
+                    try handle.write(contentsOf: BundleFormat.assetHeader(asset))
+                    var left = asset.size
+                    while left > 0, let piece = try input.read(upToCount: Int(min(left, 1 << 20))), !piece.isEmpty {
+                        try handle.write(contentsOf: piece)
+                        left -= Int64(piece.count)
+                    }
+                    guard left == 0 else { throw CLIError.io("asset \(asset.hexHash.prefix(16))… is shorter here than its size") }
+                    bytes += BundleFormat.assetHeaderLength + Int(asset.size)
+                }
                 for key in keys {
                     let written = try library { try container.writeChangeSet(for: key, since: vectors[key] ?? VersionVector()) { try handle.write(contentsOf: $0) } }
                     records += written.records
@@ -134,8 +152,8 @@ struct BundleCommand: ParsableCommand {
                 try? FileManager.default.removeItem(atPath: temporary)
                 throw CLIError.io("writing \(output): \(error.localizedDescription)")
             }
-            if options.json { Output.json(BundleCreated(file: output, zones: keys.count, records: records, bytes: bytes)) } else {
-                Output.line("wrote \(Output.count(records, "record")) of \(Output.count(keys.count, "zone")) to \(output) (\(bytes) bytes)")
+            if options.json { Output.json(BundleCreated(file: output, zones: keys.count, records: records, assets: assets.count, bytes: bytes)) } else {
+                Output.line("wrote \(Output.count(records, "record")) of \(Output.count(keys.count, "zone"))\(withAssets ? " and \(Output.count(assets.count, "asset"))" : "") to \(output) (\(bytes) bytes)")
             }
         }
     }
@@ -157,10 +175,26 @@ struct BundleCommand: ParsableCommand {
             let opening: BundleFormat.Opening
             do { opening = try BundleFormat.readHeader(from: &source) } catch { throw CLIError.io("reading \(file): \(error.localizedDescription)") }
             let expected: Int?
+            var assetCount = 0
             switch opening {
             case .notABundle: throw CLIError.corrupt("\(file) is not a Lattice bundle (make one with `lattice bundle create`); nothing was applied")
             case .uncounted: expected = nil
-            case .counted(let changeSets): expected = changeSets
+            case .counted(let changeSets, let assets):
+                expected = changeSets
+                assetCount = assets
+            }
+            // Assets first, each checked against its hash into a file of its own; taken only once the records apply.
+            let staging = container.directory.appendingPathComponent("assets/partial/bundle-\(getpid())")
+            defer { try? FileManager.default.removeItem(at: staging) }
+            var carried: [(asset: AssetReference, file: URL)] = []
+            for index in 0..<assetCount {
+                do {
+                    carried.append(try BundleFormat.readAsset(from: handle, into: staging.appendingPathComponent("\(index)"), container: container))
+                } catch let error as CLIError {
+                    throw error
+                } catch {
+                    throw CLIError.io("reading \(file): \(error.localizedDescription)")
+                }
             }
             let summary: ApplySummary
             do {
@@ -169,6 +203,11 @@ struct BundleCommand: ParsableCommand {
                 // Typed throws: `error` is a LatticeError here.
                 guard error.code == .invalidArguments else { throw CLIError(error) }
                 throw CLIError.corrupt("\(file) is not a usable bundle: \(error.message); nothing from it was applied")
+            }
+            // Content no record here references is not taken.
+            let referenced = Set(try library { try container.assetEntries() }.map(\.asset))
+            for (asset, url) in carried where referenced.contains(asset) && container.fileURL(for: asset) == nil {
+                _ = try library { try container.importAsset(fileAt: url) }
             }
             if options.json {
                 Output.json(BundleApplied(file: file, recordsReceived: summary.recordsReceived, recordsChanged: summary.recordsChanged,
@@ -188,15 +227,50 @@ struct BundleCommand: ParsableCommand {
 enum BundleFormat {
     static let magic: [UInt8] = Array("LTBN".utf8)
 
-    static func header(zones: Int) -> [UInt8] {
-        magic + [2] + (0..<4).map { UInt8(truncatingIfNeeded: UInt32(zones) >> UInt32(8 * $0)) }
+    /// Version 2 without assets; version 3 (with `assets`) adds their count,
+    /// and the assets (`assetHeader` and content each) before the change sets.
+    static func header(zones: Int, assets: Int? = nil) -> [UInt8] {
+        magic + [assets == nil ? 2 : 3] + littleEndian(UInt64(zones), 4) + (assets.map { littleEndian(UInt64($0), 4) } ?? [])
+    }
+
+    static func littleEndian(_ value: UInt64, _ count: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: value >> UInt64(8 * $0)) }
+    }
+
+    static let assetHeaderLength = 40
+
+    /// An asset's hash and size (8 bytes little-endian), before its content.
+    static func assetHeader(_ asset: AssetReference) -> [UInt8] { asset.hash + littleEndian(UInt64(asset.size), 8) }
+
+    /// Reads one asset of a version-3 bundle into `file`; its content must hash to what it claims.
+    static func readAsset(from handle: FileHandle, into file: URL, container: Container) throws -> (asset: AssetReference, file: URL) {
+        let header = [UInt8](try handle.read(upToCount: assetHeaderLength) ?? Data())
+        guard header.count == assetHeaderLength else { throw CLIError.corrupt("the bundle is cut short in its assets; nothing was applied") }
+        let size = header[32...].enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) }
+        guard size < 1 << 40 else { throw CLIError.corrupt("the bundle holds an asset of \(size) bytes; nothing was applied") }
+        let claimed = AssetReference(hash: Array(header[..<32]), size: Int64(size))
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let output = FileHandle(forWritingAtPath: file.path) else {
+            throw CLIError.io("cannot write \(file.path)")
+        }
+        defer { try? output.close() }
+        var left = Int64(size)
+        while left > 0, let piece = try handle.read(upToCount: Int(min(left, 1 << 20))), !piece.isEmpty {
+            try output.write(contentsOf: piece)
+            left -= Int64(piece.count)
+        }
+        guard left == 0 else { throw CLIError.corrupt("the bundle is cut short in asset \(claimed.hexHash.prefix(16))…; nothing was applied") }
+        guard try library({ try container.assetReference(ofFileAt: file) }) == claimed else {
+            throw CLIError.corrupt("asset \(claimed.hexHash.prefix(16))… of the bundle does not match its hash; nothing was applied")
+        }
+        return (claimed, file)
     }
 
     enum Opening {
         case notABundle
         /// Version 1 does not say how many change sets follow.
         case uncounted
-        case counted(changeSets: Int)
+        case counted(changeSets: Int, assets: Int)
     }
 
     static func readHeader(from source: inout FileByteSource) throws -> Opening {
@@ -204,10 +278,16 @@ enum BundleFormat {
         guard opening.count == 5, Array(opening.prefix(4)) == magic else { return .notABundle }
         switch opening[4] {
         case 1: return .uncounted
-        case 2:
-            let count = try source.read(upTo: 4)
-            guard count.count == 4 else { return .notABundle }
-            return .counted(changeSets: Int(count.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(8 * $1.offset) }))
+        case 2, 3:
+            func count() throws -> Int? {
+                let bytes = try source.read(upTo: 4)
+                guard bytes.count == 4 else { return nil }
+                return Int(bytes.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(8 * $1.offset) })
+            }
+            guard let changeSets = try count() else { return .notABundle }
+            guard opening[4] == 3 else { return .counted(changeSets: changeSets, assets: 0) }
+            guard let assets = try count() else { return .notABundle }
+            return .counted(changeSets: changeSets, assets: assets)
         default: return .notABundle
         }
     }
@@ -234,6 +314,7 @@ struct BundleCreated: Encodable {
     var file: String
     var zones: Int
     var records: Int
+    var assets: Int
     var bytes: Int
 }
 

@@ -124,4 +124,53 @@ import Testing
         let refused = try cli.run(["asset", "fetch", "Movies/film"], store: "b")
         #expect(refused.status == 69 && refused.stderr.contains("lattice serve"), "\(refused.stderr)")
     }
+
+    @Test func bundlesCarryAssetsWhenAskedAndABadOneChangesNothing() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "b", "c", "d"] { try cli.ok(["init"], store: store) }
+        try cli.ok(["zone", "create", "Movies"], store: "a")
+        let source = try randomFile("poster.jpg", bytes: 600_000)
+        try cli.ok(["record", "save", "Movies/film", "--type", "Movie", "poster:asset=\(source.path)"], store: "a")
+        let withAssets = cli.path("with.ltb"), without = cli.path("without.ltb")
+        let created = try cli.ok(["bundle", "create", "-o", withAssets, "--with-assets", "--json"], store: "a").json
+        #expect(created["assets"] as? Int == 1)
+        try cli.ok(["bundle", "create", "-o", without], store: "a")
+
+        try cli.ok(["bundle", "apply", withAssets], store: "b")
+        let url = try #require(try posterValue("b")?["downloadURL"] as? String)
+        #expect(try Data(contentsOf: try #require(URL(string: url))) == Data(contentsOf: source))
+        try cli.ok(["bundle", "apply", without], store: "c")
+        #expect(try posterValue("c")?["local"] as? Bool == false)
+
+        // One byte of the asset's content changed in the file: refused whole, with no record applied.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: withAssets))
+        bytes[13 + 40 + 1000] ^= 0xFF // past the header (9 + 4 bytes) and the asset's hash and size
+        let bad = cli.path("bad.ltb")
+        try bytes.write(to: URL(fileURLWithPath: bad))
+        let refused = try cli.run(["bundle", "apply", bad], store: "d")
+        #expect(refused.status == 65 && refused.stderr.contains("does not match its hash"), "\(refused.stderr)")
+        #expect(try poster("d") == nil)
+        // Cut short in the asset: refused too.
+        try bytes.prefix(13 + 40 + 500).write(to: URL(fileURLWithPath: bad))
+        #expect(try cli.run(["bundle", "apply", bad], store: "d").status == 65)
+        #expect(try poster("d") == nil)
+    }
+
+    @Test func syncOnceBringsSmallAssetsWithTheirRecords() throws {
+        defer { cli.cleanup() }
+        var ids: [String: String] = [:]
+        for store in ["a", "b"] {
+            try cli.ok(["init"], store: store)
+            ids[store] = try cli.ok(["id", "--json"], store: store).json["deviceID"] as? String
+        }
+        try cli.ok(["trust", ids["b"]!], store: "a")
+        try cli.ok(["trust", ids["a"]!], store: "b")
+        try cli.ok(["zone", "create", "Movies"], store: "a")
+        let source = try randomFile("icon.png", bytes: 200_000)
+        try cli.ok(["record", "save", "Movies/film", "--type", "Movie", "poster:asset=\(source.path)"], store: "a")
+        let a = try NodeProcess(cli: cli, store: "a")
+        defer { _ = a.stop() }
+        try cli.ok(["sync", "--peer", "127.0.0.1:\(a.port)", "--once", "--timeout", "60"], store: "b")
+        #expect(try posterValue("b")?["local"] as? Bool == true, "a 200 KB asset did not come with its record")
+    }
 }

@@ -14,7 +14,9 @@
 #       it, and discovery comes back with the daemon; three times more on a
 #       host with connected peers, which keeps running and syncing;
 #   (g) the public database spreads between the two accounts with no address
-#       given, and only a record's creator changes it.
+#       given, and only a record's creator changes it;
+#   (h) h1's account shares a zone with h4's;
+#   (i) an asset saved on h1 is fetched by h3 from h2 while h1 is cut off.
 # Usage: Tests/lan/scenarios.sh [path/to/lattice]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -157,4 +159,20 @@ status=0; lat 4 record save Family/more --type Item "title=More" --database shar
 [ "$status" = 77 ] || fail "a read-only participant's write exited $status, not 77"
 lat 4 record get Movies/shared >/dev/null 2>&1 && fail "h4 holds a record of h1-h3's private database"
 echo "h4's write reached h1-h3 while read-write, and is refused at once (77) once read-only"
+step "(i) an asset saved on h1 is fetched by h3 while h1 is cut off, from h2"
+head -c 3000000 /dev/urandom > "$LAN_DIR/poster.bin"
+lat 1 record save Movies/poster --type Movie "poster:asset=$LAN_DIR/poster.bin" >/dev/null
+wait_until 20 "the record reaches h2 and h3" has_record 2 Movies/poster
+wait_until 20 "the record reaches h3" has_record 3 Movies/poster
+lat 3 record get Movies/poster | grep -q "content not here yet" || fail "h3 has a 3 MB asset's content before it asked for it"
+lat 2 asset fetch Movies/poster --timeout 30 >/dev/null || fail "h2 could not fetch the asset from h1"
+lan_link 1 down
+fetched=$(now)
+copy=$(lat 3 asset fetch Movies/poster poster --timeout 30 | sed -n 's/^poster: \(.*\) (3000000 bytes)$/\1/p')
+[ -n "$copy" ] || fail "h3 could not fetch the asset with h1 cut off"
+cmp -s "$copy" "$LAN_DIR/poster.bin" || fail "h3's copy of the asset differs from h1's file"
+echo "h3 fetched the 3 MB asset from h2 in $(since "$fetched") s with h1 cut off; byte-identical"
+lan_link 1 up
+wait_until 20 "h1 reconnects" all_connected 1 1 2 3
+
 step "every scenario passed"

@@ -88,6 +88,12 @@ final class AssetFetcher: @unchecked Sendable {
         queue.async { self.requeueLost(); self.pump() }
     }
 
+    /// Whether nothing is asked of any peer now, and no refresh is due: what
+    /// can be fetched from the peers connected has been.
+    var isIdle: Bool {
+        queue.sync { !refreshScheduled && wants.values.allSatisfy { $0.outlineFrom == nil && $0.inFlight.isEmpty } }
+    }
+
     func stop() {
         queue.sync {
             stopped = true

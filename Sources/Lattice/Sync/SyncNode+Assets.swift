@@ -20,6 +20,19 @@ extension SyncNode {
         }
     }
 
+    /// Waits until the assets this node fetches by itself (small ones, eager
+    /// zones', asked-for ones) have come from the peers connected now, or
+    /// cannot (no peer sends them), or `timeout` passes: `sync --once` ends
+    /// with the small assets of what it synced.
+    public func waitForAssetFetches(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        var idleChecks = 0
+        while ContinuousClock.now < deadline, idleChecks < 3 {
+            idleChecks = assetFetcher.isIdle ? idleChecks + 1 : 0
+            try? await Task.sleep(nanoseconds: 60_000_000)
+        }
+    }
+
     /// Fetches the content of `assets` (referenced by records here) from
     /// connected peers that hold it, and returns once every one is in the
     /// store (`Container.fileURL(for:)`). `progress` is called with the bytes
