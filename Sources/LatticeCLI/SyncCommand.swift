@@ -111,7 +111,7 @@ struct SyncCommand: ParsableCommand {
             }
             progress.finish()
             // Small assets (and eager zones') come with the records: their content too, from the peers still connected.
-            await node.waitForAssetFetches(timeout: .seconds(max(1, Int64(timeout / 4))))
+            if !outcome.value.caughtUp.isEmpty { await node.waitForAssetFetches(timeout: .seconds(max(1, Int64(timeout / 4)))) }
             watchdog.cancel()
             await node.stop()
         }
