@@ -23,6 +23,31 @@ enum AssetFiles {
         directory(in: store).appendingPathComponent("partial").appendingPathComponent(asset.hexHash)
     }
 
+    /// Every 16 KiB leaf's hash, in order, beside the outline: a node serving
+    /// the asset sends them with each chunk without hashing its bytes again.
+    static func leavesPath(for asset: AssetReference, in store: URL) -> URL {
+        directory(in: store).appendingPathComponent("outlines").appendingPathComponent(asset.hexHash + ".leaves")
+    }
+
+    static func partialLeavesPath(for asset: AssetReference, in store: URL) -> URL {
+        directory(in: store).appendingPathComponent("partial").appendingPathComponent(asset.hexHash + ".leaves")
+    }
+
+    /// The leaf hashes of chunk `index` as kept beside the content, if they are
+    /// (they are checked against the outline by the caller).
+    static func keptLeaves(_ index: Int, of asset: AssetReference, in store: URL) -> [[UInt8]]? {
+        let length = AssetOutline.chunkLength(index, size: asset.size)
+        let count = max(1, (length + AssetOutline.leafSize - 1) / AssetOutline.leafSize)
+        let fd = open(leavesPath(for: asset, in: store).path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count * AssetOutline.hashLength)
+        let offset = off_t(index) * off_t(AssetOutline.leavesPerChunk * AssetOutline.hashLength)
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+        guard read == bytes.count else { return nil }
+        return stride(from: 0, to: bytes.count, by: AssetOutline.hashLength).map { Array(bytes[$0..<$0 + AssetOutline.hashLength]) }
+    }
+
     static func importFile(at url: URL, into store: URL) throws -> AssetReference {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue,
@@ -36,7 +61,8 @@ enum AssetFiles {
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil), let output = FileHandle(forWritingAtPath: temporary.path) else {
             throw LatticeError(.internalError, "cannot write into \(directory.path)")
         }
-        let hasher = AssetHasher()
+        var leaves: [UInt8] = []
+        let hasher = AssetHasher { chunk in leaves += chunk.flatMap { $0 } }
         do {
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
                 try chunk.withUnsafeBytes { try hasher.update($0) }
@@ -50,6 +76,7 @@ enum AssetFiles {
         }
         let reference = AssetReference(hash: try hasher.finish(), size: hasher.size)
         try writeOutline(hasher.chunks, for: reference, in: store)
+        try Data(leaves).write(to: leavesPath(for: reference, in: store), options: .atomic)
         let destination = path(for: reference, in: store)
         if FileManager.default.fileExists(atPath: destination.path) {
             try? FileManager.default.removeItem(at: temporary)
@@ -78,12 +105,14 @@ enum AssetFiles {
         }
         guard let input = FileHandle(forReadingAtPath: path(for: asset, in: store).path) else { return nil }
         defer { try? input.close() }
-        let hasher = AssetHasher()
+        var leaves: [UInt8] = []
+        let hasher = AssetHasher { chunk in leaves += chunk.flatMap { $0 } }
         while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty {
             try piece.withUnsafeBytes { try hasher.update($0) }
         }
         guard try hasher.finish() == asset.hash, hasher.size == asset.size else { return nil }
         try writeOutline(hasher.chunks, for: asset, in: store)
+        try Data(leaves).write(to: leavesPath(for: asset, in: store), options: .atomic)
         return hasher.chunks
     }
 

@@ -36,6 +36,14 @@ public enum AssetOutline {
         max(1, Int((size + Int64(chunkSize) - 1) / Int64(chunkSize)))
     }
 
+    /// How many leaves content of `size` bytes has, all chunks together: 16
+    /// a chunk but the last, whose leaves are those its bytes fill (at least one).
+    public static func leafCount(size: Int64) -> Int {
+        let chunks = chunkCount(size: size)
+        let last = chunkLength(chunks - 1, size: size)
+        return (chunks - 1) * leavesPerChunk + max(1, (last + leafSize - 1) / leafSize)
+    }
+
     /// How many bytes chunk `index` of content of `size` bytes holds.
     public static func chunkLength(_ index: Int, size: Int64) -> Int {
         let start = Int64(index) * Int64(chunkSize)
@@ -135,8 +143,11 @@ public final class AssetHasher {
     private var pending: [UInt8] = []
     public private(set) var chunks: [[UInt8]] = []
     public private(set) var size: Int64 = 0
+    /// Given each chunk's leaf hashes, in order (to keep them beside the content).
+    private let leafSink: (([[UInt8]]) throws -> Void)?
 
-    public init() {
+    public init(leafSink: (([[UInt8]]) throws -> Void)? = nil) {
+        self.leafSink = leafSink
         pending.reserveCapacity(AssetOutline.chunkSize)
     }
 
@@ -152,7 +163,9 @@ public final class AssetHasher {
     }
 
     private func closeChunk() throws {
-        chunks.append(try AssetOutline.chunkHash(leaves: try AssetOutline.leafHashes(of: pending)))
+        let leaves = try AssetOutline.leafHashes(of: pending)
+        try leafSink?(leaves)
+        chunks.append(try AssetOutline.chunkHash(leaves: leaves))
         pending.removeAll(keepingCapacity: true)
     }
 

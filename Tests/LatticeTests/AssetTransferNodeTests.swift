@@ -203,7 +203,7 @@ import Testing
         #expect(content(b, asset) == (try Data(contentsOf: source)))
         #expect(liar.chunksSent == 4)
 
-        // A copy damaged on a disk is not served: the node says so, and the fetch waits for another.
+        // A copy damaged on A's disk: served with the leaf hashes kept beside it, it is caught by C at its 16 KiB.
         try sync(a, to: c)
         let onA = try #require(a.fileURL(for: asset))
         let handle = try FileHandle(forUpdating: onA)
@@ -211,13 +211,28 @@ import Testing
         try handle.write(contentsOf: Data([0, 0, 0]))
         try handle.close()
         let nodeC = node(c, peers: [try #require(nodeA.listeningPort)])
+        let (eventsC, listenerC) = recordEvents(nodeC)
+        defer { listenerC.cancel() }
         try await nodeC.start()
         do {
             try await nodeC.fetchAssets([asset], timeout: .seconds(3))
-            Issue.record("a damaged copy was served")
+            Issue.record("a damaged copy was taken")
         } catch {
-            #expect(error.description.contains("damaged"), "\(error)")
+            #expect(error.description.contains("bad chunk"), "\(error)")
         }
+        let rejectedAtC = eventsC.withLockedValue { $0 }.compactMap { event -> String? in
+            if case .assetRejected(_, let peer, 1, let reason) = event, peer == a.deviceID { return reason }
+            return nil
+        }
+        #expect(rejectedAtC.first?.contains("bytes 262144..<278528") == true, "\(rejectedAtC)")
+        // Without the leaf hashes beside it, A hashes what it reads, and does not send a damaged chunk.
+        try FileManager.default.removeItem(at: a.directory.appendingPathComponent("assets/outlines/\(asset.hexHash).leaves"))
+        let adapter = try a.syncDelegate()
+        guard case .unavailable(_, _, let reason) = try adapter.serveAsset(AssetRequest(hash: asset.hash, size: asset.size, chunk: 1), for: try #require(DeviceID(c.deviceID))) else {
+            Issue.record("a damaged chunk was served")
+            return
+        }
+        #expect(reason.contains("damaged"), "\(reason)")
         nodeC.addPeer(PeerAddress(host: "127.0.0.1", port: portB))
         try await nodeC.fetchAssets([asset], timeout: .seconds(60))
         #expect(content(c, asset) == (try Data(contentsOf: source)))

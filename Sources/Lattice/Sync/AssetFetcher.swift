@@ -258,7 +258,7 @@ final class AssetFetcher: @unchecked Sendable {
                 return
             }
             do {
-                try partial.write(index, bytes: bytes)
+                try partial.write(index, bytes: bytes, leaves: leaves)
             } catch {
                 want.problem = "\(error)"
                 return

@@ -21,6 +21,8 @@ final class PartialAsset {
     private(set) var resumedBytes: Int64 = 0
     private let store: URL
     private let descriptor: Int32
+    /// The leaf hashes of the chunks written, at their places (`AssetFiles.leavesPath` once whole).
+    private let leavesDescriptor: Int32
 
     /// Opens (or makes) the partial file of `asset`, whose outline checked.
     init(asset: AssetReference, outline: [[UInt8]], store: URL) throws {
@@ -32,10 +34,19 @@ final class PartialAsset {
         try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
         descriptor = open(path.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw LatticeError(.internalError, "cannot open \(path.path): \(String(cString: strerror(errno)))") }
+        let leavesPath = AssetFiles.partialLeavesPath(for: asset, in: store).path
+        leavesDescriptor = open(leavesPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard leavesDescriptor >= 0 else {
+            close(descriptor)
+            throw LatticeError(.internalError, "cannot open \(leavesPath): \(String(cString: strerror(errno)))")
+        }
         try resume()
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        close(descriptor)
+        close(leavesDescriptor)
+    }
 
     var isComplete: Bool { !done.contains(false) }
 
@@ -52,7 +63,9 @@ final class PartialAsset {
             var bytes = [UInt8](repeating: 0, count: length)
             let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, length, off_t(index) * off_t(AssetOutline.chunkSize)) }
             guard read == length else { continue }
-            if try AssetOutline.chunkMatches(bytes, index: index, outline: outline, size: asset.size) {
+            let leaves = try AssetOutline.leafHashes(of: bytes)
+            if try AssetOutline.chunkHash(leaves: leaves) == outline[index] {
+                try writeLeaves(leaves, of: index)
                 done[index] = true
                 bytesDone += Int64(length)
             }
@@ -60,9 +73,19 @@ final class PartialAsset {
         resumedBytes = bytesDone
     }
 
-    /// Writes chunk `index`, which checked.
-    func write(_ index: Int, bytes: [UInt8]) throws {
+    private func writeLeaves(_ leaves: [[UInt8]], of index: Int) throws {
+        let bytes = leaves.flatMap { $0 }
+        let offset = off_t(index) * off_t(AssetOutline.leavesPerChunk * AssetOutline.hashLength)
+        let written = bytes.withUnsafeBytes { pwrite(leavesDescriptor, $0.baseAddress, $0.count, offset) }
+        guard written == bytes.count else {
+            throw LatticeError(.internalError, "writing asset \(asset.hexHash.prefix(12))'s leaf hashes: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Writes chunk `index` and its leaf hashes, which checked.
+    func write(_ index: Int, bytes: [UInt8], leaves: [[UInt8]]) throws {
         guard !done[index] else { return }
+        try writeLeaves(leaves, of: index)
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { buffer in
@@ -85,6 +108,12 @@ final class PartialAsset {
             throw LatticeError(.internalError, "syncing asset \(asset.hexHash.prefix(12)): \(String(cString: strerror(errno)))")
         }
         try AssetFiles.writeOutline(outline, for: asset, in: store)
+        // The leaf hashes first: content in place may be served, and is served with them.
+        let leaves = AssetFiles.leavesPath(for: asset, in: store)
+        guard ftruncate(leavesDescriptor, off_t(AssetOutline.leafCount(size: asset.size) * AssetOutline.hashLength)) == 0, fsync(leavesDescriptor) == 0,
+              rename(AssetFiles.partialLeavesPath(for: asset, in: store).path, leaves.path) == 0 else {
+            throw LatticeError(.internalError, "keeping asset \(asset.hexHash.prefix(12))'s leaf hashes: \(String(cString: strerror(errno)))")
+        }
         let destination = AssetFiles.path(for: asset, in: store)
         guard rename(AssetFiles.partialPath(for: asset, in: store).path, destination.path) == 0 else {
             throw LatticeError(.internalError, "moving asset \(asset.hexHash.prefix(12)) into place: \(String(cString: strerror(errno)))")

@@ -28,7 +28,12 @@ extension StoreSyncAdapter {
         guard let bytes = try AssetFiles.readChunk(chunk, of: asset, in: store.directory) else {
             return .unavailable(hash: request.hash, chunk: chunk, reason: "the content here is shorter than its size")
         }
-        // A copy damaged on this disk is not sent: the peer would only refuse it.
+        // The leaf hashes kept beside the content, when they agree with the outline: the bytes
+        // are not hashed again here (the receiver checks them, leaf by leaf). Without them,
+        // they are computed, and a copy damaged on this disk is not sent.
+        if let kept = AssetFiles.keptLeaves(chunk, of: asset, in: store.directory), try AssetOutline.chunkHash(leaves: kept) == outline[chunk] {
+            return .chunk(hash: request.hash, index: chunk, leaves: kept, bytes: bytes)
+        }
         let leaves = try AssetOutline.leafHashes(of: bytes)
         guard try AssetOutline.chunkHash(leaves: leaves) == outline[chunk] else {
             return .unavailable(hash: request.hash, chunk: chunk, reason: "the copy here is damaged (chunk \(chunk) does not match its hash)")
