@@ -9,9 +9,11 @@ import LatticeCore
 extension SyncSession {
     /// Asks the peer for an asset's outline or a chunk. Asking again for
     /// what is already asked sends nothing.
-    /// Before the peer's hello, the request waits for it.
+    /// Before the peer's hello, the request waits for it. Asked again (an
+    /// answer is late), it is sent again, and two answers are taken.
     public mutating func requestAsset(_ request: AssetRequest) -> [Action] {
-        guard !closed, assetRequests.insert(request.key).inserted else { return [] }
+        guard !closed else { return [] }
+        assetRequests[request.key, default: 0] += 1
         guard peerHello != nil else {
             assetRequestsBeforeHello.append(request)
             return []
@@ -33,7 +35,7 @@ extension SyncSession {
     }
 
     /// Requests this side has not had an answer to.
-    public var pendingAssetRequests: Int { assetRequests.count }
+    public var pendingAssetRequests: Int { assetRequests.values.reduce(0, +) }
 
     mutating func receiveAssetRequest(_ request: AssetRequest) -> [Action] {
         guard assetServes < Self.maximumAssetServes else {
@@ -44,7 +46,10 @@ extension SyncSession {
     }
 
     mutating func receiveAssetReply(_ reply: AssetReply) -> [Action] {
-        guard assetRequests.remove(reply.key) != nil else { return close(.unexpected("an asset reply to nothing asked (\(reply.key.chunk.map { "chunk \($0)" } ?? "outline"))")) }
+        guard let asked = assetRequests[reply.key] else {
+            return close(.unexpected("an asset reply to nothing asked (\(reply.key.chunk.map { "chunk \($0)" } ?? "outline"))"))
+        }
+        assetRequests[reply.key] = asked > 1 ? asked - 1 : nil
         return [.event(.assetReply(reply))]
     }
 }

@@ -132,7 +132,7 @@ public struct SyncSession: Sendable {
     /// The peer's asset requests being answered here (`serveAsset`).
     var assetServes = 0
     /// This side's asset requests the peer has not answered yet.
-    var assetRequests = Set<AssetRequest.Key>()
+    var assetRequests: [AssetRequest.Key: Int] = [:]
     var assetRequestsBeforeHello: [AssetRequest] = []
     /// Asset requests a peer may have unanswered at once: an honest one keeps a few chunks in flight.
     public static let maximumAssetServes = 32

@@ -110,13 +110,16 @@ import Testing
     final class LyingAssetPeer: @unchecked Sendable {
         let identity: Identity
         let content: [UInt8]
-        let corrupt: Int
+        let corrupt: Int?
+        /// A chunk it never answers.
+        let silent: Int?
         private(set) var chunksSent = 0
 
-        init(content: [UInt8], corrupt: Int) throws {
+        init(content: [UInt8], corrupt: Int? = nil, silent: Int? = nil) throws {
             identity = try Identity.generate()
             self.content = content
             self.corrupt = corrupt
+            self.silent = silent
         }
 
         /// Connects to the node at `port` and answers until the connection ends.
@@ -143,6 +146,8 @@ import Testing
                 case .ping: answer = .pong
                 case .assetRequest(let request) where request.chunk == nil:
                     answer = .assetReply(.outline(hash: hash, chunks: hasher.chunks))
+                case .assetRequest(let request) where request.chunk == silent:
+                    continue
                 case .assetRequest(let request):
                     let index = request.chunk!
                     let start = index * AssetOutline.chunkSize
@@ -241,6 +246,42 @@ import Testing
         await nodeB.stop()
         await nodeA.stop()
         liarThread.cancel()
+    }
+
+    @Test func aPeerThatLeavesAChunkUnansweredIsLeftForAnother() async throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), b = try directory.container("b")
+        try joinAccount(b, to: a)
+        try await a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        let source = try file(directory, "film.bin", bytes: 3 * AssetOutline.chunkSize, seed: 9)
+        let asset = try save(a, "up", poster: source)
+        try sync(a, to: b)
+        let staller = try LyingAssetPeer(content: [UInt8](try Data(contentsOf: source)), silent: 1)
+        try b.trust(deviceID: staller.identity.deviceID.description)
+        var configuration = SyncNode.Configuration()
+        configuration.port = 0
+        configuration.listenHost = "127.0.0.1"
+        configuration.assetReplyTimeout = .seconds(1)
+        let nodeB = SyncNode(container: b, configuration: configuration)
+        try await nodeB.start()
+        let portB = try #require(nodeB.listeningPort)
+        let stalling = Task.detached { try staller.serve(port: portB, container: b.containerIdentifier) }
+        #expect(await eventually(10) { nodeB.connectedPeers.contains(staller.identity.deviceID.description) })
+        do {
+            try await nodeB.fetchAssets([asset], timeout: .seconds(4))
+            Issue.record("a chunk nobody sent arrived")
+        } catch {
+            #expect(error.description.contains("did not answer"), "\(error)")
+        }
+        let nodeA = node(a)
+        try await nodeA.start()
+        nodeB.addPeer(PeerAddress(host: "127.0.0.1", port: try #require(nodeA.listeningPort)))
+        try await nodeB.fetchAssets([asset], timeout: .seconds(30))
+        #expect(content(b, asset) == (try Data(contentsOf: source)))
+        #expect(staller.chunksSent == 2)
+        await nodeB.stop()
+        await nodeA.stop()
+        stalling.cancel()
     }
 
     @Test func aStrangerGetsNoPrivateAssetButThePublicDatabasesOnes() throws {

@@ -27,6 +27,8 @@ final class AssetFetcher: @unchecked Sendable {
         var retryAfterBadContent: TimeInterval = 30
         /// How long a peer that lacks an asset (it may be fetching it itself) is not asked for it again.
         var retryAfterMissing: TimeInterval = 2
+        /// A request not answered in this time is asked of another peer (and its peer avoided as a bad one).
+        var replyTimeout: TimeInterval = 20
     }
 
     /// What the fetcher tells the node.
@@ -45,6 +47,8 @@ final class AssetFetcher: @unchecked Sendable {
         var partial: PartialAsset?
         /// Chunk → the peer it was asked of.
         var inFlight: [Int: String] = [:]
+        /// When each request in flight was made (chunk; -1 the outline).
+        var askedAt: [Int: Date] = [:]
         /// Peers not to ask for it until then: they lack it, or sent what did not check.
         var avoid: [String: Date] = [:]
         var bytesByPeer: [String: Int64] = [:]
@@ -146,9 +150,46 @@ final class AssetFetcher: @unchecked Sendable {
         let live = Set(connections().filter { $0.handle.isActive }.map(\.peer))
         for asset in Array(wants.keys) {
             guard var want = wants[asset] else { continue }
-            want.inFlight = want.inFlight.filter { live.contains($0.value) }
-            if let from = want.outlineFrom, !live.contains(from) { want.outlineFrom = nil }
+            for (chunk, peer) in want.inFlight where !live.contains(peer) {
+                want.inFlight[chunk] = nil
+                want.askedAt[chunk] = nil
+            }
+            if let from = want.outlineFrom, !live.contains(from) {
+                want.outlineFrom = nil
+                want.askedAt[-1] = nil
+            }
             wants[asset] = want
+        }
+    }
+
+    /// Requests a peer left unanswered too long are asked of others (a peer that stalls is avoided as one that lies).
+    private func expireUnanswered(now: Date) {
+        var expired = false
+        defer { if expired { publish() } }
+        for asset in Array(wants.keys) {
+            guard var want = wants[asset] else { continue }
+            for (chunk, asked) in want.askedAt where now.timeIntervalSince(asked) > settings.replyTimeout {
+                let peer = chunk < 0 ? want.outlineFrom : want.inFlight[chunk]
+                if chunk < 0 { want.outlineFrom = nil } else { want.inFlight[chunk] = nil }
+                want.askedAt[chunk] = nil
+                expired = true
+                guard let peer else { continue }
+                want.avoid[peer] = now.addingTimeInterval(settings.retryAfterBadContent)
+                want.problem = "\(peer.prefix(8)) did not answer in \(Int(settings.replyTimeout)) s"
+            }
+            wants[asset] = want
+        }
+    }
+
+    private var sweepScheduled = false
+
+    /// While requests are in flight, looks for unanswered ones every few seconds.
+    private func scheduleSweep() {
+        guard !sweepScheduled, wants.values.contains(where: { !$0.askedAt.isEmpty }) else { return }
+        sweepScheduled = true
+        queue.asyncAfter(deadline: .now() + settings.replyTimeout / 4) {
+            self.sweepScheduled = false
+            self.pump()
         }
     }
 
@@ -156,6 +197,8 @@ final class AssetFetcher: @unchecked Sendable {
     private func pump() {
         guard !stopped, !wants.isEmpty else { return }
         let now = Date()
+        expireUnanswered(now: now)
+        defer { scheduleSweep() }
         let peers = connections().filter { $0.handle.isActive }
         guard !peers.isEmpty else { return }
         var inFlightByPeer: [String: Int] = [:]
@@ -172,6 +215,7 @@ final class AssetFetcher: @unchecked Sendable {
             if want.partial == nil {
                 if want.outlineFrom == nil, let peer = candidates.min(by: { inFlightByPeer[$0.peer, default: 0] < inFlightByPeer[$1.peer, default: 0] }) {
                     want.outlineFrom = peer.peer
+                    want.askedAt[-1] = now
                     inFlightByPeer[peer.peer, default: 0] += 1
                     peer.handle.requestAsset(AssetRequest(hash: asset.hash, size: asset.size, chunk: nil))
                 }
@@ -185,6 +229,7 @@ final class AssetFetcher: @unchecked Sendable {
                 for peer in candidates where inFlightByPeer[peer.peer, default: 0] < settings.chunksInFlightPerPeer {
                     guard let chunk = missing.popFirst() else { break }
                     want.inFlight[chunk] = peer.peer
+                    want.askedAt[chunk] = now
                     inFlightByPeer[peer.peer, default: 0] += 1
                     peer.handle.requestAsset(AssetRequest(hash: asset.hash, size: asset.size, chunk: chunk))
                     progressed = true
@@ -219,12 +264,16 @@ final class AssetFetcher: @unchecked Sendable {
         }
         switch reply {
         case .unavailable(_, let chunk, let reason):
+            guard (chunk.map { want.inFlight[$0] } ?? want.outlineFrom) == peer else { return }
             if let chunk { want.inFlight[chunk] = nil } else { want.outlineFrom = nil }
+            want.askedAt[chunk ?? -1] = nil
             want.avoid[peer] = Date().addingTimeInterval(settings.retryAfterMissing)
             want.problem = "\(peer.prefix(8)): \(reason)"
             publish()
         case .outline(_, let chunks):
+            guard want.outlineFrom == peer else { return }
             want.outlineFrom = nil
+            want.askedAt[-1] = nil
             guard want.partial == nil else { return }
             guard (try? AssetOutline.outlineMatches(chunks, hash: asset.hash, size: asset.size)) == true else {
                 want.avoid[peer] = Date().addingTimeInterval(settings.retryAfterBadContent)
@@ -242,6 +291,7 @@ final class AssetFetcher: @unchecked Sendable {
         case .chunk(_, let index, let leaves, let bytes):
             guard want.inFlight[index] == peer else { return }
             want.inFlight[index] = nil
+            want.askedAt[index] = nil
             guard let partial = want.partial, index < partial.outline.count else { return }
             let problem: String?
             do {

@@ -83,6 +83,8 @@ public final class SyncNode: Sendable {
         public var maximumStrangersDialed = 16
         /// Strangers' public-database sessions held at most at once; more are refused as strangers are.
         public var maximumPublicOnlySessions = 16
+        /// An asset request a peer leaves unanswered this long is asked of another peer.
+        public var assetReplyTimeout: Duration = .seconds(20)
 
         public init() {}
 
@@ -196,7 +198,10 @@ public final class SyncNode: Sendable {
         state = NIOLockedValueBox(State(status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         let state = state
-        assetFetcher = AssetFetcher(store: container.store) {
+        var assetSettings = AssetFetcher.Settings()
+        let (seconds, attoseconds) = configuration.assetReplyTimeout.components
+        assetSettings.replyTimeout = Double(seconds) + Double(attoseconds) / 1e18
+        assetFetcher = AssetFetcher(store: container.store, settings: assetSettings) {
             state.withLockedValue { state in state.connections.flatMap { peer, handles in handles.map { (peer, $0) } } }
         }
         assetFetcher.report = { [weak self] report in self?.handleAssetReport(report) }
