@@ -45,6 +45,9 @@ public struct SyncSession: Sendable {
         case quiescent
         /// The peer answered one of this side's asset requests (`requestAsset`).
         case assetReply(AssetReply)
+        /// The peer holds everything of a zone up to `vector` (its hello, an
+        /// acknowledgement, or the claim of its final batch said so).
+        case peerHolds(zone: ZoneKey, vector: VersionVector)
     }
 
     public struct Configuration: Hashable, Sendable {
@@ -199,7 +202,8 @@ public struct SyncSession: Sendable {
         peerGranted = hello.granted
         takePeerAdverts(hello.zones)
         openStreams()
-        return [.event(.started(granted: streams))] + sendAssetRequestsMadeBeforeHello() + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
+        let holds = hello.zones.map { Action.event(.peerHolds(zone: $0.zone, vector: $0.vector)) }
+        return [.event(.started(granted: streams))] + holds + sendAssetRequestsMadeBeforeHello() + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
     }
 
     private mutating func takePeerAdverts(_ adverts: [ZoneAdvert]) {
@@ -368,6 +372,7 @@ public struct SyncSession: Sendable {
             .send(.acknowledgement(Acknowledgement(zone: batch.zone, cursor: batch.cursor, vector: result.vector))),
             .event(.received(zone: batch.zone, records: batch.records, bytes: batch.bytes.count, final: batch.final)),
         ]
+        if let top = batch.claimedTop { actions.append(.event(.peerHolds(zone: batch.zone, vector: top))) }
         if result.recordsDeferred > 0 { actions.append(.event(.deferred(zone: batch.zone, records: result.recordsDeferred))) }
         if result.recordsRefused > 0 {
             actions.append(.event(.refused(zone: batch.zone, records: result.recordsRefused, reason: result.refusal ?? "no right to write")))
@@ -387,7 +392,8 @@ public struct SyncSession: Sendable {
             stream.peerZoneState = stream.peerZoneState.map { $0.merged(with: first.zoneState) } ?? first.zoneState
             outgoing[ack.zone] = stream
         }
-        return [.event(.delivered(zone: first.zone, records: first.records, bytes: first.bytes, final: first.final))] + pump() + checkQuiescent()
+        return [.event(.delivered(zone: first.zone, records: first.records, bytes: first.bytes, final: first.final)),
+                .event(.peerHolds(zone: first.zone, vector: ack.vector))] + pump() + checkQuiescent()
     }
 
     // MARK: Sending

@@ -183,6 +183,15 @@ enum StoreSchema {
                 """)
             try indexAssetReferences(db)
         }
+        migrator.registerMigration("v9: unreferenced assets") { db in
+            try db.execute(sql: """
+                -- Content here that no live record references any more: the zone of its last
+                -- reference, and a vector holding every change that dropped a reference to it.
+                -- Removed once every device that holds the zone holds that vector (no reference
+                -- can come back from one that has not seen those changes).
+                CREATE TABLE asset_orphans (hash BLOB PRIMARY KEY NOT NULL, zone INTEGER NOT NULL, dropped BLOB NOT NULL) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

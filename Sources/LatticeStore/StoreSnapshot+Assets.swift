@@ -60,6 +60,19 @@ extension StoreSnapshot {
         }
     }
 
+    /// Content here that no live record references, with the zone of its last
+    /// reference and the vector a device must hold to have seen every reference go.
+    public func orphanedAssets() throws -> [(asset: AssetReference, zone: ZoneKey, dropped: VersionVector)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT o.hash, a.size, z.scope, z.name, z.owner, o.dropped FROM asset_orphans o
+            JOIN assets a ON a.hash = o.hash JOIN zones z ON z.id = o.zone
+            """)).compactMap { row in
+            guard let scope = DatabaseScope(rawValue: row[2]) else { return nil }
+            return (AssetReference(hash: [UInt8](row[0] as Data), size: row[1]), ZoneKey(scope: scope, zoneID: ZoneID(zoneName: row[3], ownerName: row[4])),
+                    try RecordBlob.decodeVector([UInt8](row[5] as Data)))
+        }
+    }
+
     /// Whether someone asked for the asset and it has not arrived.
     public func isAssetWanted(_ hash: [UInt8]) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_wants WHERE hash = ?"), arguments: [Data(hash)]) ?? false

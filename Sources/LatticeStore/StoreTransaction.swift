@@ -115,7 +115,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone = ?").execute(arguments: [row.id])
         guard db.changesCount > 0 else { return }
         try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ?").execute(arguments: [row.id])
+        let referenced = try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT hash FROM asset_refs WHERE zone = ?"), arguments: [row.id])
         try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE zone = ?").execute(arguments: [row.id])
+        for hash in referenced { try noteOrphanIfUnreferenced([UInt8](hash), zone: row.id, droppedBy: row.sync.knowledge) }
         hasCascades[row.id] = false
         touch(row)
     }
@@ -178,11 +180,39 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         for asset in before.subtracting(after) {
             try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE hash = ? AND zone = ? AND source = ?")
                 .execute(arguments: [Data(asset.hash), zone, state.recordName])
+            try noteOrphanIfUnreferenced(asset.hash, zone: zone, droppedBy: state.vector)
         }
         for asset in after.subtracting(before) {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO asset_refs (hash, size, zone, source) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [Data(asset.hash), asset.size, zone, state.recordName])
+            try db.cachedStatement(sql: "DELETE FROM asset_orphans WHERE hash = ?").execute(arguments: [Data(asset.hash)])
         }
+    }
+
+    /// Content no live record references any more is noted (`asset_orphans`)
+    /// with what a device must hold to have seen every reference go: the
+    /// zone's knowledge (earlier drops) and the dropping state's vector.
+    private func noteOrphanIfUnreferenced(_ hash: [UInt8], zone: Int64, droppedBy vector: VersionVector) throws {
+        guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_refs WHERE hash = ?"), arguments: [Data(hash)]) != true else { return }
+        let knowledge = try Data.fetchOne(db.cachedStatement(sql: "SELECT knowledge FROM zones WHERE id = ?"), arguments: [zone])
+            .map { try RecordBlob.decodeVector([UInt8]($0)) } ?? VersionVector()
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO asset_orphans (hash, zone, dropped) VALUES (?, ?, ?)")
+            .execute(arguments: [Data(hash), zone, Data(RecordBlob.encodeVector(knowledge.joined(with: vector)))])
+    }
+
+    /// Forgets content collected as unreferenced, unless a reference came back
+    /// meanwhile; returns whether its files may be removed.
+    public func collectOrphanedAsset(_ hash: [UInt8]) throws -> Bool {
+        guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_refs WHERE hash = ?"), arguments: [Data(hash)]) != true,
+              try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_wants WHERE hash = ?"), arguments: [Data(hash)]) != true else {
+            try db.cachedStatement(sql: "DELETE FROM asset_orphans WHERE hash = ?").execute(arguments: [Data(hash)])
+            markChanged()
+            return false
+        }
+        try db.cachedStatement(sql: "DELETE FROM asset_orphans WHERE hash = ?").execute(arguments: [Data(hash)])
+        try db.cachedStatement(sql: "DELETE FROM assets WHERE hash = ?").execute(arguments: [Data(hash)])
+        markChanged()
+        return true
     }
 
     /// Inserts a new record's row or updates the existing one by row id (the

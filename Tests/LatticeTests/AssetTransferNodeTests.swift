@@ -44,13 +44,18 @@ import Testing
         container.fileURL(for: asset).flatMap { try? Data(contentsOf: $0) }
     }
 
+    /// Three devices of one account; the first holds the zone Movies.
+    func threeDevices(_ directory: TemporaryDirectory) async throws -> (Container, Container, Container) {
+        let a = try directory.container("a"), b = try directory.container("b"), c = try directory.container("c")
+        try joinAccount(b, to: a)
+        try joinAccount(c, to: a) // B learns of C from A's roster when they meet
+        try await a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        return (a, b, c)
+    }
 
     @Test func contentMovesLazilyOrEagerlyFromAnyDeviceThatHoldsIt() async throws {
         let directory = TemporaryDirectory()
-        let a = try directory.container("a"), b = try directory.container("b"), c = try directory.container("c")
-        try joinAccount(b, to: a)
-        try joinAccount(c, to: a)
-        try await a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        let (a, b, c) = try await threeDevices(directory)
         let bigFile = try file(directory, "film.bin", bytes: 3 * AssetOutline.chunkSize + 12_345, seed: 1)
         let smallFile = try file(directory, "icon.png", bytes: 100_000, seed: 2)
         let big = try save(a, "up", poster: bigFile)
@@ -165,10 +170,7 @@ import Testing
 
     @Test func aLyingPeersChunkIsCaughtAtItsLeafAndComesFromAnother() async throws {
         let directory = TemporaryDirectory()
-        let a = try directory.container("a"), b = try directory.container("b"), c = try directory.container("c")
-        try joinAccount(b, to: a)
-        try joinAccount(c, to: a) // B learns of C from A's roster when they meet
-        try await a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        let (a, b, c) = try await threeDevices(directory)
         let source = try file(directory, "film.bin", bytes: 4 * AssetOutline.chunkSize, seed: 4)
         let asset = try save(a, "up", poster: source)
         try sync(a, to: b)
@@ -282,6 +284,55 @@ import Testing
         await nodeB.stop()
         await nodeA.stop()
         stalling.cancel()
+    }
+
+    func collectingNode(_ container: Container, peers: [Int] = []) -> SyncNode {
+        var configuration = SyncNode.Configuration()
+        configuration.port = 0
+        configuration.listenHost = "127.0.0.1"
+        configuration.peers = peers.map { PeerAddress(host: "127.0.0.1", port: $0) }
+        configuration.assetCollectionInterval = .milliseconds(200)
+        return SyncNode(container: container, configuration: configuration)
+    }
+
+    func hasFile(_ container: Container, _ asset: AssetReference) -> Bool {
+        FileManager.default.fileExists(atPath: container.directory.appendingPathComponent("assets/\(asset.hexHash)").path)
+    }
+
+    @Test func contentNoRecordReferencesIsRemovedOnEveryDeviceOnceEveryDeviceHasSeenItGo() async throws {
+        let directory = TemporaryDirectory()
+        let (a, b, c) = try await threeDevices(directory)
+        let source = try file(directory, "icon.png", bytes: 100_000, seed: 10)
+        let asset = try save(a, "up", poster: source)
+        try save(a, "up-again", poster: source)
+        let nodeA = collectingNode(a)
+        try await nodeA.start()
+        let portA = try #require(nodeA.listeningPort)
+        let nodeB = collectingNode(b, peers: [portA])
+        try await nodeB.start()
+        #expect(await eventually(30) { content(b, asset) != nil })
+
+        // One of two records gone: the content stays.
+        try await a.privateCloudDatabase.deleteRecord(withID: Record.ID(recordName: "up", zoneID: Zone.ID(zoneName: "Movies")))
+        #expect(await eventually(30) { !holds(b, "up") })
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        #expect(hasFile(a, asset) && hasFile(b, asset))
+
+        // Both gone, but C (a device of the account) has not seen it: a reference could still come from C.
+        try await a.privateCloudDatabase.deleteRecord(withID: Record.ID(recordName: "up-again", zoneID: Zone.ID(zoneName: "Movies")))
+        #expect(await eventually(30) { !holds(b, "up-again") })
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        #expect(hasFile(a, asset) && hasFile(b, asset), "removed before every device of the account saw the delete")
+        #expect(try a.assetEntries().isEmpty)
+
+        // C comes and takes the deletes from both: then the content goes on every device.
+        let nodeC = collectingNode(c, peers: [portA, try #require(nodeB.listeningPort)])
+        try await nodeC.start()
+        #expect(await eventually(30) { !hasFile(a, asset) && !hasFile(b, asset) })
+        #expect(content(a, asset) == nil && content(b, asset) == nil)
+        await nodeC.stop()
+        await nodeB.stop()
+        await nodeA.stop()
     }
 
     @Test func aStrangerGetsNoPrivateAssetButThePublicDatabasesOnes() throws {

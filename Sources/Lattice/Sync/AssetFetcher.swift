@@ -134,8 +134,15 @@ final class AssetFetcher: @unchecked Sendable {
                 wants[entry.asset]!.zones = entry.zones
             }
         }
-        // No longer referenced, or arrived by another way (a bundle, a save): dropped.
-        for asset in wants.keys where !current.contains(asset) { wants[asset] = nil }
+        // No longer referenced, or arrived by another way (a bundle, a save): dropped, with what came of it.
+        for asset in wants.keys where !current.contains(asset) {
+            let partial = wants.removeValue(forKey: asset)?.partial
+            if partial != nil, (try? store.read { try $0.hasAsset(asset.hash) }) == false {
+                for url in [AssetFiles.partialPath(for: asset, in: store.directory), AssetFiles.partialLeavesPath(for: asset, in: store.directory)] {
+                    try? FileManager.default.removeItem(at: url)
+                }
+            }
+        }
         pump()
         publish()
     }

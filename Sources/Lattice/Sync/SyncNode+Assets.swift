@@ -1,6 +1,8 @@
 import Foundation
 import LatticeCore
+import LatticeCrypto
 import LatticeStore
+import NIOCore
 
 extension SyncNode {
     func handleAssetReport(_ report: AssetFetcher.Report) {
@@ -18,6 +20,51 @@ extension SyncNode {
             state.withLockedValue { $0.status.assets = transfers.isEmpty ? nil : transfers }
             publishStatus()
         }
+    }
+
+    /// Content no live record references any more is removed once no
+    /// reference can come back to this device from one that has not seen
+    /// the changes that dropped them: every other device of the account
+    /// (the devices that hold a private zone) holds a vector of the zone
+    /// covering those changes, as their hellos, acknowledgements and claims
+    /// in this node's run said. Assets of shared zones and
+    /// of the public database are kept: not every device that holds them is
+    /// known here.
+    func startAssetCollection() {
+        let (seconds, attoseconds) = configuration.assetCollectionInterval.components
+        let interval = TimeAmount.nanoseconds(max(1_000_000, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        let pool = threadPool
+        let task = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
+            guard let self else { return }
+            pool.submit { _ in self.collectUnreferencedAssets() }
+        }
+        state.withLockedValue { $0.assetCollector = task }
+    }
+
+    /// One pass of the collection; returns the assets removed.
+    @discardableResult
+    func collectUnreferencedAssets() -> [AssetReference] {
+        let store = container.store
+        let own = container.deviceID
+        guard let (orphans, devices) = try? store.read({ snapshot -> ([(asset: AssetReference, zone: ZoneKey, dropped: VersionVector)], Set<String>) in
+            // The account's members (met or not) and devices trusted by hand: whoever may hold a private zone.
+            let members = try snapshot.roster().state.members.keys.compactMap { try? DeviceID(publicKey: $0).description }
+            let trusted = try snapshot.peers().filter { $0.trusted && !$0.removed }.map(\.deviceID)
+            return (try snapshot.orphanedAssets(), Set(members + trusted).subtracting([own]))
+        }), !orphans.isEmpty else { return [] }
+        let holds = state.withLockedValue { $0.peerHolds }
+        var removed: [AssetReference] = []
+        for orphan in orphans where orphan.zone.scope == .private {
+            guard devices.allSatisfy({ holds[$0]?[orphan.zone]?.dominates(orphan.dropped) == true }) else { continue }
+            guard (try? store.write({ try $0.collectOrphanedAsset(orphan.asset.hash) })) == true else { continue }
+            for url in [AssetFiles.path(for: orphan.asset, in: store.directory), AssetFiles.outlinePath(for: orphan.asset, in: store.directory),
+                        AssetFiles.leavesPath(for: orphan.asset, in: store.directory)] {
+                try? FileManager.default.removeItem(at: url)
+            }
+            logger.info("removed an asset no record references any more", metadata: ["asset": "\(orphan.asset.hexHash.prefix(16))", "bytes": "\(orphan.asset.size)"])
+            removed.append(orphan.asset)
+        }
+        return removed
     }
 
     /// Waits until the assets this node fetches by itself (small ones, eager

@@ -85,6 +85,8 @@ public final class SyncNode: Sendable {
         public var maximumPublicOnlySessions = 16
         /// An asset request a peer leaves unanswered this long is asked of another peer.
         public var assetReplyTimeout: Duration = .seconds(20)
+        /// How often content no record references any more is looked for, and removed once safe.
+        public var assetCollectionInterval: Duration = .seconds(60)
 
         public init() {}
 
@@ -171,6 +173,10 @@ public final class SyncNode: Sendable {
         var discoveryDialers: [String: Task<Void, Never>] = [:]
         /// Why the last dial of a discovered device failed, until one succeeds.
         var discoveryDialErrors: [String: String] = [:]
+        /// What each peer said it holds of each zone, in this run (hellos, acknowledgements, claims).
+        var peerHolds: [String: [ZoneKey: VersionVector]] = [:]
+        /// Looks for unreferenced assets to remove.
+        var assetCollector: RepeatedTask?
     }
 
     public let container: Container
@@ -272,6 +278,7 @@ public final class SyncNode: Sendable {
         }
         watchCommits()
         assetFetcher.refreshSoon()
+        startAssetCollection()
         for peer in configuration.peers { addPeer(peer) }
         if configuration.discovers, let port = listeningPort { startDiscovery(port: port) }
         publishStatus()
@@ -300,6 +307,7 @@ public final class SyncNode: Sendable {
         }
         for dialer in dialers { dialer.cancel() }
         assetFetcher.stop()
+        state.withLockedValue { $0.assetCollector }?.cancel()
         let discoveryDialers = stopDiscovery()
         watcher?.stop()
         state.withLockedValue { $0.poller }?.cancel()
@@ -548,6 +556,10 @@ public final class SyncNode: Sendable {
             if records > 0 { assetFetcher.refreshSoon() }
         case .assetReply(let reply):
             assetFetcher.received(reply, from: peer)
+        case .peerHolds(let zone, let vector):
+            state.withLockedValue { state in
+                state.peerHolds[peer, default: [:]][zone] = (state.peerHolds[peer]?[zone] ?? VersionVector()).joined(with: vector)
+            }
         case .delivered(let zone, let records, let bytes, let final):
             advance(peer, zone, .sending, records, bytes, final)
         case .quiescent:
