@@ -13,6 +13,9 @@ event line as it arrives, so no figure depends on polling.
              other host has printed all N
   fanout     one save on h1 until every other host has it, and the CPU time
              all nodes spend per commit
+  asset      an asset of N MiB saved on h1 until h2's `lattice asset fetch`
+             returns (its node fetched it, checked and on disk), with both
+             nodes' peak RSS
 Prints one JSON line per figure.
 """
 import json, os, signal, statistics, subprocess, sys, threading, time
@@ -223,6 +226,36 @@ def fanout(saves):
         w.stop()
 
 
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def asset(megabytes):
+    """A MEGABYTES MiB asset saved on h1, fetched by h2's node on `lattice asset fetch`."""
+    path = f"{DIR}/asset.bin"
+    with open(path, "wb") as out:
+        for _ in range(megabytes):
+            out.write(os.urandom(1 << 20))
+    lattice(1, "zone", "create", "Big")
+    lattice(1, "record", "save", "Big/film", "--type", "Film", f"content:asset={path}")
+    deadline = time.monotonic() + 60
+    while subprocess.run(on(2, LATTICE, "record", "get", "Big/film", "--store", f"{DIR}/h2/store"), capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the record did not reach h2")
+        time.sleep(0.05)
+    began = time.monotonic()
+    lattice(2, "asset", "fetch", "Big/film", "--timeout", "600")
+    seconds = time.monotonic() - began
+    os.remove(path)
+    print(json.dumps({"figure": "an asset fetched from h1 by h2's node on the simulated LAN", "mebibytes": megabytes,
+                      "seconds": round(seconds, 3), "MB_per_s": round(megabytes * 1048576 / seconds / 1e6, 1),
+                      "peak_rss_MB_h1": peak_rss_mb(nodes[1].process.pid), "peak_rss_MB_h2": peak_rss_mb(nodes[2].process.pid)}), flush=True)
+
+
 def main():
     jobs = sys.argv[1:]
     try:
@@ -231,7 +264,7 @@ def main():
         all_connected()
         for job in jobs:
             name, _, count = job.partition("=")
-            {"discovery": discovery, "cold": cold, "propagate": propagate, "bulk": bulk, "fanout": fanout}[name](int(count))
+            {"discovery": discovery, "cold": cold, "propagate": propagate, "bulk": bulk, "fanout": fanout, "asset": asset}[name](int(count))
     finally:
         for node in nodes.values():
             node.stop()

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Lattice on the simulated LAN (root): discovery and propagation p50/p99, 10,000
 # records from one host to the others, and how the cost of one commit grows with
-# the number of hosts. Release build; one JSON line per figure.
-# Usage: Benchmarks/lan/run.sh [--runs N] [--hosts "2 5 10 20"]
+# the number of hosts, and an asset's transfer between two hosts. Release build;
+# one JSON line per figure.
+# Usage: Benchmarks/lan/run.sh [--runs N] [--hosts "2 5 10 20"] [--asset-mb N] [--only asset]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 RUNS=40
 FANOUT_HOSTS="2 5 10 20"
+ASSET_MB=1024
+ONLY=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
     --hosts) FANOUT_HOSTS="$2"; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--hosts \"2 5 10 20\"]" >&2; exit 2 ;;
+    --asset-mb) ASSET_MB="$2"; shift 2 ;;
+    --only) ONLY="$2"; shift 2 ;;
+    *) echo "usage: $0 [--runs N] [--hosts \"2 5 10 20\"] [--asset-mb N] [--only asset]" >&2; exit 2 ;;
   esac
 done
 "$ROOT/scripts/install-deps.sh"
@@ -30,5 +35,8 @@ measure() {
   lan_down
 }
 
-measure 3 "discovery=$RUNS" "cold=$((RUNS / 4))" "propagate=$((RUNS * 5))" "bulk=10000"
-for hosts in $FANOUT_HOSTS; do measure "$hosts" "fanout=$RUNS"; done
+if [[ "$ONLY" != asset ]]; then
+  measure 3 "discovery=$RUNS" "cold=$((RUNS / 4))" "propagate=$((RUNS * 5))" "bulk=10000"
+  for hosts in $FANOUT_HOSTS; do measure "$hosts" "fanout=$RUNS"; done
+fi
+measure 2 "asset=$ASSET_MB"
