@@ -190,6 +190,9 @@ enum StoreSchema {
                 -- Removed once every device that holds the zone holds that vector (no reference
                 -- can come back from one that has not seen those changes).
                 CREATE TABLE asset_orphans (hash BLOB PRIMARY KEY NOT NULL, zone INTEGER NOT NULL, dropped BLOB NOT NULL) WITHOUT ROWID;
+                -- What each device of the account said it holds of each zone (a vector), as a
+                -- running node last saved it: a restarted node need not meet each device again.
+                CREATE TABLE peer_holds (peer TEXT NOT NULL, zone INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (peer, zone)) WITHOUT ROWID;
                 """)
         }
         return migrator

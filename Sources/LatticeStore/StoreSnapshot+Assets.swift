@@ -73,6 +73,18 @@ extension StoreSnapshot {
         }
     }
 
+    /// What each device said it holds of each zone, as last saved (`savePeerHolds`).
+    public func peerHolds() throws -> [String: [ZoneKey: VersionVector]] {
+        var holds: [String: [ZoneKey: VersionVector]] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT h.peer, z.scope, z.name, z.owner, h.vector FROM peer_holds h JOIN zones z ON z.id = h.zone
+            """)) {
+            guard let scope = DatabaseScope(rawValue: row[1]) else { continue }
+            holds[row[0], default: [:]][ZoneKey(scope: scope, zoneID: ZoneID(zoneName: row[2], ownerName: row[3]))] = try RecordBlob.decodeVector([UInt8](row[4] as Data))
+        }
+        return holds
+    }
+
     /// Whether someone asked for the asset and it has not arrived.
     public func isAssetWanted(_ hash: [UInt8]) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_wants WHERE hash = ?"), arguments: [Data(hash)]) ?? false
@@ -80,6 +92,18 @@ extension StoreSnapshot {
 }
 
 extension StoreTransaction {
+    /// Saves what each device said it holds of each zone (zones not held here are skipped).
+    public func savePeerHolds(_ holds: [String: [ZoneKey: VersionVector]]) throws {
+        for (peer, zones) in holds {
+            for (key, vector) in zones {
+                guard let zone = try zoneRow(key) else { continue }
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO peer_holds (peer, zone, vector) VALUES (?, ?, ?)")
+                    .execute(arguments: [peer, zone.id, Data(RecordBlob.encodeVector(vector))])
+            }
+        }
+        markChanged()
+    }
+
     /// Asks for an asset's content: a running node fetches it from a peer that holds it.
     public func wantAsset(_ asset: AssetReference, at time: UInt64) throws {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO asset_wants (hash, size, asked_at) VALUES (?, ?, ?)")

@@ -325,14 +325,24 @@ import Testing
         #expect(hasFile(a, asset) && hasFile(b, asset), "removed before every device of the account saw the delete")
         #expect(try a.assetEntries().isEmpty)
 
-        // C comes and takes the deletes from both: then the content goes on every device.
-        let nodeC = collectingNode(c, peers: [portA, try #require(nodeB.listeningPort)])
-        try await nodeC.start()
-        #expect(await eventually(30) { !hasFile(a, asset) && !hasFile(b, asset) })
-        #expect(content(a, asset) == nil && content(b, asset) == nil)
-        await nodeC.stop()
+        // A restarts while B is away: what B holds was saved. C comes and takes the deletes from A:
+        // then A removes the content with B never met again in its new run.
         await nodeB.stop()
         await nodeA.stop()
+        let nodeA2 = collectingNode(a)
+        try await nodeA2.start()
+        let portA2 = try #require(nodeA2.listeningPort)
+        let nodeC = collectingNode(c, peers: [portA2])
+        try await nodeC.start()
+        #expect(await eventually(30) { !hasFile(a, asset) })
+        #expect(content(a, asset) == nil)
+        // B, back, meets A and C: it removes its copy too.
+        let nodeB2 = collectingNode(b, peers: [portA2, try #require(nodeC.listeningPort)])
+        try await nodeB2.start()
+        #expect(await eventually(30) { !hasFile(b, asset) })
+        await nodeB2.stop()
+        await nodeC.stop()
+        await nodeA2.stop()
     }
 
     @Test func aStrangerGetsNoPrivateAssetButThePublicDatabasesOnes() throws {

@@ -27,10 +27,17 @@ extension SyncNode {
     /// the changes that dropped them: every other device of the account
     /// (the devices that hold a private zone) holds a vector of the zone
     /// covering those changes, as their hellos, acknowledgements and claims
-    /// in this node's run said. Assets of shared zones and
+    /// said (in this run, or saved by an earlier one). Assets of shared zones and
     /// of the public database are kept: not every device that holds them is
     /// known here.
     func startAssetCollection() {
+        if let saved = try? container.store.read({ try $0.peerHolds() }) {
+            state.withLockedValue { state in
+                for (peer, zones) in saved {
+                    for (zone, vector) in zones { state.peerHolds[peer, default: [:]][zone] = (state.peerHolds[peer]?[zone] ?? VersionVector()).joined(with: vector) }
+                }
+            }
+        }
         let (seconds, attoseconds) = configuration.assetCollectionInterval.components
         let interval = TimeAmount.nanoseconds(max(1_000_000, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
         let pool = threadPool
@@ -45,6 +52,13 @@ extension SyncNode {
     @discardableResult
     func collectUnreferencedAssets() -> [AssetReference] {
         let store = container.store
+        // Saved at most once a pass, so a restarted node need not meet every device again.
+        let unsaved = state.withLockedValue { state -> [String: [ZoneKey: VersionVector]]? in
+            guard state.peerHoldsChanged else { return nil }
+            state.peerHoldsChanged = false
+            return state.peerHolds
+        }
+        if let unsaved { try? store.write { try $0.savePeerHolds(unsaved) } }
         let own = container.deviceID
         guard let (orphans, devices) = try? store.read({ snapshot -> ([(asset: AssetReference, zone: ZoneKey, dropped: VersionVector)], Set<String>) in
             // The account's members (met or not) and devices trusted by hand: whoever may hold a private zone.

@@ -173,8 +173,10 @@ public final class SyncNode: Sendable {
         var discoveryDialers: [String: Task<Void, Never>] = [:]
         /// Why the last dial of a discovered device failed, until one succeeds.
         var discoveryDialErrors: [String: String] = [:]
-        /// What each peer said it holds of each zone, in this run (hellos, acknowledgements, claims).
+        /// What each peer said it holds of each zone (hellos, acknowledgements, claims; saved ones at start).
         var peerHolds: [String: [ZoneKey: VersionVector]] = [:]
+        /// Whether `peerHolds` grew since it was last saved.
+        var peerHoldsChanged = false
         /// Looks for unreferenced assets to remove.
         var assetCollector: RepeatedTask?
     }
@@ -558,7 +560,10 @@ public final class SyncNode: Sendable {
             assetFetcher.received(reply, from: peer)
         case .peerHolds(let zone, let vector):
             state.withLockedValue { state in
-                state.peerHolds[peer, default: [:]][zone] = (state.peerHolds[peer]?[zone] ?? VersionVector()).joined(with: vector)
+                let before = state.peerHolds[peer]?[zone] ?? VersionVector()
+                guard !before.dominates(vector) else { return }
+                state.peerHolds[peer, default: [:]][zone] = before.joined(with: vector)
+                state.peerHoldsChanged = true
             }
         case .delivered(let zone, let records, let bytes, let final):
             advance(peer, zone, .sending, records, bytes, final)
