@@ -29,6 +29,9 @@ import Testing
 
     func posterValue(_ store: String) throws -> [String: Any]? { try poster(store)?["value"] as? [String: Any] }
 
+    /// Large enough that a kill on the first progress event lands mid-way.
+    static let filmSize = 100 * 1024 * 1024 + 4321
+
     @Test func aLargeAssetIsFetchedWholeAndAKilledFetchResumes() throws {
         defer { cli.cleanup() }
         var ids: [String: String] = [:]
@@ -40,7 +43,7 @@ import Testing
             try cli.ok(["trust", ids[other]!], store: one)
             try cli.ok(["trust", ids[one]!], store: other)
         }
-        let source = try randomFile("film.bin", bytes: 100 * 1024 * 1024 + 4321)
+        let source = try randomFile("film.bin", bytes: Self.filmSize)
         try cli.ok(["zone", "create", "Movies"], store: "a")
         try cli.ok(["record", "save", "Movies/film", "--type", "Movie", "poster:asset=\(source.path)"], store: "a")
         let hash = try #require(try posterValue("a")?["fileChecksum"] as? String)
@@ -80,6 +83,7 @@ import Testing
         }
         #expect(sawProgress)
         c.kill9()
+        #expect(heldAtKill < Self.filmSize, "the transfer ended before the kill: the test did not test a resume")
         let partial = URL(fileURLWithPath: cli.path("c")).appendingPathComponent("assets/partial/\(hash)")
         let sizeAtKill = (try? FileManager.default.attributesOfItem(atPath: partial.path)[.size] as? Int64) ?? 0
         #expect(c.count("assetFetched") == 0, "the transfer ended before the kill: the test did not test a resume")
@@ -97,7 +101,7 @@ import Testing
         print("asset resume: \(heldAtKill) bytes reported held at the SIGKILL, partial file \(sizeAtKill) bytes; after: \(resumedBytes) found whole, \(fetchedBytes) fetched")
         // What the killed node had reported held was found whole on disk and not fetched again.
         #expect(resumedBytes >= heldAtKill, "resumed \(resumedBytes), held at the kill \(heldAtKill)")
-        #expect(fetchedBytes + resumedBytes == 100 * 1024 * 1024 + 4321)
+        #expect(fetchedBytes + resumedBytes == Self.filmSize)
         #expect(!FileManager.default.fileExists(atPath: partial.path))
     }
 
