@@ -43,7 +43,10 @@ extension SyncNode {
         let pool = threadPool
         let task = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
             guard let self else { return }
-            pool.submit { _ in self.collectUnreferencedAssets() }
+            pool.submit { state in
+                guard state == .active else { return } // the node stopped meanwhile
+                self.collectUnreferencedAssets()
+            }
         }
         state.withLockedValue { $0.assetCollector = task }
     }
