@@ -86,6 +86,14 @@ enum AssetFiles {
         return reference
     }
 
+    /// Hashes what `input` holds from where it is to its end, as an asset.
+    static func hash(_ input: FileHandle, into hasher: AssetHasher) throws -> AssetReference {
+        while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty {
+            try piece.withUnsafeBytes { try hasher.update($0) }
+        }
+        return AssetReference(hash: try hasher.finish(), size: hasher.size)
+    }
+
     /// Writes an outline (already checked against the asset's hash), atomically.
     static func writeOutline(_ chunks: [[UInt8]], for asset: AssetReference, in store: URL) throws {
         let url = outlinePath(for: asset, in: store)
@@ -107,10 +115,7 @@ enum AssetFiles {
         defer { try? input.close() }
         var leaves: [UInt8] = []
         let hasher = AssetHasher { chunk in leaves += chunk.flatMap { $0 } }
-        while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty {
-            try piece.withUnsafeBytes { try hasher.update($0) }
-        }
-        guard try hasher.finish() == asset.hash, hasher.size == asset.size else { return nil }
+        guard try hash(input, into: hasher) == asset else { return nil }
         try writeOutline(hasher.chunks, for: asset, in: store)
         try Data(leaves).write(to: leavesPath(for: asset, in: store), options: .atomic)
         return hasher.chunks

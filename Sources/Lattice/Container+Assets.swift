@@ -14,9 +14,7 @@ extension Container {
         try LatticeError.wrap {
             guard let input = FileHandle(forReadingAtPath: url.path) else { throw LatticeError(.assetFileNotFound, "cannot read \(url.path)") }
             defer { try? input.close() }
-            let hasher = AssetHasher()
-            while let piece = try input.read(upToCount: 1 << 20), !piece.isEmpty { try piece.withUnsafeBytes { try hasher.update($0) } }
-            return AssetReference(hash: try hasher.finish(), size: hasher.size)
+            return try AssetFiles.hash(input, into: AssetHasher())
         }
     }
 

@@ -25,7 +25,7 @@ public struct RecordReference: Hashable, Sendable {
 
 /// A file stored in the store by content: the record keeps only its hash and size.
 public struct AssetReference: Hashable, Sendable {
-    /// BLAKE2b-256 of the content.
+    /// The content's hash: the root of its hash tree (`AssetOutline` in LatticeCrypto).
     public var hash: [UInt8]
     public var size: Int64
 

@@ -1,7 +1,8 @@
 import CSodium
 
-/// BLAKE2b-256 of content, the address assets are stored under. Streaming, so
-/// a large file is hashed without being read into memory at once.
+/// BLAKE2b-256 of content (roster entries, write digests). Streaming, so
+/// a large input is hashed without being read into memory at once. Assets
+/// are addressed by a hash tree instead (`AssetOutline`).
 public final class ContentHasher {
     public static let length = 32
     // libsodium's state is a 64-byte-aligned struct Swift imports as opaque.

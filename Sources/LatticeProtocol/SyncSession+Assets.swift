@@ -34,9 +34,6 @@ extension SyncSession {
         return [.send(.assetReply(reply))]
     }
 
-    /// Requests this side has not had an answer to.
-    public var pendingAssetRequests: Int { assetRequests.values.reduce(0, +) }
-
     mutating func receiveAssetRequest(_ request: AssetRequest) -> [Action] {
         guard assetServes < Self.maximumAssetServes else {
             return close(.limitExceeded("more than \(Self.maximumAssetServes) asset requests unanswered at once: the peer floods them"))

@@ -85,10 +85,6 @@ extension StoreSnapshot {
         return holds
     }
 
-    /// Whether someone asked for the asset and it has not arrived.
-    public func isAssetWanted(_ hash: [UInt8]) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_wants WHERE hash = ?"), arguments: [Data(hash)]) ?? false
-    }
 }
 
 extension StoreTransaction {
