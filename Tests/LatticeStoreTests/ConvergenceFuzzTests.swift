@@ -544,7 +544,9 @@ extension ConvergenceFuzzer {
 
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    @Test func thousandsOfSeededHistoriesConvergeOnDiskAndInMemory() throws {
+    /// Async, yielding between histories: a synchronous test holds one of the cooperative pool's threads
+    /// (two on a two-core machine) for minutes, and the node tests running beside it starve.
+    @Test func thousandsOfSeededHistoriesConvergeOnDiskAndInMemory() async throws {
         let base = UInt64(Self.environment["LATTICE_FUZZ_SEED"] ?? "") ?? 20_261_123
         let cases = Int(Self.environment["LATTICE_FUZZ_CASES"] ?? "") ?? 2000
         var coverage = FuzzCoverage()
@@ -555,6 +557,7 @@ extension ConvergenceFuzzer {
                 return
             }
             coverage += fuzzer.coverage
+            await Task.yield()
         }
         print("convergence fuzzer, \(cases) histories:", coverage.summary)
         if cases >= 500 {

@@ -114,7 +114,7 @@ extension SyncNode {
                     strangersDialed += 1
                 }
                 // Made under the lock, so two reviews at once cannot start two loops for one device.
-                state.discoveryDialers[device.deviceID] = Task { [weak self] in await self?.discoveredDialLoop(device.deviceID) }
+                state.discoveryDialers[device.deviceID] = NodeTask.start { [weak self] in await self?.discoveredDialLoop(device.deviceID) }
             }
         }
         publishStatus()

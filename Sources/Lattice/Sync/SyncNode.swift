@@ -288,7 +288,7 @@ public final class SyncNode: Sendable {
 
     /// Dials `address` (again whenever the connection ends, if the node reconnects).
     public func addPeer(_ address: PeerAddress) {
-        let task = Task { [weak self] in _ = await self?.dialLoop(address) }
+        let task = NodeTask.start { [weak self] in _ = await self?.dialLoop(address) }
         state.withLockedValue { $0.dialers.append(task) }
     }
 

@@ -1,0 +1,40 @@
+import Foundation
+import Lattice
+import Testing
+
+/// A node's dialing does not wait on Swift's cooperative pool: an app that
+/// blocks the pool's threads for a while does not stall sync with them.
+@Suite struct NodeExecutorTests {
+    @Test func aNodeDialsWhileEveryCooperativeThreadIsBlocked() async throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), b = try directory.container("b")
+        try a.trust(deviceID: b.deviceID)
+        try b.trust(deviceID: a.deviceID)
+        let listening = loopbackNode(a)
+        try await listening.start()
+        let port = try #require(listening.listeningPort)
+        let dialing = loopbackNode(b)
+        try await dialing.start()
+
+        // This task holds one pool thread from here on (it waits without
+        // awaiting); blockers hold the others until the gate opens.
+        let gate = DispatchSemaphore(value: 0)
+        let blockers = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
+        let started = DispatchSemaphore(value: 0)
+        for _ in 0..<blockers { Task.detached { started.signal(); gate.wait() } }
+        for _ in 0..<blockers { started.wait() }
+        dialing.addPeer(PeerAddress(host: "127.0.0.1", port: port))
+        let connected = blockingWait(30) { !dialing.connectedPeers.isEmpty }
+        for _ in 0..<blockers { gate.signal() }
+        #expect(connected, "the dial loop ran while the cooperative pool was blocked")
+        await dialing.stop()
+        await listening.stop()
+    }
+}
+
+/// Polls `condition` without awaiting, so the calling thread stays taken.
+private func blockingWait(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition(), Date() < deadline { usleep(20_000) }
+    return condition()
+}
