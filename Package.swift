@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeCryptoTests", dependencies: ["LatticeCrypto"]),
         .testTarget(name: "LatticeDiscoveryTests", dependencies: ["LatticeDiscovery"]),
-        .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto"]),
+        .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeTransportTests", dependencies: [
             "LatticeTransport", "LatticeProtocol", "LatticeCrypto", "LatticeCore", "LatticeTestSupport",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -116,6 +116,9 @@ let package = Package(
             "LatticeMacros", .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
             .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
         ]),
-        .testTarget(name: "LatticeCLITests", dependencies: ["LatticeCLI", "Lattice", "LatticeCore", "LatticeStore", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol"]),
+        .testTarget(name: "LatticeCLITests", dependencies: [
+            "LatticeCLI", "Lattice", "LatticeCore", "LatticeStore", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
     ]
 )

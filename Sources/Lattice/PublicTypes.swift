@@ -1,3 +1,5 @@
+import LatticeProtocol
+import LatticeTransport
 import LatticeCore
 import LatticeCrypto
 import LatticeStore
@@ -28,6 +30,10 @@ public typealias DatabaseScope = LatticeCore.DatabaseScope
 public typealias SharePermission = LatticeCore.SharePermission
 /// A share another account's device offered this account (`Container.shareInvitations`).
 public typealias ShareInvitation = LatticeStore.ShareInvitation
+/// What comparing zones with a peer found (`SyncNode.compare`), and what it cost.
+public typealias ZoneComparison = LatticeTransport.ReconcileOutcome
+/// A record (or a zone's own state) two devices hold differently.
+public typealias DigestDifference = LatticeProtocol.DigestDifference
 /// A query's filter, as `NSPredicate` in `CKQuery`.
 public typealias QueryPredicate = LatticeCore.QueryPredicate
 public typealias QueryCondition = LatticeCore.QueryCondition

@@ -17,7 +17,7 @@ public struct LatticeCommand: ParsableCommand {
             InitCommand.self, IDCommand.self, ZoneCommand.self, RecordCommand.self, QueryCommand.self,
             ChangesCommand.self, WatchCommand.self, ConflictsCommand.self, SchemaCommand.self,
             StatusCommand.self, VectorCommand.self, BundleCommand.self,
-            ServeCommand.self, SyncCommand.self, PeersCommand.self, TrustCommand.self, UntrustCommand.self, PairCommand.self, AccountCommand.self, ShareCommand.self, AssetCommand.self, DoctorCommand.self,
+            ServeCommand.self, SyncCommand.self, PeersCommand.self, TrustCommand.self, UntrustCommand.self, PairCommand.self, AccountCommand.self, ShareCommand.self, AssetCommand.self, DiffCommand.self, DoctorCommand.self,
         ]
     )
 
@@ -34,6 +34,9 @@ public struct LatticeCommand: ParsableCommand {
             fail(error, json: json)
         } catch let error as PredicateSyntaxError {
             fail(CLIError.usage(error.description), json: json)
+        } catch let code as ExitCode {
+            // A result, not a failure (`diff` exits 1 when it finds differences): what it printed stands.
+            Foundation.exit(code.rawValue)
         } catch {
             // Argument-parser errors (usage 64, help 0) keep its own messages and codes.
             if json, exitCode(for: error) != .success {

@@ -178,6 +178,12 @@ public protocol SyncDelegate: Sendable {
     /// Answers `peer`'s request for asset content: only for an asset a
     /// record references in a zone the peer may sync, and held here.
     func serveAsset(_ request: AssetRequest, for peer: DeviceID) throws -> AssetReply
+    /// The first round of a reconciliation of `zones` this side begins, from
+    /// digests brought up to date with the store.
+    func reconcileOpening(zones: [ZoneKey]) throws -> ReconcileMessage
+    /// The next round of a reconciliation: this side's answer to `message`
+    /// (`reconciler` begun it, or answers the peer's), from up-to-date digests.
+    func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler)
 }
 
 extension SyncDelegate {
@@ -186,6 +192,10 @@ extension SyncDelegate {
     public func sharedZoneAdverts(_ zones: Set<ZoneID>, for peer: DeviceID) throws -> [ZoneAdvert] { [] }
     public func serveAsset(_ request: AssetRequest, for peer: DeviceID) throws -> AssetReply {
         .unavailable(hash: request.hash, chunk: request.chunk, reason: "this device serves no assets")
+    }
+    public func reconcileOpening(zones: [ZoneKey]) throws -> ReconcileMessage { throw ProtocolError.unexpected("this device keeps no digests") }
+    public func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler) {
+        throw ProtocolError.unexpected("this device keeps no digests")
     }
 }
 

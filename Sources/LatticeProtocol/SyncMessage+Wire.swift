@@ -16,8 +16,11 @@ public enum SyncWire {
 }
 
 extension SyncMessage {
+    /// In a hello's grants byte: the sender only compares digests.
+    static let comparesOnlyBit: UInt8 = 0x08
+
     private enum Kind: UInt8 {
-        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply
+        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply
     }
 
     /// The message's bytes inside the channel.
@@ -29,7 +32,7 @@ extension SyncMessage {
             writer.string(hello.container)
             Self.write(hello.zones, into: &writer)
             writer.blob(hello.roster)
-            writer.byte(hello.grants.reduce(0) { $0 | 1 << ($1.rawValue - 1) })
+            writer.byte(hello.grants.reduce(hello.comparesOnly ? Self.comparesOnlyBit : 0) { $0 | 1 << ($1.rawValue - 1) })
             Self.write(hello.sharedGrants, into: &writer)
             writer.blob(hello.membership)
         case .grants(let grants):
@@ -74,6 +77,12 @@ extension SyncMessage {
         case .assetReply(let reply):
             writer.byte(Kind.assetReply.rawValue)
             Self.write(reply, into: &writer)
+        case .reconcile(let message):
+            writer.byte(Kind.reconcile.rawValue)
+            Self.write(message, into: &writer)
+        case .reconcileReply(let message):
+            writer.byte(Kind.reconcileReply.rawValue)
+            Self.write(message, into: &writer)
         }
         return writer.bytes
     }
@@ -94,12 +103,14 @@ extension SyncMessage {
                 let zones = try Self.readAdverts(from: &reader)
                 let roster = try reader.blob()
                 let bits = try reader.byte()
-                guard bits & ~0b111 == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
+                guard bits & ~(0b111 | Self.comparesOnlyBit) == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
                 let grants = Set(DatabaseScope.allCases.filter { bits & (1 << ($0.rawValue - 1)) != 0 })
                 let sharedGrants = try Self.readSharedZones(from: &reader)
                 let membership = try reader.blob()
                 guard membership.count <= SyncWire.maximumMembershipBytes else { throw ProtocolError.malformed("a membership of \(membership.count) bytes") }
-                self = .hello(Hello(container: container, zones: zones, roster: roster, grants: grants, sharedGrants: sharedGrants, membership: membership))
+                var hello = Hello(container: container, zones: zones, roster: roster, grants: grants, sharedGrants: sharedGrants, membership: membership)
+                hello.comparesOnly = bits & Self.comparesOnlyBit != 0
+                self = .hello(hello)
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)
                 let records = try reader.varint()
@@ -147,6 +158,8 @@ extension SyncMessage {
                 guard chunk <= UInt64(AssetOutline.chunkCount(size: Int64(size))) else { throw ProtocolError.malformed("chunk \(chunk - 1) of an asset of \(size) bytes") }
                 self = .assetRequest(AssetRequest(hash: hash, size: Int64(size), chunk: chunk == 0 ? nil : Int(chunk - 1)))
             case .assetReply: self = .assetReply(try Self.readAssetReply(from: &reader))
+            case .reconcile: self = .reconcile(try Self.readReconcile(from: &reader))
+            case .reconcileReply: self = .reconcileReply(try Self.readReconcile(from: &reader))
             }
             guard reader.isAtEnd else { throw ProtocolError.malformed("\(reader.remaining) trailing bytes after a \(kind) message") }
         } catch let error as ProtocolError {
@@ -261,13 +274,13 @@ extension SyncMessage {
         return zones
     }
 
-    private static func write(_ zone: ZoneKey, into writer: inout BinaryWriter) {
+    static func write(_ zone: ZoneKey, into writer: inout BinaryWriter) {
         writer.byte(zone.scope.rawValue)
         writer.string(zone.zoneID.zoneName)
         writer.string(zone.zoneID.ownerName)
     }
 
-    private static func readZone(from reader: inout BinaryReader) throws -> ZoneKey {
+    static func readZone(from reader: inout BinaryReader) throws -> ZoneKey {
         let code = try reader.byte()
         guard let scope = DatabaseScope(rawValue: code) else { throw ProtocolError.malformed("unknown database scope \(code)") }
         let name = try reader.string()

@@ -52,6 +52,8 @@ public struct Hello: Hashable, Sendable {
     public var sharedGrants: [ZoneID]
     /// The sender's membership of its account (`AccountMembership.encoded`), or empty.
     public var membership: [UInt8]
+    /// The sender only compares digests (`lattice diff`): neither side streams.
+    public var comparesOnly = false
 
     public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .shared, .public], sharedGrants: [ZoneID] = [], membership: [UInt8] = []) {
         self.container = container
@@ -156,4 +158,8 @@ public enum SyncMessage: Hashable, Sendable {
     case assetRequest(AssetRequest)
     /// The answer to an `assetRequest`.
     case assetReply(AssetReply)
+    /// A round of a reconciliation this side began (`Reconciler`).
+    case reconcile(ReconcileMessage)
+    /// The answer to a `reconcile`.
+    case reconcileReply(ReconcileMessage)
 }

@@ -22,6 +22,8 @@ public struct SyncSession: Sendable {
         case adoptRoster([UInt8])
         /// Answer the peer's request for asset content; answer with `assetServed`.
         case serveAsset(AssetRequest)
+        /// Answer a round of the peer's reconciliation (`Reconciler.reply`); answer with `reconcileAnswered`.
+        case answerReconcile(ReconcileMessage)
         case close(ProtocolError)
         case event(SessionEvent)
     }
@@ -45,6 +47,8 @@ public struct SyncSession: Sendable {
         case quiescent
         /// The peer answered one of this side's asset requests (`requestAsset`).
         case assetReply(AssetReply)
+        /// The peer answered a round of this side's reconciliation (`beginReconcileRound`).
+        case reconcileReply(ReconcileMessage)
         /// The peer holds everything of a zone up to `vector` (its hello, an
         /// acknowledgement, or the claim of its final batch said so).
         case peerHolds(zone: ZoneKey, vector: VersionVector)
@@ -63,6 +67,9 @@ public struct SyncSession: Sendable {
         /// Batches received and not yet applied before the peer is deemed to
         /// ignore the window: an honest sender has at most `window` unacknowledged.
         public var maximumQueuedBatches: Int
+        /// This side only compares digests (`lattice diff`): its hello says
+        /// so, neither side streams, and changes the peer sends end the session.
+        public var comparesOnly = false
 
         public init(window: Int = 4, batchBytes: Int = 2 << 20) {
             self.window = window
@@ -97,7 +104,7 @@ public struct SyncSession: Sendable {
     public private(set) var streams: PeerAccess
     public let localHello: Hello
     public private(set) var peerHello: Hello?
-    public private(set) var closed = false
+    public internal(set) var closed = false
 
     private var outgoing: [ZoneKey: Outgoing] = [:]
     private var order: [ZoneKey] = []
@@ -137,12 +144,17 @@ public struct SyncSession: Sendable {
     /// This side's asset requests the peer has not answered yet.
     var assetRequests: [AssetRequest.Key: Int] = [:]
     var assetRequestsBeforeHello: [AssetRequest] = []
+    /// A round of the peer's reconciliation being answered here, and whether this side waits for an answer.
+    var answeringReconcile = false
+    var awaitingReconcileReply = false
     /// Asset requests a peer may have unanswered at once: an honest one keeps a few chunks in flight.
     public static let maximumAssetServes = 32
 
     public init(localHello: Hello, access: PeerAccess = .account, configuration: Configuration = Configuration()) {
         self.access = access
         streams = access
+        var localHello = localHello
+        localHello.comparesOnly = localHello.comparesOnly || configuration.comparesOnly
         self.localHello = localHello
         self.configuration = configuration
         toldRoster = localHello.roster
@@ -190,6 +202,8 @@ public struct SyncSession: Sendable {
         case .acknowledgement(let ack): return receiveAcknowledgement(ack)
         case .assetRequest(let request): return receiveAssetRequest(request)
         case .assetReply(let reply): return receiveAssetReply(reply)
+        case .reconcile(let message): return receiveReconcile(message)
+        case .reconcileReply(let message): return receiveReconcileReply(message)
         }
     }
 
@@ -203,7 +217,7 @@ public struct SyncSession: Sendable {
         takePeerAdverts(hello.zones)
         openStreams()
         let holds = hello.zones.map { Action.event(.peerHolds(zone: $0.zone, vector: $0.vector)) }
-        return [.event(.started(granted: streams))] + holds + sendAssetRequestsMadeBeforeHello() + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
+        return [.event(.started(granted: comparing ? access.intersection(peerGranted) : streams))] + holds + sendAssetRequestsMadeBeforeHello() + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
     }
 
     private mutating func takePeerAdverts(_ adverts: [ZoneAdvert]) {
@@ -217,6 +231,10 @@ public struct SyncSession: Sendable {
     /// stream too: what it sends us is then known to be held by it, and is
     /// not echoed back when we relay.
     private mutating func openStreams() {
+        guard !comparing else {
+            streams = PeerAccess(scopes: [])
+            return
+        }
         streams = access.intersection(peerGranted)
         for zone in localZones + peerZones where streams.allows(zone) {
             let theirs = peerAdverts[zone]
@@ -287,7 +305,11 @@ public struct SyncSession: Sendable {
         order.append(zone)
     }
 
+    /// Either side only compares digests: nothing streams.
+    var comparing: Bool { localHello.comparesOnly || peerHello?.comparesOnly == true }
+
     private mutating func receiveChanges(_ part: ChangesPart) -> [Action] {
+        guard !comparing else { return close(.unexpected("changes in a session that only compares digests")) }
         guard access.allows(part.zone) else { return close(.forbidden("the peer sent changes to zone \(part.zone), which it may not sync here (\(access))")) }
         var bytes: [UInt8] = []
         if let zone = partial?.zone {
@@ -501,6 +523,8 @@ extension SyncMessage {
         case .pong: return "pong"
         case .assetRequest: return "asset request"
         case .assetReply: return "asset reply"
+        case .reconcile: return "reconcile"
+        case .reconcileReply: return "reconcile reply"
         }
     }
 }

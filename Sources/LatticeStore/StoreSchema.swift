@@ -195,6 +195,38 @@ enum StoreSchema {
                 CREATE TABLE peer_holds (peer TEXT NOT NULL, zone INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (peer, zone)) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v10: digests") { db in
+            try db.execute(sql: """
+                -- Each record's digest item (its name's bytes, the hash of its whole state), in
+                -- key order for range reconciliation, and each zone's sum of them. Kept up to
+                -- date lazily, when a digest is asked for, from `digest_dirty`: triggers note
+                -- every record row written or removed, by Lattice or by anything else that
+                -- edits the file, so a digest always reflects the rows as they are.
+                CREATE TABLE record_digests (
+                    zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    key BLOB NOT NULL,
+                    hash BLOB NOT NULL,
+                    PRIMARY KEY (zone, key)
+                ) WITHOUT ROWID;
+                CREATE TABLE zone_digests (
+                    zone INTEGER PRIMARY KEY REFERENCES zones(id) ON DELETE CASCADE,
+                    sum BLOB NOT NULL,
+                    count INTEGER NOT NULL
+                );
+                CREATE TABLE digest_dirty (zone INTEGER NOT NULL, key BLOB NOT NULL, PRIMARY KEY (zone, key)) WITHOUT ROWID;
+                CREATE TRIGGER records_digest_insert AFTER INSERT ON records BEGIN
+                    INSERT OR IGNORE INTO digest_dirty (zone, key) VALUES (NEW.zone, CAST(NEW.name AS BLOB));
+                END;
+                CREATE TRIGGER records_digest_update AFTER UPDATE OF zone, name, state ON records BEGIN
+                    INSERT OR IGNORE INTO digest_dirty (zone, key) VALUES (OLD.zone, CAST(OLD.name AS BLOB));
+                    INSERT OR IGNORE INTO digest_dirty (zone, key) VALUES (NEW.zone, CAST(NEW.name AS BLOB));
+                END;
+                CREATE TRIGGER records_digest_delete AFTER DELETE ON records BEGIN
+                    INSERT OR IGNORE INTO digest_dirty (zone, key) VALUES (OLD.zone, CAST(OLD.name AS BLOB));
+                END;
+                INSERT INTO digest_dirty (zone, key) SELECT zone, CAST(name AS BLOB) FROM records;
+                """)
+        }
         return migrator
     }
 

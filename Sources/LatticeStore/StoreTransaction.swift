@@ -114,6 +114,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         }
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone = ?").execute(arguments: [row.id])
         guard db.changesCount > 0 else { return }
+        try forgetDigests(zone: row.id)
         try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ?").execute(arguments: [row.id])
         let referenced = try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT hash FROM asset_refs WHERE zone = ?"), arguments: [row.id])
         try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE zone = ?").execute(arguments: [row.id])

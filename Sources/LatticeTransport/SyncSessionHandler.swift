@@ -21,6 +21,30 @@ public enum ConnectionEvent: Sendable {
     case closed(peer: DeviceID?, address: String, reason: CloseReason?)
 }
 
+/// What a reconciliation found, and what it cost.
+public struct ReconcileOutcome: Sendable {
+    public var differences: [DigestDifference] = []
+    /// Rounds sent (round trips).
+    public var rounds = 0
+    public var bytesSent = 0
+    public var bytesReceived = 0
+    public init() {}
+}
+
+/// Why a reconciliation could not run.
+public enum ReconcileFailure: Error, Sendable, CustomStringConvertible {
+    case busy, notStarted
+    case ended(String)
+
+    public var description: String {
+        switch self {
+        case .busy: return "a reconciliation with this peer is already under way"
+        case .notStarted: return "the session with this peer has not started"
+        case .ended(let reason): return "the connection ended before the comparison finished: \(reason)"
+        }
+    }
+}
+
 /// Timing and size settings of a connection.
 public struct ConnectionSettings: Sendable {
     public var handshakeTimeout: TimeAmount = .seconds(10)
@@ -63,6 +87,15 @@ public struct ConnectionHandle: Sendable, Hashable {
     public func requestAsset(_ request: AssetRequest) {
         let handler = handler
         channel.eventLoop.execute { handler.value.requestAsset(request) }
+    }
+
+    /// Compares `zones` (nil: every zone both sides sync with each other, of
+    /// `scope` if given) with
+    /// the peer's by range-based reconciliation of their digests; the outcome
+    /// lists each record held differently.
+    public func reconcile(zones: [ZoneKey]?, scope: DatabaseScope? = nil, completion: @escaping @Sendable (Result<ReconcileOutcome, Error>) -> Void) {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.reconcile(zones: zones, scope: scope, completion: completion) }
     }
 
     public func close() { channel.close(promise: nil) }
@@ -184,6 +217,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         guard let context, let peer, let access, context.channel.isActive, closeReason == nil else { return }
         // The hello grants no more than the session takes: shares may have opened zones since the handshake (widened below).
         var hello = hello
+        hello.comparesOnly = settings.session.comparesOnly
         if !access.scopes.contains(.shared) {
             hello.sharedGrants = hello.sharedGrants.filter(access.sharedZones.contains)
             hello.zones = hello.zones.filter { $0.zone.scope != .shared || access.sharedZones.contains($0.zone.zoneID) }
@@ -266,6 +300,52 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     fileprivate func requestAsset(_ request: AssetRequest) {
         mutateSession { $0.requestAsset(request) }
+    }
+
+    private var reconciliation: (reconciler: Reconciler, outcome: ReconcileOutcome, completion: @Sendable (Result<ReconcileOutcome, Error>) -> Void)?
+
+    /// Begins a reconciliation of `zones` (nil: every zone both sides sync with each other).
+    fileprivate func reconcile(zones: [ZoneKey]?, scope: DatabaseScope?, completion: @escaping @Sendable (Result<ReconcileOutcome, Error>) -> Void) {
+        guard reconciliation == nil else { return completion(.failure(ReconcileFailure.busy)) }
+        guard let session, let hello = session.peerHello, closeReason == nil else { return completion(.failure(ReconcileFailure.notStarted)) }
+        let shared = session.access.intersection(hello.granted)
+        let delegate = delegate
+        reconciliation = (Reconciler(initiator: true), ReconcileOutcome(), completion)
+        runOffLoop({ () throws -> ReconcileMessage in
+            var chosen = zones ?? []
+            if zones == nil {
+                let known = Set(try delegate.zones()).union(hello.zones.map(\.zone))
+                chosen = known.filter { shared.allows($0) && (scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
+            }
+            return try delegate.reconcileOpening(zones: chosen)
+        }) { handler, opening in
+            handler.sendReconcileRound(opening)
+        }
+    }
+
+    private func sendReconcileRound(_ message: ReconcileMessage) {
+        guard var running = reconciliation else { return }
+        guard !message.isEmpty else {
+            reconciliation = nil
+            running.outcome.differences = running.reconciler.differences
+            return running.completion(.success(running.outcome))
+        }
+        running.outcome.rounds += 1
+        running.outcome.bytesSent += SyncMessage.reconcile(message).encoded().count
+        reconciliation = running
+        mutateSession { $0.beginReconcileRound(message) }
+    }
+
+    private func continueReconciliation(after reply: ReconcileMessage) {
+        guard var running = reconciliation else { return }
+        running.outcome.bytesReceived += SyncMessage.reconcileReply(reply).encoded().count
+        reconciliation = running
+        let delegate = delegate
+        let reconciler = running.reconciler
+        runOffLoop({ try delegate.reconcileRound(reply, reconciler: reconciler) }) { handler, next in
+            handler.reconciliation?.reconciler = next.1
+            handler.sendReconcileRound(next.0)
+        }
     }
 
     private var widening = false
@@ -397,6 +477,13 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 runOffLoop({ try delegate.serveAsset(request, for: peer) }) { handler, reply in
                     handler.mutateSession { $0.assetServed(reply) }
                 }
+            case .answerReconcile(let message):
+                let delegate = delegate
+                runOffLoop({ try delegate.reconcileRound(message, reconciler: Reconciler(initiator: false)).0 }) { handler, reply in
+                    handler.mutateSession { $0.reconcileAnswered(reply) }
+                }
+            case .event(.reconcileReply(let message)):
+                continueReconciliation(after: message)
             case .close(let error):
                 if wrote { context?.flush() }
                 close(.protocolError(error))
@@ -461,6 +548,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private func close(_ reason: CloseReason) {
         guard let context, closeReason == nil else { return }
         closeReason = reason
+        if let running = reconciliation {
+            reconciliation = nil
+            running.completion(.failure(ReconcileFailure.ended(reason.description)))
+        }
         if var session {
             _ = session.fail(.unexpected(reason.description))
             self.session = session

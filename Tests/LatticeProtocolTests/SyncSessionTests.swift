@@ -305,4 +305,51 @@ import Testing
         }
         #expect(closeReason(serving.receive(.assetRequest(request))) != nil, "a peer flooding requests is dropped")
     }
+
+    @Test func aComparingSessionStreamsNothingAndTakesNoChanges() throws {
+        var comparing = SyncSession.Configuration()
+        comparing.comparesOnly = true
+        var session = SyncSession(localHello: ours, access: .account, configuration: comparing)
+        guard case .send(.hello(let hello)) = session.start().first else { Issue.record("no hello"); return }
+        #expect(try SyncMessage(decoding: SyncMessage.hello(hello).encoded()) == .hello(hello))
+        let actions = session.receive(.hello(theirs))
+        #expect(!actions.contains { if case .produce = $0 { return true } else { return false } })
+        #expect(closeReason(session.receive(part([1, 2, 3], final: true))) == .unexpected("changes in a session that only compares digests"))
+        // A peer whose hello says it compares only is streamed nothing either.
+        var peerCompares = theirs
+        peerCompares.comparesOnly = true
+        var serving = SyncSession(localHello: ours)
+        _ = serving.start()
+        let served = serving.receive(.hello(try roundTripped(peerCompares)))
+        #expect(served.first == .event(.started(granted: .account)))
+        #expect(!served.contains { if case .produce = $0 { return true } else { return false } })
+    }
+
+    func roundTripped(_ hello: Hello) throws -> Hello {
+        guard case .hello(let decoded) = try SyncMessage(decoding: SyncMessage.hello(hello).encoded()) else { throw ProtocolError.malformed("not a hello") }
+        #expect(decoded.comparesOnly == hello.comparesOnly)
+        return decoded
+    }
+
+    @Test func reconciliationRoundsAreAnsweredOneAtATimeOnZonesThePeerMaySync() {
+        let round = ReconcileMessage(zones: [ReconcileZone(zone: notes, ranges: [ReconcileRange(upper: nil, content: .skip)])])
+        var session = started()
+        #expect(session.receive(.reconcile(round)) == [.answerReconcile(round)])
+        #expect(closeReason(session.receive(.reconcile(round))) == .unexpected("a reconciliation round before the last one was answered"))
+        session = started()
+        _ = session.receive(.reconcile(round))
+        #expect(session.reconcileAnswered(ReconcileMessage(zones: [])) == [.send(.reconcileReply(ReconcileMessage(zones: [])))])
+        #expect(session.receive(.reconcile(round)) == [.answerReconcile(round)], "the next round once the last was answered")
+        // An answer nothing asked for, and a zone the peer may not sync.
+        var unasked = started()
+        #expect(closeReason(unasked.receive(.reconcileReply(round))) == .unexpected("a reconciliation answer nothing asked for"))
+        var asking = started()
+        #expect(asking.beginReconcileRound(round) == [.send(.reconcile(round))])
+        #expect(asking.beginReconcileRound(round).isEmpty, "one round at a time")
+        #expect(asking.receive(.reconcileReply(round)) == [.event(.reconcileReply(round))])
+        var publicOnly = SyncSession(localHello: ours, access: .publicOnly)
+        _ = publicOnly.start()
+        _ = publicOnly.receive(.hello(theirs))
+        #expect(closeReason(publicOnly.receive(.reconcile(round))) == .forbidden("the peer compares zone \(notes), which it may not sync here (public only)"))
+    }
 }

@@ -100,6 +100,7 @@ struct ConvergenceFuzzer {
             case 720..<950: if !pending.isEmpty { try deliver(pending.remove(at: Int.random(in: 0..<pending.count, using: &rng))) }
             default: try deliverDamaged()
             }
+            if Int.random(in: 0..<60, using: &rng) == 0 { try checkDigestsMatchStates() }
         }
         try syncAll()
         try checkConverged()
@@ -456,6 +457,21 @@ struct ConvergenceFuzzer {
         #expect(schema.recordTypes == state.recordTypes && schema.deployed == state.deployed, "\(context(who)): schema differs from the model")
     }
 
+    /// Two replicas' digests are equal exactly when their states are byte-identical.
+    mutating func checkDigestsMatchStates() throws {
+        let digests = try replicas.map { try $0.digest(of: Self.zone) }
+        let states = try replicas.map { replica -> [UInt8] in
+            try canonicalBytes(replica.records(in: Self.zone)) + (replica.syncState(of: Self.zone).map { [1] + RecordBlob.encodeStamp($0.zoneState.stamp) + [UInt8(truncatingIfNeeded: $0.zoneState.causalLength)] } ?? [0])
+        }
+        for i in replicas.indices {
+            for j in replicas.indices where i < j {
+                let sameState = states[i] == states[j]
+                #expect((digests[i] == digests[j]) == sameState, "\(context(i)) and replica \(j): digests \(digests[i] == digests[j] ? "equal" : "differ") while states \(sameState ? "are identical" : "differ")")
+                if sameState { coverage.count("digests compared equal") } else { coverage.count("digests compared different") }
+            }
+        }
+    }
+
     mutating func checkConverged() throws {
         let reference = try replicas[0].records(in: Self.zone)
         let referenceZone = try replicas[0].syncState(of: Self.zone)?.zoneState
@@ -467,6 +483,7 @@ struct ConvergenceFuzzer {
             #expect(records == reference, "\(context(index)): not identical to replica 0")
             #expect(try canonicalBytes(records) == (try canonicalBytes(reference)), "\(context(index)): not byte-identical to replica 0")
             #expect(try replica.syncState(of: Self.zone)?.zoneState == referenceZone)
+            #expect(try replica.digest(of: Self.zone) == (try replicas[0].digest(of: Self.zone)), "\(context(index)): digest differs from replica 0's")
             #expect(try replica.schema() == (try replicas[0].schema()), "\(context(index)): schema differs from replica 0")
             #expect(states[index].zone == states[0].zone)
             for name in Self.names {
@@ -563,7 +580,8 @@ extension ConvergenceFuzzer {
         if cases >= 500 {
             for what in ["no-op saves", "saves refused for a field type", "saves refused by the production schema", "cascade deletes of a local delete",
                          "cascade deletes on merge", "conflict clears", "zone deletes", "zone re-creations", "records deferred",
-                         "zone changes deferred whole", "deliveries that changed nothing", "converged records with conflicts"] {
+                         "zone changes deferred whole", "deliveries that changed nothing", "converged records with conflicts",
+                         "digests compared equal", "digests compared different"] {
                 #expect(coverage[what] > 0, "the fuzzer never exercised: \(what)")
             }
         }

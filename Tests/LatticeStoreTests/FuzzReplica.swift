@@ -18,6 +18,8 @@ protocol FuzzReplica: AnyObject {
     func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8]
     func syncState(of zone: ZoneKey) throws -> ZoneSyncState?
     func records(in zone: ZoneKey) throws -> [RecordState]
+    /// The zone's digest (its whole set's sum), as `lattice diff` compares it.
+    func digest(of zone: ZoneKey) throws -> DigestSum
     func record(_ name: String, in zone: ZoneKey) throws -> RecordState?
     func schema() throws -> Schema
     /// The last commit's sequence: it must not move on a no-op.
@@ -50,6 +52,9 @@ final class MemoryFuzzReplica: FuzzReplica {
     func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8] { try replica.makeChangeSet(for: zone, since: vector) }
     func syncState(of zone: ZoneKey) -> ZoneSyncState? { replica.syncState(of: zone) }
     func records(in zone: ZoneKey) -> [RecordState] { replica.records(in: zone) }
+    func digest(of zone: ZoneKey) throws -> DigestSum {
+        try MemoryDigestSet(zone: replica.syncState(of: zone)?.zoneState, records: replica.records(in: zone)).sum(in: .all)
+    }
     func record(_ name: String, in zone: ZoneKey) -> RecordState? { replica.record(name, in: zone) }
     func schema() -> Schema { replica.schema() }
     func commitSequence() -> UInt64 { replica.sequence }
@@ -90,6 +95,11 @@ final class StoreFuzzReplica: FuzzReplica {
         try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }
     }
     func record(_ name: String, in zone: ZoneKey) throws -> RecordState? { try store.read { try $0.record(name, in: zone) } }
+    /// The store's own digest: its digest tables, brought up to date from the rows the triggers marked.
+    func digest(of zone: ZoneKey) throws -> DigestSum {
+        try store.refreshDigests(of: [zone])
+        return try store.read { try $0.digestSum(of: zone, in: .all) }
+    }
     func schema() throws -> Schema { try store.read { try $0.schema() } }
     func commitSequence() throws -> UInt64 { try store.currentSequence() }
 }

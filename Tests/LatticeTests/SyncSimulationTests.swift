@@ -74,7 +74,7 @@ import LatticeTestSupport
                     link.wires[1 - end].append(try SyncMessage(decoding: message.encoded())) // through the wire format
                 case .produce, .apply, .adoptRoster:
                     link.work[end].append(action)
-                case .serveAsset:
+                case .serveAsset, .answerReconcile:
                     Issue.record("no asset was asked for")
                 case .close(let reason):
                     Issue.record("an honest session closed: \(reason)")

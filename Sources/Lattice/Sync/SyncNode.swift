@@ -88,6 +88,9 @@ public final class SyncNode: Sendable {
         /// How often content no record references any more is looked for, and removed once safe.
         public var assetCollectionInterval: Duration = .seconds(60)
 
+        /// Sessions only compare digests (`lattice diff`): nothing streams and no asset is fetched.
+        public var comparesOnly = false
+
         public init() {}
 
         /// The transport's settings for these durations.
@@ -96,6 +99,7 @@ public final class SyncNode: Sendable {
             settings.handshakeTimeout = TimeAmount(handshakeTimeout)
             settings.pingInterval = TimeAmount(pingInterval)
             settings.idleTimeout = TimeAmount(idleTimeout)
+            settings.session.comparesOnly = comparesOnly
             return settings
         }
     }
@@ -209,8 +213,10 @@ public final class SyncNode: Sendable {
         var assetSettings = AssetFetcher.Settings()
         let (seconds, attoseconds) = configuration.assetReplyTimeout.components
         assetSettings.replyTimeout = Double(seconds) + Double(attoseconds) / 1e18
+        let fetchesAssets = !configuration.comparesOnly
         assetFetcher = AssetFetcher(store: container.store, settings: assetSettings) {
-            state.withLockedValue { state in state.connections.flatMap { peer, handles in handles.map { (peer, $0) } } }
+            guard fetchesAssets else { return [] }
+            return state.withLockedValue { state in state.connections.flatMap { peer, handles in handles.map { (peer, $0) } } }
         }
         assetFetcher.report = { [weak self] report in self?.handleAssetReport(report) }
     }
@@ -300,6 +306,9 @@ public final class SyncNode: Sendable {
 
     /// Devices with a running session.
     public var connectedPeers: [String] { state.withLockedValue { $0.connections.filter { !$0.value.isEmpty }.map(\.key).sorted() } }
+
+    /// The session with `peer`, if one runs.
+    func connection(to peer: String) -> ConnectionHandle? { state.withLockedValue { $0.connections[peer]?.first } }
 
     /// Stops: closes every connection (each ends its stream in order), stops dialing and watching.
     public func stop() async {
@@ -558,6 +567,7 @@ public final class SyncNode: Sendable {
             if records > 0 { assetFetcher.refreshSoon() }
         case .assetReply(let reply):
             assetFetcher.received(reply, from: peer)
+        case .reconcileReply: break // the connection's reconciliation takes it
         case .peerHolds(let zone, let vector):
             state.withLockedValue { state in
                 let before = state.peerHolds[peer]?[zone] ?? VersionVector()

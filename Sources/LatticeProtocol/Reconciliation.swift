@@ -1,0 +1,189 @@
+import LatticeCore
+
+/// A digest item as an item list carries it: the key and a short hash.
+public struct ShortDigestItem: Hashable, Sendable {
+    public var key: [UInt8]
+    public var hash: [UInt8]
+
+    public init(key: [UInt8], hash: [UInt8]) {
+        self.key = key
+        self.hash = hash
+    }
+
+    public init(_ item: DigestItem) { self.init(key: item.key, hash: item.shortHash) }
+}
+
+/// One range of a reconciliation message. Ranges of a zone follow each other:
+/// each starts where the one before ended (the first at the empty key), and
+/// ends at `upper` (nil: the end of the key space).
+public struct ReconcileRange: Hashable, Sendable {
+    public enum Content: Hashable, Sendable {
+        /// Nothing to do here: the range matched.
+        case skip
+        /// The sender's fingerprint and count of the range.
+        case fingerprint(DigestFingerprint, count: Int)
+        /// The sender's items of the range, all of them.
+        case items([ShortDigestItem])
+        /// The answer to `items`: the sender's items the list did not hold
+        /// alike, and for each listed item whether the sender holds it alike.
+        case answer(items: [ShortDigestItem], held: [Bool])
+    }
+
+    public var upper: [UInt8]?
+    public var content: Content
+
+    public init(upper: [UInt8]?, content: Content) {
+        self.upper = upper
+        self.content = content
+    }
+}
+
+/// One zone's ranges in a reconciliation message.
+public struct ReconcileZone: Hashable, Sendable {
+    public var zone: ZoneKey
+    public var ranges: [ReconcileRange]
+
+    public init(zone: ZoneKey, ranges: [ReconcileRange]) {
+        self.zone = zone
+        self.ranges = ranges
+    }
+}
+
+/// A round of range-based set reconciliation (as Negentropy does it): the
+/// zones not yet settled, each cut into ranges. A zone missing from a reply
+/// is settled.
+public struct ReconcileMessage: Hashable, Sendable {
+    public var zones: [ReconcileZone]
+
+    public init(zones: [ReconcileZone]) { self.zones = zones }
+
+    public var isEmpty: Bool { zones.isEmpty }
+}
+
+/// A record (or the zone's state, key empty) the two sides hold differently,
+/// as the side that began the reconciliation sees it.
+public struct DigestDifference: Hashable, Sendable {
+    public var zone: ZoneKey
+    /// The record name's bytes; empty for the zone's own state.
+    public var key: [UInt8]
+    /// This side's short hash, nil when it lacks the record.
+    public var here: [UInt8]?
+    /// The peer's, nil when the peer lacks it.
+    public var there: [UInt8]?
+
+    public init(zone: ZoneKey, key: [UInt8], here: [UInt8]?, there: [UInt8]?) {
+        self.zone = zone
+        self.key = key
+        self.here = here
+        self.there = there
+    }
+
+    /// The record's name, or nil for the zone's state.
+    public var recordName: String? { key.isEmpty ? nil : String(decoding: key, as: UTF8.self) }
+}
+
+/// One side of a reconciliation, as a value: the side that begins it sends
+/// `opening`, and each side answers the other's messages with `reply(to:)`
+/// until the beginner's reply is empty. Each round halves the problem by a
+/// factor of `fanout`: ranges that differ are cut into `fanout` parts by
+/// count, and a range of at most `listThreshold` items is sent whole. The
+/// beginner learns every difference (`differences`); the other side answers.
+public struct Reconciler: Sendable {
+    public static let fanout = 16
+    public static let listThreshold = 32
+    /// Items an honest item list holds (the threshold, with room for the
+    /// other side's set having grown meanwhile): a longer one is refused.
+    public static let maximumListed = 4096
+    public static let maximumRanges = 4096
+
+    public let initiator: Bool
+    public private(set) var differences: [DigestDifference] = []
+
+    public init(initiator: Bool) { self.initiator = initiator }
+
+    /// The first message: each zone's whole fingerprint.
+    public static func opening(zones: [ZoneKey], source: some DigestSource) throws -> ReconcileMessage {
+        try ReconcileMessage(zones: zones.map { zone in
+            let sum = try source.digestSum(of: zone, in: .all)
+            return ReconcileZone(zone: zone, ranges: [ReconcileRange(upper: nil, content: .fingerprint(sum.fingerprint, count: sum.count))])
+        })
+    }
+
+    /// The reply to a message from the other side. For the beginner, an
+    /// empty reply means the reconciliation is over.
+    public mutating func reply(to message: ReconcileMessage, source: some DigestSource) throws -> ReconcileMessage {
+        var out: [ReconcileZone] = []
+        for zone in message.zones {
+            let ranges = try reply(to: zone, source: source)
+            if !ranges.isEmpty { out.append(ReconcileZone(zone: zone.zone, ranges: ranges)) }
+        }
+        return ReconcileMessage(zones: out)
+    }
+
+    private mutating func reply(to zone: ReconcileZone, source: some DigestSource) throws -> [ReconcileRange] {
+        var out: [ReconcileRange] = []
+        var lower: [UInt8] = []
+        var settled = true
+        func add(_ range: ReconcileRange) {
+            if case .skip = range.content, let last = out.last, case .skip = last.content {
+                out[out.count - 1].upper = range.upper
+            } else {
+                out.append(range)
+            }
+            if range.content != .skip { settled = false }
+        }
+        for (index, incoming) in zone.ranges.enumerated() {
+            let range = DigestRange(lower: lower, upper: incoming.upper)
+            switch incoming.content {
+            case .skip:
+                add(ReconcileRange(upper: incoming.upper, content: .skip))
+            case .fingerprint(let theirs, let count):
+                let mine = try source.digestSum(of: zone.zone, in: range)
+                if mine.count == count, mine.fingerprint == theirs {
+                    add(ReconcileRange(upper: incoming.upper, content: .skip))
+                } else if mine.count <= Self.listThreshold {
+                    add(ReconcileRange(upper: incoming.upper, content: .items(try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init))))
+                } else {
+                    for part in try source.digestParts(of: zone.zone, in: range, parts: Self.fanout) {
+                        add(ReconcileRange(upper: part.upper, content: .fingerprint(part.sum.fingerprint, count: part.sum.count)))
+                    }
+                }
+            case .items(let theirs):
+                let mine = try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init)
+                let theirsByKey = Dictionary(theirs.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
+                let mineByKey = Dictionary(mine.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
+                if initiator {
+                    note(zone.zone, mine: mineByKey, theirs: theirsByKey)
+                    add(ReconcileRange(upper: incoming.upper, content: .skip))
+                } else {
+                    let unlike = mine.filter { theirsByKey[$0.key] != $0.hash }
+                    let held = theirs.map { mineByKey[$0.key] == $0.hash }
+                    add(ReconcileRange(upper: incoming.upper, content: .answer(items: unlike, held: held)))
+                }
+            case .answer(let theirs, let held):
+                // Our list for this range went out in the last round; read it again.
+                let mine = try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init)
+                if initiator {
+                    var theirsByKey = Dictionary(theirs.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
+                    var mineByKey: [[UInt8]: [UInt8]] = [:]
+                    for item in mine { mineByKey[item.key] = item.hash }
+                    // Listed items they hold alike are alike; the rest they lack or hold otherwise.
+                    for (offset, item) in mine.enumerated() where offset < held.count && held[offset] {
+                        theirsByKey[item.key] = item.hash
+                    }
+                    note(zone.zone, mine: mineByKey, theirs: theirsByKey)
+                }
+                add(ReconcileRange(upper: incoming.upper, content: .skip))
+            }
+            lower = incoming.upper ?? []
+            if incoming.upper == nil, index != zone.ranges.count - 1 { throw ProtocolError.malformed("a reconciliation range after the end of the key space") }
+        }
+        return settled ? [] : out
+    }
+
+    private mutating func note(_ zone: ZoneKey, mine: [[UInt8]: [UInt8]], theirs: [[UInt8]: [UInt8]]) {
+        for key in Set(mine.keys).union(theirs.keys).sorted(by: digestKeyPrecedes) where mine[key] != theirs[key] {
+            differences.append(DigestDifference(zone: zone, key: key, here: mine[key], there: theirs[key]))
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import LatticeCore
+
+/// Reconciliation inside a session: one round of each side's at a time, on
+/// zones the peer may sync here. The session checks the traffic; the digests
+/// and the `Reconciler` that reads them live outside it.
+extension SyncSession {
+    /// Sends a round of this side's reconciliation; its answer comes as the `reconcileReply` event.
+    public mutating func beginReconcileRound(_ message: ReconcileMessage) -> [Action] {
+        guard !closed, peerHello != nil, !awaitingReconcileReply else { return [] }
+        awaitingReconcileReply = true
+        return [.send(.reconcile(message))]
+    }
+
+    /// The store answered the peer's round (`answerReconcile`).
+    public mutating func reconcileAnswered(_ reply: ReconcileMessage) -> [Action] {
+        guard !closed, answeringReconcile else { return [] }
+        answeringReconcile = false
+        return [.send(.reconcileReply(reply))]
+    }
+
+    /// Whether this side waits for the answer to a round it sent.
+    public var isReconciling: Bool { awaitingReconcileReply }
+
+    mutating func receiveReconcile(_ message: ReconcileMessage) -> [Action] {
+        guard !answeringReconcile else { return close(.unexpected("a reconciliation round before the last one was answered")) }
+        if let zone = message.zones.first(where: { !access.allows($0.zone) }) {
+            return close(.forbidden("the peer compares zone \(zone.zone), which it may not sync here (\(access))"))
+        }
+        answeringReconcile = true
+        return [.answerReconcile(message)]
+    }
+
+    mutating func receiveReconcileReply(_ message: ReconcileMessage) -> [Action] {
+        guard awaitingReconcileReply else { return close(.unexpected("a reconciliation answer nothing asked for")) }
+        awaitingReconcileReply = false
+        return [.event(.reconcileReply(message))]
+    }
+}

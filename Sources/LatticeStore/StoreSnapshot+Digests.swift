@@ -1,0 +1,105 @@
+import Foundation
+import GRDB
+import LatticeCore
+
+/// A zone's digest set as the store holds it: the zone's state as the item
+/// with the empty key, then each record's (`record_digests`). Read after
+/// `RecordStore.refreshDigests`: records changed since are not in it yet.
+extension StoreSnapshot: DigestSource {
+    public func digestSum(of zone: ZoneKey, in range: DigestRange) throws -> DigestSum {
+        guard let row = try zoneRow(zone) else { return DigestSum() }
+        var sum: DigestSum
+        if range == .all, let whole = try Row.fetchOne(db.cachedStatement(sql: "SELECT sum, count FROM zone_digests WHERE zone = ?"), arguments: [row.id]) {
+            sum = DigestSum(bytes: [UInt8](whole[0] as Data), count: whole[1])
+        } else {
+            sum = DigestSum()
+            try forEachRecordItem(zone: row.id, in: range) { _, hash in sum.add(hash) }
+        }
+        if range.contains([]) { sum.add(try row.sync.zoneState.digestHash()) }
+        return sum
+    }
+
+    public func digestItems(of zone: ZoneKey, in range: DigestRange) throws -> [DigestItem] {
+        guard let row = try zoneRow(zone) else { return [] }
+        var items: [DigestItem] = range.contains([]) ? [try DigestItem(row.sync.zoneState)] : []
+        try forEachRecordItem(zone: row.id, in: range) { items.append(DigestItem(key: $0, hash: $1)) }
+        return items
+    }
+
+    public func digestParts(of zone: ZoneKey, in range: DigestRange, parts: Int) throws -> [DigestPart] {
+        guard let row = try zoneRow(zone) else { return [DigestPart(upper: range.upper, sum: DigestSum())] }
+        let hasZoneItem = range.contains([])
+        let (clause, arguments) = Self.rangeClause(zone: row.id, range)
+        let records = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM record_digests WHERE \(clause)"), arguments: arguments) ?? 0
+        var splitter = DigestSplitter(total: records + (hasZoneItem ? 1 : 0), parts: parts, range: range)
+        if hasZoneItem { splitter.add(key: [], hash: try row.sync.zoneState.digestHash()) }
+        try forEachRecordItem(zone: row.id, in: range) { splitter.add(key: $0, hash: $1) }
+        return splitter.finish()
+    }
+
+    private func forEachRecordItem(zone: Int64, in range: DigestRange, _ body: ([UInt8], [UInt8]) throws -> Void) throws {
+        let (clause, arguments) = Self.rangeClause(zone: zone, range)
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT key, hash FROM record_digests WHERE \(clause) ORDER BY key"), arguments: arguments)
+        while let row = try rows.next() {
+            try body([UInt8](row[0] as Data), [UInt8](row[1] as Data))
+        }
+    }
+
+    /// Keys are BLOBs, so SQLite compares them as bytes (memcmp), as `digestKeyPrecedes` does.
+    private static func rangeClause(zone: Int64, _ range: DigestRange) -> (String, StatementArguments) {
+        switch range.upper {
+        case .some(let upper): return ("zone = ? AND key >= ? AND key < ?", [zone, Data(range.lower), Data(upper)])
+        case .none: return ("zone = ? AND key >= ?", [zone, Data(range.lower)])
+        }
+    }
+}
+
+extension StoreTransaction {
+    /// Brings a zone's digest items up to date with its record rows: each
+    /// row written or removed since the last refresh (`digest_dirty`) is
+    /// hashed again or forgotten. Takes no change sequence (a digest is
+    /// derived state).
+    public func refreshDigests(of key: ZoneKey) throws {
+        guard let zone = try zoneRow(key)?.id else { return }
+        let dirty = try Data.fetchAll(db.cachedStatement(sql: "SELECT key FROM digest_dirty WHERE zone = ?"), arguments: [zone])
+        guard !dirty.isEmpty else { return }
+        var sum = DigestSum()
+        if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT sum, count FROM zone_digests WHERE zone = ?"), arguments: [zone]) {
+            sum = DigestSum(bytes: [UInt8](row[0] as Data), count: row[1])
+        }
+        let old = try db.cachedStatement(sql: "SELECT hash FROM record_digests WHERE zone = ? AND key = ?")
+        let current = try db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND name = ?")
+        let save = try db.cachedStatement(sql: "INSERT OR REPLACE INTO record_digests (zone, key, hash) VALUES (?, ?, ?)")
+        let forget = try db.cachedStatement(sql: "DELETE FROM record_digests WHERE zone = ? AND key = ?")
+        for key in dirty {
+            if let previous = try Data.fetchOne(old, arguments: [zone, key]) { sum.remove([UInt8](previous)) }
+            guard let name = String(data: key, encoding: .utf8), let blob = try Data.fetchOne(current, arguments: [zone, name]) else {
+                try forget.execute(arguments: [zone, key])
+                continue
+            }
+            let hash = try decode(blob).digestHash()
+            sum.add(hash)
+            try save.execute(arguments: [zone, key, Data(hash)])
+        }
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO zone_digests (zone, sum, count) VALUES (?, ?, ?)")
+            .execute(arguments: [zone, Data(sum.bytes), sum.count])
+        try db.cachedStatement(sql: "DELETE FROM digest_dirty WHERE zone = ?").execute(arguments: [zone])
+        markChanged()
+    }
+
+    /// The zone's records are gone: so are their digest items.
+    func forgetDigests(zone: Int64) throws {
+        for table in ["record_digests", "zone_digests", "digest_dirty"] {
+            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE zone = ?").execute(arguments: [zone])
+        }
+    }
+}
+
+extension RecordStore {
+    /// Brings the digests of `zones` up to date (a write, when records changed since the last time).
+    public func refreshDigests(of zones: [ZoneKey]) throws {
+        try write { transaction in
+            for zone in zones { try transaction.refreshDigests(of: zone) }
+        }
+    }
+}
