@@ -131,6 +131,11 @@ struct PeerRow {
         if let refusals, !trusted { return "refused \(refusals) time(s): not trusted here" }
         if let refused = live?.refusedRecords, refused > 0 { return "refused \(refused) record(s): \(live?.lastRefusal ?? "?")" }
         if live?.access == "public only" { return "public database only: not in this account" }
+        if let verified = live?.verified, !verified.isEmpty, verified.allSatisfy({ $0.differences == 0 }),
+           let oldest = verified.compactMap(\.inSyncAt).min() {
+            return "verified in sync at \(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(oldest) / 1000)))"
+        }
+        if let mismatch = live?.lastMismatch { return "digests differ: \(mismatch)" }
         return ""
     }
 
@@ -148,7 +153,8 @@ struct PeerRow {
             lastSeen: lastSeen.map { Int64($0.timeIntervalSince1970 * 1000) }, recordsBehind: live.map(\.recordsBehind), recordsPeerBehind: live.map(\.recordsPeerBehind),
             problem: discoveryProblem, lastError: live?.lastError, clockSkew: live?.clockSkew ?? false, refusals: refusals ?? 0,
             refusedWrites: .init(count: refusedWrites, last: lastRefusedWrite), access: live?.access,
-            refusedRecords: live?.refusedRecords ?? 0, lastRefusal: live?.lastRefusal)
+            refusedRecords: live?.refusedRecords ?? 0, lastRefusal: live?.lastRefusal,
+            verified: live?.verified ?? [], lastMismatch: live?.lastMismatch)
     }
 }
 
@@ -182,6 +188,9 @@ struct PeersOutput: Encodable {
         /// Records from it the running node refused: writes their writers had no right to make.
         var refusedRecords: Int
         @Nullable var lastRefusal: String?
+        /// Per zone, when the running node and the device last found their digests alike after a sync.
+        var verified: [NodeStatus.ZoneVerification]
+        @Nullable var lastMismatch: String?
     }
 
     var device: String

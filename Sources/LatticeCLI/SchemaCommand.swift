@@ -124,6 +124,11 @@ struct StatusCommand: ParsableCommand {
                         ? "  \(zone.recordsDone)/\(zone.recordsTotal) records, \(zone.bytesDone / 1024)/\(zone.bytesTotal / 1024) KiB" : ""
                     Output.line("  \(zone.zone) \(zone.direction): \(zone.state)\(progress)  last sync \(last)")
                 }
+                for zone in peer.verified ?? [] {
+                    let when = zone.inSyncAt.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000)) }
+                    Output.line("  \(zone.zone) " + (zone.differences == 0 ? "verified in sync at \(when ?? "?")" : "\(zone.differences) record(s) differ at the last comparison\(when.map { "; last verified in sync at \($0)" } ?? "")"))
+                }
+                if let mismatch = peer.lastMismatch { Output.line("  digests: \(mismatch)") }
             }
             for asset in nodeStatus.assets ?? [] {
                 let peers = asset.bytesByPeer.sorted { $0.key < $1.key }.map { "\($0.key.prefix(8)) \($0.value / 1024) KiB" }.joined(separator: ", ")
@@ -168,6 +173,9 @@ struct StatusOutput: Encodable {
             var address: String
             @Nullable var lastError: String?
             var zones: [Zone]
+            /// Per zone, when the digests last matched after a sync (milliseconds since 1970).
+            var verified: [NodeStatus.ZoneVerification]
+            @Nullable var lastMismatch: String?
         }
 
         struct Zone: Encodable {
@@ -214,7 +222,7 @@ struct StatusOutput: Encodable {
                 Peer(deviceID: peer.deviceID, connected: peer.connected, address: peer.address, lastError: peer.lastError, zones: peer.zones.map { zone in
                     Zone(zone: zone.zone, direction: zone.direction, state: zone.state, recordsDone: zone.recordsDone, recordsTotal: zone.recordsTotal,
                          bytesDone: zone.bytesDone, bytesTotal: zone.bytesTotal, lastSync: zone.lastSync)
-                })
+                }, verified: peer.verified ?? [], lastMismatch: peer.lastMismatch)
             }
         }
 

@@ -133,9 +133,12 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Neither advertise this node nor look for peers by mDNS (only --peer and incoming connections).") var noMdns = false
     @Option(help: "Who syncs the public database with this node besides the account: anyone (any device of the container) or trusted.")
     var publicFrom: PublicSyncPolicy = .anyone
+    @Option(help: "After a sync, compare digests with the peer at most every this many seconds (0: never); a difference is logged as a bug and repaired.")
+    var verifyEvery: Double = 10
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
+        guard verifyEvery >= 0, verifyEvery.isFinite else { throw CLIError.usage("--verify-every must be 0 or more seconds") }
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         let logger = options.bootstrapLogging()
@@ -145,6 +148,7 @@ struct ServeCommand: ParsableCommand {
         configuration.peers = peers
         configuration.discovers = !noMdns
         configuration.publicFrom = publicFrom
+        configuration.verificationInterval = .milliseconds(Int64(verifyEvery * 1000))
         // Liveness comes from the connection (mDNS keeps a cut peer for an hour): a
         // silent peer is pinged after 2 s and dropped after 6 s.
         configuration.pingInterval = .seconds(2)

@@ -184,6 +184,10 @@ public protocol SyncDelegate: Sendable {
     /// The next round of a reconciliation: this side's answer to `message`
     /// (`reconciler` begun it, or answers the peer's), from up-to-date digests.
     func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler)
+    /// The states of `names` of `zone` held here, as one change set claiming
+    /// nothing, for `peer` (whose digest differs on them); nil when none is
+    /// held or `peer` may not have them.
+    func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> OutgoingBatch?
 }
 
 extension SyncDelegate {
@@ -194,6 +198,7 @@ extension SyncDelegate {
         .unavailable(hash: request.hash, chunk: request.chunk, reason: "this device serves no assets")
     }
     public func reconcileOpening(zones: [ZoneKey]) throws -> ReconcileMessage { throw ProtocolError.unexpected("this device keeps no digests") }
+    public func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> OutgoingBatch? { nil }
     public func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler) {
         throw ProtocolError.unexpected("this device keeps no digests")
     }

@@ -18,6 +18,16 @@ extension SyncSession {
         return [.send(.reconcileReply(reply))]
     }
 
+    /// Sends the states of records the peer holds otherwise (a comparison
+    /// found them; `SyncDelegate.repairBatch` made the batch), at the
+    /// stream's cursor, as the window allows.
+    public mutating func sendRepair(_ batch: OutgoingBatch, of zone: ZoneKey) -> [Action] {
+        guard !closed, peerHello != nil, !batch.final, batch.claimedTop == nil, streams.allows(zone) else { return [] }
+        repairs.append((zone, batch))
+        sentCaughtUp = false
+        return pump()
+    }
+
     /// Whether this side waits for the answer to a round it sent.
     public var isReconciling: Bool { awaitingReconcileReply }
 

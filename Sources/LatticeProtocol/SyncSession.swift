@@ -112,7 +112,7 @@ public struct SyncSession: Sendable {
     private var producingRecheck = false
     private var writable = true
     private var inFlight: [InFlight] = []
-    private var sentCaughtUp = false
+    var sentCaughtUp = false
 
     private var partial: (zone: ZoneKey, bytes: [UInt8])?
     private var queued: [IncomingBatch] = []
@@ -144,6 +144,8 @@ public struct SyncSession: Sendable {
     /// This side's asset requests the peer has not answered yet.
     var assetRequests: [AssetRequest.Key: Int] = [:]
     var assetRequestsBeforeHello: [AssetRequest] = []
+    /// Batches of records the peer's digest showed it holds otherwise, to send in the stream's order.
+    var repairs: [(zone: ZoneKey, batch: OutgoingBatch)] = []
     /// A round of the peer's reconciliation being answered here, and whether this side waits for an answer.
     var answeringReconcile = false
     var awaitingReconcileReply = false
@@ -441,8 +443,13 @@ public struct SyncSession: Sendable {
         return pump()
     }
 
-    private mutating func pump() -> [Action] {
+    mutating func pump() -> [Action] {
         guard !closed, peerHello != nil, producing == nil, writable, inFlight.count < configuration.window else { return [] }
+        if !repairs.isEmpty {
+            let (zone, batch) = repairs.removeFirst()
+            // In the stream's order, at its cursor: the peer resumes where it was.
+            return sendBatch(batch, of: zone, cursor: outgoing[zone]?.cursor ?? .start) + pump()
+        }
         guard let zone = order.first(where: { outgoing[$0]!.dirty }) else {
             if !sentCaughtUp, holds == 0 {
                 sentCaughtUp = true
@@ -473,22 +480,29 @@ public struct SyncSession: Sendable {
             // The peer may build its next claim on what we claim to hold.
             if let top = batch.claimedTop { toldVectors[zone, default: VersionVector()].join(top) }
             if batch.final, !producingRecheck { stream.dirty = false }
-            var offset = 0
-            repeat {
-                let end = min(offset + configuration.partSize, batch.bytes.count)
-                let last = end == batch.bytes.count
-                actions.append(.send(.changes(ChangesPart(
-                    zone: zone, bytes: Array(batch.bytes[offset..<end]),
-                    end: last ? ChangesPart.End(cursor: batch.cursor, final: batch.final, records: batch.records) : nil))))
-                offset = end
-            } while offset < batch.bytes.count
-            inFlight.append(InFlight(zone: zone, cursor: batch.cursor, final: batch.final, records: batch.records, bytes: batch.bytes.count, zoneState: batch.zoneState))
+            actions += sendBatch(batch, of: zone, cursor: batch.cursor)
         } else {
             stream.streaming = false
             if !producingRecheck { stream.dirty = false }
         }
         outgoing[zone] = stream
         return actions + pump()
+    }
+
+    /// A batch cut into parts no larger than a frame, then waiting for its acknowledgement.
+    private mutating func sendBatch(_ batch: OutgoingBatch, of zone: ZoneKey, cursor: StreamCursor) -> [Action] {
+        var actions: [Action] = []
+        var offset = 0
+        repeat {
+            let end = min(offset + configuration.partSize, batch.bytes.count)
+            let last = end == batch.bytes.count
+            actions.append(.send(.changes(ChangesPart(
+                zone: zone, bytes: Array(batch.bytes[offset..<end]),
+                end: last ? ChangesPart.End(cursor: cursor, final: batch.final, records: batch.records) : nil))))
+            offset = end
+        } while offset < batch.bytes.count
+        inFlight.append(InFlight(zone: zone, cursor: cursor, final: batch.final, records: batch.records, bytes: batch.bytes.count, zoneState: batch.zoneState))
+        return actions
     }
 
     // MARK: Ending

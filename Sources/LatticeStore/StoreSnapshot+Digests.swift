@@ -56,13 +56,16 @@ extension StoreSnapshot: DigestSource {
 
 extension StoreTransaction {
     /// Brings a zone's digest items up to date with its record rows: each
-    /// row written or removed since the last refresh (`digest_dirty`) is
-    /// hashed again or forgotten. Takes no change sequence (a digest is
-    /// derived state).
-    public func refreshDigests(of key: ZoneKey) throws {
-        guard let zone = try zoneRow(key)?.id else { return }
-        let dirty = try Data.fetchAll(db.cachedStatement(sql: "SELECT key FROM digest_dirty WHERE zone = ?"), arguments: [zone])
-        guard !dirty.isEmpty else { return }
+    /// row written or removed since the last refresh (`digest_dirty`), at
+    /// most `limit` of them, is hashed again or forgotten. Takes no change
+    /// sequence (a digest is derived state). Returns whether rows are left.
+    @discardableResult
+    public func refreshDigests(of key: ZoneKey, limit: Int = .max) throws -> Bool {
+        guard let zone = try zoneRow(key)?.id else { return false }
+        let dirty = try Data.fetchAll(db.cachedStatement(sql: "SELECT key FROM digest_dirty WHERE zone = ? LIMIT ?"), arguments: [zone, min(limit, Int(Int32.max)) + 1])
+        guard !dirty.isEmpty else { return false }
+        let more = dirty.count > limit
+        let keys = dirty.prefix(limit)
         var sum = DigestSum()
         if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT sum, count FROM zone_digests WHERE zone = ?"), arguments: [zone]) {
             sum = DigestSum(bytes: [UInt8](row[0] as Data), count: row[1])
@@ -71,7 +74,9 @@ extension StoreTransaction {
         let current = try db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND name = ?")
         let save = try db.cachedStatement(sql: "INSERT OR REPLACE INTO record_digests (zone, key, hash) VALUES (?, ?, ?)")
         let forget = try db.cachedStatement(sql: "DELETE FROM record_digests WHERE zone = ? AND key = ?")
-        for key in dirty {
+        let done = try db.cachedStatement(sql: "DELETE FROM digest_dirty WHERE zone = ? AND key = ?")
+        for key in keys {
+            try done.execute(arguments: [zone, key])
             if let previous = try Data.fetchOne(old, arguments: [zone, key]) { sum.remove([UInt8](previous)) }
             guard let name = String(data: key, encoding: .utf8), let blob = try Data.fetchOne(current, arguments: [zone, name]) else {
                 try forget.execute(arguments: [zone, key])
@@ -83,8 +88,8 @@ extension StoreTransaction {
         }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO zone_digests (zone, sum, count) VALUES (?, ?, ?)")
             .execute(arguments: [zone, Data(sum.bytes), sum.count])
-        try db.cachedStatement(sql: "DELETE FROM digest_dirty WHERE zone = ?").execute(arguments: [zone])
         markChanged()
+        return more
     }
 
     /// The zone's records are gone: so are their digest items.
@@ -96,10 +101,32 @@ extension StoreTransaction {
 }
 
 extension RecordStore {
-    /// Brings the digests of `zones` up to date (a write, when records changed since the last time).
+    /// Brings the digests of `zones` up to date: a write when records changed
+    /// since the last time, in transactions of at most 5,000 records, so a
+    /// zone hashed for the first time does not hold writers back for long.
     public func refreshDigests(of zones: [ZoneKey]) throws {
-        try write { transaction in
-            for zone in zones { try transaction.refreshDigests(of: zone) }
+        for zone in zones {
+            while try write({ try $0.refreshDigests(of: zone, limit: 5000) }) {}
         }
+    }
+}
+
+extension StoreSnapshot {
+    /// The states of `names` held here (tombstones too), as one change set
+    /// that claims nothing: what a peer whose digest differs on them is sent,
+    /// so the merge brings both sides together. Nil when none is held. Its
+    /// proofs cover every write the records show (the peer's vector said it
+    /// held them, yet its digest shows it does not hold them alike).
+    public func repairBatch(for key: ZoneKey, names: [String], includingSchema: Bool) throws -> StreamBatch? {
+        guard let zone = try zoneRow(key) else { return nil }
+        let states = try names.compactMap { try record($0, in: key) }
+        guard !states.isEmpty else { return nil }
+        var header = ChangeSetHeader(zone: key, sync: zone.sync, base: VersionVector(), schema: includingSchema ? try schema() : Schema(), claimsTop: false)
+        if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
+        var out: [UInt8] = []
+        var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: VersionVector())) { out.append(contentsOf: $0) }
+        for state in states { try writer.append(state) }
+        try writer.finish()
+        return StreamBatch(bytes: out, cursor: ChangeCursor(sequence: 0, row: 0), final: false, records: states.count, zoneState: zone.sync.zoneState, claimedTop: nil)
     }
 }

@@ -23,6 +23,8 @@ public enum ConnectionEvent: Sendable {
 
 /// What a reconciliation found, and what it cost.
 public struct ReconcileOutcome: Sendable {
+    /// The zones compared.
+    public var zones: [ZoneKey] = []
     public var differences: [DigestDifference] = []
     /// Rounds sent (round trips).
     public var rounds = 0
@@ -96,6 +98,13 @@ public struct ConnectionHandle: Sendable, Hashable {
     public func reconcile(zones: [ZoneKey]?, scope: DatabaseScope? = nil, completion: @escaping @Sendable (Result<ReconcileOutcome, Error>) -> Void) {
         let handler = handler
         channel.eventLoop.execute { handler.value.reconcile(zones: zones, scope: scope, completion: completion) }
+    }
+
+    /// Sends the peer this side's states of `names` of `zone` (a comparison
+    /// found them held otherwise there), so the merge brings both together.
+    public func repair(zone: ZoneKey, names: [String]) {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.repair(zone: zone, names: names) }
     }
 
     public func close() { channel.close(promise: nil) }
@@ -302,6 +311,15 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         mutateSession { $0.requestAsset(request) }
     }
 
+    fileprivate func repair(zone: ZoneKey, names: [String]) {
+        guard let peer, session != nil else { return }
+        let delegate = delegate
+        runOffLoop({ try delegate.repairBatch(zone: zone, names: names, for: peer) }) { handler, batch in
+            guard let batch else { return }
+            handler.mutateSession { $0.sendRepair(batch, of: zone) }
+        }
+    }
+
     private var reconciliation: (reconciler: Reconciler, outcome: ReconcileOutcome, completion: @Sendable (Result<ReconcileOutcome, Error>) -> Void)?
 
     /// Begins a reconciliation of `zones` (nil: every zone both sides sync with each other).
@@ -319,6 +337,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             }
             return try delegate.reconcileOpening(zones: chosen)
         }) { handler, opening in
+            handler.reconciliation?.outcome.zones = opening.zones.map(\.zone)
             handler.sendReconcileRound(opening)
         }
     }

@@ -67,4 +67,42 @@ import Testing
         #expect(try cli.run(["diff", "--peer", "127.0.0.1:1"], store: "b").status == 69)
         #expect(try cli.run(["diff", "--peer", peer, "NoSuchZone"], store: "b").status == 66)
     }
+
+    func deleteRow(_ name: String, in store: String) throws {
+        let queue = try DatabaseQueue(path: URL(fileURLWithPath: cli.path(store)).appendingPathComponent(RecordStore.databaseFileName).path)
+        try queue.write { try $0.execute(sql: "DELETE FROM records WHERE name = ?", arguments: [name]) }
+        try queue.close()
+    }
+
+    @Test func nodesCompareDigestsAfterASyncAndSendAgainWhatTheOtherLost() throws {
+        defer { cli.cleanup() }
+        _ = try makeStores()
+        for index in 0..<20 { try cli.ok(["record", "save", "Movies/m\(index)", "--type", "Movie", "title=T\(index)"], store: "a") }
+        let a = try NodeProcess(cli: cli, store: "a", extra: ["--verify-every", "0.3"])
+        let b = try NodeProcess(cli: cli, store: "b", peers: [a.port], extra: ["--verify-every", "0.3"])
+        defer { for node in [a, b] { node.stop() } }
+        #expect(try eventually { try cli.run(["record", "get", "Movies/m19"], store: "b").status == 0 })
+        func verified(_ store: String) throws -> [[String: Any]] {
+            let peers = try cli.ok(["peers", "--json"], store: store).json["peers"] as? [[String: Any]] ?? []
+            return peers.flatMap { $0["verified"] as? [[String: Any]] ?? [] }
+        }
+        #expect(try eventually { try verified("b").contains { $0["zone"] as? String == "private/Movies" && $0["differences"] as? Int == 0 && $0["inSyncAt"] is Int } })
+        #expect(try cli.ok(["peers"], store: "b").stdout.contains("verified in sync at"))
+
+        // Behind the protocol's back: each store loses a row the other holds; both still claim every write.
+        try deleteRow("m3", in: "b")
+        try deleteRow("m5", in: "a")
+        #expect(try cli.run(["record", "get", "Movies/m3"], store: "b").status == 66)
+        // The next sync ends with a comparison: each side finds what the other lacks and sends it again.
+        try cli.ok(["record", "save", "Movies/after", "--type", "Movie", "title=After"], store: "a")
+        #expect(try eventually { try cli.run(["record", "get", "Movies/m3"], store: "b").status == 0 })
+        #expect(try eventually { try cli.run(["record", "get", "Movies/m5"], store: "a").status == 0 })
+        #expect(try eventually { try cli.run(["diff", "--peer", "127.0.0.1:\(a.port)"], store: "b").status == 0 })
+        #expect(try cli.snapshot("a") == (try cli.snapshot("b")))
+        #expect(a.standardError.contains("digests differ after a sync") || b.standardError.contains("digests differ after a sync"))
+        let mismatches = try ["a", "b"].compactMap { store in
+            (try cli.ok(["peers", "--json"], store: store).json["peers"] as? [[String: Any]] ?? []).compactMap { $0["lastMismatch"] as? String }.first
+        }
+        #expect(!mismatches.isEmpty, "the mismatch shows in peers")
+    }
 }

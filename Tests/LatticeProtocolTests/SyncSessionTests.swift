@@ -352,4 +352,27 @@ import Testing
         _ = publicOnly.receive(.hello(theirs))
         #expect(closeReason(publicOnly.receive(.reconcile(round))) == .forbidden("the peer compares zone \(notes), which it may not sync here (public only)"))
     }
+
+    @Test func aRepairGoesAtTheStreamsCursorWithinTheWindow() throws {
+        var configuration = SyncSession.Configuration()
+        configuration.window = 1
+        var session = SyncSession(localHello: ours, configuration: configuration)
+        _ = session.start()
+        _ = session.receive(.hello(theirs))
+        // The stream's first batch is out: the window is full.
+        _ = session.batchProduced(OutgoingBatch(bytes: [1, 2, 3], cursor: StreamCursor(sequence: 3, row: 1), final: false, records: 1, zoneState: zoneState))
+        let repair = OutgoingBatch(bytes: [7, 7], cursor: .start, final: false, records: 1, zoneState: zoneState)
+        #expect(session.sendRepair(repair, of: notes).isEmpty, "it waits for the window")
+        #expect(!session.isQuiescent)
+        let next = session.receive(.acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 3, row: 1), vector: vector((replicaB, 4)))))
+        let parts = next.compactMap { action -> ChangesPart? in if case .send(.changes(let part)) = action { return part } else { return nil } }
+        #expect(parts.count == 1)
+        #expect(parts.first?.bytes == [7, 7])
+        #expect(parts.first?.end == ChangesPart.End(cursor: StreamCursor(sequence: 3, row: 1), final: false, records: 1))
+        // Its acknowledgement is taken like any other; a claiming batch is no repair.
+        #expect(closeReason(session.receive(.acknowledgement(Acknowledgement(zone: notes, cursor: StreamCursor(sequence: 3, row: 1), vector: vector((replicaB, 4)))))) == nil)
+        var claiming = repair
+        claiming.final = true
+        #expect(session.sendRepair(claiming, of: notes).isEmpty)
+    }
 }

@@ -20,6 +20,8 @@ import Workload
 //   lattice-sync-figures assets [--megabytes 1024] [--saves 300]
 //                                                          a large asset fetched A -> B on demand (MB/s, peak RSS); then
 //                                                          small saves' propagation while another such asset moves
+//   lattice-sync-figures diff [--records 1000000]         `lattice diff` of two stores of the workload: in sync, then 1, 10
+//                                                          and 1,000 records differing (round trips, bytes, time)
 //   lattice-sync-figures between --a DIR --b DIR [--saves 200] [--label TEXT]
 //                                                          propagation between two stores whose nodes run elsewhere
 //                                                          (`lattice serve` processes): saves alternate A->B and B->A
@@ -421,6 +423,74 @@ func assets() async throws {
     await pair.stop()
 }
 
+/// Two stores holding the same workload compared through their nodes, as
+/// `lattice diff` does (B's node only compares; A's serves): in sync, then
+/// with records changed on A alone.
+func diff() async throws {
+    let records = option("--records", 1_000_000)
+    let directory = root.appendingPathComponent("diff")
+    let a = try Container(identifier: "bench", directory: directory.appendingPathComponent("a"))
+    let b = try Container(identifier: "bench", directory: directory.appendingPathComponent("b"))
+    try a.trust(deviceID: b.deviceID)
+    try b.trust(deviceID: a.deviceID)
+    let (sender, _) = try Workload.prepareMemory(.empty, records: 0, indexed: false)
+    try Workload.write(sender, records: 0..<records, generation: 0)
+    let changeSet = try sender.makeChangeSet(for: Workload.zone, since: VersionVector())
+    try a.apply(changeSet: changeSet)
+    try b.apply(changeSet: changeSet)
+    say("two stores of \(records) records written")
+
+    var serving = SyncNode.Configuration()
+    serving.port = 0
+    serving.listenHost = "127.0.0.1"
+    serving.publishesStatus = false
+    let nodeA = SyncNode(container: a, configuration: serving)
+    try await nodeA.start()
+    var comparing = SyncNode.Configuration()
+    comparing.peers = [PeerAddress(host: "127.0.0.1", port: nodeA.listeningPort!)]
+    comparing.publishesStatus = false
+    comparing.comparesOnly = true
+    let nodeB = SyncNode(container: b, configuration: comparing)
+    try await nodeB.start()
+    for await event in nodeB.events { if case .caughtUp = event { break } }
+
+    func compare(_ label: String, expected: Int) async throws -> Double {
+        let t0 = now()
+        let outcome = try await nodeB.compare(with: a.deviceID)
+        let ms = Double(now() - t0) / 1e6
+        guard outcome.differences.count == expected else {
+            say("\(label): found \(outcome.differences.count) differences, expected \(expected)")
+            exit(1)
+        }
+        emit(["figure": "diff", "case": label, "records": records, "differences": expected, "round_trips": outcome.rounds,
+              "bytes": outcome.bytesSent + outcome.bytesReceived, "ms": ms])
+        say(String(format: "%@: %d difference(s) in %d round trip(s), %d bytes, %.1f ms", label, expected, outcome.rounds, outcome.bytesSent + outcome.bytesReceived, ms))
+        return ms
+    }
+    _ = try await compare("first comparison (digests computed on both sides)", expected: 0)
+    var times: [Double] = []
+    for _ in 0..<5 { times.append(try await compare("in sync", expected: 0)) }
+    times.sort()
+    say(String(format: "in sync: median %.1f ms", times[2]))
+    let database = a.database(with: .private)
+    var changed = 0
+    for target in [1, 10, 1000] {
+        let names = (changed..<target).map { Workload.name(($0 * 7919) % records) }
+        var saved: [Record] = []
+        for name in names {
+            let record = Record(recordType: "Track", recordID: Record.ID(recordName: name, zoneID: .default))
+            record["changed"] = .int64(Int64(target))
+            saved.append(record)
+        }
+        _ = try database.modifyRecords(saving: saved, deleting: [], savePolicy: .changedKeys)
+        changed = target
+        _ = try await compare("\(target) differing", expected: target)
+    }
+    await nodeB.stop()
+    await nodeA.stop()
+    try? FileManager.default.removeItem(at: directory)
+}
+
 switch mode {
 case "propagation": try await propagation(cli: false)
 case "propagation-cli": try await propagation(cli: true)
@@ -429,6 +499,7 @@ case "between": try between()
 case "databases": try await databases()
 case "shared": try await shared()
 case "assets": try await assets()
+case "diff": try await diff()
 default:
     say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | databases [--records N] [--rounds N] | shared [--records N] [--rounds N] [--saves N] | between --a DIR --b DIR [--saves N]")
     exit(2)

@@ -18,6 +18,15 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var lastSync: UInt64?
     }
 
+    /// A zone whose digests this node and a peer compared.
+    public struct ZoneVerification: Codable, Sendable, Hashable {
+        public var zone: String
+        /// Milliseconds since 1970 of the last comparison that found the zone alike on both.
+        public var inSyncAt: UInt64?
+        /// Records held differently at the last comparison (0 when alike).
+        public var differences: Int
+    }
+
     public struct PeerStatus: Codable, Sendable, Hashable {
         public var deviceID: String
         public var address: String
@@ -33,6 +42,11 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var refusedRecords: Int?
         /// Why the last of them was.
         public var lastRefusal: String?
+        /// When this node and the peer last compared digests after a sync and
+        /// found each zone alike (milliseconds since 1970), per zone.
+        public var verified: [ZoneVerification]?
+        /// The last comparison that found records held differently, and what was done.
+        public var lastMismatch: String?
 
         /// Records this side still has to receive from the peer in running streams.
         public var recordsBehind: Int { zones.filter { $0.direction == "receiving" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }

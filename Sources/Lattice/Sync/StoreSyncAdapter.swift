@@ -107,7 +107,7 @@ struct StoreSyncAdapter: SyncDelegate {
     /// A zone's stream goes only to a peer that may sync it: the private
     /// database to the account, the public one to whom `publicFrom` says.
     @discardableResult
-    private func requireAccess(_ peer: DeviceID, to zone: ZoneKey, in snapshot: StoreSnapshot) throws -> PeerAccess {
+    func requireAccess(_ peer: DeviceID, to zone: ZoneKey, in snapshot: StoreSnapshot) throws -> PeerAccess {
         guard let access = try access(for: peer, in: snapshot), access.allows(zone) else { throw PeerNoLongerTrusted(peer: peer) }
         return access
     }

@@ -1,6 +1,8 @@
 import LatticeCore
 import LatticeProtocol
 import LatticeTransport
+import NIOCore
+import Foundation
 
 extension SyncNode {
     /// Compares `zones` (nil: every zone both sides sync with each other, of `scope` if given)
@@ -18,5 +20,102 @@ extension SyncNode {
         } catch let failure as ReconcileFailure {
             throw LatticeError(.networkUnavailable, failure.description)
         }
+    }
+}
+
+/// A peer's digest comparisons after syncs.
+struct Verification {
+    var last: NIODeadline?
+    var running = false
+    var scheduled = false
+    /// Differences already repaired once (zone, name, both hashes): one that
+    /// comes back is reported, not re-sent again and again.
+    var repaired: Set<String> = []
+}
+
+extension SyncNode {
+    /// A session with `peer` went quiescent: compare digests now if the last
+    /// comparison is older than the interval, else once it is.
+    func verifySoon(_ peer: String) {
+        guard configuration.verificationInterval > .zero, !configuration.comparesOnly else { return }
+        let interval = TimeAmount(configuration.verificationInterval)
+        let delay = state.withLockedValue { state -> TimeAmount? in
+            var entry = state.verifications[peer] ?? Verification()
+            defer { state.verifications[peer] = entry }
+            guard !entry.running, !entry.scheduled else { return nil }
+            let due = entry.last.map { $0 + interval } ?? .now()
+            entry.scheduled = true
+            return max(.zero, due - .now())
+        }
+        guard let delay else { return }
+        group.next().scheduleTask(in: delay) { [weak self] in self?.verify(peer) }
+    }
+
+    private func verify(_ peer: String) {
+        let handle = state.withLockedValue { state -> ConnectionHandle? in
+            state.verifications[peer]?.scheduled = false
+            guard let handle = state.connections[peer]?.first, !state.stopped else { return nil }
+            state.verifications[peer]?.running = true
+            return handle
+        }
+        guard let handle else { return }
+        handle.reconcile(zones: nil) { [weak self] result in
+            guard let self else { return }
+            self.state.withLockedValue { state in
+                state.verifications[peer]?.running = false
+                state.verifications[peer]?.last = .now()
+            }
+            switch result {
+            case .success(let outcome): self.verified(peer, outcome, handle: handle)
+            case .failure(let error): self.logger.debug("digest comparison ended", metadata: ["peer": "\(peer)", "reason": "\(error)"])
+            }
+        }
+    }
+
+    /// Notes what a comparison after a sync found; a difference is a bug
+    /// (both sides said they had sent all they had), reported as one, and
+    /// repaired: this side sends its states of what differs (the peer does
+    /// the same with its own comparison).
+    private func verified(_ peer: String, _ outcome: ReconcileOutcome, handle: ConnectionHandle) {
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        let byZone = Dictionary(grouping: outcome.differences, by: \.zone)
+        var toRepair: [ZoneKey: [String]] = [:]
+        var persisting: [DigestDifference] = []
+        state.withLockedValue { state in
+            var entry = state.verifications[peer] ?? Verification()
+            for difference in outcome.differences {
+                let mark = "\(difference.zone) \(difference.recordName ?? "") \(difference.here ?? []) \(difference.there ?? [])"
+                if entry.repaired.insert(mark).inserted {
+                    if difference.here != nil, let name = difference.recordName { toRepair[difference.zone, default: []].append(name) }
+                } else {
+                    persisting.append(difference)
+                }
+            }
+            // Bounded: differences repaired long ago need not be remembered for ever.
+            if entry.repaired.count > 10_000 { entry.repaired = [] }
+            state.verifications[peer] = entry
+            updatePeer(&state, peer) { status in
+                var verified = Dictionary(uniqueKeysWithValues: (status.verified ?? []).map { ($0.zone, $0) })
+                for zone in outcome.zones {
+                    let name = zone.description
+                    let count = byZone[zone]?.count ?? 0
+                    verified[name] = NodeStatus.ZoneVerification(zone: name, inSyncAt: count == 0 ? now : verified[name]?.inSyncAt, differences: count)
+                }
+                status.verified = verified.values.sorted { $0.zone < $1.zone }
+                if !outcome.differences.isEmpty {
+                    let names = outcome.differences.prefix(5).map { "\($0.zone.zoneID.zoneName)/\($0.recordName ?? "(zone)")" }.joined(separator: ", ")
+                    status.lastMismatch = "at \(ISO8601DateFormatter().string(from: Date())), \(outcome.differences.count) record(s) held differently after a completed sync (\(names)\(outcome.differences.count > 5 ? ", …" : "")): "
+                        + (persisting.isEmpty ? "this side's states were sent again" : "\(persisting.count) still differ after a repair")
+                }
+            }
+        }
+        publishStatus()
+        guard !outcome.differences.isEmpty else { return }
+        let sample = outcome.differences.prefix(10).map { "\($0.zone)/\($0.recordName ?? "(zone state)")" }.joined(separator: ", ")
+        logger.error("digests differ after a sync both sides said was complete: this is a bug in Lattice, please report it with this line; sending this side's states of the records again", metadata: [
+            "peer": "\(peer)", "differences": "\(outcome.differences.count)", "records": "\(sample)",
+            "persisting": "\(persisting.count)",
+        ])
+        for (zone, names) in toRepair { handle.repair(zone: zone, names: names) }
     }
 }

@@ -90,6 +90,9 @@ public final class SyncNode: Sendable {
 
         /// Sessions only compare digests (`lattice diff`): nothing streams and no asset is fetched.
         public var comparesOnly = false
+        /// After a sync, digests are compared with the peer at most this often
+        /// (its first sync at once); zero turns the comparison off.
+        public var verificationInterval: Duration = .seconds(10)
 
         public init() {}
 
@@ -183,6 +186,8 @@ public final class SyncNode: Sendable {
         var peerHoldsChanged = false
         /// Looks for unreferenced assets to remove.
         var assetCollector: RepeatedTask?
+        /// Digest comparisons after syncs, per peer.
+        var verifications: [String: Verification] = [:]
     }
 
     public let container: Container
@@ -585,6 +590,7 @@ public final class SyncNode: Sendable {
                 }
             }
             continuation.yield(.caughtUp(peer: peer))
+            verifySoon(peer)
         case .deferred(let zone, let records):
             state.withLockedValue { state in
                 if state.deferredThisSession.insert(peer).inserted { state.deferrals[peer, default: 0] += 1 }
