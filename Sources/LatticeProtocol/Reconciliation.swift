@@ -94,7 +94,11 @@ public struct Reconciler: Sendable {
     /// Items an honest item list holds (the threshold, with room for the
     /// other side's set having grown meanwhile): a longer one is refused.
     public static let maximumListed = 4096
-    public static let maximumRanges = 4096
+    public static let maximumRanges = 1 << 16
+    /// About how many bytes of ranges a reply holds: past it, what is left of
+    /// a zone goes back as one fingerprint, cut again in the next round (a
+    /// message stays well under the 1 MiB maximum however much differs).
+    public static let replyBudget = 768 * 1024
 
     public let initiator: Bool
     public private(set) var differences: [DigestDifference] = []
@@ -113,18 +117,20 @@ public struct Reconciler: Sendable {
     /// empty reply means the reconciliation is over.
     public mutating func reply(to message: ReconcileMessage, source: some DigestSource) throws -> ReconcileMessage {
         var out: [ReconcileZone] = []
+        var budget = Self.replyBudget
         for zone in message.zones {
-            let ranges = try reply(to: zone, source: source)
+            let ranges = try reply(to: zone, source: source, budget: &budget)
             if !ranges.isEmpty { out.append(ReconcileZone(zone: zone.zone, ranges: ranges)) }
         }
         return ReconcileMessage(zones: out)
     }
 
-    private mutating func reply(to zone: ReconcileZone, source: some DigestSource) throws -> [ReconcileRange] {
+    private mutating func reply(to zone: ReconcileZone, source: some DigestSource, budget: inout Int) throws -> [ReconcileRange] {
         var out: [ReconcileRange] = []
         var lower: [UInt8] = []
         var settled = true
         func add(_ range: ReconcileRange) {
+            budget -= Self.estimatedSize(range)
             if case .skip = range.content, let last = out.last, case .skip = last.content {
                 out[out.count - 1].upper = range.upper
             } else {
@@ -134,6 +140,12 @@ public struct Reconciler: Sendable {
         }
         for (index, incoming) in zone.ranges.enumerated() {
             let range = DigestRange(lower: lower, upper: incoming.upper)
+            if budget <= 0 {
+                // Over the budget: the rest of the zone as one fingerprint, for the next round.
+                let rest = try source.digestSum(of: zone.zone, in: DigestRange(lower: lower, upper: nil))
+                add(ReconcileRange(upper: nil, content: .fingerprint(rest.fingerprint, count: rest.count)))
+                break
+            }
             switch incoming.content {
             case .skip:
                 add(ReconcileRange(upper: incoming.upper, content: .skip))
@@ -179,6 +191,17 @@ public struct Reconciler: Sendable {
             if incoming.upper == nil, index != zone.ranges.count - 1 { throw ProtocolError.malformed("a reconciliation range after the end of the key space") }
         }
         return settled ? [] : out
+    }
+
+    /// About the bytes a range takes on the wire.
+    static func estimatedSize(_ range: ReconcileRange) -> Int {
+        let bound = (range.upper?.count ?? 0) + 3
+        switch range.content {
+        case .skip: return bound
+        case .fingerprint: return bound + DigestFingerprint.length + 4
+        case .items(let items): return bound + items.reduce(2) { $0 + $1.key.count + DigestFingerprint.shortLength + 2 }
+        case .answer(let items, let held): return bound + held.count / 8 + items.reduce(4) { $0 + $1.key.count + DigestFingerprint.shortLength + 2 }
+        }
     }
 
     private mutating func note(_ zone: ZoneKey, mine: [[UInt8]: [UInt8]], theirs: [[UInt8]: [UInt8]]) {

@@ -478,11 +478,11 @@ func diff() async throws {
         let names = (changed..<target).map { Workload.name(($0 * 7919) % records) }
         var saved: [Record] = []
         for name in names {
-            let record = Record(recordType: "Track", recordID: Record.ID(recordName: name, zoneID: .default))
+            var record = Record(recordType: "Track", recordID: Record.ID(recordName: name, zoneID: .default))
             record["changed"] = .int64(Int64(target))
             saved.append(record)
         }
-        _ = try database.modifyRecords(saving: saved, deleting: [], savePolicy: .changedKeys)
+        _ = try await database.modifyRecords(saving: saved, deleting: [], savePolicy: .changedKeys)
         changed = target
         _ = try await compare("\(target) differing", expected: target)
     }
