@@ -9,31 +9,40 @@ struct DiffCommand: ParsableCommand {
             Compares per zone a digest of every record, tombstone and conflict (range-based set reconciliation: equal zones \
             in one round trip, differences found in a number of round trips that grows with the logarithm of the store). \
             Nothing is synced: the peer streams nothing and nothing here changes. Without ZONE, every zone of --database \
-            that either side syncs with the other. Each difference is printed as ZONE/NAME with what each side holds; the \
+            that either side syncs with the other. `lattice diff DEVICE-ID [ZONE...]` asks the node running on this store \
+            to compare with that connected device; `--peer HOST:PORT` connects by itself (also while a node runs). Each difference is printed as ZONE/NAME with what each side holds; the \
             round trips and bytes go to standard error.
             Exit codes: 0 in sync; 1 differences found (as diff(1) has it); 69 the peer cannot be reached or the comparison \
             was cut off; 77 a device does not trust the other.
             Example: lattice diff --peer 192.168.1.20:7766 Movies
+                     lattice diff TZAOL4C-AIEA3S7-…-3GTHVQY
             """)
     @OptionGroup var options: GlobalOptions
-    @Option(help: "The device to compare with, HOST:PORT.") var peer: String
-    @Argument(help: "Zones to compare (default: every zone of --database).") var zones: [String] = []
+    @Option(help: "The device to compare with, HOST:PORT (without it, the first argument is a DEVICE-ID the running node is connected to).") var peer: String?
+    @Argument(help: "[DEVICE-ID] then zones to compare (default: every zone of --database).") var arguments: [String] = []
     @Option(help: "Give up after this many seconds.") var timeout: Double = 120
 
     func validate() throws {
         if timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if peer == nil, arguments.isEmpty { throw ValidationError("name a device: `lattice diff DEVICE-ID` (through the running node) or `lattice diff --peer HOST:PORT`") }
     }
 
     func run() throws {
-        let address = try parsePeers([peer])
         let container = try options.openContainer()
-        let logger = options.bootstrapLogging()
         let scope = options.scope
         let database = container.database(with: scope)
+        let zones = peer == nil ? Array(arguments.dropFirst()) : arguments
         let keys = try zones.map { name -> ZoneKey in
             let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: name)) }
             return ZoneKey(scope: scope, zoneID: zoneID)
         }
+        guard let peer else {
+            let device = arguments[0]
+            let outcome = try library { try container.compareThroughRunningNode(with: device, zones: keys.isEmpty ? nil : keys, scope: scope, timeout: .milliseconds(Int64(self.timeout * 1000))) }
+            return try finish(outcome, keys: keys, database: database, scope: scope, peer: device)
+        }
+        let address = try parsePeers([peer])
+        let logger = options.bootstrapLogging()
         var configuration = SyncNode.Configuration()
         configuration.peers = address
         configuration.publicFrom = try options.publicSyncPolicy()
@@ -82,15 +91,21 @@ struct DiffCommand: ParsableCommand {
         switch result.value {
         case .failure(let error): throw error
         case .none: throw CLIError(.unavailable, code: "NETWORK_FAILURE", "the comparison with \(peer) did not run")
-        case .success(let outcome):
-            // A zone named that neither side holds is a mistake, not a zone in sync.
-            let here = Set(try library { try database.allRecordZones() }.map(\.zoneID))
-            if let missing = keys.first(where: { key in !here.contains(key.zoneID) && !outcome.differences.contains { $0.zone == key } }) {
-                throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "neither this device nor \(peer) holds zone \(missing.zoneID.zoneName) in the \(scope) database")
-            }
-            try report(outcome, database: database)
-            if !outcome.differences.isEmpty { throw ExitCode(1) }
+        case .success(let outcome): try finish(outcome, keys: keys, database: database, scope: scope, peer: peer)
         }
+    }
+
+    private func finish(_ outcome: ZoneComparison, keys: [ZoneKey], database: Database, scope: DatabaseScope, peer: String) throws {
+        // A zone named that neither side holds is a mistake, not a zone in sync.
+        let here = Set(try library { try database.allRecordZones() }.map(\.zoneID))
+        if let unshared = keys.first(where: { !outcome.zones.contains($0) }) {
+            throw CLIError(.permission, code: "PERMISSION_FAILURE", "zone \(unshared.zoneID.zoneName) of the \(scope) database is not synced between this device and \(peer), so it cannot be compared")
+        }
+        if let missing = keys.first(where: { key in !here.contains(key.zoneID) && !outcome.differences.contains { $0.zone == key } }) {
+            throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "neither this device nor \(peer) holds zone \(missing.zoneID.zoneName) in the \(scope) database")
+        }
+        try report(outcome, database: database)
+        if !outcome.differences.isEmpty { throw ExitCode(1) }
     }
 
     private func report(_ outcome: ZoneComparison, database: Database) throws {

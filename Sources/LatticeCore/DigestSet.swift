@@ -52,7 +52,7 @@ public struct DigestSplitter {
 
     /// `total` items of `range` will come, cut into at most `parts` parts.
     public init(total: Int, parts: Int, range: DigestRange) {
-        self.total = total
+        self.total = max(1, total)
         self.parts = max(1, min(parts, total))
         self.range = range
     }
@@ -87,8 +87,11 @@ public struct DigestSplitter {
 public struct MemoryDigestSet: Sendable {
     public private(set) var items: [DigestItem]
 
+    /// One item per key (the last given wins).
     public init(_ items: [DigestItem]) {
-        self.items = items.sorted { digestKeyPrecedes($0.key, $1.key) }
+        var byKey: [[UInt8]: DigestItem] = [:]
+        for item in items { byKey[item.key] = item }
+        self.items = byKey.values.sorted { digestKeyPrecedes($0.key, $1.key) }
     }
 
     /// The zone state's item and every record's.

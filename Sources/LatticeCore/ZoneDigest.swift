@@ -46,11 +46,12 @@ public struct DigestSum: Hashable, Sendable {
 
     public init() {}
 
+    /// A sum as stored; bytes past 32 are ignored and missing ones read as
+    /// zero (a damaged table then only makes the digest differ).
     public init(bytes: [UInt8], count: Int) {
-        precondition(bytes.count == 32)
         for limb in 0..<4 {
             var value: UInt64 = 0
-            for byte in 0..<8 { value |= UInt64(bytes[limb * 8 + byte]) << (8 * byte) }
+            for byte in 0..<8 where limb * 8 + byte < bytes.count { value |= UInt64(bytes[limb * 8 + byte]) << (8 * byte) }
             limbs[limb] = value
         }
         self.count = count
@@ -105,7 +106,7 @@ public struct DigestFingerprint: Hashable, Sendable, CustomStringConvertible {
         var writer = BinaryWriter(capacity: 48)
         writer.raw(Array("lattice digest v1".utf8))
         writer.raw(sum.bytes)
-        writer.varint(sum.count)
+        writer.varint(UInt64(truncatingIfNeeded: sum.count))
         // BLAKE2b cannot fail on bytes in memory once libsodium is up; an all-zero print would only mismatch.
         bytes = Array(((try? ContentHasher.hash(writer.bytes)) ?? [UInt8](repeating: 0, count: 32)).prefix(Self.length))
     }

@@ -100,10 +100,41 @@ public struct Reconciler: Sendable {
     /// message stays well under the 1 MiB maximum however much differs).
     public static let replyBudget = 768 * 1024
 
+    /// Rounds a reconciliation may take before it is deemed not to end (an
+    /// honest one takes about log16 of the zone's size, plus a few when
+    /// replies hit the budget).
+    public static let maximumRounds = 64
+    /// Differences one reconciliation collects at most.
+    public static let maximumDifferences = 1_000_000
+
     public let initiator: Bool
     public private(set) var differences: [DigestDifference] = []
+    /// Keys already noted, per zone: a range opened again notes nothing twice.
+    private var noted: Set<NotedKey> = []
+    /// The zones the beginner asked about: a reply about another is refused.
+    private var opened: Set<ZoneKey> = []
+    /// The item lists the beginner sent, by zone and range: an answer's
+    /// `held` bits refer to them, not to what the store holds by then.
+    private var sentLists: [ListKey: [ShortDigestItem]] = [:]
+    public private(set) var rounds = 0
+
+    private struct NotedKey: Hashable {
+        var zone: ZoneKey
+        var key: [UInt8]
+    }
+
+    private struct ListKey: Hashable {
+        var zone: ZoneKey
+        var range: DigestRange
+    }
 
     public init(initiator: Bool) { self.initiator = initiator }
+
+    /// The beginner, with the zones of its opening.
+    public init(opening: ReconcileMessage) {
+        self.init(initiator: true)
+        opened = Set(opening.zones.map(\.zone))
+    }
 
     /// The first message: each zone's whole fingerprint.
     public static func opening(zones: [ZoneKey], source: some DigestSource) throws -> ReconcileMessage {
@@ -116,9 +147,13 @@ public struct Reconciler: Sendable {
     /// The reply to a message from the other side. For the beginner, an
     /// empty reply means the reconciliation is over.
     public mutating func reply(to message: ReconcileMessage, source: some DigestSource) throws -> ReconcileMessage {
+        rounds += 1
+        guard rounds <= Self.maximumRounds else { throw ProtocolError.limitExceeded("a reconciliation past \(Self.maximumRounds) rounds: the peer's answers do not converge") }
         var out: [ReconcileZone] = []
         var budget = Self.replyBudget
         for zone in message.zones {
+            if initiator, !opened.contains(zone.zone) { throw ProtocolError.unexpected("an answer about zone \(zone.zone), which this side did not ask about") }
+            budget -= 48 // the zone's key and counts
             let ranges = try reply(to: zone, source: source, budget: &budget)
             if !ranges.isEmpty { out.append(ReconcileZone(zone: zone.zone, ranges: ranges)) }
         }
@@ -138,10 +173,25 @@ public struct Reconciler: Sendable {
             }
             if range.content != .skip { settled = false }
         }
-        for (index, incoming) in zone.ranges.enumerated() {
+        /// This side's parts of a range, or its items when there are few: the range is cut again.
+        func split(_ range: DigestRange, _ mine: DigestSum) throws {
+            if mine.count <= Self.listThreshold {
+                let items = try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init)
+                if initiator { sentLists[ListKey(zone: zone.zone, range: range)] = items }
+                add(ReconcileRange(upper: range.upper, content: .items(items)))
+            } else {
+                for part in try source.digestParts(of: zone.zone, in: range, parts: Self.fanout) {
+                    add(ReconcileRange(upper: part.upper, content: .fingerprint(part.sum.fingerprint, count: part.sum.count)))
+                }
+            }
+        }
+        guard zone.ranges.last?.upper == nil else { throw ProtocolError.malformed("a zone's reconciliation ranges stop short of the end of the key space") }
+        for incoming in zone.ranges {
             let range = DigestRange(lower: lower, upper: incoming.upper)
+            defer { lower = incoming.upper ?? [] }
             if budget <= 0 {
-                // Over the budget: the rest of the zone as one fingerprint, for the next round.
+                // Over the budget: the rest of the zone as one fingerprint, cut again next round
+                // (ranges it covers that had settled match again; nothing is noted twice).
                 let rest = try source.digestSum(of: zone.zone, in: DigestRange(lower: lower, upper: nil))
                 add(ReconcileRange(upper: nil, content: .fingerprint(rest.fingerprint, count: rest.count)))
                 break
@@ -153,42 +203,42 @@ public struct Reconciler: Sendable {
                 let mine = try source.digestSum(of: zone.zone, in: range)
                 if mine.count == count, mine.fingerprint == theirs {
                     add(ReconcileRange(upper: incoming.upper, content: .skip))
-                } else if mine.count <= Self.listThreshold {
-                    add(ReconcileRange(upper: incoming.upper, content: .items(try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init))))
                 } else {
-                    for part in try source.digestParts(of: zone.zone, in: range, parts: Self.fanout) {
-                        add(ReconcileRange(upper: part.upper, content: .fingerprint(part.sum.fingerprint, count: part.sum.count)))
-                    }
+                    try split(range, mine)
                 }
-            case .items(let theirs):
-                let mine = try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init)
+            case .items(let listed):
+                let theirs = listed.filter { range.contains($0.key) }
+                let mine = try source.digestSum(of: zone.zone, in: range)
+                // Many here against their few: cut this side's part instead of listing it all.
+                if mine.count > Self.listThreshold {
+                    try split(range, mine)
+                    continue
+                }
+                let items = try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init)
                 let theirsByKey = Dictionary(theirs.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
-                let mineByKey = Dictionary(mine.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
+                let mineByKey = Dictionary(items.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
                 if initiator {
-                    note(zone.zone, mine: mineByKey, theirs: theirsByKey)
+                    try note(zone.zone, mine: mineByKey, theirs: theirsByKey)
                     add(ReconcileRange(upper: incoming.upper, content: .skip))
                 } else {
-                    let unlike = mine.filter { theirsByKey[$0.key] != $0.hash }
-                    let held = theirs.map { mineByKey[$0.key] == $0.hash }
+                    let unlike = items.filter { theirsByKey[$0.key] != $0.hash }
+                    let held = listed.map { mineByKey[$0.key] == $0.hash }
                     add(ReconcileRange(upper: incoming.upper, content: .answer(items: unlike, held: held)))
                 }
-            case .answer(let theirs, let held):
-                // Our list for this range went out in the last round; read it again.
-                let mine = try source.digestItems(of: zone.zone, in: range).map(ShortDigestItem.init)
-                if initiator {
-                    var theirsByKey = Dictionary(theirs.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
-                    var mineByKey: [[UInt8]: [UInt8]] = [:]
-                    for item in mine { mineByKey[item.key] = item.hash }
-                    // Listed items they hold alike are alike; the rest they lack or hold otherwise.
-                    for (offset, item) in mine.enumerated() where offset < held.count && held[offset] {
-                        theirsByKey[item.key] = item.hash
-                    }
-                    note(zone.zone, mine: mineByKey, theirs: theirsByKey)
+            case .answer(let answered, let held):
+                guard initiator else { throw ProtocolError.unexpected("an answer to an item list this side never sent") }
+                // The list this side sent for the range: `held` is about it, whatever the store holds by now.
+                guard let sent = sentLists.removeValue(forKey: ListKey(zone: zone.zone, range: range)), sent.count == held.count else {
+                    throw ProtocolError.unexpected("an answer to an item list this side never sent for that range")
                 }
+                var mineByKey: [[UInt8]: [UInt8]] = [:]
+                for item in sent { mineByKey[item.key] = item.hash }
+                var theirsByKey = Dictionary(answered.filter { range.contains($0.key) }.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })
+                // Listed items they hold alike are alike; the rest they lack or hold otherwise.
+                for (offset, item) in sent.enumerated() where held[offset] { theirsByKey[item.key] = item.hash }
+                try note(zone.zone, mine: mineByKey, theirs: theirsByKey)
                 add(ReconcileRange(upper: incoming.upper, content: .skip))
             }
-            lower = incoming.upper ?? []
-            if incoming.upper == nil, index != zone.ranges.count - 1 { throw ProtocolError.malformed("a reconciliation range after the end of the key space") }
         }
         return settled ? [] : out
     }
@@ -204,8 +254,12 @@ public struct Reconciler: Sendable {
         }
     }
 
-    private mutating func note(_ zone: ZoneKey, mine: [[UInt8]: [UInt8]], theirs: [[UInt8]: [UInt8]]) {
+    private mutating func note(_ zone: ZoneKey, mine: [[UInt8]: [UInt8]], theirs: [[UInt8]: [UInt8]]) throws {
         for key in Set(mine.keys).union(theirs.keys).sorted(by: digestKeyPrecedes) where mine[key] != theirs[key] {
+            guard noted.insert(NotedKey(zone: zone, key: key)).inserted else { continue }
+            guard differences.count < Self.maximumDifferences else {
+                throw ProtocolError.limitExceeded("more than \(Self.maximumDifferences) differences in one comparison")
+            }
             differences.append(DigestDifference(zone: zone, key: key, here: mine[key], there: theirs[key]))
         }
     }

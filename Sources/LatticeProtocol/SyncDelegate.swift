@@ -185,9 +185,10 @@ public protocol SyncDelegate: Sendable {
     /// (`reconciler` begun it, or answers the peer's), from up-to-date digests.
     func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler)
     /// The states of `names` of `zone` held here, as one change set claiming
-    /// nothing, for `peer` (whose digest differs on them); nil when none is
-    /// held or `peer` may not have them.
-    func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> OutgoingBatch?
+    /// nothing, for `peer` (whose digest differs on them), up to about 1 MiB,
+    /// and the names left for the next; no batch when none is held or `peer`
+    /// may not have them.
+    func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> (OutgoingBatch?, left: [String])
 }
 
 extension SyncDelegate {
@@ -198,7 +199,7 @@ extension SyncDelegate {
         .unavailable(hash: request.hash, chunk: request.chunk, reason: "this device serves no assets")
     }
     public func reconcileOpening(zones: [ZoneKey]) throws -> ReconcileMessage { throw ProtocolError.unexpected("this device keeps no digests") }
-    public func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> OutgoingBatch? { nil }
+    public func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> (OutgoingBatch?, left: [String]) { (nil, []) }
     public func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler) {
         throw ProtocolError.unexpected("this device keeps no digests")
     }

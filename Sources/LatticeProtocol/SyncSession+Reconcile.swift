@@ -33,6 +33,8 @@ extension SyncSession {
 
     mutating func receiveReconcile(_ message: ReconcileMessage) -> [Action] {
         guard !answeringReconcile else { return close(.unexpected("a reconciliation round before the last one was answered")) }
+        // Each round can read a whole zone's digests: the account's devices only, not any stranger that connects.
+        guard access.isAccount else { return close(.forbidden("only a device of this account may compare digests here (\(access))")) }
         if let zone = message.zones.first(where: { !access.allows($0.zone) }) {
             return close(.forbidden("the peer compares zone \(zone.zone), which it may not sync here (\(access))"))
         }

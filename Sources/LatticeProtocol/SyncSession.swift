@@ -308,7 +308,7 @@ public struct SyncSession: Sendable {
     }
 
     /// Either side only compares digests: nothing streams.
-    var comparing: Bool { localHello.comparesOnly || peerHello?.comparesOnly == true }
+    public var comparing: Bool { localHello.comparesOnly || peerHello?.comparesOnly == true }
 
     private mutating func receiveChanges(_ part: ChangesPart) -> [Action] {
         guard !comparing else { return close(.unexpected("changes in a session that only compares digests")) }

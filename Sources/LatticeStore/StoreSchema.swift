@@ -227,6 +227,19 @@ enum StoreSchema {
                 INSERT INTO digest_dirty (zone, key) SELECT zone, CAST(name AS BLOB) FROM records;
                 """)
         }
+        migrator.registerMigration("v11: node requests") { db in
+            try db.execute(sql: """
+                -- Requests another process makes of the node running on the store (`lattice diff
+                -- DEVICE-ID`): posted, answered by the node, read and removed by the poster.
+                CREATE TABLE node_requests (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL,
+                    body BLOB NOT NULL,
+                    answer BLOB,
+                    posted INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 

@@ -117,16 +117,27 @@ extension StoreSnapshot {
     /// so the merge brings both sides together. Nil when none is held. Its
     /// proofs cover every write the records show (the peer's vector said it
     /// held them, yet its digest shows it does not hold them alike).
-    public func repairBatch(for key: ZoneKey, names: [String], includingSchema: Bool) throws -> StreamBatch? {
-        guard let zone = try zoneRow(key) else { return nil }
-        let states = try names.compactMap { try record($0, in: key) }
-        guard !states.isEmpty else { return nil }
+    /// At most about `maximumBytes` of states: the names left out are returned, for the next batch.
+    public func repairBatch(for key: ZoneKey, names: [String], includingSchema: Bool, maximumBytes: Int) throws -> (batch: StreamBatch?, left: [String]) {
+        guard let zone = try zoneRow(key) else { return (nil, []) }
+        var states: [RecordState] = []
+        var bytes = 0
+        var taken = 0
+        for name in names {
+            guard bytes < maximumBytes else { break }
+            taken += 1
+            guard let state = try record(name, in: key) else { continue }
+            states.append(state)
+            bytes += state.fields.reduce(64) { $0 + $1.name.utf8.count + 32 + ($1.value.map { RecordBlob.encodeValue($0).count } ?? 0) }
+        }
+        let left = Array(names.dropFirst(taken))
+        guard !states.isEmpty else { return (nil, left) }
         var header = ChangeSetHeader(zone: key, sync: zone.sync, base: VersionVector(), schema: includingSchema ? try schema() : Schema(), claimsTop: false)
         if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
         var out: [UInt8] = []
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: VersionVector())) { out.append(contentsOf: $0) }
         for state in states { try writer.append(state) }
         try writer.finish()
-        return StreamBatch(bytes: out, cursor: ChangeCursor(sequence: 0, row: 0), final: false, records: states.count, zoneState: zone.sync.zoneState, claimedTop: nil)
+        return (StreamBatch(bytes: out, cursor: ChangeCursor(sequence: 0, row: 0), final: false, records: states.count, zoneState: zone.sync.zoneState, claimedTop: nil), left)
     }
 }

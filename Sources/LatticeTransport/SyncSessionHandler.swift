@@ -35,13 +35,14 @@ public struct ReconcileOutcome: Sendable {
 
 /// Why a reconciliation could not run.
 public enum ReconcileFailure: Error, Sendable, CustomStringConvertible {
-    case busy, notStarted
+    case busy, notStarted, notAccount
     case ended(String)
 
     public var description: String {
         switch self {
         case .busy: return "a reconciliation with this peer is already under way"
         case .notStarted: return "the session with this peer has not started"
+        case .notAccount: return "digests are compared within the account only, and this device is not of this one's"
         case .ended(let reason): return "the connection ended before the comparison finished: \(reason)"
         }
     }
@@ -69,6 +70,9 @@ public struct ConnectionHandle: Sendable, Hashable {
     let handler: NIOLoopBound<SyncSessionHandler>
     public let initiator: Bool
     let accessBox: NIOLockedValueBox<PeerAccess?>
+    let comparingBox: NIOLockedValueBox<Bool>
+    /// Either side only compares digests (`lattice diff`): nothing streams on it.
+    public var comparesOnly: Bool { comparingBox.withLockedValue { $0 } }
     /// What the peer may sync on this connection: as its handshake found it,
     /// widened by shared zones its account opens (`widen`).
     public var access: PeerAccess { accessBox.withLockedValue { $0 } ?? PeerAccess(scopes: []) }
@@ -154,6 +158,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private var peer: DeviceID?
     /// What the peer may sync, as its handshake found it (widened since), shared with the connection's handle.
     private let accessBox = NIOLockedValueBox<PeerAccess?>(nil)
+    private let comparingBox = NIOLockedValueBox(false)
     private var access: PeerAccess? {
         get { accessBox.withLockedValue { $0 } }
         set { accessBox.withLockedValue { $0 = newValue } }
@@ -234,7 +239,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         var session = SyncSession(localHello: hello, access: access, configuration: settings.session)
         let actions = session.start()
         self.session = session
-        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, accessBox: accessBox)
+        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, accessBox: accessBox, comparingBox: comparingBox)
         onEvent(.authenticated(peer: peer, address: address, handle: handle))
         perform(actions)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -314,9 +319,9 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     fileprivate func repair(zone: ZoneKey, names: [String]) {
         guard let peer, session != nil else { return }
         let delegate = delegate
-        runOffLoop({ try delegate.repairBatch(zone: zone, names: names, for: peer) }) { handler, batch in
-            guard let batch else { return }
-            handler.mutateSession { $0.sendRepair(batch, of: zone) }
+        runOffLoop({ try delegate.repairBatch(zone: zone, names: names, for: peer) }) { handler, made in
+            if let batch = made.0 { handler.mutateSession { $0.sendRepair(batch, of: zone) } }
+            if !made.left.isEmpty { handler.repair(zone: zone, names: made.left) }
         }
     }
 
@@ -326,17 +331,18 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     fileprivate func reconcile(zones: [ZoneKey]?, scope: DatabaseScope?, completion: @escaping @Sendable (Result<ReconcileOutcome, Error>) -> Void) {
         guard reconciliation == nil else { return completion(.failure(ReconcileFailure.busy)) }
         guard let session, let hello = session.peerHello, closeReason == nil else { return completion(.failure(ReconcileFailure.notStarted)) }
+        // Within the account: another account's device may not ask, nor is it asked (item lists name records).
+        guard session.access.isAccount, hello.granted.isAccount else { return completion(.failure(ReconcileFailure.notAccount)) }
         let shared = session.access.intersection(hello.granted)
         let delegate = delegate
         reconciliation = (Reconciler(initiator: true), ReconcileOutcome(), completion)
         runOffLoop({ () throws -> ReconcileMessage in
-            var chosen = zones ?? []
-            if zones == nil {
-                let known = Set(try delegate.zones()).union(hello.zones.map(\.zone))
-                chosen = known.filter { shared.allows($0) && (scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
-            }
+            // Named zones the two do not sync with each other are left out (the outcome lists those compared).
+            let known = try zones.map(Set.init) ?? Set(delegate.zones()).union(hello.zones.map(\.zone))
+            let chosen = known.filter { shared.allows($0) && (zones != nil || scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
             return try delegate.reconcileOpening(zones: chosen)
         }) { handler, opening in
+            handler.reconciliation?.reconciler = Reconciler(opening: opening)
             handler.reconciliation?.outcome.zones = opening.zones.map(\.zone)
             handler.sendReconcileRound(opening)
         }
@@ -503,6 +509,9 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 }
             case .event(.reconcileReply(let message)):
                 continueReconciliation(after: message)
+            case .event(.started(let granted)):
+                if let session { comparingBox.withLockedValue { $0 = session.comparing } }
+                if let peer { onEvent(.session(peer: peer, .started(granted: granted))) }
             case .close(let error):
                 if wrote { context?.flush() }
                 close(.protocolError(error))

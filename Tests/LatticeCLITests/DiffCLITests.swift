@@ -76,7 +76,7 @@ import Testing
 
     @Test func nodesCompareDigestsAfterASyncAndSendAgainWhatTheOtherLost() throws {
         defer { cli.cleanup() }
-        _ = try makeStores()
+        let ids = try makeStores()
         for index in 0..<20 { try cli.ok(["record", "save", "Movies/m\(index)", "--type", "Movie", "title=T\(index)"], store: "a") }
         let a = try NodeProcess(cli: cli, store: "a", extra: ["--verify-every", "0.3"])
         let b = try NodeProcess(cli: cli, store: "b", peers: [a.port], extra: ["--verify-every", "0.3"])
@@ -88,6 +88,14 @@ import Testing
         }
         #expect(try eventually { try verified("b").contains { $0["zone"] as? String == "private/Movies" && $0["differences"] as? Int == 0 && $0["inSyncAt"] is Int } })
         #expect(try cli.ok(["peers"], store: "b").stdout.contains("verified in sync at"))
+        // Through the running node, by device ID; a device it is not connected to, and a store with no node.
+        let through = try cli.run(["diff", ids["a"]!, "--json"], store: "b")
+        #expect(through.status == 0, "\(through.stdout) \(through.stderr)")
+        #expect(through.json["inSync"] as? Bool == true)
+        let unconnected = try cli.run(["diff", ids["c"]!], store: "b")
+        #expect(unconnected.status == 69 && unconnected.stderr.contains("not connected"), "\(unconnected.stderr)")
+        let noNode = try cli.run(["diff", ids["a"]!], store: "c")
+        #expect(noNode.status == 69 && noNode.stderr.contains("no node runs on this store"), "\(noNode.stderr)")
 
         // Behind the protocol's back: each store loses a row the other holds; both still claim every write.
         try deleteRow("m3", in: "b")

@@ -24,9 +24,9 @@ import Testing
     static func reconcile(_ here: [DigestItem], _ there: [DigestItem]) throws -> Run {
         let local = MemoryDigestSource([zone: MemoryDigestSet(here)])
         let remote = MemoryDigestSource([zone: MemoryDigestSet(there)])
-        var beginner = Reconciler(initiator: true)
-        var answerer = Reconciler(initiator: false)
         var message = try Reconciler.opening(zones: [zone], source: local)
+        var beginner = Reconciler(opening: message)
+        var answerer = Reconciler(initiator: false)
         var rounds = 0, bytes = 0
         while !message.isEmpty {
             rounds += 1
@@ -105,6 +105,33 @@ import Testing
         let run = try Self.reconcile(items, changed)
         #expect(run.differences.count == 5000)
         #expect(Set(run.differences) == Self.expected(items, changed))
+    }
+
+    @Test func anEmptyReplicaAgainstALargeOneFindsEveryRecordInMessagesUnderTheMaximum() throws {
+        var generator = SeededGenerator(seed: 11)
+        let items = (0..<70_000).map { Self.item("record-\($0)", &generator) }
+        for (here, there) in [([DigestItem](), items), (items, [])] {
+            let run = try Self.reconcile(here, there)
+            #expect(run.differences.count == 70_000)
+            #expect(run.differences.allSatisfy { ($0.here == nil) == here.isEmpty && ($0.there == nil) == there.isEmpty })
+        }
+    }
+
+    @Test func anAnswerAboutAZoneNotAskedOrToAListNeverSentIsRefused() throws {
+        let source = MemoryDigestSource([Self.zone: MemoryDigestSet([])])
+        let opening = try Reconciler.opening(zones: [Self.zone], source: source)
+        var beginner = Reconciler(opening: opening)
+        let other = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Other"))
+        #expect(throws: ProtocolError.self) {
+            try beginner.reply(to: ReconcileMessage(zones: [ReconcileZone(zone: other, ranges: [ReconcileRange(upper: nil, content: .skip)])]), source: source)
+        }
+        #expect(throws: ProtocolError.self) {
+            try beginner.reply(to: ReconcileMessage(zones: [ReconcileZone(zone: Self.zone, ranges: [ReconcileRange(upper: nil, content: .answer(items: [], held: [true]))])]), source: source)
+        }
+        var answerer = Reconciler(initiator: false)
+        #expect(throws: ProtocolError.self) {
+            try answerer.reply(to: ReconcileMessage(zones: [ReconcileZone(zone: Self.zone, ranges: [ReconcileRange(upper: nil, content: .answer(items: [], held: []))])]), source: source)
+        }
     }
 
     @Test func theSumDoesNotDependOnOrderAndRemovingUndoesAdding() {

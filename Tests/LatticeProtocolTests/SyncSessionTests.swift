@@ -350,7 +350,7 @@ import Testing
         var publicOnly = SyncSession(localHello: ours, access: .publicOnly)
         _ = publicOnly.start()
         _ = publicOnly.receive(.hello(theirs))
-        #expect(closeReason(publicOnly.receive(.reconcile(round))) == .forbidden("the peer compares zone \(notes), which it may not sync here (public only)"))
+        #expect(closeReason(publicOnly.receive(.reconcile(round))) == .forbidden("only a device of this account may compare digests here (public only)"))
     }
 
     @Test func aRepairGoesAtTheStreamsCursorWithinTheWindow() throws {

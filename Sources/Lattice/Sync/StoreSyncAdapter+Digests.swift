@@ -11,14 +11,13 @@ extension StoreSyncAdapter {
         return try store.read { try Reconciler.opening(zones: zones, source: $0) }
     }
 
-    func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> OutgoingBatch? {
+    func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> (OutgoingBatch?, left: [String]) {
         try store.read { snapshot in
             let access = try requireAccess(peer, to: zone, in: snapshot)
             // A listed participant no longer admitted gets the share alone, as its stream does.
-            if zone.scope == .shared, !access.isAccount, let share = try snapshot.share(of: zone), !share.admits(accounts(of: peer, in: snapshot)) { return nil }
-            return try snapshot.repairBatch(for: zone, names: names, includingSchema: access.isAccount).map {
-                OutgoingBatch(bytes: $0.bytes, cursor: StreamCursor($0.cursor), final: false, records: $0.records, zoneState: $0.zoneState)
-            }
+            if zone.scope == .shared, !access.isAccount, let share = try snapshot.share(of: zone), !share.admits(accounts(of: peer, in: snapshot)) { return (nil, []) }
+            let (batch, left) = try snapshot.repairBatch(for: zone, names: names, includingSchema: access.isAccount, maximumBytes: 1 << 20)
+            return (batch.map { OutgoingBatch(bytes: $0.bytes, cursor: StreamCursor($0.cursor), final: false, records: $0.records, zoneState: $0.zoneState) }, left)
         }
     }
 

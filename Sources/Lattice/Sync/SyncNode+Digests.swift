@@ -28,33 +28,49 @@ struct Verification {
     var last: NIODeadline?
     var running = false
     var scheduled = false
-    /// Differences already repaired once (zone, name, both hashes): one that
-    /// comes back is reported, not re-sent again and again.
+    /// Whether the session is quiescent now (both sides sent all they had):
+    /// a comparison runs only then, so what is still streaming is not taken
+    /// for a difference.
+    var quiescent = false
+    /// Differences the last comparison found (zone, name, both hashes): one
+    /// found again by the next is confirmed; one found once may have been a
+    /// write that landed on one side between the two snapshots.
+    var suspects: Set<String> = []
+    /// Differences already repaired once: one that comes back is reported,
+    /// not re-sent again and again.
     var repaired: Set<String> = []
 }
 
 extension SyncNode {
     /// A session with `peer` went quiescent: compare digests now if the last
     /// comparison is older than the interval, else once it is.
-    func verifySoon(_ peer: String) {
+    func verifySoon(_ peer: String, after delay: TimeAmount? = nil) {
         guard configuration.verificationInterval > .zero, !configuration.comparesOnly else { return }
         let interval = TimeAmount(configuration.verificationInterval)
-        let delay = state.withLockedValue { state -> TimeAmount? in
+        let wait = state.withLockedValue { state -> TimeAmount? in
             var entry = state.verifications[peer] ?? Verification()
             defer { state.verifications[peer] = entry }
+            entry.quiescent = true
             guard !entry.running, !entry.scheduled else { return nil }
-            let due = entry.last.map { $0 + interval } ?? .now()
+            let due = delay.map { .now() + $0 } ?? entry.last.map { $0 + interval } ?? .now()
             entry.scheduled = true
             return max(.zero, due - .now())
         }
-        guard let delay else { return }
-        group.next().scheduleTask(in: delay) { [weak self] in self?.verify(peer) }
+        guard let wait else { return }
+        group.next().scheduleTask(in: wait) { [weak self] in self?.verify(peer) }
+    }
+
+    /// A stream with `peer` runs again: no comparison until it is quiescent.
+    func streamsRun(_ peer: String) {
+        state.withLockedValue { $0.verifications[peer]?.quiescent = false }
     }
 
     private func verify(_ peer: String) {
         let handle = state.withLockedValue { state -> ConnectionHandle? in
             state.verifications[peer]?.scheduled = false
-            guard let handle = state.connections[peer]?.first, !state.stopped else { return nil }
+            // Within the account (each round can read a whole zone), on sessions that sync, once they are quiescent.
+            guard let handle = state.connections[peer]?.first, handle.access.isAccount, !handle.comparesOnly, !state.stopped,
+                  state.verifications[peer]?.quiescent == true else { return nil }
             state.verifications[peer]?.running = true
             return handle
         }
@@ -72,50 +88,61 @@ extension SyncNode {
         }
     }
 
-    /// Notes what a comparison after a sync found; a difference is a bug
-    /// (both sides said they had sent all they had), reported as one, and
-    /// repaired: this side sends its states of what differs (the peer does
-    /// the same with its own comparison).
+    /// Notes what a comparison after a sync found. A difference found twice
+    /// in a row, the same both times, is a bug (both sides said they had sent
+    /// all they had): reported as one, and repaired (this side sends its
+    /// states of what differs; the peer's comparison sends the peer's). One
+    /// found once is compared again a second later.
     private func verified(_ peer: String, _ outcome: ReconcileOutcome, handle: ConnectionHandle) {
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let byZone = Dictionary(grouping: outcome.differences, by: \.zone)
         var toRepair: [ZoneKey: [String]] = [:]
+        var confirmed: [DigestDifference] = []
         var persisting: [DigestDifference] = []
+        var unconfirmed = false
         state.withLockedValue { state in
             var entry = state.verifications[peer] ?? Verification()
+            var found: Set<String> = []
             for difference in outcome.differences {
-                let mark = "\(difference.zone) \(difference.recordName ?? "") \(difference.here ?? []) \(difference.there ?? [])"
+                let mark = "\(difference.zone) \(difference.key) \(difference.here ?? []) \(difference.there ?? [])"
+                found.insert(mark)
+                guard entry.suspects.contains(mark) else { unconfirmed = true; continue }
+                confirmed.append(difference)
                 if entry.repaired.insert(mark).inserted {
                     if difference.here != nil, let name = difference.recordName { toRepair[difference.zone, default: []].append(name) }
                 } else {
                     persisting.append(difference)
                 }
             }
+            entry.suspects = found
             // Bounded: differences repaired long ago need not be remembered for ever.
             if entry.repaired.count > 10_000 { entry.repaired = [] }
             state.verifications[peer] = entry
             updatePeer(&state, peer) { status in
                 var verified = Dictionary(uniqueKeysWithValues: (status.verified ?? []).map { ($0.zone, $0) })
+                let byZone = Dictionary(grouping: outcome.differences, by: \.zone)
                 for zone in outcome.zones {
                     let name = zone.description
                     let count = byZone[zone]?.count ?? 0
                     verified[name] = NodeStatus.ZoneVerification(zone: name, inSyncAt: count == 0 ? now : verified[name]?.inSyncAt, differences: count)
                 }
                 status.verified = verified.values.sorted { $0.zone < $1.zone }
-                if !outcome.differences.isEmpty {
-                    let names = outcome.differences.prefix(5).map { "\($0.zone.zoneID.zoneName)/\($0.recordName ?? "(zone)")" }.joined(separator: ", ")
-                    status.lastMismatch = "at \(ISO8601DateFormatter().string(from: Date())), \(outcome.differences.count) record(s) held differently after a completed sync (\(names)\(outcome.differences.count > 5 ? ", …" : "")): "
+                if !confirmed.isEmpty {
+                    let names = confirmed.prefix(5).map { "\($0.zone.zoneID.zoneName)/\($0.recordName ?? "(zone)")" }.joined(separator: ", ")
+                    status.lastMismatch = "at \(ISO8601DateFormatter().string(from: Date())), \(confirmed.count) record(s) held differently after a completed sync (\(names)\(confirmed.count > 5 ? ", …" : "")): "
                         + (persisting.isEmpty ? "this side's states were sent again" : "\(persisting.count) still differ after a repair")
                 }
             }
         }
         publishStatus()
-        guard !outcome.differences.isEmpty else { return }
-        let sample = outcome.differences.prefix(10).map { "\($0.zone)/\($0.recordName ?? "(zone state)")" }.joined(separator: ", ")
+        if unconfirmed { verifySoon(peer, after: .seconds(1)) }
+        guard !confirmed.isEmpty else { return }
+        let sample = confirmed.prefix(10).map { "\($0.zone)/\($0.recordName ?? "(zone state)")" }.joined(separator: ", ")
         logger.error("digests differ after a sync both sides said was complete: this is a bug in Lattice, please report it with this line; sending this side's states of the records again", metadata: [
-            "peer": "\(peer)", "differences": "\(outcome.differences.count)", "records": "\(sample)",
-            "persisting": "\(persisting.count)",
+            "peer": "\(peer)", "differences": "\(confirmed.count)", "records": "\(sample)", "persisting": "\(persisting.count)",
         ])
-        for (zone, names) in toRepair { handle.repair(zone: zone, names: names) }
+        for (zone, names) in toRepair {
+            // Batches of a few hundred records: each stays under the receiver's batch limit.
+            for start in stride(from: 0, to: names.count, by: 256) { handle.repair(zone: zone, names: Array(names[start..<min(start + 256, names.count)])) }
+        }
     }
 }

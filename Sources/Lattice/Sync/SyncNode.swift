@@ -188,6 +188,8 @@ public final class SyncNode: Sendable {
         var assetCollector: RepeatedTask?
         /// Digest comparisons after syncs, per peer.
         var verifications: [String: Verification] = [:]
+        /// Node requests taken (`serveNodeRequests`), so each runs once.
+        var servedRequests: Set<Int64> = []
     }
 
     public let container: Container
@@ -445,6 +447,7 @@ public final class SyncNode: Sendable {
         }
         let trusted = trustedDevices.all
         assetFetcher.refreshSoon()
+        serveNodeRequests()
         let connections = state.withLockedValue { $0.connections }
         let discovering = state.withLockedValue { $0.discovery != nil }
         guard !connections.isEmpty || discovering else { return }
@@ -564,10 +567,13 @@ public final class SyncNode: Sendable {
                 updatePeer(&state, peer) { $0.access = access.description }
             }
         case .receiving(let zone, let records, let bytes):
+            streamsRun(peer)
             startStream(peer, zone, .receiving, records, bytes)
         case .sending(let zone, let records, let bytes):
+            streamsRun(peer)
             startStream(peer, zone, .sending, records, bytes)
         case .received(let zone, let records, let bytes, let final):
+            streamsRun(peer)
             advance(peer, zone, .receiving, records, bytes, final)
             if records > 0 { assetFetcher.refreshSoon() }
         case .assetReply(let reply):
@@ -581,6 +587,7 @@ public final class SyncNode: Sendable {
                 state.peerHoldsChanged = true
             }
         case .delivered(let zone, let records, let bytes, let final):
+            streamsRun(peer)
             advance(peer, zone, .sending, records, bytes, final)
         case .quiescent:
             state.withLockedValue { state in
