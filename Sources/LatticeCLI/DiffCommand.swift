@@ -12,8 +12,9 @@ struct DiffCommand: ParsableCommand {
             that either side syncs with the other. `lattice diff DEVICE-ID [ZONE...]` asks the node running on this store \
             to compare with that connected device; `--peer HOST:PORT` connects by itself (also while a node runs). Each difference is printed as ZONE/NAME with what each side holds; the \
             round trips and bytes go to standard error.
-            Exit codes: 0 in sync; 1 differences found (as diff(1) has it); 69 the peer cannot be reached or the comparison \
-            was cut off; 77 a device does not trust the other.
+            Exit codes: 0 in sync; 1 differences found (as diff(1) has it); 66 a ZONE neither side holds; 69 the peer cannot be \
+            reached, no node runs here (DEVICE-ID) or the comparison was cut off; 77 a device does not trust the other, or a ZONE \
+            is not synced between the two.
             Example: lattice diff --peer 192.168.1.20:7766 Movies
                      lattice diff TZAOL4C-AIEA3S7-…-3GTHVQY
             """)

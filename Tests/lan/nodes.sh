@@ -115,6 +115,8 @@ events_at_least() { [ "$(grep -c "\"event\":\"$2\"" "$LAN_DIR/h$1/serve.out")" -
 
 zone_on() { local zone="$1" k; shift; for k in "$@"; do lat "$k" zone list | grep -q "^$zone" || return 1; done; }
 has_record() { lat "$1" record get "$2" >/dev/null 2>&1; }
+verified_in_sync() { lat "$1" peers | grep -q "verified in sync at"; }
+diff_in_sync() { [ "$(lat "$1" diff "$2" 2>/dev/null)" = "in sync" ]; }
 # public_on NAME HOSTS...: every one of HOSTS holds the public record NAME.
 public_on() { local name="$1" k; shift; for k in "$@"; do lat "$k" record get "$name" --database public >/dev/null 2>&1 || return 1; done; }
 # public_title_is NAME TITLE HOSTS...: the public record's title is TITLE on every one of HOSTS.

@@ -16,7 +16,10 @@
 #   (g) the public database spreads between the two accounts with no address
 #       given, and only a record's creator changes it;
 #   (h) h1's account shares a zone with h4's;
-#   (i) an asset saved on h1 is fetched by h3 from h2 while h1 is cut off.
+#   (i) an asset saved on h1 is fetched by h3 from h2 while h1 is cut off;
+#   (j) the nodes compare digests after syncing; `lattice diff` through a
+#       running node finds a row removed from h3's file behind its back, and
+#       the next sync's comparison sends it to h3 again.
 # Usage: Tests/lan/scenarios.sh [path/to/lattice]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -174,5 +177,24 @@ cmp -s "$copy" "$LAN_DIR/poster.bin" || fail "h3's copy of the asset differs fro
 echo "h3 fetched the 3 MB asset from h2 in $(since "$fetched") s with h1 cut off; byte-identical"
 lan_link 1 up
 wait_until 20 "h1 reconnects" all_connected 1 1 2 3
+
+step "(j) digests compared after syncs; diff finds a row removed behind h3's back, and the nodes send it again"
+lat 1 record save Movies/lost --type Movie "title=to be lost on h3" >/dev/null
+wait_until 20 "the record reaches h3" has_record 3 Movies/lost
+wait_until 30 "h2 shows h1 verified in sync" verified_in_sync 2
+wait_until 30 "lattice diff through h2's node says in sync with h1" diff_in_sync 2 "$(device_id 1)"
+python3 - "$LAN_DIR/h3/store/lattice.sqlite" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+db.execute("DELETE FROM records WHERE name = 'lost'")
+db.commit()
+PY
+has_record 3 Movies/lost && fail "the row removed from h3's file still reads"
+status=0; lat 3 diff "$(device_id 1)" Movies >"$LAN_DIR/diff.out" 2>/dev/null || status=$?
+[ "$status" = 1 ] && [ "$(cut -f1 "$LAN_DIR/diff.out")" = "Movies/lost" ] || fail "diff on h3 did not find exactly the row removed (exit $status: $(cat "$LAN_DIR/diff.out"))"
+repaired=$(now)
+lat 1 record save Movies/after-j --type Movie "title=after (j)" >/dev/null
+wait_until 30 "h3 holds Movies/lost again" has_record 3 Movies/lost
+echo "diff found the removed row; the comparison after the next sync sent it back in $(since "$repaired") s"
 
 step "every scenario passed"
