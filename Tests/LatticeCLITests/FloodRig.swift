@@ -66,12 +66,12 @@ final class FloodRig {
             process.arguments = ["--port", "\(port)", "--source", "127.0.0.2", "--handshakes", "\(handshakes)", "--lanes", "64", "--messages", "\(messages)"]
             process.standardOutput = output
             process.standardError = progress
-            progress.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let lines = String(decoding: handle.availableData, as: UTF8.self).split(separator: "\n")
+            try process.run()
+            PipeReader.start(progress.fileHandleForReading) { [weak self] data in
+                let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
                 guard let self, let last = lines.last.flatMap({ Int($0) }) else { return }
                 self.lock.withLock { self.attemptsSoFar = max(self.attemptsSoFar, last) }
             }
-            try process.run()
         }
 
         var attempts: Int { lock.withLock { attemptsSoFar } }
@@ -81,7 +81,6 @@ final class FloodRig {
             if stop { process.terminate() }
             let data = output.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            progress.fileHandleForReading.readabilityHandler = nil
             return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         }
     }

@@ -25,17 +25,15 @@ final class NodeProcess: @unchecked Sendable {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
+        try process.run()
+        PipeReader.start(out.fileHandleForReading) { [weak self] data in
+            guard let self else { return }
             self.lock.withLock { self.buffer += String(decoding: data, as: UTF8.self) }
         }
-        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
+        PipeReader.start(err.fileHandleForReading) { [weak self] data in
+            guard let self else { return }
             self.lock.withLock { self.errorBuffer += String(decoding: data, as: UTF8.self) }
         }
-        try process.run()
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if let event = events.first(where: { $0["event"] as? String == "listening" }), let port = event["port"] as? Int {
