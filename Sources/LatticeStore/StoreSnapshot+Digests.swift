@@ -54,18 +54,37 @@ extension StoreSnapshot: DigestSource {
     }
 }
 
+/// A record row's digest item, hashed in a read snapshot: taken in a short
+/// write only if the row is still what was hashed.
+public struct DigestWork: Sendable {
+    var key: Data
+    /// The row's state as hashed; nil when the row is gone.
+    var blob: Data?
+    var hash: [UInt8]?
+}
+
+extension StoreSnapshot {
+    /// Up to `limit` rows noted as written or removed since the last refresh,
+    /// hashed here (a read: writers do not wait for the hashing).
+    func digestWork(for key: ZoneKey, limit: Int) throws -> [DigestWork] {
+        guard let zone = try zoneRow(key)?.id else { return [] }
+        let keys = try Data.fetchAll(db.cachedStatement(sql: "SELECT key FROM digest_dirty WHERE zone = ? LIMIT ?"), arguments: [zone, limit])
+        let current = try db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND name = ?")
+        return try keys.map { key in
+            guard let name = String(data: key, encoding: .utf8), let blob = try Data.fetchOne(current, arguments: [zone, name]) else {
+                return DigestWork(key: key, blob: nil, hash: nil)
+            }
+            return DigestWork(key: key, blob: blob, hash: try decode(blob).digestHash())
+        }
+    }
+}
+
 extension StoreTransaction {
-    /// Brings a zone's digest items up to date with its record rows: each
-    /// row written or removed since the last refresh (`digest_dirty`), at
-    /// most `limit` of them, is hashed again or forgotten. Takes no change
-    /// sequence (a digest is derived state). Returns whether rows are left.
-    @discardableResult
-    public func refreshDigests(of key: ZoneKey, limit: Int = .max) throws -> Bool {
-        guard let zone = try zoneRow(key)?.id else { return false }
-        let dirty = try Data.fetchAll(db.cachedStatement(sql: "SELECT key FROM digest_dirty WHERE zone = ? LIMIT ?"), arguments: [zone, min(limit, Int(Int32.max)) + 1])
-        guard !dirty.isEmpty else { return false }
-        let more = dirty.count > limit
-        let keys = dirty.prefix(limit)
+    /// Takes hashed rows into the zone's digest items and sum: each whose row
+    /// is still what was hashed (else it stays noted, for the next refresh).
+    /// Takes no change sequence (a digest is derived state). Returns how many were taken.
+    func takeDigestWork(_ work: [DigestWork], for key: ZoneKey) throws -> Int {
+        guard let zone = try zoneRow(key)?.id, !work.isEmpty else { return 0 }
         var sum = DigestSum()
         if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT sum, count FROM zone_digests WHERE zone = ?"), arguments: [zone]) {
             sum = DigestSum(bytes: [UInt8](row[0] as Data), count: row[1])
@@ -75,21 +94,24 @@ extension StoreTransaction {
         let save = try db.cachedStatement(sql: "INSERT OR REPLACE INTO record_digests (zone, key, hash) VALUES (?, ?, ?)")
         let forget = try db.cachedStatement(sql: "DELETE FROM record_digests WHERE zone = ? AND key = ?")
         let done = try db.cachedStatement(sql: "DELETE FROM digest_dirty WHERE zone = ? AND key = ?")
-        for key in keys {
-            try done.execute(arguments: [zone, key])
-            if let previous = try Data.fetchOne(old, arguments: [zone, key]) { sum.remove([UInt8](previous)) }
-            guard let name = String(data: key, encoding: .utf8), let blob = try Data.fetchOne(current, arguments: [zone, name]) else {
-                try forget.execute(arguments: [zone, key])
-                continue
+        var taken = 0
+        for item in work {
+            let now = try String(data: item.key, encoding: .utf8).flatMap { try Data.fetchOne(current, arguments: [zone, $0]) }
+            guard now == item.blob else { continue } // written again since it was hashed
+            if let previous = try Data.fetchOne(old, arguments: [zone, item.key]) { sum.remove([UInt8](previous)) }
+            if let hash = item.hash {
+                sum.add(hash)
+                try save.execute(arguments: [zone, item.key, Data(hash)])
+            } else {
+                try forget.execute(arguments: [zone, item.key])
             }
-            let hash = try decode(blob).digestHash()
-            sum.add(hash)
-            try save.execute(arguments: [zone, key, Data(hash)])
+            try done.execute(arguments: [zone, item.key])
+            taken += 1
         }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO zone_digests (zone, sum, count) VALUES (?, ?, ?)")
             .execute(arguments: [zone, Data(sum.bytes), sum.count])
         markChanged()
-        return more
+        return taken
     }
 
     /// The zone's records are gone: so are their digest items.
@@ -101,12 +123,20 @@ extension StoreTransaction {
 }
 
 extension RecordStore {
-    /// Brings the digests of `zones` up to date: a write when records changed
-    /// since the last time, in transactions of at most 5,000 records, so a
-    /// zone hashed for the first time does not hold writers back for long.
+    /// Brings the digests of `zones` up to date with the record rows. Rows
+    /// are hashed in read snapshots, 500 at a time, and taken in short
+    /// writes, so a zone hashed for the first time (a million records: some
+    /// seconds) neither holds writers back nor takes a core whole.
     public func refreshDigests(of zones: [ZoneKey]) throws {
         for zone in zones {
-            while try write({ try $0.refreshDigests(of: zone, limit: 5000) }) {}
+            while true {
+                let work = try read { try $0.digestWork(for: zone, limit: 500) }
+                guard !work.isEmpty else { break }
+                let taken = try write { try $0.takeDigestWork(work, for: zone) }
+                // Rows written again meanwhile wait for the next refresh: no spinning on a busy zone.
+                if taken == 0 || work.count < 500 { break }
+                usleep(2_000)
+            }
         }
     }
 }
