@@ -126,16 +126,18 @@ extension RecordStore {
     /// Brings the digests of `zones` up to date with the record rows. Rows
     /// are hashed in read snapshots, 500 at a time, and taken in short
     /// writes, so a zone hashed for the first time (a million records: some
-    /// seconds) neither holds writers back nor takes a core whole.
+    /// seconds) neither holds writers back nor takes more than half a core.
     public func refreshDigests(of zones: [ZoneKey]) throws {
         for zone in zones {
             while true {
+                let started = DispatchTime.now().uptimeNanoseconds
                 let work = try read { try $0.digestWork(for: zone, limit: 500) }
                 guard !work.isEmpty else { break }
                 let taken = try write { try $0.takeDigestWork(work, for: zone) }
                 // Rows written again meanwhile wait for the next refresh: no spinning on a busy zone.
                 if taken == 0 || work.count < 500 { break }
-                usleep(2_000)
+                // A long refresh takes at most half a core: the node's syncing comes first.
+                usleep(UInt32(min(1_000_000, (DispatchTime.now().uptimeNanoseconds - started) / 1000)))
             }
         }
     }
