@@ -23,6 +23,7 @@ fi
 echo "movies-example: $(.build/debug/movies-example 2>/dev/null | tail -n 1)"
 if [ "$(id -u)" -eq 0 ]; then
   Tests/lan/scenarios.sh .build/debug/lattice
+  Tests/lan/relay.sh .build/debug/lattice
 else
   echo "the simulated-LAN scenarios need root (network namespaces): skipped"
 fi

@@ -154,7 +154,8 @@ struct PeerRow {
             problem: discoveryProblem, lastError: live?.lastError, clockSkew: live?.clockSkew ?? false, refusals: refusals ?? 0,
             refusedWrites: .init(count: refusedWrites, last: lastRefusedWrite), access: live?.access,
             refusedRecords: live?.refusedRecords ?? 0, lastRefusal: live?.lastRefusal,
-            verified: live?.verified ?? [], lastMismatch: live?.lastMismatch)
+            verified: live?.verified ?? [], lastMismatch: live?.lastMismatch,
+            messagesSent: live?.messagesSent, messagesReceived: live?.messagesReceived)
     }
 }
 
@@ -191,6 +192,9 @@ struct PeersOutput: Encodable {
         /// Per zone, when the running node and the device last found their digests alike after a sync.
         var verified: [NodeStatus.ZoneVerification]
         @Nullable var lastMismatch: String?
+        /// Messages the running node sent the device and received from it, pings aside (relaying keeps them to links that carry news).
+        @Nullable var messagesSent: Int?
+        @Nullable var messagesReceived: Int?
     }
 
     var device: String

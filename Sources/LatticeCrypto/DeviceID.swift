@@ -16,7 +16,9 @@ public struct DeviceID: Hashable, Sendable, CustomStringConvertible {
         self.init(digest: digest)
     }
 
-    init(digest: [UInt8]) {
+    /// The device whose public key's SHA-256 is `digest` (32 bytes, as the wire carries it).
+    public init(digest: [UInt8]) {
+        precondition(digest.count == 32, "a device ID is a 32-byte digest")
         self.digest = digest
         description = Self.printed(digest)
     }

@@ -41,6 +41,15 @@ public struct OutgoingBatch: Sendable {
     /// What is left to send, counted when asked for.
     public var totals: (records: Int, bytes: Int)?
 
+    /// No batch: the peer lacks nothing of the zone up to `cursor` (`nothing(upTo:)`).
+    public var isEmpty: Bool { bytes.isEmpty }
+
+    /// What the store answers when the peer lacks nothing of the zone: its
+    /// stream stands at `cursor` (the end of the store's change order then).
+    public static func nothing(upTo cursor: StreamCursor, zoneState: ZoneState) -> OutgoingBatch {
+        OutgoingBatch(bytes: [], cursor: cursor, final: true, records: 0, zoneState: zoneState)
+    }
+
     public init(bytes: [UInt8], cursor: StreamCursor, final: Bool, records: Int, zoneState: ZoneState, claimedTop: VersionVector? = nil, totals: (records: Int, bytes: Int)? = nil) {
         self.bytes = bytes
         self.claimedTop = claimedTop
@@ -189,6 +198,30 @@ public protocol SyncDelegate: Sendable {
     /// and the names left for the next; no batch when none is held or `peer`
     /// may not have them.
     func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> (OutgoingBatch?, left: [String])
+    /// What committed after change sequence `sequence` (nil: unknown), read
+    /// at once: the zones and roster now, the store's sequence, and which
+    /// peers' batches made which of the new commits.
+    func localChanges(after sequence: UInt64?) throws -> LocalChanges
+    /// What a hello would say of each zone `peer` may sync, without resume points: the answer to its `holdsRequest`.
+    func holdings(for peer: DeviceID) throws -> [ZoneAdvert]
+}
+
+/// What the store committed since a session last looked (`SyncDelegate.localChanges`).
+public struct LocalChanges: Hashable, Sendable {
+    public var zones: [ZoneKey]
+    public var roster: [UInt8]
+    /// The store's change sequence now: nil when the store does not say.
+    public var sequence: UInt64?
+    /// The commits after the sequence asked about that applied a peer's
+    /// batch, with that peer's device ID; any commit not here is local (or not known).
+    public var sources: [UInt64: String]
+
+    public init(zones: [ZoneKey], roster: [UInt8], sequence: UInt64? = nil, sources: [UInt64: String] = [:]) {
+        self.zones = zones
+        self.roster = roster
+        self.sequence = sequence
+        self.sources = sources
+    }
 }
 
 extension SyncDelegate {
@@ -202,6 +235,10 @@ extension SyncDelegate {
     public func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> (OutgoingBatch?, left: [String]) { (nil, []) }
     public func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler) {
         throw ProtocolError.unexpected("this device keeps no digests")
+    }
+    public func localChanges(after sequence: UInt64?) throws -> LocalChanges { LocalChanges(zones: try zones(), roster: try roster()) }
+    public func holdings(for peer: DeviceID) throws -> [ZoneAdvert] {
+        try hello(for: peer).zones.map { ZoneAdvert(zone: $0.zone, zoneState: $0.zoneState, vector: $0.vector, resume: nil) }
     }
 }
 

@@ -18,9 +18,13 @@ public enum SyncWire {
 extension SyncMessage {
     /// In a hello's grants byte: the sender only compares digests.
     static let comparesOnlyBit: UInt8 = 0x08
+    /// In a hello's grants byte: the sender relays (`Hello.relays`).
+    static let relaysBit: UInt8 = 0x10
+    /// Devices in one `neighbors` message: a node holds far fewer sessions.
+    public static let maximumNeighbors = 4096
 
     private enum Kind: UInt8 {
-        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply
+        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply, neighbors, holdsRequest, holds
     }
 
     /// The message's bytes inside the channel.
@@ -32,7 +36,8 @@ extension SyncMessage {
             writer.string(hello.container)
             Self.write(hello.zones, into: &writer)
             writer.blob(hello.roster)
-            writer.byte(hello.grants.reduce(hello.comparesOnly ? Self.comparesOnlyBit : 0) { $0 | 1 << ($1.rawValue - 1) })
+            let flags = (hello.comparesOnly ? Self.comparesOnlyBit : 0) | (hello.relays ? Self.relaysBit : 0)
+            writer.byte(hello.grants.reduce(flags) { $0 | 1 << ($1.rawValue - 1) })
             Self.write(hello.sharedGrants, into: &writer)
             writer.blob(hello.membership)
         case .grants(let grants):
@@ -83,6 +88,14 @@ extension SyncMessage {
         case .reconcileReply(let message):
             writer.byte(Kind.reconcileReply.rawValue)
             Self.write(message, into: &writer)
+        case .neighbors(let devices):
+            writer.byte(Kind.neighbors.rawValue)
+            writer.varint(devices.count)
+            for device in devices { writer.raw(device.digest) }
+        case .holdsRequest: writer.byte(Kind.holdsRequest.rawValue)
+        case .holds(let zones):
+            writer.byte(Kind.holds.rawValue)
+            Self.write(zones, into: &writer)
         }
         return writer.bytes
     }
@@ -103,13 +116,14 @@ extension SyncMessage {
                 let zones = try Self.readAdverts(from: &reader)
                 let roster = try reader.blob()
                 let bits = try reader.byte()
-                guard bits & ~(0b111 | Self.comparesOnlyBit) == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
+                guard bits & ~(0b111 | Self.comparesOnlyBit | Self.relaysBit) == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
                 let grants = Set(DatabaseScope.allCases.filter { bits & (1 << ($0.rawValue - 1)) != 0 })
                 let sharedGrants = try Self.readSharedZones(from: &reader)
                 let membership = try reader.blob()
                 guard membership.count <= SyncWire.maximumMembershipBytes else { throw ProtocolError.malformed("a membership of \(membership.count) bytes") }
                 var hello = Hello(container: container, zones: zones, roster: roster, grants: grants, sharedGrants: sharedGrants, membership: membership)
                 hello.comparesOnly = bits & Self.comparesOnlyBit != 0
+                hello.relays = bits & Self.relaysBit != 0
                 self = .hello(hello)
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)
@@ -160,6 +174,17 @@ extension SyncMessage {
             case .assetReply: self = .assetReply(try Self.readAssetReply(from: &reader))
             case .reconcile: self = .reconcile(try Self.readReconcile(from: &reader))
             case .reconcileReply: self = .reconcileReply(try Self.readReconcile(from: &reader))
+            case .neighbors:
+                let count = try reader.count(below: min(Self.maximumNeighbors, reader.remaining / 32) + 1, "neighbor count")
+                var devices: [DeviceID] = []
+                for _ in 0..<count { devices.append(DeviceID(digest: Array(try reader.raw(32)))) }
+                guard Set(devices).count == devices.count else { throw ProtocolError.malformed("a neighbor listed twice") }
+                self = .neighbors(devices)
+            case .holdsRequest: self = .holdsRequest
+            case .holds:
+                let zones = try Self.readAdverts(from: &reader)
+                guard zones.allSatisfy({ $0.resume == nil }) else { throw ProtocolError.malformed("a holds message with resume points") }
+                self = .holds(zones)
             }
             guard reader.isAtEnd else { throw ProtocolError.malformed("\(reader.remaining) trailing bytes after a \(kind) message") }
         } catch let error as ProtocolError {

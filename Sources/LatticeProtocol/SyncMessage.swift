@@ -1,4 +1,5 @@
 import LatticeCore
+import LatticeCrypto
 
 /// Where a sender is in its stream of one zone: the change sequence and row
 /// of the last record it sent. Records are streamed in that order, so "all up
@@ -8,6 +9,9 @@ public struct StreamCursor: Hashable, Comparable, Sendable, CustomStringConverti
     public var row: UInt64
 
     public static let start = StreamCursor(sequence: 0, row: 0)
+
+    /// After every record of change sequence `sequence`.
+    public static func end(of sequence: UInt64) -> StreamCursor { StreamCursor(sequence: sequence, row: (1 << 62) - 1) }
 
     public init(sequence: UInt64, row: UInt64) {
         self.sequence = sequence
@@ -54,6 +58,9 @@ public struct Hello: Hashable, Sendable {
     public var membership: [UInt8]
     /// The sender only compares digests (`lattice diff`): neither side streams.
     public var comparesOnly = false
+    /// The sender relays: it says which devices it has sessions with
+    /// (`neighbors`), and answers `holdsRequest`.
+    public var relays = false
 
     public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .shared, .public], sharedGrants: [ZoneID] = [], membership: [UInt8] = []) {
         self.container = container
@@ -162,4 +169,12 @@ public enum SyncMessage: Hashable, Sendable {
     case reconcile(ReconcileMessage)
     /// The answer to a `reconcile`.
     case reconcileReply(ReconcileMessage)
+    /// The devices of the account the sender has a running session with, all
+    /// of them (sent again when they change): a commit the receiver applies
+    /// from the sender need not be relayed to them, the sender streams it.
+    case neighbors([DeviceID])
+    /// Asks for the receiver's vector of each zone (`holds`).
+    case holdsRequest
+    /// The answer to a `holdsRequest`: what the sender holds of each zone (no resume points).
+    case holds([ZoneAdvert])
 }

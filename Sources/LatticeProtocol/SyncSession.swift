@@ -24,6 +24,8 @@ public struct SyncSession: Sendable {
         case serveAsset(AssetRequest)
         /// Answer a round of the peer's reconciliation (`Reconciler.reply`); answer with `reconcileAnswered`.
         case answerReconcile(ReconcileMessage)
+        /// Read what this side holds of each zone the peer may sync (`SyncDelegate.holdings`); answer with `holdingsRead`.
+        case answerHolds
         case close(ProtocolError)
         case event(SessionEvent)
     }
@@ -52,6 +54,8 @@ public struct SyncSession: Sendable {
         /// The peer holds everything of a zone up to `vector` (its hello, an
         /// acknowledgement, or the claim of its final batch said so).
         case peerHolds(zone: ZoneKey, vector: VersionVector)
+        /// The peer has sessions with these devices of the account now (its `neighbors` message).
+        case neighbors(Set<String>)
     }
 
     public struct Configuration: Hashable, Sendable {
@@ -70,6 +74,9 @@ public struct SyncSession: Sendable {
         /// This side only compares digests (`lattice diff`): its hello says
         /// so, neither side streams, and changes the peer sends end the session.
         public var comparesOnly = false
+        /// This side relays: its hello says so, and with a peer that relays too
+        /// it skips commits relayed from devices that stream to the peer themselves.
+        public var relays = true
 
         public init(window: Int = 4, batchBytes: Int = 2 << 20) {
             self.window = window
@@ -79,12 +86,26 @@ public struct SyncSession: Sendable {
         }
     }
 
-    private struct Outgoing: Sendable {
+    struct Outgoing: Sendable {
         var cursor: StreamCursor
         var peerVector: VersionVector
         var peerZoneState: ZoneState?
         var dirty = true
         var streaming = false
+        /// Where the stream was before it first skipped commits relayed from
+        /// other peers (`localCommit(zones:roster:changes:)`): batches tell
+        /// the peer no later cursor, so its resume point stays before them
+        /// until it is known to hold them.
+        var relayCap: StreamCursor?
+        /// The peers whose streams to this one the skipped commits rely on.
+        var relaySources: Set<String> = []
+        /// A source was lost: the stream goes again from `relayCap` (after the batch being produced, if any).
+        var rewindAfterProduce = false
+        /// The stream went back to `relayCap`: once it reaches the end again, the peer holds what was skipped.
+        var rewinding = false
+
+        /// The cursor a batch at `cursor` tells the peer.
+        func told(_ cursor: StreamCursor) -> StreamCursor { relayCap.map { min($0, cursor) } ?? cursor }
     }
 
     private struct InFlight: Sendable {
@@ -106,10 +127,10 @@ public struct SyncSession: Sendable {
     public private(set) var peerHello: Hello?
     public internal(set) var closed = false
 
-    private var outgoing: [ZoneKey: Outgoing] = [:]
-    private var order: [ZoneKey] = []
-    private var producing: ZoneKey?
-    private var producingRecheck = false
+    var outgoing: [ZoneKey: Outgoing] = [:]
+    var order: [ZoneKey] = []
+    var producing: ZoneKey?
+    var producingRecheck = false
     private var writable = true
     private var inFlight: [InFlight] = []
     var sentCaughtUp = false
@@ -121,11 +142,11 @@ public struct SyncSession: Sendable {
     private var rosters: [[UInt8]] = []
     private var adoptingRoster = false
     /// The roster this side last sent.
-    private var toldRoster: [UInt8]
+    var toldRoster: [UInt8]
     /// The vector we last told the peer for each zone: a claim must build on one we told.
-    private var toldVectors: [ZoneKey: VersionVector] = [:]
+    var toldVectors: [ZoneKey: VersionVector] = [:]
     private var peerCaughtUp = false
-    private var reportedQuiescent = false
+    var reportedQuiescent = false
     /// What the peer grants this side: its hello's, and its grants messages'.
     private var peerGranted = PeerAccess(scopes: [])
     /// Zones each side said it holds, in the order they were said (streams open in it).
@@ -149,6 +170,16 @@ public struct SyncSession: Sendable {
     /// A round of the peer's reconciliation being answered here, and whether this side waits for an answer.
     var answeringReconcile = false
     var awaitingReconcileReply = false
+    /// The peer's device ID, for commits it made itself (set by the transport).
+    public var peerDevice: String?
+    /// The last change sequence `localCommit` was told of.
+    public internal(set) var seenSequence: UInt64?
+    /// Devices that said they stream to this session's peer themselves (`coverRelays`).
+    var coveringSources: Set<String> = []
+    /// Sources whose relays no longer hold: streams that relied on them go again once the peer says what it holds.
+    var lostRelays: Set<String> = []
+    var awaitingHolds = false
+    var answeringHolds = false
     /// Asset requests a peer may have unanswered at once: an honest one keeps a few chunks in flight.
     public static let maximumAssetServes = 32
 
@@ -157,6 +188,7 @@ public struct SyncSession: Sendable {
         streams = access
         var localHello = localHello
         localHello.comparesOnly = localHello.comparesOnly || configuration.comparesOnly
+        localHello.relays = configuration.relays && !localHello.comparesOnly
         self.localHello = localHello
         self.configuration = configuration
         toldRoster = localHello.roster
@@ -206,6 +238,9 @@ public struct SyncSession: Sendable {
         case .assetReply(let reply): return receiveAssetReply(reply)
         case .reconcile(let message): return receiveReconcile(message)
         case .reconcileReply(let message): return receiveReconcileReply(message)
+        case .neighbors(let devices): return receiveNeighbors(devices)
+        case .holdsRequest: return receiveHoldsRequest()
+        case .holds(let zones): return receiveHolds(zones)
         }
     }
 
@@ -301,7 +336,7 @@ public struct SyncSession: Sendable {
         return startApplying()
     }
 
-    private mutating func addOutgoing(_ zone: ZoneKey, cursor: StreamCursor, peerVector: VersionVector, peerZoneState: ZoneState?) {
+    mutating func addOutgoing(_ zone: ZoneKey, cursor: StreamCursor, peerVector: VersionVector, peerZoneState: ZoneState?) {
         guard outgoing[zone] == nil else { return }
         outgoing[zone] = Outgoing(cursor: cursor, peerVector: peerVector, peerZoneState: peerZoneState)
         order.append(zone)
@@ -336,6 +371,8 @@ public struct SyncSession: Sendable {
         guard queued.count < configuration.maximumQueuedBatches else {
             return close(.limitExceeded("more than \(configuration.maximumQueuedBatches) batches unacknowledged: the peer ignores the window"))
         }
+        // A new round of sync: once it is applied (and the peer caught up), the session is quiescent again, and says so.
+        reportedQuiescent = false
         queued.append(IncomingBatch(
             zone: part.zone, bytes: bytes, cursor: end.cursor, final: end.final, records: end.records, claimedTop: header.claimsTop ? header.top : nil))
         return startApplying()
@@ -424,18 +461,7 @@ public struct SyncSession: Sendable {
 
     /// Local commits happened: every zone's stream re-opens from its cursor.
     public mutating func localCommit(zones: [ZoneKey], roster: [UInt8]? = nil) -> [Action] {
-        guard !closed, peerHello != nil else { return [] }
-        var actions: [Action] = []
-        if let roster, roster != toldRoster {
-            toldRoster = roster
-            actions.append(.send(.roster(roster)))
-        }
-        for zone in zones where streams.allows(zone) { addOutgoing(zone, cursor: .start, peerVector: VersionVector(), peerZoneState: nil) }
-        for zone in order { outgoing[zone]?.dirty = true }
-        if producing != nil { producingRecheck = true }
-        sentCaughtUp = false
-        reportedQuiescent = false
-        return actions + pump()
+        localCommit(zones: zones, roster: roster, changes: nil)
     }
 
     public mutating func writabilityChanged(_ isWritable: Bool) -> [Action] {
@@ -448,7 +474,8 @@ public struct SyncSession: Sendable {
         if !repairs.isEmpty {
             let (zone, batch) = repairs.removeFirst()
             // In the stream's order, at its cursor: the peer resumes where it was.
-            return sendBatch(batch, of: zone, cursor: outgoing[zone]?.cursor ?? .start) + pump()
+            let cursor = outgoing[zone].map { $0.told($0.cursor) } ?? .start
+            return sendBatch(batch, of: zone, cursor: cursor) + pump()
         }
         guard let zone = order.first(where: { outgoing[$0]!.dirty }) else {
             if !sentCaughtUp, holds == 0 {
@@ -470,7 +497,12 @@ public struct SyncSession: Sendable {
         guard !closed, let zone = producing, var stream = outgoing[zone] else { return [] }
         producing = nil
         var actions: [Action] = []
-        if let batch {
+        if let batch, batch.isEmpty {
+            // Nothing the peer lacks, up to the batch's cursor: the stream is there.
+            stream.cursor = max(stream.cursor, batch.cursor)
+            stream.streaming = false
+            if !producingRecheck { stream.dirty = false }
+        } else if let batch {
             if let totals = batch.totals, !stream.streaming {
                 actions.append(.send(.streamStart(StreamStart(zone: zone, records: totals.records, bytes: totals.bytes))))
                 actions.append(.event(.sending(zone: zone, records: totals.records, bytes: totals.bytes)))
@@ -480,11 +512,12 @@ public struct SyncSession: Sendable {
             // The peer may build its next claim on what we claim to hold.
             if let top = batch.claimedTop { toldVectors[zone, default: VersionVector()].join(top) }
             if batch.final, !producingRecheck { stream.dirty = false }
-            actions += sendBatch(batch, of: zone, cursor: batch.cursor)
+            actions += sendBatch(batch, of: zone, cursor: stream.told(batch.cursor))
         } else {
             stream.streaming = false
             if !producingRecheck { stream.dirty = false }
         }
+        settleRewind(&stream)
         outgoing[zone] = stream
         return actions + pump()
     }
@@ -539,6 +572,9 @@ extension SyncMessage {
         case .assetReply: return "asset reply"
         case .reconcile: return "reconcile"
         case .reconcileReply: return "reconcile reply"
+        case .neighbors: return "neighbors"
+        case .holdsRequest: return "holds request"
+        case .holds: return "holds"
         }
     }
 }

@@ -240,6 +240,13 @@ enum StoreSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v12: commit sources") { db in
+            try db.execute(sql: """
+                -- The peer whose batch each recent commit applied (the last 1,024): a node
+                -- does not relay a commit to devices that peer streams to itself.
+                CREATE TABLE commit_sources (sequence INTEGER PRIMARY KEY, peer TEXT NOT NULL);
+                """)
+        }
         return migrator
     }
 

@@ -107,6 +107,15 @@ extension StoreSnapshot {
         return StreamBatch(bytes: out, cursor: max(position, cursor), final: false, records: 1, zoneState: zone.sync.zoneState, claimedTop: nil)
     }
 
+    /// The peers whose batches made the commits after `sequence` (the recent
+    /// ones: see `StoreTransaction.commitSource`), by commit sequence.
+    public func commitSources(after sequence: UInt64) throws -> [UInt64: String] {
+        var sources: [UInt64: String] = [:]
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT sequence, peer FROM commit_sources WHERE sequence > ?"), arguments: [Int64(clamping: sequence)])
+        while let row = try rows.next() { sources[UInt64(row[0] as Int64)] = row[1] }
+        return sources
+    }
+
     /// Where a stream resumes: after the peer's cursor, or after the last
     /// checkpoint its vector covers, whichever is later. A cursor past this
     /// store's history (the store was restored from an older copy) means nothing here.

@@ -320,6 +320,13 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Running nodes must hear of this commit though it takes no sequence (trust changed).
     var wakesWatchers = false
 
+    /// The peer whose batch this transaction applies (a sync session's), noted
+    /// with the commit's sequence (`StoreSnapshot.commitSources`).
+    public var commitSource: String?
+
+    /// Commit sources kept: a session looks at those since its last wake-up.
+    static let keptCommitSources: UInt64 = 1024
+
     /// Whether this commit takes a new change sequence (records or zones changed).
     var advancesSequence: Bool { !touchedZones.isEmpty }
 
@@ -368,6 +375,12 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
                 ])
             }
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('sequence', ?)").execute(arguments: [Int64(sequence)])
+            if let commitSource {
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO commit_sources (sequence, peer) VALUES (?, ?)").execute(arguments: [Int64(sequence), commitSource])
+            }
+            if sequence > Self.keptCommitSources, sequence % 64 == 0 {
+                try db.cachedStatement(sql: "DELETE FROM commit_sources WHERE sequence <= ?").execute(arguments: [Int64(sequence - Self.keptCommitSources)])
+            }
         }
         if clockMoved {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)").execute(arguments: [Int64(bitPattern: hybridClock.last.rawValue)])

@@ -64,6 +64,13 @@ public struct ConnectionSettings: Sendable {
     public init() {}
 }
 
+/// Messages a connection carried, pings and pongs aside: what relaying saves shows here.
+public struct Traffic: Hashable, Sendable {
+    public var sent = 0
+    public var received = 0
+    public init() {}
+}
+
 /// A way to reach a connection's session from outside its event loop.
 public struct ConnectionHandle: Sendable, Hashable {
     let channel: Channel
@@ -71,6 +78,7 @@ public struct ConnectionHandle: Sendable, Hashable {
     public let initiator: Bool
     let accessBox: NIOLockedValueBox<PeerAccess?>
     let comparingBox: NIOLockedValueBox<Bool>
+    let trafficBox: NIOLockedValueBox<Traffic>
     /// Either side only compares digests (`lattice diff`): nothing streams on it.
     public var comparesOnly: Bool { comparingBox.withLockedValue { $0 } }
     /// What the peer may sync on this connection: as its handshake found it,
@@ -81,6 +89,23 @@ public struct ConnectionHandle: Sendable, Hashable {
     public func localCommit() {
         let handler = handler
         channel.eventLoop.execute { handler.value.localCommit() }
+    }
+
+    /// Messages this connection carried so far, pings aside.
+    public var traffic: Traffic { trafficBox.withLockedValue { $0 } }
+
+    /// The devices that said they stream to this connection's peer
+    /// themselves, all of them: commits relayed from them are not sent again
+    /// on this connection (`SyncSession.coverRelays`).
+    public func coverRelays(from sources: Set<String>) {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.mutateSession { $0.coverRelays(from: sources) } }
+    }
+
+    /// Tells the peer which devices of the account this node has sessions with (if it relays).
+    public func tellNeighbors(_ devices: [DeviceID]) {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.mutateSession { $0.tellNeighbors(devices) } }
     }
 
     /// The peer may now sync more shared zones than the session has: they are granted in the session.
@@ -159,6 +184,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     /// What the peer may sync, as its handshake found it (widened since), shared with the connection's handle.
     private let accessBox = NIOLockedValueBox<PeerAccess?>(nil)
     private let comparingBox = NIOLockedValueBox(false)
+    private let trafficBox = NIOLockedValueBox(Traffic())
     private var access: PeerAccess? {
         get { accessBox.withLockedValue { $0 } }
         set { accessBox.withLockedValue { $0 = newValue } }
@@ -237,9 +263,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             hello.zones = hello.zones.filter { $0.zone.scope != .shared || access.sharedZones.contains($0.zone.zoneID) }
         }
         var session = SyncSession(localHello: hello, access: access, configuration: settings.session)
+        session.peerDevice = peer.description
         let actions = session.start()
         self.session = session
-        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, accessBox: accessBox, comparingBox: comparingBox)
+        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, accessBox: accessBox, comparingBox: comparingBox, trafficBox: trafficBox)
         onEvent(.authenticated(peer: peer, address: address, handle: handle))
         perform(actions)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -271,6 +298,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         } catch {
             close(.protocolError(error))
             return
+        }
+        switch message {
+        case .ping, .pong: break
+        default: trafficBox.withLockedValue { $0.received += 1 }
         }
         if session == nil {
             guard early.count < 4 else { return close(.protocolError(.unexpected("messages before the session started"))) }
@@ -449,10 +480,11 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         }
         refreshing = true
         let delegate = delegate
-        // The zone list may have grown; reading it is store work.
-        runOffLoop({ (try delegate.zones(), try delegate.roster()) }) { handler, fresh in
+        // The zone list may have grown, and which peers made the commits decides where they go: store work.
+        let seen = session?.seenSequence
+        runOffLoop({ try delegate.localChanges(after: seen) }) { handler, changes in
             handler.refreshing = false
-            handler.mutateSession { $0.localCommit(zones: fresh.0, roster: fresh.1) }
+            handler.mutateSession { $0.localCommit(zones: changes.zones, roster: changes.roster, changes: changes) }
             if handler.refreshAgain {
                 handler.refreshAgain = false
                 handler.localCommit()
@@ -507,6 +539,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 runOffLoop({ try delegate.reconcileRound(message, reconciler: Reconciler(initiator: false)).0 }) { handler, reply in
                     handler.mutateSession { $0.reconcileAnswered(reply) }
                 }
+            case .answerHolds:
+                let delegate = delegate
+                guard let peer else { continue }
+                runOffLoop({ try delegate.holdings(for: peer) }) { handler, zones in
+                    handler.mutateSession { $0.holdingsRead(zones) }
+                }
             case .event(.reconcileReply(let message)):
                 continueReconciliation(after: message)
             case .event(.started(let granted)):
@@ -542,7 +580,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         }
     }
 
-    private func mutateSession(_ body: (inout SyncSession) -> [SyncSession.Action]) {
+    fileprivate func mutateSession(_ body: (inout SyncSession) -> [SyncSession.Action]) {
         guard var session else { return }
         let actions = body(&session)
         self.session = session
@@ -552,6 +590,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private func send(_ message: SyncMessage) {
         guard let context else { return }
         lastSent = .now()
+        switch message {
+        case .ping, .pong: break
+        default: trafficBox.withLockedValue { $0.sent += 1 }
+        }
         context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: message.encoded())), promise: nil)
     }
 

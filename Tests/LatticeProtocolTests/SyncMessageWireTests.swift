@@ -1,4 +1,5 @@
 import LatticeCore
+import LatticeCrypto
 import LatticeProtocol
 import Testing
 
@@ -42,6 +43,10 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         .assetReply(.outline(hash: Array(repeating: 3, count: 32), chunks: [Array(repeating: 4, count: 32), Array(repeating: 5, count: 32)])),
         .assetReply(.chunk(hash: Array(repeating: 6, count: 32), index: 2, leaves: [Array(repeating: 7, count: 32)], bytes: [8, 9, 10])),
         .assetReply(.unavailable(hash: Array(repeating: 11, count: 32), chunk: 0, reason: "not here")),
+        .neighbors([DeviceID(digest: Array(repeating: 1, count: 32)), DeviceID(digest: Array(repeating: 2, count: 32))]),
+        .holdsRequest,
+        .holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil)]),
+        .hello({ var hello = Hello(container: "app", zones: []); hello.relays = true; return hello }()),
     ]
 
     @Test func assetMessagesOutOfBoundsAreRefused() {
@@ -52,6 +57,13 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         #expect(throws: ProtocolError.self) { try SyncMessage(decoding: large.encoded()) }
         let leafy = SyncMessage.assetReply(.chunk(hash: Array(repeating: 1, count: 32), index: 0, leaves: Array(repeating: Array(repeating: 0, count: 32), count: 17), bytes: []))
         #expect(throws: ProtocolError.self) { try SyncMessage(decoding: leafy.encoded()) }
+    }
+
+    @Test func neighborsListedTwiceAndHoldsWithResumePointsAreRefused() {
+        let device = DeviceID(digest: Array(repeating: 1, count: 32))
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: SyncMessage.neighbors([device, device]).encoded()) }
+        let resuming = SyncMessage.holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: VersionVector(), resume: StreamCursor(sequence: 1, row: 1))])
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: resuming.encoded()) }
     }
 
     @Test func grantsThatAdvertiseAZoneTheyDoNotGrantAreRefused() {

@@ -30,7 +30,9 @@ import Testing
 
     @Test func helloStartsTheStreamFromThePeersResumePointAndVector() throws {
         var session = SyncSession(localHello: ours)
-        #expect(session.start() == [.send(.hello(ours))])
+        var said = ours
+        said.relays = true // as every node's session does
+        #expect(session.start() == [.send(.hello(said))])
         let actions = session.receive(.hello(theirs))
         guard case .produce(let request) = actions.last else { Issue.record("no produce in \(actions)"); return }
         #expect(request.zone == notes)

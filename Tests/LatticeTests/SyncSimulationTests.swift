@@ -32,6 +32,8 @@ import LatticeTestSupport
         var work: [[SyncSession.Action]] = [[], []]
         /// Record versions each end acknowledged from the other, by the records' vectors' text.
         var sentInFlight: [[[String]]] = [[], []]
+        /// Messages each end sent, pings aside.
+        var sent = [0, 0]
         init(ends: (Int, Int), sessions: [SyncSession]) {
             self.ends = ends
             self.sessions = sessions
@@ -46,11 +48,16 @@ import LatticeTestSupport
         /// acknowledged[sender][receiver]: record versions the receiver acknowledged.
         var acknowledged: [[Set<String>]]
         var batches = 0
+        /// Whether sessions relay (`SyncSession+Relay`), as nodes do.
+        var relays = true
+        /// neighborsOf[node][peer]: the devices `peer` told `node` it has sessions with.
+        var neighborsOf: [[String: Set<String>]]
 
         init(nodes: [Node], seed: UInt64) {
             self.nodes = nodes
             rng = SeededGenerator(seed: seed)
             acknowledged = Array(repeating: Array(repeating: [], count: nodes.count), count: nodes.count)
+            neighborsOf = Array(repeating: [:], count: nodes.count)
         }
 
         func node(_ link: Link, _ end: Int) -> Int { end == 0 ? link.ends.0 : link.ends.1 }
@@ -62,7 +69,10 @@ import LatticeTestSupport
             var configuration = SyncSession.Configuration()
             configuration.batchRecords = Int.random(in: 1...4, using: &rng) // small batches: many cut points
             configuration.window = Int.random(in: 1...3, using: &rng)
+            configuration.relays = relays
             let link = Link(ends: (a, b), sessions: [SyncSession(localHello: helloA, configuration: configuration), SyncSession(localHello: helloB, configuration: configuration)])
+            link.sessions[0].peerDevice = nodes[b].id.description
+            link.sessions[1].peerDevice = nodes[a].id.description
             links.append(link)
             for end in 0...1 { try perform(link.sessions[end].start(), on: link, end: end) }
         }
@@ -72,12 +82,19 @@ import LatticeTestSupport
                 switch action {
                 case .send(let message):
                     link.wires[1 - end].append(try SyncMessage(decoding: message.encoded())) // through the wire format
-                case .produce, .apply, .adoptRoster:
+                    link.sent[end] += 1
+                case .produce, .apply, .adoptRoster, .answerHolds:
                     link.work[end].append(action)
                 case .serveAsset, .answerReconcile:
                     Issue.record("no asset was asked for")
                 case .close(let reason):
                     Issue.record("an honest session closed: \(reason)")
+                case .event(.started):
+                    // As the node does: the account's peers hear who this node has sessions with.
+                    try announce(node(link, end))
+                case .event(.neighbors(let devices)):
+                    neighborsOf[node(link, end)][nodes[node(link, 1 - end)].id.description] = devices
+                    try cover(node(link, end))
                 case .event: break
                 }
             }
@@ -107,7 +124,7 @@ import LatticeTestSupport
             switch action {
             case .produce(let request):
                 let batch = try nodes[me].adapter.produceBatch(request, for: nodes[peer].id)
-                if let batch {
+                if let batch, !batch.isEmpty {
                     let versions = try Self.versions(in: batch.bytes)
                     let resent = versions.filter { acknowledged[me][peer].contains($0) }
                     #expect(resent.isEmpty, "node \(me) re-sent to \(peer) versions it acknowledged: \(resent)")
@@ -125,22 +142,64 @@ import LatticeTestSupport
             case .adoptRoster(let roster):
                 try nodes[me].adapter.adoptRoster(roster, from: nodes[peer].id)
                 actions = session.rosterAdopted()
+            case .answerHolds:
+                actions = session.holdingsRead(try nodes[me].adapter.holdings(for: nodes[peer].id))
             default: break
             }
             link.sessions[end] = session
             try perform(actions, on: link, end: end)
         }
 
-        /// What the commit watcher does: every session of the node re-opens its streams.
+        /// What the commit watcher does: every session of the node hears of the
+        /// commits since it last looked, and which peers made them.
         mutating func localCommit(at index: Int) throws {
-            let zones = try nodes[index].adapter.zones()
             for link in links {
                 for end in 0...1 where node(link, end) == index {
                     var session = link.sessions[end]
-                    let actions = session.localCommit(zones: zones)
+                    let changes = try nodes[index].adapter.localChanges(after: session.seenSequence)
+                    let actions = session.localCommit(zones: changes.zones, roster: changes.roster, changes: changes)
                     link.sessions[end] = session
                     try perform(actions, on: link, end: end)
                 }
+            }
+        }
+
+        /// The sessions of `index`, as (link, end).
+        func sessions(of index: Int) -> [(Link, Int)] {
+            links.flatMap { link in (0...1).filter { node(link, $0) == index }.map { (link, $0) } }
+        }
+
+        /// Node `index` tells its peers which devices it has sessions with (as `SyncNode` does).
+        mutating func announce(_ index: Int) throws {
+            let devices = sessions(of: index).map { nodes[node($0.0, 1 - $0.1)].id }
+            for (link, end) in sessions(of: index) {
+                var session = link.sessions[end]
+                let actions = session.tellNeighbors(devices)
+                link.sessions[end] = session
+                try perform(actions, on: link, end: end)
+            }
+            try cover(index)
+        }
+
+        /// Node `index` tells each session which connected peers stream to its device themselves.
+        mutating func cover(_ index: Int) throws {
+            let connected = Set(sessions(of: index).map { nodes[node($0.0, 1 - $0.1)].id.description })
+            for (link, end) in sessions(of: index) {
+                let peer = nodes[node(link, 1 - end)].id.description
+                let sources = Set(neighborsOf[index].filter { connected.contains($0.key) && $0.value.contains(peer) }.keys)
+                var session = link.sessions[end]
+                let actions = session.coverRelays(from: sources)
+                link.sessions[end] = session
+                try perform(actions, on: link, end: end)
+            }
+        }
+
+        /// A connection ends wherever it was, mid-stream or not: both nodes forget what the other told them.
+        mutating func cut(_ link: Link) throws {
+            links.removeAll { $0 === link }
+            for (me, peer) in [(link.ends.0, link.ends.1), (link.ends.1, link.ends.0)] {
+                neighborsOf[me][nodes[peer].id.description] = nil
+                try announce(me)
             }
         }
 
@@ -176,7 +235,7 @@ import LatticeTestSupport
                 if a != b { try connect(a, b) }
             case 20..<24:
                 // A cut: the connection ends wherever it was, mid-stream or not.
-                if !links.isEmpty { links.remove(at: Int.random(in: 0..<links.count, using: &rng)) }
+                if !links.isEmpty { try cut(links[Int.random(in: 0..<links.count, using: &rng)]) }
             case 24..<62:
                 if let link = links.randomElement(using: &rng) { try deliver(link, to: Int.random(in: 0...1, using: &rng)) }
             default:
@@ -215,11 +274,43 @@ import LatticeTestSupport
         for a in nodes { for b in nodes where a !== b { try a.container.trust(deviceID: b.id.description) } }
         for node in nodes { _ = try node.container.privateCloudDatabase.save(Zone(zoneName: "notes")) }
         var simulation = Simulation(nodes: nodes, seed: 0x5EED_0000 + UInt64(seedIndex))
+        simulation.relays = seedIndex % 3 != 2 // a build that does not relay syncs alike
         for _ in 0..<400 { try simulation.step() }
         try simulation.settle()
         let first = try simulation.contents(0)
         #expect(!first.isEmpty)
         for index in 1..<count { #expect(try simulation.contents(index) == first, "node \(index) differs from node 0 (seed index \(seedIndex))") }
         #expect(simulation.batches > 0)
+    }
+
+    /// A commit on one node of a full mesh reaches every other node over its
+    /// link with that node alone: the others apply it and send nothing
+    /// (without relaying, each re-opens its streams to all its peers).
+    @Test(arguments: [true, false]) func aCommitCostsEachLinkOnce(relays: Bool) throws {
+        let directory = TemporaryDirectory()
+        let nodes = try (0..<5).map { Node(try directory.container("n\($0)")) }
+        for a in nodes { for b in nodes where a !== b { try a.container.trust(deviceID: b.id.description) } }
+        for node in nodes { _ = try node.container.privateCloudDatabase.save(Zone(zoneName: "notes")) }
+        var simulation = Simulation(nodes: nodes, seed: 0x7E1A)
+        simulation.relays = relays
+        try simulation.settle()
+        for round in 0..<3 {
+            let before = simulation.links.map(\.sent)
+            var record = Record(recordType: "Note", recordID: Record.ID(recordName: "r\(round)", zoneID: simulation.zone))
+            record["a"] = .int64(Int64(round))
+            _ = try nodes[0].container.privateCloudDatabase.save(record)
+            try simulation.localCommit(at: 0)
+            try simulation.settle()
+            for index in 1..<5 { #expect(try simulation.contents(index) == simulation.contents(0)) }
+            let exchanged = zip(simulation.links, before).map { link, was in (link, link.sent[0] - was[0] + link.sent[1] - was[1]) }
+            let elsewhere = exchanged.filter { $0.0.ends.0 != 0 && $0.0.ends.1 != 0 }.map(\.1).reduce(0, +)
+            let withSender = exchanged.filter { $0.0.ends.0 == 0 || $0.0.ends.1 == 0 }.map(\.1)
+            if relays {
+                #expect(elsewhere == 0, "round \(round): links without the writer carried \(elsewhere) messages")
+                #expect(withSender.allSatisfy { $0 <= 4 }, "round \(round): the writer's links carried \(withSender) messages")
+            } else {
+                #expect(elsewhere > 0, "without relaying, applying nodes re-open their streams to each other")
+            }
+        }
     }
 }

@@ -50,10 +50,13 @@ import Testing
             }
         }
         #expect(sent == 10 && finals == 1)
-        // Nothing new after the end: nothing to send to a peer that holds it all.
+        // Nothing new after the end: nothing to send to a peer that holds it all,
+        // and the stream stands at the end of the store's change order.
         var holdsAll = request(zone, after: cursor, peerVector: try container.vector(for: zone))
         holdsAll.peerZoneState = try container.store.read { try $0.syncState(of: zone)!.zoneState }
-        #expect(try delegate.produceBatch(holdsAll, for: peer) == nil)
+        let nothing = try #require(try delegate.produceBatch(holdsAll, for: peer))
+        #expect(nothing.isEmpty && nothing.records == 0)
+        #expect(nothing.cursor == .end(of: try container.store.read { try $0.sequence() }))
     }
 
     @Test func recordsThePeerHoldsAreSkipped() throws {

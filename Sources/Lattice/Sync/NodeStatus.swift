@@ -47,6 +47,9 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var verified: [ZoneVerification]?
         /// The last comparison that found records held differently, and what was done.
         public var lastMismatch: String?
+        /// Messages sent to and received from the peer in this node's run, pings aside.
+        public var messagesSent: Int?
+        public var messagesReceived: Int?
 
         /// Records this side still has to receive from the peer in running streams.
         public var recordsBehind: Int { zones.filter { $0.direction == "receiving" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }

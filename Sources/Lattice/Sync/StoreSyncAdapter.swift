@@ -167,7 +167,29 @@ struct StoreSyncAdapter: SyncDelegate {
     func roster() throws -> [UInt8] { trusted.roster }
 
     func zones() throws -> [ZoneKey] {
-        try store.read { snapshot in try DatabaseScope.allCases.flatMap { try snapshot.zones(in: $0).map(\.key) }.filter(Self.syncable) }
+        try store.read { snapshot in try syncableZones(in: snapshot) }
+    }
+
+    private func syncableZones(in snapshot: StoreSnapshot) throws -> [ZoneKey] {
+        try DatabaseScope.allCases.flatMap { try snapshot.zones(in: $0).map(\.key) }.filter(Self.syncable)
+    }
+
+    func localChanges(after sequence: UInt64?) throws -> LocalChanges {
+        try store.read { snapshot in
+            LocalChanges(
+                zones: try syncableZones(in: snapshot), roster: trusted.roster, sequence: try snapshot.sequence(),
+                sources: try sequence.map { try snapshot.commitSources(after: $0) } ?? [:])
+        }
+    }
+
+    func holdings(for peer: DeviceID) throws -> [ZoneAdvert] {
+        try store.read { snapshot in
+            guard let access = try access(for: peer, in: snapshot) else { throw PeerNoLongerTrusted(peer: peer) }
+            let held = try DatabaseScope.allCases.flatMap { try snapshot.zones(in: $0) }.filter { access.allows($0.key) && Self.syncable($0.key) }
+            return try held.map { zone in
+                ZoneAdvert(zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key), resume: nil)
+            }
+        }
     }
 
     func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
@@ -215,7 +237,11 @@ struct StoreSyncAdapter: SyncDelegate {
         guard let batch = try snapshot.streamBatch(
             for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
             maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes, includingSchema: access.isAccount)
-        else { return .produced(nil) }
+        else {
+            // The peer holds all of the zone: its stream stands at the end of this snapshot's change order.
+            guard let zone = try snapshot.syncState(of: request.zone) else { return .produced(nil) }
+            return .produced(.nothing(upTo: .end(of: try snapshot.sequence()), zoneState: zone.zoneState))
+        }
         let totals = request.wantsTotals ? try snapshot.streamTotals(for: request.zone, after: after, peerVector: request.peerVector) : nil
         issuedCursors.withLockedValue { cursors in
             // Strangers come and go: past a bound the record starts over (a cursor not found reads as a hello's).
@@ -253,6 +279,7 @@ struct StoreSyncAdapter: SyncDelegate {
         let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
         let applied = try store.write { transaction in
             try requireAccess(peer, to: batch.zone, in: transaction)
+            transaction.commitSource = peer.description
             let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred, takingSchema: takingSchema)
             guard summary.changeSets == 1 else {
                 throw ChangeSetError.malformed("a batch holds \(summary.changeSets) change sets; one of \(batch.zone) was announced")

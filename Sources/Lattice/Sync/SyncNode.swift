@@ -190,6 +190,15 @@ public final class SyncNode: Sendable {
         var verifications: [String: Verification] = [:]
         /// Node requests taken (`serveNodeRequests`), so each runs once.
         var servedRequests: Set<Int64> = []
+        /// The devices each peer of the account said it has sessions with (its `neighbors`).
+        var neighborsOf: [String: Set<String>] = [:]
+        var neighborsScheduled = false
+        /// Messages of the connections that ended, per peer, so `status` counts the whole run.
+        var pastTraffic: [String: Traffic] = [:]
+        /// The message counts the status last showed.
+        var trafficPublished: [String: Traffic] = [:]
+        /// Writes the status when message counts changed and nothing else wrote it.
+        var trafficTicker: RepeatedTask?
     }
 
     public let container: Container
@@ -292,6 +301,7 @@ public final class SyncNode: Sendable {
             }
         }
         watchCommits()
+        startTrafficTicker()
         assetFetcher.refreshSoon()
         startAssetCollection()
         for peer in configuration.peers { addPeer(peer) }
@@ -326,6 +336,7 @@ public final class SyncNode: Sendable {
         for dialer in dialers { dialer.cancel() }
         assetFetcher.stop()
         state.withLockedValue { $0.assetCollector }?.cancel()
+        state.withLockedValue { $0.trafficTicker }?.cancel()
         let discoveryDialers = stopDiscovery()
         watcher?.stop()
         state.withLockedValue { $0.poller }?.cancel()
@@ -519,6 +530,11 @@ public final class SyncNode: Sendable {
             if let peer {
                 let id = peer.description
                 state.withLockedValue { state in
+                    for ended in (state.connections[id] ?? []) where !ended.isActive {
+                        let traffic = ended.traffic
+                        state.pastTraffic[id, default: Traffic()].sent += traffic.sent
+                        state.pastTraffic[id, default: Traffic()].received += traffic.received
+                    }
                     state.connections[id]?.removeAll { !$0.isActive }
                     let connected = !(state.connections[id] ?? []).isEmpty
                     // Two devices that dialed each other at once both close the same one of the
@@ -542,6 +558,7 @@ public final class SyncNode: Sendable {
                     }
                 }
             }
+            if let peer { connectionEnded(peer.description) }
             if peer != nil { assetFetcher.connectionsChanged() }
             // A refused stranger had its `refused` event (or its count in the status): no second one.
             if closeReason?.isRefusalOfStranger != true {
@@ -566,6 +583,7 @@ public final class SyncNode: Sendable {
                 guard let access = state.connections[peer]?.first?.access else { return }
                 updatePeer(&state, peer) { $0.access = access.description }
             }
+            neighborsChanged()
         case .receiving(let zone, let records, let bytes):
             streamsRun(peer)
             startStream(peer, zone, .receiving, records, bytes)
@@ -579,6 +597,8 @@ public final class SyncNode: Sendable {
         case .assetReply(let reply):
             assetFetcher.received(reply, from: peer)
         case .reconcileReply: break // the connection's reconciliation takes it
+        case .neighbors(let devices):
+            peerNeighbors(peer, devices)
         case .peerHolds(let zone, let vector):
             state.withLockedValue { state in
                 let before = state.peerHolds[peer]?[zone] ?? VersionVector()
@@ -696,6 +716,7 @@ public final class SyncNode: Sendable {
             let status = self.state.withLockedValue { state -> NodeStatus? in
                 state.statusScheduled = false
                 guard !state.stopped else { return nil }
+                self.countTraffic(&state)
                 return state.status
             }
             status?.write(store: directory)

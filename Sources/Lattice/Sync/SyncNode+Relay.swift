@@ -1,0 +1,110 @@
+import LatticeCrypto
+import LatticeProtocol
+import LatticeTransport
+import NIOCore
+
+/// Relaying at the cost of one link per commit (`SyncSession+Relay`): the
+/// node tells its account's peers which devices it has sessions with, and
+/// tells each session which peers stream to that session's device themselves.
+extension SyncNode {
+    /// A session started or ended: the account's peers hear the new list soon
+    /// (once for a burst of changes, as when a whole LAN starts).
+    func neighborsChanged() {
+        let schedule = state.withLockedValue { state -> Bool in
+            guard !state.neighborsScheduled, !state.stopped else { return false }
+            state.neighborsScheduled = true
+            return true
+        }
+        guard schedule else { return }
+        group.next().scheduleTask(in: .milliseconds(100)) { [weak self] in self?.tellNeighbors() }
+    }
+
+    /// The account's devices this node has a streaming session with.
+    private func relayingHandles(_ state: State) -> [(peer: String, handle: ConnectionHandle)] {
+        state.connections.compactMap { peer, handles in
+            handles.first { $0.isActive && $0.access.isAccount && !$0.comparesOnly }.map { (peer, $0) }
+        }
+    }
+
+    private func tellNeighbors() {
+        let handles = state.withLockedValue { state in
+            state.neighborsScheduled = false
+            return relayingHandles(state)
+        }
+        let devices = handles.compactMap { DeviceID($0.peer) }
+        for (_, handle) in handles { handle.tellNeighbors(devices) }
+        coverRelays() // sessions that started since hear who covers them
+    }
+
+    /// `peer` said which devices it has sessions with.
+    func peerNeighbors(_ peer: String, _ devices: Set<String>) {
+        state.withLockedValue { $0.neighborsOf[peer] = devices }
+        coverRelays()
+    }
+
+    /// A connection ended: if it was the device's last, the devices that
+    /// relied on its streams lose them, and the others hear the new list.
+    func connectionEnded(_ peer: String) {
+        let gone = state.withLockedValue { state -> Bool in
+            guard (state.connections[peer] ?? []).isEmpty else { return false }
+            state.neighborsOf[peer] = nil
+            return true
+        }
+        guard gone else { return }
+        coverRelays()
+        neighborsChanged()
+    }
+
+    /// Tells each session which connected peers stream to its device themselves.
+    private func coverRelays() {
+        let plan = state.withLockedValue { state -> [(ConnectionHandle, Set<String>)] in
+            let connected = Set(relayingHandles(state).map(\.peer))
+            return relayingHandles(state).map { peer, handle in
+                (handle, Set(state.neighborsOf.filter { connected.contains($0.key) && $0.value.contains(peer) }.keys))
+            }
+        }
+        for (handle, sources) in plan { handle.coverRelays(from: sources) }
+    }
+
+    /// Copies the connections' message counts into the status (under the state's lock).
+    func countTraffic(_ state: inout State) {
+        var totals = state.pastTraffic
+        for (peer, handles) in state.connections {
+            for handle in handles {
+                let traffic = handle.traffic
+                totals[peer, default: Traffic()].sent += traffic.sent
+                totals[peer, default: Traffic()].received += traffic.received
+            }
+        }
+        for (peer, traffic) in totals where state.status.peers.contains(where: { $0.deviceID == peer }) {
+            updatePeer(&state, peer) { status in
+                status.messagesSent = traffic.sent
+                status.messagesReceived = traffic.received
+            }
+        }
+        state.trafficPublished = totals
+    }
+
+    /// Every second, the status is written again if message counts changed
+    /// without an event that wrote it (a relay skipped, a caught-up sent).
+    func startTrafficTicker() {
+        guard configuration.publishesStatus else { return }
+        let ticker = group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
+            guard let self else { return }
+            let changed = self.state.withLockedValue { state -> Bool in
+                state.connections.contains { peer, handles in
+                    let now = handles.reduce(state.pastTraffic[peer] ?? Traffic()) { total, handle in
+                        let traffic = handle.traffic
+                        var sum = total
+                        sum.sent += traffic.sent
+                        sum.received += traffic.received
+                        return sum
+                    }
+                    return now != state.trafficPublished[peer]
+                }
+            }
+            if changed { self.publishStatus() }
+        }
+        state.withLockedValue { $0.trafficTicker = ticker }
+    }
+}

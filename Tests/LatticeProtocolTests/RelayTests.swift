@@ -1,0 +1,146 @@
+import LatticeCore
+import LatticeCrypto
+import LatticeProtocol
+import Testing
+
+/// Relaying in the session, with values: commits from the peer itself or
+/// from devices that stream to it are not streamed again, a stream that
+/// skipped them tells no cursor past them, and a lost source makes the
+/// stream go again from before its first skip.
+@Suite struct RelayTests {
+    let ours = Hello(container: "app", zones: [ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil)])
+    var theirs: Hello {
+        var hello = Hello(container: "app", zones: [ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaB, 4)), resume: nil)])
+        hello.relays = true
+        return hello
+    }
+
+    /// A session with peer "P" whose stream has sent everything up to sequence 5, and has seen sequence 5.
+    func caughtUp(peerRelays: Bool = true, access: PeerAccess = .account) -> SyncSession {
+        var session = SyncSession(localHello: ours, access: access)
+        session.peerDevice = "P"
+        _ = session.start()
+        var hello = theirs
+        hello.relays = peerRelays
+        _ = session.receive(.hello(hello))
+        _ = session.batchProduced(.nothing(upTo: .end(of: 5), zoneState: zoneState))
+        _ = session.localCommit(zones: [notes], roster: nil, changes: LocalChanges(zones: [notes], roster: [], sequence: 5))
+        _ = session.batchProduced(.nothing(upTo: .end(of: 5), zoneState: zoneState))
+        return session
+    }
+
+    func changes(_ sequence: UInt64, _ sources: [UInt64: String] = [:]) -> LocalChanges {
+        LocalChanges(zones: [notes], roster: [], sequence: sequence, sources: sources)
+    }
+
+    func produced(_ actions: [SyncSession.Action]) -> BatchRequest? {
+        for case .produce(let request) in actions { return request }
+        return nil
+    }
+
+    func sentParts(_ actions: [SyncSession.Action]) -> [ChangesPart] {
+        actions.compactMap { if case .send(.changes(let part)) = $0 { return part } else { return nil } }
+    }
+
+    func closeReason(_ actions: [SyncSession.Action]) -> ProtocolError? {
+        for case .close(let reason) in actions { return reason }
+        return nil
+    }
+
+    @Test func aCommitFromThePeerItselfIsNotStreamedBack() {
+        var session = caughtUp(peerRelays: false)
+        #expect(session.localCommit(zones: [notes], roster: nil, changes: changes(6, [6: "P"])).isEmpty)
+        // A local commit re-opens the stream after what it skipped.
+        #expect(produced(session.localCommit(zones: [notes], roster: nil, changes: changes(7)))?.after == .end(of: 6))
+    }
+
+    @Test func aRelayedCommitIsSkippedOnlyForPeersItsSourceStreamsTo() {
+        var session = caughtUp()
+        _ = session.coverRelays(from: ["S"])
+        #expect(session.localCommit(zones: [notes], roster: nil, changes: changes(6, [6: "S"])).isEmpty)
+        // From a device that does not stream to the peer: streamed.
+        #expect(produced(session.localCommit(zones: [notes], roster: nil, changes: changes(7, [7: "T"])))?.after == .end(of: 6))
+    }
+
+    @Test func commitsOfUnknownSourceOrAStreamNotCaughtUpAreStreamed() {
+        var session = caughtUp()
+        _ = session.coverRelays(from: ["S"])
+        // Sequence 6 is not known to come from anyone: local.
+        #expect(produced(session.localCommit(zones: [notes], roster: nil, changes: changes(7, [7: "S"]))) != nil)
+        // The stream is being produced: a relay does not skip it (it is checked again after).
+        #expect(session.localCommit(zones: [notes], roster: nil, changes: changes(8, [8: "S"])).isEmpty)
+        let after = session.batchProduced(.nothing(upTo: .end(of: 7), zoneState: zoneState))
+        #expect(produced(after)?.after == .end(of: 7))
+    }
+
+    @Test func withoutRelayingOnBothSidesOtherSourcesAreStreamed() {
+        var session = caughtUp(peerRelays: false)
+        _ = session.coverRelays(from: ["S"])
+        #expect(produced(session.localCommit(zones: [notes], roster: nil, changes: changes(6, [6: "S"]))) != nil)
+        var stranger = caughtUp(access: .publicOnly)
+        _ = stranger.coverRelays(from: ["S"])
+        #expect(!stranger.relaying)
+    }
+
+    @Test func batchesAfterASkipTellNoCursorPastIt() {
+        var session = caughtUp()
+        _ = session.coverRelays(from: ["S"])
+        _ = session.localCommit(zones: [notes], roster: nil, changes: changes(6, [6: "S"]))
+        _ = session.localCommit(zones: [notes], roster: nil, changes: changes(7))
+        let sent = sentParts(session.batchProduced(OutgoingBatch(bytes: [1, 2], cursor: .end(of: 7), final: true, records: 1, zoneState: zoneState, claimedTop: vector((replicaA, 4)))))
+        // The peer's resume point stays before sequence 6 until it is known to hold it.
+        #expect(sent.last?.end?.cursor == .end(of: 5))
+        #expect(closeReason(session.receive(.acknowledgement(Acknowledgement(zone: notes, cursor: .end(of: 5), vector: vector((replicaA, 4)))))) == nil)
+    }
+
+    @Test func aLostSourceRewindsTheStreamOnceThePeerSaysWhatItHolds() {
+        var session = caughtUp()
+        _ = session.coverRelays(from: ["S", "U"])
+        _ = session.localCommit(zones: [notes], roster: nil, changes: changes(6, [6: "S"]))
+        // A source no stream relied on asks for nothing.
+        #expect(session.coverRelays(from: ["S"]).isEmpty)
+        #expect(session.coverRelays(from: []) == [.send(.holdsRequest)])
+        let held = vector((replicaB, 9))
+        let request = produced(session.receive(.holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: held, resume: nil)])))
+        #expect(request?.after == .end(of: 5))
+        #expect(request.map { $0.peerVector.dominates(held) } == true)
+        // Once the stream reached the end again, batches tell their own cursors.
+        _ = session.batchProduced(.nothing(upTo: .end(of: 6), zoneState: zoneState))
+        _ = session.localCommit(zones: [notes], roster: nil, changes: changes(7))
+        let sent = sentParts(session.batchProduced(OutgoingBatch(bytes: [1], cursor: .end(of: 7), final: true, records: 1, zoneState: zoneState, claimedTop: vector((replicaA, 4)))))
+        #expect(sent.last?.end?.cursor == .end(of: 7))
+    }
+
+    @Test func holdsAndNeighborsAreForRelayingAccountPeersOnly() {
+        var plain = caughtUp(peerRelays: false)
+        #expect(closeReason(plain.receive(.neighbors([]))) != nil)
+        var other = caughtUp(peerRelays: false)
+        #expect(closeReason(other.receive(.holdsRequest)) != nil)
+        var stranger = caughtUp(access: .publicOnly)
+        #expect(closeReason(stranger.receive(.holdsRequest)) != nil)
+        var session = caughtUp()
+        #expect(closeReason(session.receive(.holds([]))) != nil, "holds nothing asked for")
+        var asked = caughtUp()
+        #expect(asked.receive(.holdsRequest) == [.answerHolds])
+        #expect(closeReason(asked.receive(.holdsRequest)) != nil, "a second request before the answer")
+    }
+
+    @Test func theAnswerToAHoldsRequestIsWhatAClaimMayBuildOn() throws {
+        var session = caughtUp()
+        #expect(session.receive(.holdsRequest) == [.answerHolds])
+        let told = vector((replicaA, 7))
+        let answer = session.holdingsRead([ZoneAdvert(zone: notes, zoneState: zoneState, vector: told, resume: StreamCursor(sequence: 1, row: 1))])
+        #expect(answer == [.send(.holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: told, resume: nil)]))])
+        // The peer's final batch may now claim on top of what was told.
+        let bytes = try changeSet(base: told, top: vector((replicaA, 7), (replicaB, 9)), claims: true)
+        let actions = session.receive(.changes(ChangesPart(zone: notes, bytes: bytes, end: .init(cursor: .end(of: 3), final: true, records: 0))))
+        #expect(closeReason(actions) == nil)
+    }
+
+    @Test func neighborsReachTheNodeAsAnEvent() throws {
+        var session = caughtUp()
+        let device = DeviceID(digest: Array(repeating: 7, count: 32))
+        #expect(session.receive(.neighbors([device])) == [.event(.neighbors([device.description]))])
+        #expect(session.tellNeighbors([device]) == [.send(.neighbors([device]))])
+    }
+}
