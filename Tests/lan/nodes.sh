@@ -19,9 +19,10 @@ device_id() {
 account_init() {
   local k first="$1"
   for k in "$@"; do lat "$k" init --name "h$k" >/dev/null; done
-  # The first joins by address, the others find the offer by mDNS.
+  # The first joins by address, the others find the offer by mDNS (by address
+  # too with PAIR_BY_ADDRESS=1, for runs whose subject is not pairing).
   local how=--peer
-  for k in "${@:2}"; do pair_hosts "$first" "$k" $how >/dev/null; how=""; done
+  for k in "${@:2}"; do pair_hosts "$first" "$k" $how >/dev/null; [ -n "${PAIR_BY_ADDRESS:-}" ] || how=""; done
   # Each joiner syncs once with the first, so all hold the whole roster before
   # the nodes start (else two joiners trust each other only once one of them
   # heard of the other from the first, which would skew discovery figures).

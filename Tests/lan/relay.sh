@@ -46,7 +46,7 @@ settle() {
 }
 
 lan_up "$HOSTS"
-account_init $(seq "$HOSTS")
+PAIR_BY_ADDRESS=1 account_init $(seq "$HOSTS")
 for k in $(seq "$HOSTS"); do serve "$k"; done
 for k in $(seq "$HOSTS"); do wait_until 30 "h$k lists every other host connected" all_connected "$k" $(seq "$HOSTS"); done
 lat 1 zone create Relay >/dev/null
