@@ -3,7 +3,7 @@
 # records from one host to the others, and how the cost of one commit grows with
 # the number of hosts, and an asset's transfer between two hosts. Release build;
 # one JSON line per figure.
-# Usage: Benchmarks/lan/run.sh [--runs N] [--hosts "2 5 10 20"] [--asset-mb N] [--only asset]
+# Usage: Benchmarks/lan/run.sh [--runs N] [--hosts "2 5 10 20"] [--asset-mb N] [--only asset|fanout]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -17,7 +17,7 @@ while [[ $# -gt 0 ]]; do
     --hosts) FANOUT_HOSTS="$2"; shift 2 ;;
     --asset-mb) ASSET_MB="$2"; shift 2 ;;
     --only) ONLY="$2"; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--hosts \"2 5 10 20\"] [--asset-mb N] [--only asset]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--runs N] [--hosts \"2 5 10 20\"] [--asset-mb N] [--only asset|fanout]" >&2; exit 2 ;;
   esac
 done
 "$ROOT/scripts/install-deps.sh"
@@ -30,13 +30,13 @@ source "$ROOT/Tests/lan/nodes.sh"
 measure() {
   local hosts="$1"; shift
   lan_up "$hosts"
-  account_init $(seq "$hosts")
+  PAIR_BY_ADDRESS=1 account_init $(seq "$hosts")
   LAN_TAG="$LAN_TAG" LAN_DIR="$LAN_DIR" LATTICE="$L" HOSTS="$hosts" python3 "$HERE/measure.py" "$@"
   lan_down
 }
 
+if [[ -z "$ONLY" ]]; then measure 3 "discovery=$RUNS" "cold=$((RUNS / 4))" "propagate=$((RUNS * 5))" "bulk=10000"; fi
 if [[ "$ONLY" != asset ]]; then
-  measure 3 "discovery=$RUNS" "cold=$((RUNS / 4))" "propagate=$((RUNS * 5))" "bulk=10000"
   for hosts in $FANOUT_HOSTS; do measure "$hosts" "fanout=$RUNS"; done
 fi
-measure 2 "asset=$ASSET_MB"
+if [[ "$ONLY" != fanout ]]; then measure 2 "asset=$ASSET_MB"; fi

@@ -85,10 +85,17 @@ public struct ConnectionHandle: Sendable, Hashable {
     /// widened by shared zones its account opens (`widen`).
     public var access: PeerAccess { accessBox.withLockedValue { $0 } ?? PeerAccess(scopes: []) }
 
-    /// Local commits happened: the session re-opens its streams.
+    /// Local commits happened: the session re-opens its streams (reading what changed itself).
     public func localCommit() {
         let handler = handler
         channel.eventLoop.execute { handler.value.localCommit() }
+    }
+
+    /// Local commits happened, as the node read them once for all its
+    /// sessions: each skips what it need not relay (`SyncSession.localCommit(zones:roster:changes:)`).
+    public func localCommit(_ changes: LocalChanges) {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.mutateSession { $0.localCommit(zones: changes.zones, roster: changes.roster, changes: changes) } }
     }
 
     /// Messages this connection carried so far, pings aside.

@@ -47,7 +47,9 @@ settle() {
 
 lan_up "$HOSTS"
 PAIR_BY_ADDRESS=1 account_init $(seq "$HOSTS")
-for k in $(seq "$HOSTS"); do serve "$k"; done
+# Digest comparisons after syncs run on a schedule of their own (scenario (j)):
+# off here, so what each link carries is the relay's alone.
+for k in $(seq "$HOSTS"); do serve "$k" --verify-every 0; done
 for k in $(seq "$HOSTS"); do wait_until 30 "h$k lists every other host connected" all_connected "$k" $(seq "$HOSTS"); done
 lat 1 zone create Relay >/dev/null
 wait_until 15 "the zone reaches every host" zone_on Relay $(seq 2 "$HOSTS")

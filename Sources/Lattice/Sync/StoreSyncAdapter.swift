@@ -167,17 +167,18 @@ struct StoreSyncAdapter: SyncDelegate {
     func roster() throws -> [UInt8] { trusted.roster }
 
     func zones() throws -> [ZoneKey] {
-        try store.read { snapshot in try syncableZones(in: snapshot) }
+        try store.read { snapshot in try Self.syncableZones(in: snapshot) }
     }
 
-    private func syncableZones(in snapshot: StoreSnapshot) throws -> [ZoneKey] {
+    /// The zones sessions stream, as `zones()` says.
+    static func syncableZones(in snapshot: StoreSnapshot) throws -> [ZoneKey] {
         try DatabaseScope.allCases.flatMap { try snapshot.zones(in: $0).map(\.key) }.filter(Self.syncable)
     }
 
     func localChanges(after sequence: UInt64?) throws -> LocalChanges {
         try store.read { snapshot in
             LocalChanges(
-                zones: try syncableZones(in: snapshot), roster: trusted.roster, sequence: try snapshot.sequence(),
+                zones: try Self.syncableZones(in: snapshot), roster: trusted.roster, sequence: try snapshot.sequence(),
                 sources: try sequence.map { try snapshot.commitSources(after: $0) } ?? [:])
         }
     }

@@ -1,4 +1,5 @@
 import LatticeCrypto
+import LatticeStore
 import LatticeProtocol
 import LatticeTransport
 import NIOCore
@@ -64,6 +65,31 @@ extension SyncNode {
             }
         }
         for (handle, sources) in plan { handle.coverRelays(from: sources) }
+    }
+
+    /// What committed since the last read, read once for all sessions: the
+    /// zones, the roster, the sequence, and the sources of recent commits
+    /// (kept in memory, so each read takes only the new ones). Nil when the
+    /// store cannot be read: sessions then read for themselves.
+    func readLocalChanges() -> LocalChanges? {
+        let after = state.withLockedValue { $0.feedSequence }
+        guard var changes = try? container.store.read({ snapshot in
+            LocalChanges(
+                zones: try StoreSyncAdapter.syncableZones(in: snapshot), roster: trustedDevices.roster, sequence: try snapshot.sequence(),
+                sources: try after.map { try snapshot.commitSources(after: $0) } ?? [:])
+        }) else { return nil }
+        state.withLockedValue { state in
+            let now = changes.sequence ?? 0
+            if let after, now >= after {
+                state.feedSources.merge(changes.sources) { $1 }
+                if state.feedSources.count > 1024 { state.feedSources = state.feedSources.filter { $0.key + 1024 > now } }
+            } else {
+                state.feedSources = changes.sources
+            }
+            state.feedSequence = changes.sequence
+            changes.sources = state.feedSources
+        }
+        return changes
     }
 
     /// Copies the connections' message counts into the status (under the state's lock).

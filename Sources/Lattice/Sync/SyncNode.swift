@@ -195,6 +195,10 @@ public final class SyncNode: Sendable {
         var neighborsScheduled = false
         /// Messages of the connections that ended, per peer, so `status` counts the whole run.
         var pastTraffic: [String: Traffic] = [:]
+        /// The store's sequence when commits were last read (`readLocalChanges`), and the
+        /// sources of the commits up to it (the last 1,024), for every session at once.
+        var feedSequence: UInt64?
+        var feedSources: [UInt64: String] = [:]
         /// The message counts the status last showed.
         var trafficPublished: [String: Traffic] = [:]
         /// Writes the status when message counts changed and nothing else wrote it.
@@ -463,15 +467,20 @@ public final class SyncNode: Sendable {
         let discovering = state.withLockedValue { $0.discovery != nil }
         guard !connections.isEmpty || discovering else { return }
         if discovering { trustChanged(trusted) }
+        // Read once for every session: what committed, and which peers' batches made it.
+        let changes = connections.isEmpty ? nil : readLocalChanges()
+        func push(_ handle: ConnectionHandle) {
+            if let changes { handle.localCommit(changes) } else { handle.localCommit() }
+        }
         for (peer, handles) in connections {
             let access = self.access(for: peer, trusted: trusted)
             for handle in handles {
                 if handle.access == access {
-                    handle.localCommit()
+                    push(handle)
                 } else if let access, access.scopes == handle.access.scopes, access.sharedZones.isSuperset(of: handle.access.sharedZones) {
                     // A share opened more zones to the device: its session grants them.
                     handle.widen()
-                    handle.localCommit()
+                    push(handle)
                 } else {
                     // Trust began or ended: the next session streams what the device may sync now.
                     logger.notice("closing a session whose device's trust changed", metadata: ["peer": "\(peer)"])
