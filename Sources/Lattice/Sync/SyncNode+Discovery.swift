@@ -140,8 +140,9 @@ extension SyncNode {
             }
             guard let next else { return }
             if next.connected {
+                // Checked once a second: a node with many peers has a loop per peer.
                 delay = 0.25
-                try? await Task.sleep(nanoseconds: 250_000_000)
+                try? await Task.sleep(nanoseconds: 1_000_000_000)
                 continue
             }
             var failures: [String] = []

@@ -710,7 +710,9 @@ public final class SyncNode: Sendable {
         return result
     }
 
-    /// Writes the status file, at most about ten times a second.
+    /// Writes the status file, at most about four times a second (it holds
+    /// every peer: on a busy node of a large LAN, writing it after each
+    /// commit cost more than the commit).
     func publishStatus() {
         guard configuration.publishesStatus else { return }
         let schedule = state.withLockedValue { state -> Bool in
@@ -720,7 +722,7 @@ public final class SyncNode: Sendable {
         }
         guard schedule else { return }
         let directory = container.directory
-        group.next().scheduleTask(in: .milliseconds(100)) { [weak self] in
+        group.next().scheduleTask(in: .milliseconds(250)) { [weak self] in
             guard let self else { return }
             let status = self.state.withLockedValue { state -> NodeStatus? in
                 state.statusScheduled = false

@@ -13,6 +13,9 @@ final class TrustedDevices: Sendable {
     private let encodedRoster = NIOLockedValueBox<[UInt8]>([])
     /// One reload at a time, so an older read never replaces a newer one.
     private let reloading = NIOLock()
+    /// The trusted IDs as the store spells them at the last reload: parsing them
+    /// (base32 with check characters) on every commit cost more than the read.
+    private let trustedSpellings = NIOLockedValueBox<Set<String>>([])
 
     init(store: RecordStore) {
         self.store = store
@@ -101,9 +104,12 @@ final class TrustedDevices: Sendable {
     @discardableResult
     func reload() throws -> Bool {
         try reloading.withLock {
-            let (fresh, roster, sharedZones) = try store.read { snapshot in
-                (Set(try snapshot.peers().filter(\.trusted).compactMap { DeviceID($0.deviceID) }), try snapshot.encodedRoster(), try snapshot.sharedZones())
+            let (spellings, roster, sharedZones) = try store.read { snapshot in
+                (Set(try snapshot.peers().filter(\.trusted).map(\.deviceID)), try snapshot.encodedRoster(), try snapshot.sharedZones())
             }
+            let unchanged = trustedSpellings.withLockedValue { $0 == spellings }
+            let fresh = unchanged ? devices.withLockedValue { $0 } : Set(spellings.compactMap { DeviceID($0) })
+            trustedSpellings.withLockedValue { $0 = spellings }
             // The membership follows the roster; its signatures are checked only when the roster changed.
             if roster != encodedRoster.withLockedValue({ $0 }) || ownMembership.withLockedValue({ $0.isEmpty }) {
                 let membership = (try? AccountRoster(decoding: roster)).flatMap { AccountMembership(of: store.identity.publicKey, in: $0) }
