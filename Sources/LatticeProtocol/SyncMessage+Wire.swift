@@ -4,7 +4,12 @@ import LatticeCrypto
 /// The protocol's wire constants.
 public enum SyncWire {
     /// Protocol versions this build speaks, negotiated in the handshake.
-    public static let versions: ClosedRange<UInt8> = 1...1
+    /// Version 2 adds relaying (`Hello.relays`, `neighbors`, `holds`) and digest
+    /// comparisons (`reconcile`): a session with a version-1 peer does neither,
+    /// and its hello says nothing of them.
+    public static let versions: ClosedRange<UInt8> = 1...2
+    /// The first version whose peers relay and compare digests.
+    public static let relayingVersion: UInt8 = 2
     /// The largest message (plaintext) a peer may send; frames carry at most this plus the cipher's overhead.
     public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.

@@ -12,8 +12,10 @@ import LatticeCrypto
 /// peer what it holds and streams again from before the skip whatever the
 /// peer lacks.
 extension SyncSession {
-    /// Whether this session relays: both sides say so, and the peer is of the account.
-    public var relaying: Bool { localHello.relays && peerHello?.relays == true && access.isAccount && !comparing }
+    /// Whether this session relays: both sides say so, and both grant each
+    /// other the account's databases (a device that does not trust this one
+    /// back grants the public database alone; the two sides then agree it does not relay).
+    public var relaying: Bool { localHello.relays && peerHello?.relays == true && streams.isAccount && !comparing }
 
     /// Local commits happened. With `changes` (the store's sequence and the
     /// sources of the commits since the last call), a stream that had sent
@@ -35,21 +37,32 @@ extension SyncSession {
             addOutgoing(zone, cursor: .start, peerVector: VersionVector(), peerZoneState: nil)
             reopened = true
         }
+        var confirm = Set<String>()
         for zone in order {
             guard var stream = outgoing[zone] else { continue }
-            if let relayed, !stream.dirty, producing != zone, stream.cursor >= .end(of: relayed.after), !repairs.contains(where: { $0.zone == zone }) {
+            // A cursor past the end of the store's history (a store restored from an older copy) is no place to skip from.
+            if let relayed, !stream.dirty, producing != zone, stream.cursor >= .end(of: relayed.after), stream.cursor <= .end(of: relayed.upTo),
+               !repairs.contains(where: { $0.zone == zone }) {
                 let others = relayed.sources.subtracting([peerDevice ?? ""])
                 if !others.isEmpty {
                     if stream.relayCap == nil { stream.relayCap = stream.cursor }
                     stream.relaySources.formUnion(others)
                 }
-                stream.cursor = max(stream.cursor, .end(of: relayed.upTo))
+                stream.cursor = .end(of: relayed.upTo)
             } else if !stream.dirty || producing == zone {
                 stream.dirty = true
                 reopened = true
+                // Its next batch claims the whole zone: the commits it skipped must
+                // be in the peer's hands first, so it asks what the peer holds and
+                // goes again from before them (`receiveHolds`) before producing.
+                if stream.relayCap != nil, !stream.relaySources.isEmpty, producing != zone {
+                    stream.awaitingHolds = true
+                    confirm.formUnion(stream.relaySources)
+                }
             }
             outgoing[zone] = stream
         }
+        if !confirm.isEmpty { actions += askHolds(for: confirm) }
         guard reopened else { return actions }
         if producing != nil { producingRecheck = true }
         sentCaughtUp = false
@@ -89,6 +102,11 @@ extension SyncSession {
         guard !closed, peerHello != nil, !sources.isEmpty else { return [] }
         let affected = outgoing.values.contains { !$0.relaySources.isDisjoint(with: sources) }
         guard affected else { return [] }
+        return askHolds(for: sources)
+    }
+
+    /// Asks the peer what it holds (once at a time); streams that relied on `sources` go again on the answer.
+    mutating func askHolds(for sources: Set<String>) -> [Action] {
         lostRelays.formUnion(sources)
         guard !awaitingHolds else { return [] }
         awaitingHolds = true
@@ -102,7 +120,8 @@ extension SyncSession {
     }
 
     mutating func receiveNeighbors(_ devices: [DeviceID]) -> [Action] {
-        guard relaying else { return close(.unexpected("a neighbors message from a peer that does not relay here")) }
+        // A peer that thinks this session relays when this side does not (trust changing under it) is not acted on.
+        guard relaying else { return [] }
         return [.event(.neighbors(Set(devices.map(\.description))))]
     }
 
@@ -133,11 +152,17 @@ extension SyncSession {
         for advert in zones { outgoing[advert.zone]?.peerVector.join(advert.vector) }
         var reopened = false
         for zone in order {
-            guard var stream = outgoing[zone], stream.relayCap != nil, !stream.relaySources.isDisjoint(with: lost) else { continue }
-            stream.rewindAfterProduce = true
-            if producing != zone { settleRewind(&stream) }
+            guard var stream = outgoing[zone] else { continue }
+            if stream.awaitingHolds {
+                stream.awaitingHolds = false
+                reopened = true
+            }
+            if stream.relayCap != nil, !stream.relaySources.isDisjoint(with: lost) {
+                stream.rewindAfterProduce = true
+                if producing != zone { settleRewind(&stream) }
+                reopened = true
+            }
             outgoing[zone] = stream
-            reopened = true
         }
         guard reopened else { return [] }
         sentCaughtUp = false

@@ -103,6 +103,8 @@ public struct SyncSession: Sendable {
         var rewindAfterProduce = false
         /// The stream went back to `relayCap`: once it reaches the end again, the peer holds what was skipped.
         var rewinding = false
+        /// The stream has news of its own but skipped relays: it produces once the peer said what it holds.
+        var awaitingHolds = false
 
         /// The cursor a batch at `cursor` tells the peer.
         func told(_ cursor: StreamCursor) -> StreamCursor { relayCap.map { min($0, cursor) } ?? cursor }
@@ -477,7 +479,8 @@ public struct SyncSession: Sendable {
             let cursor = outgoing[zone].map { $0.told($0.cursor) } ?? .start
             return sendBatch(batch, of: zone, cursor: cursor) + pump()
         }
-        guard let zone = order.first(where: { outgoing[$0]!.dirty }) else {
+        guard let zone = order.first(where: { outgoing[$0]!.dirty && !outgoing[$0]!.awaitingHolds }) else {
+            if order.contains(where: { outgoing[$0]!.awaitingHolds }) { return [] } // not caught up until those streams went
             if !sentCaughtUp, holds == 0 {
                 sentCaughtUp = true
                 return [.send(grantsReceived == 0 ? .caughtUp : .caughtUpAfter(grants: grantsReceived))] + checkQuiescent()
@@ -498,10 +501,17 @@ public struct SyncSession: Sendable {
         producing = nil
         var actions: [Action] = []
         if let batch, batch.isEmpty {
-            // Nothing the peer lacks, up to the batch's cursor: the stream is there.
-            stream.cursor = max(stream.cursor, batch.cursor)
+            // Nothing the peer lacks: the stream stands at the end of the store's
+            // change order (lower than its cursor if the store went back to an older copy),
+            // and whatever it skipped, the peer holds.
+            stream.cursor = batch.cursor
             stream.streaming = false
-            if !producingRecheck { stream.dirty = false }
+            if !producingRecheck {
+                stream.dirty = false
+                stream.relayCap = nil
+                stream.relaySources = []
+                stream.rewinding = false
+            }
         } else if let batch {
             if let totals = batch.totals, !stream.streaming {
                 actions.append(.send(.streamStart(StreamStart(zone: zone, records: totals.records, bytes: totals.bytes))))

@@ -321,7 +321,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     var wakesWatchers = false
 
     /// The peer whose batch this transaction applies (a sync session's), noted
-    /// with the commit's sequence (`StoreSnapshot.commitSources`).
+    /// with the commit's sequence (`StoreSnapshot.commitSources`), unless the
+    /// transaction also wrote on this replica's behalf.
     public var commitSource: String?
 
     /// Commit sources kept: a session looks at those since its last wake-up.
@@ -362,6 +363,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Returns false when nothing changed: then the transaction rolls back.
     func finish() throws -> Bool {
         guard hasChanges else { return false }
+        // A commit that also holds writes of this replica's own (a cascade the
+        // batch set off) is not the peer's alone: it is streamed to every peer.
+        if !pendingLocalWrites.isEmpty { commitSource = nil }
         try sealLocalWrites()
         if !touchedZones.isEmpty {
             let sequence = try commitSequence

@@ -35,7 +35,7 @@ public struct ReconcileOutcome: Sendable {
 
 /// Why a reconciliation could not run.
 public enum ReconcileFailure: Error, Sendable, CustomStringConvertible {
-    case busy, notStarted, notAccount
+    case busy, notStarted, notAccount, olderPeer
     case ended(String)
 
     public var description: String {
@@ -43,6 +43,7 @@ public enum ReconcileFailure: Error, Sendable, CustomStringConvertible {
         case .busy: return "a reconciliation with this peer is already under way"
         case .notStarted: return "the session with this peer has not started"
         case .notAccount: return "digests are compared within the account only, and this device is not of this one's"
+        case .olderPeer: return "the peer runs an older Lattice (protocol version 1), which does not compare digests: update it"
         case .ended(let reason): return "the connection ended before the comparison finished: \(reason)"
         }
     }
@@ -79,6 +80,9 @@ public struct ConnectionHandle: Sendable, Hashable {
     let accessBox: NIOLockedValueBox<PeerAccess?>
     let comparingBox: NIOLockedValueBox<Bool>
     let trafficBox: NIOLockedValueBox<Traffic>
+    let relayingBox: NIOLockedValueBox<Bool>
+    /// The session relays (`SyncSession.relaying`): both sides relay and grant each other the account.
+    public var relays: Bool { relayingBox.withLockedValue { $0 } }
     /// Either side only compares digests (`lattice diff`): nothing streams on it.
     public var comparesOnly: Bool { comparingBox.withLockedValue { $0 } }
     /// What the peer may sync on this connection: as its handshake found it,
@@ -192,11 +196,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private let accessBox = NIOLockedValueBox<PeerAccess?>(nil)
     private let comparingBox = NIOLockedValueBox(false)
     private let trafficBox = NIOLockedValueBox(Traffic())
+    private let relayingBox = NIOLockedValueBox(false)
     private var access: PeerAccess? {
         get { accessBox.withLockedValue { $0 } }
         set { accessBox.withLockedValue { $0 = newValue } }
     }
     private var initiator = false
+    /// The protocol version the handshake settled on.
+    private var version = SyncWire.versions.lowerBound
     private var address = "?"
     private var closeReason: CloseReason?
     private var lastHeard = NIODeadline.now()
@@ -235,6 +242,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         guard let completed = event as? HandshakeCompleted else { return context.fireUserInboundEventTriggered(event) }
         let peer = completed.result.peerDeviceID
         self.peer = peer
+        version = completed.result.version
         initiator = completed.initiator
         lastHeard = .now()
         // Before anything else, from memory: a stranger is closed now, while its
@@ -269,11 +277,13 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             hello.sharedGrants = hello.sharedGrants.filter(access.sharedZones.contains)
             hello.zones = hello.zones.filter { $0.zone.scope != .shared || access.sharedZones.contains($0.zone.zoneID) }
         }
-        var session = SyncSession(localHello: hello, access: access, configuration: settings.session)
+        var configuration = settings.session
+        if version < SyncWire.relayingVersion { configuration.relays = false } // its decoder knows no relays bit
+        var session = SyncSession(localHello: hello, access: access, configuration: configuration)
         session.peerDevice = peer.description
         let actions = session.start()
         self.session = session
-        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, accessBox: accessBox, comparingBox: comparingBox, trafficBox: trafficBox)
+        let handle = ConnectionHandle(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop), initiator: initiator, accessBox: accessBox, comparingBox: comparingBox, trafficBox: trafficBox, relayingBox: relayingBox)
         onEvent(.authenticated(peer: peer, address: address, handle: handle))
         perform(actions)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -371,6 +381,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         guard let session, let hello = session.peerHello, closeReason == nil else { return completion(.failure(ReconcileFailure.notStarted)) }
         // Within the account: another account's device may not ask, nor is it asked (item lists name records).
         guard session.access.isAccount, hello.granted.isAccount else { return completion(.failure(ReconcileFailure.notAccount)) }
+        // A version-1 peer's decoder knows no reconcile message: it would close the session.
+        guard version >= SyncWire.relayingVersion else { return completion(.failure(ReconcileFailure.olderPeer)) }
         let shared = session.access.intersection(hello.granted)
         let delegate = delegate
         reconciliation = (Reconciler(initiator: true), ReconcileOutcome(), completion)
@@ -555,7 +567,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             case .event(.reconcileReply(let message)):
                 continueReconciliation(after: message)
             case .event(.started(let granted)):
-                if let session { comparingBox.withLockedValue { $0 = session.comparing } }
+                if let session {
+                    comparingBox.withLockedValue { $0 = session.comparing }
+                    relayingBox.withLockedValue { $0 = session.relaying }
+                }
                 if let peer { onEvent(.session(peer: peer, .started(granted: granted))) }
             case .close(let error):
                 if wrote { context?.flush() }

@@ -58,8 +58,10 @@ import Testing
         var session = caughtUp()
         _ = session.coverRelays(from: ["S"])
         #expect(session.localCommit(zones: [notes], roster: nil, changes: changes(6, [6: "S"])).isEmpty)
-        // From a device that does not stream to the peer: streamed.
-        #expect(produced(session.localCommit(zones: [notes], roster: nil, changes: changes(7, [7: "T"])))?.after == .end(of: 6))
+        // From a device that does not stream to the peer: streamed, once the peer said it holds what was skipped.
+        #expect(session.localCommit(zones: [notes], roster: nil, changes: changes(7, [7: "T"])) == [.send(.holdsRequest)])
+        let request = produced(session.receive(.holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaB, 4)), resume: nil)])))
+        #expect(request?.after == .end(of: 5))
     }
 
     @Test func commitsOfUnknownSourceOrAStreamNotCaughtUpAreStreamed() {
@@ -82,15 +84,50 @@ import Testing
         #expect(!stranger.relaying)
     }
 
-    @Test func batchesAfterASkipTellNoCursorPastIt() {
+    @Test func aLocalCommitAfterASkipAsksWhatThePeerHoldsBeforeItClaims() {
         var session = caughtUp()
         _ = session.coverRelays(from: ["S"])
         _ = session.localCommit(zones: [notes], roster: nil, changes: changes(6, [6: "S"]))
-        _ = session.localCommit(zones: [notes], roster: nil, changes: changes(7))
+        // Sequence 7 is local: its final batch would claim sequence 6 too, which the
+        // peer may not hold yet. The stream waits for the peer's vectors.
+        let local = session.localCommit(zones: [notes], roster: nil, changes: changes(7))
+        #expect(local == [.send(.holdsRequest)])
+        #expect(!session.isQuiescent)
+        let held = vector((replicaB, 9))
+        let request = produced(session.receive(.holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: held, resume: nil)])))
+        #expect(request?.after == .end(of: 5), "it goes again from before the skip")
+        #expect(request.map { $0.peerVector.dominates(held) } == true, "sending only what the peer lacks")
+        // Until it reached the end again, its batches tell the peer no cursor past the skip.
         let sent = sentParts(session.batchProduced(OutgoingBatch(bytes: [1, 2], cursor: .end(of: 7), final: true, records: 1, zoneState: zoneState, claimedTop: vector((replicaA, 4)))))
-        // The peer's resume point stays before sequence 6 until it is known to hold it.
         #expect(sent.last?.end?.cursor == .end(of: 5))
         #expect(closeReason(session.receive(.acknowledgement(Acknowledgement(zone: notes, cursor: .end(of: 5), vector: vector((replicaA, 4)))))) == nil)
+        _ = session.localCommit(zones: [notes], roster: nil, changes: changes(8))
+        let next = sentParts(session.batchProduced(OutgoingBatch(bytes: [3], cursor: .end(of: 8), final: true, records: 1, zoneState: zoneState, claimedTop: vector((replicaA, 5)))))
+        #expect(next.last?.end?.cursor == .end(of: 8))
+    }
+
+    @Test func aStoreBackAtAnOlderCopyStreamsItsNewCommits() {
+        var session = caughtUp()
+        // The store went back to an older copy: its sequence is 3 now, behind the stream's cursor.
+        let reopened = session.localCommit(zones: [notes], roster: nil, changes: changes(3))
+        #expect(produced(reopened)?.after == .end(of: 5))
+        // The store found the peer lacks nothing: the stream stands at the store's end, not past it.
+        _ = session.batchProduced(.nothing(upTo: .end(of: 3), zoneState: zoneState))
+        #expect(session.localCommit(zones: [notes], roster: nil, changes: changes(4, [4: "P"])).isEmpty)
+        // Sequence 5 is new here (not the 5 of before): it is streamed.
+        #expect(produced(session.localCommit(zones: [notes], roster: nil, changes: changes(5)))?.after == .end(of: 4))
+    }
+
+    @Test func aPeerThatGrantsThePublicDatabaseAloneDoesNotRelay() {
+        var session = SyncSession(localHello: ours)
+        session.peerDevice = "P"
+        _ = session.start()
+        var hello = theirs
+        hello.grants = [.public] // it does not trust this device back
+        _ = session.receive(.hello(hello))
+        #expect(!session.relaying)
+        #expect(session.receive(.neighbors([])).isEmpty, "a stray neighbors message is not acted on")
+        #expect(closeReason(session.receive(.holdsRequest)) != nil)
     }
 
     @Test func aLostSourceRewindsTheStreamOnceThePeerSaysWhatItHolds() {
@@ -104,7 +141,7 @@ import Testing
         let request = produced(session.receive(.holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: held, resume: nil)])))
         #expect(request?.after == .end(of: 5))
         #expect(request.map { $0.peerVector.dominates(held) } == true)
-        // Once the stream reached the end again, batches tell their own cursors.
+        // Once the stream reached the end again (the peer lacks nothing), batches tell their own cursors.
         _ = session.batchProduced(.nothing(upTo: .end(of: 6), zoneState: zoneState))
         _ = session.localCommit(zones: [notes], roster: nil, changes: changes(7))
         let sent = sentParts(session.batchProduced(OutgoingBatch(bytes: [1], cursor: .end(of: 7), final: true, records: 1, zoneState: zoneState, claimedTop: vector((replicaA, 4)))))
@@ -113,7 +150,7 @@ import Testing
 
     @Test func holdsAndNeighborsAreForRelayingAccountPeersOnly() {
         var plain = caughtUp(peerRelays: false)
-        #expect(closeReason(plain.receive(.neighbors([]))) != nil)
+        #expect(plain.receive(.neighbors([])).isEmpty, "not acted on")
         var other = caughtUp(peerRelays: false)
         #expect(closeReason(other.receive(.holdsRequest)) != nil)
         var stranger = caughtUp(access: .publicOnly)

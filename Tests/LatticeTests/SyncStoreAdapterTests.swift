@@ -85,4 +85,35 @@ import Testing
         #expect(try other.store.read { try $0.resumePoints(of: container.deviceID) }.isEmpty)
         #expect(try other.store.read { try $0.record("m0", in: zone) } == nil)
     }
+
+    /// A commit is recorded as a peer's (so relaying may skip it) only when it
+    /// holds nothing but that peer's batch: a cascade the batch sets off here
+    /// writes on this replica's behalf, and every peer must get that.
+    @Test func aCommitIsThePeersOnlyWhenItHoldsNoWriteOfThisReplica() throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), b = try directory.container("b")
+        try a.trust(deviceID: b.deviceID)
+        try b.trust(deviceID: a.deviceID)
+        let zone = ZoneKey(scope: .private, zoneID: .default)
+        let (ida, idb) = (try #require(DeviceID(a.deviceID)), try #require(DeviceID(b.deviceID)))
+        /// a's batch applied on b through the adapters; b's sequence before it.
+        func deliver() throws -> UInt64 {
+            let before = try b.store.read { try $0.sequence() }
+            var wanted = request(zone, after: .start, peerVector: try b.vector(for: zone), records: 1000)
+            wanted.wantsTotals = false
+            let batch = try #require(try a.syncDelegate().produceBatch(wanted, for: idb))
+            _ = try b.syncDelegate().applyBatch(
+                IncomingBatch(zone: zone, bytes: batch.bytes, cursor: batch.cursor, final: batch.final, records: batch.records, claimedTop: batch.claimedTop), from: ida)
+            return before
+        }
+        try a.privateCloudDatabase.save(movie("parent", ["title": "P"]))
+        let first = try deliver()
+        #expect(try b.store.read { try $0.commitSources(after: first) }.values.contains(a.deviceID))
+        try b.privateCloudDatabase.save(movie("late", ["parent": .reference(RecordReference(recordName: "parent", action: .deleteSelf))]))
+        try a.privateCloudDatabase.deleteRecord(withID: Record.ID(recordName: "parent"))
+        let second = try deliver()
+        #expect(throws: LatticeError.self, "the delete cascaded to b's child") { try b.privateCloudDatabase.record(for: Record.ID(recordName: "late")) }
+        #expect(try b.store.read { try $0.sequence() } > second)
+        #expect(try b.store.read { try $0.commitSources(after: second) }.isEmpty, "the cascade's commit holds b's own writes")
+    }
 }

@@ -20,20 +20,23 @@ extension SyncNode {
         group.next().scheduleTask(in: .milliseconds(100)) { [weak self] in self?.tellNeighbors() }
     }
 
-    /// The account's devices this node has a streaming session with.
+    /// The account's devices this node has a relaying session with (both
+    /// sides relay and stream the account's databases to each other).
     private func relayingHandles(_ state: State) -> [(peer: String, handle: ConnectionHandle)] {
         state.connections.compactMap { peer, handles in
-            handles.first { $0.isActive && $0.access.isAccount && !$0.comparesOnly }.map { (peer, $0) }
+            handles.first { $0.isActive && $0.relays }.map { (peer, $0) }
         }
     }
 
     private func tellNeighbors() {
-        let handles = state.withLockedValue { state in
+        // Handed to the sessions under the lock: each connection's loop takes
+        // them in that order, so an older list never lands after a newer one.
+        state.withLockedValue { state in
             state.neighborsScheduled = false
-            return relayingHandles(state)
+            let handles = relayingHandles(state)
+            let devices = handles.compactMap { DeviceID($0.peer) }
+            for (_, handle) in handles { handle.tellNeighbors(devices) }
         }
-        let devices = handles.compactMap { DeviceID($0.peer) }
-        for (_, handle) in handles { handle.tellNeighbors(devices) }
         coverRelays() // sessions that started since hear who covers them
     }
 
@@ -58,13 +61,14 @@ extension SyncNode {
 
     /// Tells each session which connected peers stream to its device themselves.
     private func coverRelays() {
-        let plan = state.withLockedValue { state -> [(ConnectionHandle, Set<String>)] in
-            let connected = Set(relayingHandles(state).map(\.peer))
-            return relayingHandles(state).map { peer, handle in
-                (handle, Set(state.neighborsOf.filter { connected.contains($0.key) && $0.value.contains(peer) }.keys))
+        // Under the lock, as `tellNeighbors`: a plan made on stale lists never overrides a newer one.
+        state.withLockedValue { state in
+            let handles = relayingHandles(state)
+            let connected = Set(handles.map(\.peer))
+            for (peer, handle) in handles {
+                handle.coverRelays(from: Set(state.neighborsOf.filter { connected.contains($0.key) && $0.value.contains(peer) }.keys))
             }
         }
-        for (handle, sources) in plan { handle.coverRelays(from: sources) }
     }
 
     /// What committed since the last read, read once for all sessions: the
