@@ -126,8 +126,11 @@ import Glibc
         #expect(result.stderr.contains("does not trust this device"))
         #expect(try cli.run(["record", "get", "Movies/secret"], store: "d").status != 0)
         // a lists d as seen, so a person can trust it from there; it let d sync the public database only.
-        let peers = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
-        #expect(peers.contains { $0["deviceID"] as? String == ids["d"] && $0["trusted"] as? Bool == false }, "\(peers)")
+        // The node writes its status a moment after the session.
+        #expect(try eventually {
+            let peers = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
+            return peers.contains { $0["deviceID"] as? String == ids["d"] && $0["trusted"] as? Bool == false }
+        })
         #expect(a.count("refused") == 0)
         // With the public database closed to strangers, a refuses d outright.
         _ = a.stop()
