@@ -289,13 +289,19 @@ import LatticeTestSupport
         }
     }
 
+    /// `count` nodes that trust each other, each holding the zone the histories edit.
+    static func accountNodes(_ count: Int, in directory: TemporaryDirectory) throws -> [Node] {
+        let nodes = try (0..<count).map { Node(try directory.container("n\($0)")) }
+        for a in nodes { for b in nodes where a !== b { try a.container.trust(deviceID: b.id.description) } }
+        for node in nodes { _ = try node.container.privateCloudDatabase.save(Zone(zoneName: "notes")) }
+        return nodes
+    }
+
     @Test(arguments: 0..<Int(ProcessInfo.processInfo.environment["LATTICE_SYNC_SIM_CASES"] ?? "12")!)
     func randomHistoriesConverge(_ seedIndex: Int) throws {
         let directory = TemporaryDirectory()
         let count = 3 + seedIndex % 2
-        let nodes = try (0..<count).map { Node(try directory.container("n\($0)")) }
-        for a in nodes { for b in nodes where a !== b { try a.container.trust(deviceID: b.id.description) } }
-        for node in nodes { _ = try node.container.privateCloudDatabase.save(Zone(zoneName: "notes")) }
+        let nodes = try Self.accountNodes(count, in: directory)
         var simulation = Simulation(nodes: nodes, seed: 0x5EED_0000 + UInt64(seedIndex))
         simulation.relays = seedIndex % 3 != 2 // a build that does not relay syncs alike
         for _ in 0..<400 { try simulation.step() }
@@ -311,9 +317,7 @@ import LatticeTestSupport
     /// (without relaying, each re-opens its streams to all its peers).
     @Test(arguments: [true, false]) func aCommitCostsEachLinkOnce(relays: Bool) throws {
         let directory = TemporaryDirectory()
-        let nodes = try (0..<5).map { Node(try directory.container("n\($0)")) }
-        for a in nodes { for b in nodes where a !== b { try a.container.trust(deviceID: b.id.description) } }
-        for node in nodes { _ = try node.container.privateCloudDatabase.save(Zone(zoneName: "notes")) }
+        let nodes = try Self.accountNodes(5, in: directory)
         var simulation = Simulation(nodes: nodes, seed: 0x7E1A)
         simulation.relays = relays
         try simulation.settle()
@@ -349,9 +353,7 @@ import LatticeTestSupport
         for seedIndex in 0..<Int(ProcessInfo.processInfo.environment["LATTICE_RELAY_SIM_CASES"] ?? "24")! {
             let directory = TemporaryDirectory()
             let count = 4 + seedIndex % 2
-            let nodes = try (0..<count).map { Node(try directory.container("n\($0)")) }
-            for a in nodes { for b in nodes where a !== b { try a.container.trust(deviceID: b.id.description) } }
-            for node in nodes { _ = try node.container.privateCloudDatabase.save(Zone(zoneName: "notes")) }
+            let nodes = try Self.accountNodes(count, in: directory)
             var simulation = Simulation(nodes: nodes, seed: 0x4E1A_0000 + UInt64(seedIndex))
             simulation.editOdds = 2
             try simulation.settle()
