@@ -49,6 +49,8 @@ extension SyncNode {
     /// A connection ended: if it was the device's last, the devices that
     /// relied on its streams lose them, and the others hear the new list.
     func connectionEnded(_ peer: String) {
+        // Only a device of the account can have relayed (strangers come and go by the thousand in a flood).
+        guard trustedDevices.all.contains(peer) else { return }
         let gone = state.withLockedValue { state -> Bool in
             guard (state.connections[peer] ?? []).isEmpty else { return false }
             state.neighborsOf[peer] = nil

@@ -594,7 +594,8 @@ public final class SyncNode: Sendable {
                 guard let access = state.connections[peer]?.first?.access else { return }
                 updatePeer(&state, peer) { $0.access = access.description }
             }
-            neighborsChanged()
+            // Strangers come and go by the thousand in a flood: only relaying sessions change the lists.
+            if state.withLockedValue({ $0.connections[peer]?.contains { $0.relays } ?? false }) { neighborsChanged() }
         case .receiving(let zone, let records, let bytes):
             streamsRun(peer)
             startStream(peer, zone, .receiving, records, bytes)
