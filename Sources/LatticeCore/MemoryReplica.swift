@@ -14,6 +14,8 @@ public final class MemoryReplica: ReplicaStorage {
         var checkpoints: [Checkpoint] = []
         /// deleteSelf targets → live records referencing them.
         var cascadeIndex: [String: Set<String>] = [:]
+        /// Collected tombstones' residues, by name.
+        var residues: [String: RecordResidue] = [:]
     }
 
     public let replica: ReplicaID
@@ -39,7 +41,8 @@ public final class MemoryReplica: ReplicaStorage {
     private enum Undo {
         case sync(slot: Int, ZoneSyncState)
         case newZone(ZoneKey)
-        case records(slot: Int, [String: (state: RecordState, sequence: UInt64)], [String: Set<String>])
+        case records(slot: Int, [String: (state: RecordState, sequence: UInt64)], [String: Set<String>], [String: RecordResidue])
+        case residue(slot: Int, name: String, RecordResidue?)
         case record(slot: Int, name: String, (state: RecordState, sequence: UInt64)?)
         case cascade(slot: Int, target: String, source: String, wasIndexed: Bool)
         case schema(Schema)
@@ -113,9 +116,11 @@ public final class MemoryReplica: ReplicaStorage {
             slots.removeLast()
             slotOfZone[key] = nil
             lastZone = nil
-        case .records(let slot, let records, let cascadeIndex):
+        case .records(let slot, let records, let cascadeIndex, let residues):
             slots[slot].records = records
             slots[slot].cascadeIndex = cascadeIndex
+            slots[slot].residues = residues
+        case .residue(let slot, let name, let residue): slots[slot].residues[name] = residue
         case .record(let slot, let name, let entry): slots[slot].records[name] = entry
         case .cascade(let slot, let target, let source, let wasIndexed):
             if wasIndexed { slots[slot].cascadeIndex[target, default: []].insert(source) } else { slots[slot].cascadeIndex[target]?.remove(source) }
@@ -145,10 +150,11 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     public func removeAllRecords(in zone: ZoneKey) {
-        guard let slot = slot(zone), !slots[slot].records.isEmpty else { return }
-        undo.append(.records(slot: slot, slots[slot].records, slots[slot].cascadeIndex))
+        guard let slot = slot(zone), !slots[slot].records.isEmpty || !slots[slot].residues.isEmpty else { return }
+        undo.append(.records(slot: slot, slots[slot].records, slots[slot].cascadeIndex, slots[slot].residues))
         slots[slot].records = [:]
         slots[slot].cascadeIndex = [:]
+        slots[slot].residues = [:]
         touch(slot)
     }
 
@@ -166,6 +172,7 @@ public final class MemoryReplica: ReplicaStorage {
     public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
         let slot = slot(zone)!
         let name = state.recordName
+        if previous == nil, let residue = slots[slot].residues.removeValue(forKey: name) { undo.append(.residue(slot: slot, name: name, residue)) }
         undo.append(.record(slot: slot, name: name, slots[slot].records.updateValue((state, sequence + 1), forKey: name)))
         let before = previous?.liveCascadeTargets ?? []
         let after = state.liveCascadeTargets
@@ -180,6 +187,38 @@ public final class MemoryReplica: ReplicaStorage {
             }
         }
         touch(slot)
+    }
+
+    public func residue(named name: String, in zone: ZoneKey) -> RecordResidue? {
+        slot(zone).flatMap { slots[$0].residues[name] }
+    }
+
+    public func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) {
+        guard let slot = slot(zone) else { return }
+        undo.append(.residue(slot: slot, name: name, slots[slot].residues.updateValue(residue, forKey: name)))
+        touch(slot)
+    }
+
+    public func collect(_ tombstone: RecordState, in zone: ZoneKey) {
+        guard let slot = slot(zone) else { return }
+        let name = tombstone.recordName
+        if let removed = slots[slot].records.removeValue(forKey: name) { undo.append(.record(slot: slot, name: name, removed)) }
+        undo.append(.residue(slot: slot, name: name, slots[slot].residues.updateValue(RecordResidue(of: tombstone), forKey: name)))
+        changed = true
+    }
+
+    public func tombstones(in zone: ZoneKey) -> [RecordState] {
+        guard let slot = slot(zone) else { return [] }
+        return slots[slot].records.values.map(\.state).filter { !$0.isAlive }.sorted { $0.recordName < $1.recordName }
+    }
+
+    /// The zone's collected tombstones' residues, by name.
+    public func residues(in key: ZoneKey) -> [String: RecordResidue] { slot(key).map { slots[$0].residues } ?? [:] }
+
+    /// Collects the zone's tombstones that `acknowledged` covers, as one transaction.
+    @discardableResult
+    public func collectTombstones(in key: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+        try transaction { try (self as any ReplicaStorage).collectTombstones(in: key, acknowledged: acknowledged) }
     }
 
     public func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {

@@ -120,6 +120,7 @@ extension ReplicaStorage {
             }
             let name = incoming.recordName
             let previous: RecordState?
+            var residue: RecordResidue?
             if zone.scope == .public {
                 // Which of two creators' states keeps a name does not follow causal length and
                 // vector (`WriteRights.publicMerge`): a stored state whose version covers the
@@ -128,9 +129,25 @@ extension ReplicaStorage {
             } else {
                 switch try recordToMerge(named: name, in: zone, incoming: incoming) {
                 case .covers: continue
-                case .absent: previous = nil
+                case .absent:
+                    previous = nil
+                    residue = try self.residue(named: name, in: zone)
                 case .state(let state): previous = state
                 }
+            }
+            if let residue, residue.outlives(incoming) {
+                // A state of a collected incarnation: the tombstone wins, only the vectors join (as `Merge` does).
+                let vector = residue.vector.joined(with: incoming.vector)
+                guard vector != residue.vector else { continue }
+                if let check, let writes {
+                    let before = residue.tombstone(named: name, type: incoming.recordType)
+                    var after = before
+                    after.vector = vector
+                    check.changed(to: after, previous: before, incoming: incoming, writes: writes)
+                }
+                try storeResidue(RecordResidue(causalLength: residue.causalLength, vector: vector), named: name, in: zone)
+                sync.knowledge.join(incoming.vector)
+                continue
             }
             // The incoming state is judged whole, whatever the merge keeps of it: a claim taken
             // with a state that showed another's writes would say those writes are held here.
@@ -142,7 +159,9 @@ extension ReplicaStorage {
             }
             // The merge keeps rights: states of one creation, each its creator's alone, merge
             // into one that is; another creation is taken whole (judged above) or not at all.
-            let outcome = try merge(incoming, into: previous, in: zone)
+            // A newer incarnation of a collected record merges with what is left of the tombstone.
+            let outcome = try residue.map { Merge.merge(local: $0.tombstone(named: name, type: incoming.recordType), incoming: incoming) }
+                ?? merge(incoming, into: previous, in: zone)
             guard outcome.changed else { continue }
             if let check, let writes { check.changed(to: outcome.state, previous: previous, incoming: incoming, writes: writes) }
             clock.observe(newest)

@@ -39,8 +39,10 @@ extension ReplicaStorage {
             for (field, fieldType) in undefined { definitions.merge(SchemaField(recordType: type, field: field, type: fieldType, stamp: stamp)) }
             try mergeSchema(definitions)
         }
+        // A record created again after its tombstone was collected starts the incarnation after it.
+        let residue = previous == nil ? try self.residue(named: name, in: zone) : nil
         let state = LocalWrite.save(
-            previous: previous, recordName: name, recordType: type, changes: changes,
+            previous: previous ?? residue?.tombstone(named: name, type: type), recordName: name, recordType: type, changes: changes,
             replacement: replacement, stamp: stamp, targetIncarnation: incarnation)
         try store(state, previous: previous, in: zone)
         try recordLocalWrite(stamp, in: zone, sync: sync)
@@ -54,7 +56,7 @@ extension ReplicaStorage {
         var incarnations: [String: UInt64] = [:]
         for change in changes {
             for target in change.value.cascadeTargets where incarnations[target] == nil {
-                let length = try recordVersion(named: target, in: zone)?.causalLength ?? 0
+                let length = try causalLength(of: target, in: zone)
                 incarnations[target] = length % 2 == 1 ? length : length + 1
             }
         }
@@ -119,7 +121,7 @@ extension ReplicaStorage {
                 // A participant without the right to write leaves a shared zone's cascades to those with it.
                 if zone.scope == .shared, try localWriteRefusal(writing: state, named: name, in: zone) != nil { continue }
                 for (target, incarnation) in state.cascadeReferences
-                where (try recordVersion(named: target, in: zone)?.causalLength ?? 0) > incarnation {
+                where try causalLength(of: target, in: zone) > incarnation {
                     victims.append(state)
                     break
                 }

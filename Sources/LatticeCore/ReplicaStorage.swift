@@ -31,6 +31,17 @@ public protocol ReplicaStorage: AnyObject {
     func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) throws -> RecordLookup
     /// Persists a record's new state; `previous` is what `record(named:in:)` returned.
     func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) throws
+    /// What is left of the record's collected tombstone, if it was collected
+    /// (`collectTombstones`) and not created again since.
+    func residue(named name: String, in zone: ZoneKey) throws -> RecordResidue?
+    /// Replaces a collected record's residue: a state of it arrived that adds
+    /// to its vector (a change, committed as a tombstone's would be).
+    func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) throws
+    /// Removes a tombstone, keeping its residue: no reader's view changes, so
+    /// it takes no commit sequence.
+    func collect(_ tombstone: RecordState, in zone: ZoneKey) throws
+    /// The zone's tombstones, for collection.
+    func tombstones(in zone: ZoneKey) throws -> [RecordState]
     /// Live records whose fields reference `target` with `deleteSelf`.
     func cascadeSources(of target: String, in zone: ZoneKey) throws -> [String]
 

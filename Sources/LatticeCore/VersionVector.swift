@@ -48,6 +48,17 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         for entry in other.entries { advance(entry.replica, to: entry.time) }
     }
 
+    /// The entry-wise minimum: what both vectors account for (a replica one
+    /// of them lacks counts as zero there).
+    public func met(with other: VersionVector) -> VersionVector {
+        var result = VersionVector()
+        for entry in entries {
+            let time = min(entry.time, other[entry.replica])
+            if time > .zero { result.advance(entry.replica, to: time) }
+        }
+        return result
+    }
+
     /// How two vectors relate; `concurrent` when each has something the other lacks.
     public enum Ordering: Sendable, Equatable {
         case equal, lesser, greater, concurrent

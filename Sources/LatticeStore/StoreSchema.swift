@@ -247,6 +247,20 @@ enum StoreSchema {
                 CREATE TABLE commit_sources (sequence INTEGER PRIMARY KEY, peer TEXT NOT NULL);
                 """)
         }
+        migrator.registerMigration("v13: collected tombstones") { db in
+            try db.execute(sql: """
+                -- What is left of each collected tombstone (RecordResidue): its incarnation
+                -- and vector, so no older copy of the record can bring it back.
+                CREATE TABLE residues (
+                    zone INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    causal_length INTEGER NOT NULL CHECK (causal_length > 0 AND causal_length % 2 = 0),
+                    vector BLOB NOT NULL,
+                    PRIMARY KEY (zone, name)
+                ) WITHOUT ROWID;
+                CREATE INDEX records_deleted ON records (zone) WHERE alive = 0;
+                """)
+        }
         return migrator
     }
 

@@ -17,6 +17,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// A merge asks for one zone several times per record: its id is kept rather than the key hashed again.
     private var lastZoneID: (key: ZoneKey, id: Int64)?
     private var hasCascades: [Int64: Bool] = [:]
+    /// Per zone: whether it holds residues of collected tombstones (most hold none: a lookup is spared).
+    private var hasResidues: [Int64: Bool] = [:]
     private var cachedSchema: Schema?
     private var cachedSequence: UInt64?
     private var clockMoved = false
@@ -116,6 +118,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         guard db.changesCount > 0 else { return }
         try forgetDigests(zone: row.id)
         try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ?").execute(arguments: [row.id])
+        try db.cachedStatement(sql: "DELETE FROM residues WHERE zone = ?").execute(arguments: [row.id])
+        hasResidues[row.id] = false
         let referenced = try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT hash FROM asset_refs WHERE zone = ?"), arguments: [row.id])
         try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE zone = ?").execute(arguments: [row.id])
         for hash in referenced { try noteOrphanIfUnreferenced([UInt8](hash), zone: row.id, droppedBy: row.sync.knowledge) }
@@ -156,6 +160,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
         let rid = try writeRecordRow(state, blob: blob, isNew: previous == nil, zone: zone)
+        if previous == nil, try holdsResidues(zone) {
+            try db.cachedStatement(sql: "DELETE FROM residues WHERE zone = ? AND name = ?").execute(arguments: [zone, state.recordName])
+        }
         if let writer = try indexWriter(for: state.recordType) { try writer.put(state, previous: previous, rid: rid, zone: zone) }
         if let previous, previous.recordType != state.recordType, let former = try indexWriter(for: previous.recordType) {
             try former.remove(rid: rid)
@@ -249,6 +256,54 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         let writer = try TypeIndex(recordType: recordType, schema: try schema()).map { try TypeIndex.Writer($0, db: db) }
         indexWriters[recordType] = .some(writer)
         return writer
+    }
+
+    // MARK: Collected tombstones
+
+    private func holdsResidues(_ zone: Int64) throws -> Bool {
+        if let known = hasResidues[zone] { return known }
+        let holds = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM residues WHERE zone = ?)"), arguments: [zone]) ?? false
+        hasResidues[zone] = holds
+        return holds
+    }
+
+    public func residue(named name: String, in key: ZoneKey) throws -> RecordResidue? {
+        guard let zone = try zoneID(key), try holdsResidues(zone) else { return nil }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT causal_length, vector FROM residues WHERE zone = ? AND name = ?"), arguments: [zone, name]) else { return nil }
+        return RecordResidue(causalLength: UInt64(row[0] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
+    }
+
+    /// Collecting takes no change sequence (no reader's view changes), but a
+    /// change token older than the tombstone's last change can no longer
+    /// report its deletion: the horizon moves past it (changeTokenExpired).
+    public func collect(_ tombstone: RecordState, in key: ZoneKey) throws {
+        guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
+        let name = tombstone.recordName
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, change_seq FROM records WHERE zone = ? AND name = ? AND alive = 0"), arguments: [zone, name]) else { return }
+        try db.cachedStatement(sql: "DELETE FROM records WHERE id = ?").execute(arguments: [row[0] as Int64])
+        lastRecordRow = nil
+        let horizon = max(try horizon(), UInt64(row[1] as Int64))
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('horizon', ?)").execute(arguments: [Int64(horizon)])
+        try writeResidue(RecordResidue(of: tombstone), named: name, zone: zone)
+        markChanged()
+    }
+
+    public func storeResidue(_ residue: RecordResidue, named name: String, in key: ZoneKey) throws {
+        guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
+        try writeResidue(residue, named: name, zone: zone)
+        try touch(key, zone)
+    }
+
+    private func writeResidue(_ residue: RecordResidue, named name: String, zone: Int64) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO residues (zone, name, causal_length, vector) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [zone, name, Int64(residue.causalLength), Data(RecordBlob.encodeVector(residue.vector))])
+        hasResidues[zone] = true
+    }
+
+    public func tombstones(in key: ZoneKey) throws -> [RecordState] {
+        guard let zone = try zoneID(key) else { return [] }
+        return try Row.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND alive = 0 ORDER BY name"), arguments: [zone])
+            .map { try decode($0[0] as Data) }
     }
 
     public func cascadeSources(of target: String, in key: ZoneKey) throws -> [String] {

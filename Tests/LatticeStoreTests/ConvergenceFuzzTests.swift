@@ -61,10 +61,13 @@ struct ConvergenceFuzzer {
     var model = Model()
     var states: [Model.Replica] = []
     var pending: [Pending] = []
+    /// Whether this history collects tombstones (half of them do).
+    let collects: Bool
 
     init(seed: UInt64) throws {
         self.seed = seed
         rng = SeededGenerator(seed: seed)
+        collects = seed % 2 == 0
         let count = Int.random(in: 3...5, using: &rng)
         var kinds = (0..<count).map { _ in Bool.random(using: &rng) }
         if Set(kinds).count == 1 { kinds[0].toggle() }
@@ -97,7 +100,13 @@ struct ConvergenceFuzzer {
             case 484..<505: clocks[who].now += UInt64.random(in: 400_000...900_000, using: &rng) // past the skew bound
             case 505..<520: try saveWithWrongType(who)
             case 520..<720: try send(from: who)
-            case 720..<950: if !pending.isEmpty { try deliver(pending.remove(at: Int.random(in: 0..<pending.count, using: &rng))) }
+            case 720..<935: if !pending.isEmpty { try deliver(pending.remove(at: Int.random(in: 0..<pending.count, using: &rng))) }
+            case 935..<950:
+                guard collects else { break }
+                // Now and then a quiet moment first, when everyone catches up: then most tombstones can go,
+                // and the history goes on with records created again after their collection.
+                if Int.random(in: 0..<3, using: &rng) == 0 { try exchangeAll() }
+                try collectTombstones(who)
             default: try deliverDamaged()
             }
             if Int.random(in: 0..<60, using: &rng) == 0 { try checkDigestsMatchStates() }
@@ -273,6 +282,25 @@ struct ConvergenceFuzzer {
         try expectMatchesModel(who)
     }
 
+    /// Tombstone collection as a node runs it: the tombstones every replica's
+    /// vector covers go (each replica's vector now stands for what it
+    /// acknowledged; acknowledgements a node heard earlier are older, so
+    /// this is the boldest collection a node could make). The model is left
+    /// as it is: a collected record must read as the deletion it was, and
+    /// every later delivery must find the same as if the tombstone were there.
+    mutating func collectTombstones(_ who: Int) throws {
+        var acknowledged: VersionVector?
+        for replica in replicas {
+            let vector = try replica.syncState(of: Self.zone)?.vector ?? VersionVector()
+            acknowledged = acknowledged.map { $0.met(with: vector) } ?? vector
+        }
+        let before = try replicas[who].commitSequence()
+        let collected = try replicas[who].collectTombstones(in: Self.zone, acknowledged: acknowledged ?? VersionVector())
+        coverage.count("tombstones collected", collected.count)
+        #expect(try replicas[who].commitSequence() == before, "\(context(who)): collecting tombstones took a commit sequence")
+        try expectMatchesModel(who)
+    }
+
     // MARK: The model's side of writes
 
     mutating func record(_ event: Model.Event, into state: inout Model.Replica) {
@@ -427,6 +455,15 @@ struct ConvergenceFuzzer {
         #expect(try target.commitSequence() == sequence, "\(context(item.to)): a refused change set took a commit")
     }
 
+    /// Every replica sends every other what it lacks, once, clocks as they are.
+    mutating func exchangeAll() throws {
+        for from in replicas.indices {
+            for to in replicas.indices where to != from {
+                try deliver(try makePending(from: from, to: to, since: try replicas[to].syncState(of: Self.zone)?.vector ?? VersionVector()))
+            }
+        }
+    }
+
     mutating func syncAll() throws {
         // Clocks catch up with the one furthest ahead: every deferred write becomes acceptable.
         let latest = clocks.map(\.now).max()! + 1_200_000
@@ -447,9 +484,18 @@ struct ConvergenceFuzzer {
         let replica = replicas[who]
         let zoneState = try replica.syncState(of: Self.zone)?.zoneState
         #expect(zoneState?.causalLength == state.zone.incarnation && zoneState?.stamp == state.zone.stamp, "\(context(who)): zone differs from the model")
+        let residues = try replica.residues(in: Self.zone)
         for name in Self.names {
             let expected = model.view(of: name, at: state)
-            let actual = Model.view(of: try replica.record(name, in: Self.zone))
+            let stored = try replica.record(name, in: Self.zone)
+            if stored == nil, let residue = residues[name] {
+                // Collected: the model must hold exactly that deletion.
+                #expect(expected.map { !$0.isAlive && $0.incarnation == residue.causalLength } == true,
+                        "\(context(who)): record \(name) was collected at incarnation \(residue.causalLength), the model says \(expected.map(String.init(describing:)) ?? "absent")")
+                continue
+            }
+            #expect(stored == nil || residues[name] == nil, "\(context(who)): record \(name) is stored and has a residue")
+            let actual = Model.view(of: stored)
             #expect(actual == expected, "\(context(who)): record \(name) is \(actual.map(String.init(describing:)) ?? "absent"), the model says \(expected.map(String.init(describing:)) ?? "absent")")
         }
         let schema = try replica.schema()
@@ -473,6 +519,19 @@ struct ConvergenceFuzzer {
     }
 
     mutating func checkConverged() throws {
+        // Once everyone holds everything, every tombstone is acknowledged everywhere: collected on every replica.
+        if collects {
+            for who in replicas.indices { try collectTombstones(who) }
+            // Then what was still on its way arrives, late: older states of collected records among it
+            // (as from a bundle or a restored backup). None may bring a deleted record back.
+            coverage.count("late deliveries after a collection", pending.count)
+            while !pending.isEmpty { try deliver(pending.remove(at: Int.random(in: 0..<pending.count, using: &rng))) }
+            let residues = try replicas[0].residues(in: Self.zone)
+            for (index, replica) in replicas.enumerated() {
+                #expect(try replica.records(in: Self.zone).allSatisfy(\.isAlive), "\(context(index)): a tombstone outlived a collection everyone acknowledged")
+                #expect(try replica.residues(in: Self.zone) == residues, "\(context(index)): residues differ from replica 0's")
+            }
+        }
         let reference = try replicas[0].records(in: Self.zone)
         let referenceZone = try replicas[0].syncState(of: Self.zone)?.zoneState
         for (index, replica) in replicas.enumerated() {
@@ -581,7 +640,7 @@ extension ConvergenceFuzzer {
             for what in ["no-op saves", "saves refused for a field type", "saves refused by the production schema", "cascade deletes of a local delete",
                          "cascade deletes on merge", "conflict clears", "zone deletes", "zone re-creations", "records deferred",
                          "zone changes deferred whole", "deliveries that changed nothing", "converged records with conflicts",
-                         "digests compared equal", "digests compared different"] {
+                         "digests compared equal", "digests compared different", "tombstones collected", "late deliveries after a collection"] {
                 #expect(coverage[what] > 0, "the fuzzer never exercised: \(what)")
             }
         }

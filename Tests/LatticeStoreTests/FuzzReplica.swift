@@ -24,6 +24,10 @@ protocol FuzzReplica: AnyObject {
     func schema() throws -> Schema
     /// The last commit's sequence: it must not move on a no-op.
     func commitSequence() throws -> UInt64
+    /// Collects the zone's tombstones `acknowledged` covers; returns their names.
+    func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String]
+    /// The zone's collected tombstones' residues, by name.
+    func residues(in zone: ZoneKey) throws -> [String: RecordResidue]
 }
 
 final class MemoryFuzzReplica: FuzzReplica {
@@ -58,6 +62,8 @@ final class MemoryFuzzReplica: FuzzReplica {
     func record(_ name: String, in zone: ZoneKey) -> RecordState? { replica.record(name, in: zone) }
     func schema() -> Schema { replica.schema() }
     func commitSequence() -> UInt64 { replica.sequence }
+    func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] { try replica.collectTombstones(in: zone, acknowledged: acknowledged) }
+    func residues(in zone: ZoneKey) -> [String: RecordResidue] { replica.residues(in: zone) }
 }
 
 final class StoreFuzzReplica: FuzzReplica {
@@ -102,4 +108,6 @@ final class StoreFuzzReplica: FuzzReplica {
     }
     func schema() throws -> Schema { try store.read { try $0.schema() } }
     func commitSequence() throws -> UInt64 { try store.currentSequence() }
+    func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] { try store.collectTombstones(in: zone, acknowledged: acknowledged) }
+    func residues(in zone: ZoneKey) throws -> [String: RecordResidue] { try store.read { try $0.residues(in: zone) } }
 }

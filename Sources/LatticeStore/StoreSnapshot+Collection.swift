@@ -1,0 +1,39 @@
+import Foundation
+import GRDB
+import LatticeCore
+
+extension StoreSnapshot {
+    /// The zone's collected tombstones' residues, by name.
+    public func residues(in key: ZoneKey) throws -> [String: RecordResidue] {
+        guard let zone = try zoneRow(key) else { return [:] }
+        var residues: [String: RecordResidue] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, causal_length, vector FROM residues WHERE zone = ?"), arguments: [zone.id]) {
+            residues[row[0]] = RecordResidue(causalLength: UInt64(row[1] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[2] as Data)))
+        }
+        return residues
+    }
+
+    /// How many tombstones the zone holds, and how many it collected.
+    public func tombstoneCounts(in key: ZoneKey) throws -> (held: Int, collected: Int) {
+        guard let zone = try zoneRow(key) else { return (0, 0) }
+        let held = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE zone = ? AND alive = 0"), arguments: [zone.id]) ?? 0
+        let collected = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM residues WHERE zone = ?"), arguments: [zone.id]) ?? 0
+        return (held, collected)
+    }
+
+    /// The vectors of the zone's tombstones, for telling what holds them back.
+    public func tombstoneVectors(in key: ZoneKey) throws -> [VersionVector] {
+        guard let zone = try zoneRow(key) else { return [] }
+        return try Row.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND alive = 0"), arguments: [zone.id])
+            .map { try decode($0[0] as Data).vector }
+    }
+}
+
+extension RecordStore {
+    /// Collects the zone's tombstones `acknowledged` covers (see
+    /// `ReplicaStorage.collectTombstones`), in one transaction; returns their names.
+    @discardableResult
+    public func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+        try write { try $0.collectTombstones(in: zone, acknowledged: acknowledged) }
+    }
+}
