@@ -94,17 +94,23 @@ struct StatusCommand: ParsableCommand {
         let sequence = try library { try container.commitSequence() }
         let name = try library { try container.deviceName() }
         let nodeStatus = NodeStatus.read(store: container.directory)
+        let tombstones = options.scope == .private ? try library { try container.tombstoneReports() } : []
         if options.json {
             Output.json(StatusOutput(
                 store: container.directory.path, deviceID: container.deviceID, name: name, database: options.scope.description, commitSequence: sequence,
                 environment: schema.isProduction ? "production" : "development",
                 zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) },
+                tombstones: tombstones.map(StatusOutput.Tombstones.init),
                 sync: StatusOutput.Sync(nodeStatus)))
         } else {
             Output.line("store      \(container.directory.path)")
             Output.line("device     \(container.deviceID)\(name.map { " (\($0))" } ?? "")")
             Output.line("database   \(options.scope)  schema: \(schema.isProduction ? "production" : "development")  commits: \(sequence)")
             for (zone, count) in zip(zones, counts) { Output.line("zone       \(zone.zoneID.zoneName): \(Output.count(count, "record"))") }
+            for report in tombstones where report.held + report.collected > 0 {
+                let waiting = report.waitingFor.map { "\($0.name.map { "\($0) " } ?? "")\($0.deviceID) (\($0.tombstones))" }.joined(separator: ", ")
+                Output.line("tombstones \(report.zoneID.zoneName): \(report.held) held\(waiting.isEmpty ? "" : ", waiting for \(waiting) to acknowledge them"), \(report.collected) collected")
+            }
             guard let nodeStatus else {
                 Output.line("sync       no node runs on this store (start one with `lattice serve`)")
                 return
@@ -249,5 +255,27 @@ struct StatusOutput: Encodable {
     var commitSequence: UInt64
     var environment: String
     var zones: [WebServicesZone]
+    /// Per private zone: deleted records' tombstones held and collected, and who holds them back.
+    var tombstones: [Tombstones]
     var sync: Sync
+
+    struct Tombstones: Encodable {
+        struct Waiting: Encodable {
+            var deviceID: String
+            @Nullable var name: String?
+            var tombstones: Int
+        }
+
+        var zoneName: String
+        var held: Int
+        var collected: Int
+        var waitingFor: [Waiting]
+
+        init(_ report: TombstoneReport) {
+            zoneName = report.zoneID.zoneName
+            held = report.held
+            collected = report.collected
+            waitingFor = report.waitingFor.map { Waiting(deviceID: $0.deviceID, name: $0.name, tombstones: $0.tombstones) }
+        }
+    }
 }

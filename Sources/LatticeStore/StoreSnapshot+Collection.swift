@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LatticeCore
+import LatticeCrypto
 
 extension StoreSnapshot {
     /// The zone's collected tombstones' residues, by name.
@@ -35,5 +36,17 @@ extension RecordStore {
     @discardableResult
     public func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
         try write { try $0.collectTombstones(in: zone, acknowledged: acknowledged) }
+    }
+}
+
+extension StoreSnapshot {
+    /// The devices that may hold this account's private zones, `own` aside:
+    /// the account's members (met or not) and devices trusted by hand, not
+    /// removed. Each must have acknowledged a change before what it makes
+    /// obsolete (a tombstone, unreferenced content) may go.
+    public func devicesHoldingPrivateZones(besides own: String) throws -> Set<String> {
+        let members = try roster().state.members.keys.compactMap { try? DeviceID(publicKey: $0).description }
+        let trusted = try peers().filter { $0.trusted && !$0.removed }.map(\.deviceID)
+        return Set(members + trusted).subtracting([own])
     }
 }

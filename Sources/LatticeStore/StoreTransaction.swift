@@ -412,6 +412,26 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         hasChanges = true
     }
 
+    /// Checkpoints of the last `denseCheckpoints` commits are all kept; older
+    /// ones thin out by age, each band of ages twice as long as the one
+    /// before and keeping every second, fourth, … sequence, so a store keeps
+    /// a few thousand whatever its history. A peer whose vector is that old is
+    /// served from the kept checkpoint before it: a few more records, never fewer.
+    func thinCheckpoints(at sequence: UInt64) throws {
+        var age = Self.denseCheckpoints
+        var spacing: UInt64 = 2
+        while age < sequence {
+            let upper = sequence - age
+            let lower = upper > age ? upper - age : 0
+            try db.cachedStatement(sql: "DELETE FROM checkpoints WHERE change_seq >= ? AND change_seq < ? AND change_seq % ? != 0")
+                .execute(arguments: [Int64(lower), Int64(upper), Int64(spacing)])
+            age *= 2
+            spacing *= 2
+        }
+    }
+
+    static let denseCheckpoints: UInt64 = 1024
+
     // MARK: Commit
 
     /// Writes the zones' states, their checkpoints, the sequence and the clock.
@@ -440,6 +460,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
             if sequence > Self.keptCommitSources, sequence % 64 == 0 {
                 try db.cachedStatement(sql: "DELETE FROM commit_sources WHERE sequence <= ?").execute(arguments: [Int64(sequence - Self.keptCommitSources)])
             }
+            if sequence % 256 == 0 { try thinCheckpoints(at: sequence) }
         }
         if clockMoved {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)").execute(arguments: [Int64(bitPattern: hybridClock.last.rawValue)])

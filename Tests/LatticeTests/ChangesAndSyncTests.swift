@@ -186,3 +186,45 @@ import Testing
         #expect(received.map(\.0) == [.recordCreated, .recordDeleted])
     }
 }
+
+@Suite struct CollectedTombstoneTokenTests {
+    let directory = TemporaryDirectory()
+
+    /// A token that should list a deletion whose tombstone went can no
+    /// longer do so: changeTokenExpired. One taken after it still works.
+    @Test func aTokenFromBeforeACollectionExpiresAndOneFromAfterWorks() throws {
+        let container = try directory.container()
+        let db = container.privateCloudDatabase
+        try db.save(movie("a", ["title": "A"]))
+        try db.save(movie("b", ["title": "B"]))
+        let before = try db.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        try db.deleteRecord(withID: Record.ID(recordName: "a"))
+        let afterDelete = try db.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        #expect(try db.recordZoneChanges(inZoneWith: .default, since: before).deletions.map(\.recordID.recordName) == ["a"])
+        // A device alone in its account: every tombstone is acknowledged by all.
+        #expect(try container.tombstoneReports().map(\.held) == [1])
+        #expect(try container.collectTombstones() == 1)
+        #expect(try container.tombstoneReports().map { [$0.held, $0.collected] } == [[0, 1]])
+        expectError(.changeTokenExpired) { _ = try db.recordZoneChanges(inZoneWith: .default, since: before) }
+        let later = try db.recordZoneChanges(inZoneWith: .default, since: afterDelete)
+        #expect(later.modifications.isEmpty && later.deletions.isEmpty)
+        expectError(.unknownItem) { _ = try db.record(for: Record.ID(recordName: "a")) }
+        // Created again, it is a new record, listed as such.
+        try db.save(movie("a", ["title": "A again"]))
+        #expect(try db.recordZoneChanges(inZoneWith: .default, since: afterDelete).modifications.map(\.recordID.recordName) == ["a"])
+    }
+
+    /// A trusted device that has not acknowledged the delete holds the tombstone back, and is named.
+    @Test func aDeviceThatHasNotAcknowledgedHoldsTombstonesBack() throws {
+        let container = try directory.container("a")
+        let other = try directory.container("b")
+        try container.trust(deviceID: other.deviceID)
+        let db = container.privateCloudDatabase
+        try db.save(movie("a", ["title": "A"]))
+        try db.deleteRecord(withID: Record.ID(recordName: "a"))
+        #expect(try container.collectTombstones() == 0)
+        let report = try #require(try container.tombstoneReports().first)
+        #expect(report.held == 1 && report.collected == 0)
+        #expect(report.waitingFor.map(\.deviceID) == [other.deviceID])
+    }
+}

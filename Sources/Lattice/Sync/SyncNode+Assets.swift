@@ -46,6 +46,7 @@ extension SyncNode {
             pool.submit { state in
                 guard state == .active else { return } // the node stopped meanwhile
                 self.collectUnreferencedAssets()
+                self.collectTombstones()
             }
         }
         state.withLockedValue { $0.assetCollector = task }
@@ -63,11 +64,8 @@ extension SyncNode {
         }
         if let unsaved { try? store.write { try $0.savePeerHolds(unsaved) } }
         let own = container.deviceID
-        guard let (orphans, devices) = try? store.read({ snapshot -> ([(asset: AssetReference, zone: ZoneKey, dropped: VersionVector)], Set<String>) in
-            // The account's members (met or not) and devices trusted by hand: whoever may hold a private zone.
-            let members = try snapshot.roster().state.members.keys.compactMap { try? DeviceID(publicKey: $0).description }
-            let trusted = try snapshot.peers().filter { $0.trusted && !$0.removed }.map(\.deviceID)
-            return (try snapshot.orphanedAssets(), Set(members + trusted).subtracting([own]))
+        guard let (orphans, devices) = try? store.read({ snapshot in
+            (try snapshot.orphanedAssets(), try snapshot.devicesHoldingPrivateZones(besides: own))
         }), !orphans.isEmpty else { return [] }
         let holds = state.withLockedValue { $0.peerHolds }
         var removed: [AssetReference] = []

@@ -85,7 +85,8 @@ public final class SyncNode: Sendable {
         public var maximumPublicOnlySessions = 16
         /// An asset request a peer leaves unanswered this long is asked of another peer.
         public var assetReplyTimeout: Duration = .seconds(20)
-        /// How often content no record references any more is looked for, and removed once safe.
+        /// How often tombstones and content no record references any more are
+        /// looked for, and removed once every device acknowledged what they need.
         public var assetCollectionInterval: Duration = .seconds(60)
 
         /// Sessions only compare digests (`lattice diff`): nothing streams and no asset is fetched.

@@ -1,0 +1,147 @@
+import Foundation
+import GRDB
+import LatticeCore
+import LatticeStore
+import Testing
+
+/// Tombstone collection on real stores: what goes, what stays, and that no
+/// copy of a collected record — stale, late or from a replica that still
+/// holds the tombstone — brings it back or splits the replicas.
+@Suite struct TombstoneCollectionTests {
+    let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-collect-\(UUID().uuidString)")
+
+    func store(_ name: String) throws -> RecordStore {
+        let store = try RecordStore(directory: directory.appendingPathComponent(name))
+        return store
+    }
+
+    func vector(_ store: RecordStore) throws -> VersionVector { try store.read { try $0.syncState(of: zone)?.vector } ?? VersionVector() }
+
+    /// What `b` lacks of `a`'s zone, applied.
+    func send(_ a: RecordStore, to b: RecordStore) throws {
+        try b.apply(try a.changeSet(for: zone, since: try vector(b)))
+    }
+
+    func save(_ store: RecordStore, _ name: String, _ title: String) throws {
+        try store.write { _ = try $0.save(name, type: "Movie", in: zone, changes: [("title", .string(title))], replacement: .changedKeys) }
+    }
+
+    /// A count read straight from the store's file, as another program would.
+    func count(_ name: String, _ sql: String) throws -> Int {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: directory.appendingPathComponent(name).appendingPathComponent(RecordStore.databaseFileName).path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { try Int.fetchOne($0, sql: sql) ?? 0 }
+    }
+
+    func records(_ store: RecordStore) throws -> [RecordState] {
+        try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }
+    }
+
+    @Test func aCollectedTombstoneLeavesItsResidueAndNoStaleCopyBringsTheRecordBack() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        let b = try store("b")
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "up", "Up")
+        try save(a, "coco", "Coco")
+        try send(a, to: b)
+        let stale = try a.changeSet(for: zone, since: VersionVector()) // as a bundle exported now
+        try a.write { _ = try $0.delete(["up"], in: zone) }
+        // b has not acknowledged the delete: nothing goes.
+        #expect(try a.collectTombstones(in: zone, acknowledged: try vector(a).met(with: try vector(b))).isEmpty)
+        try send(a, to: b)
+        let sequence = try a.currentSequence()
+        #expect(try a.collectTombstones(in: zone, acknowledged: try vector(a).met(with: try vector(b))) == ["up"])
+        #expect(try a.currentSequence() == sequence, "collecting is no commit")
+        #expect(try a.read { try $0.record("up", in: zone) } == nil)
+        #expect(try a.read { try $0.residues(in: zone) }["up"]?.causalLength == 2)
+        #expect(try a.read { try $0.tombstoneCounts(in: zone) } == (held: 0, collected: 1))
+
+        // The stale copy, b's tombstone and a full resend from b all leave it deleted.
+        let summary = try a.apply(stale)
+        #expect(summary.recordsChanged == 0)
+        try b.apply(stale)
+        try a.apply(try b.changeSet(for: zone, since: VersionVector()))
+        #expect(try a.read { try $0.record("up", in: zone) } == nil, "a stale copy brought a collected record back")
+        #expect(try records(a).map(\.recordName) == ["coco"])
+        #expect(try a.currentSequence() == sequence, "copies of what was collected changed nothing")
+    }
+
+    @Test func aRecordCreatedAgainAfterItsCollectionWinsEverywhereWithTheSameBytes() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        let b = try store("b")
+        let c = try store("c")
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "up", "Up")
+        try send(a, to: b)
+        try send(a, to: c)
+        try b.write { _ = try $0.delete(["up"], in: zone) }
+        try send(b, to: a)
+        try send(b, to: c)
+        let acknowledged = try vector(a).met(with: try vector(b)).met(with: try vector(c))
+        #expect(try a.collectTombstones(in: zone, acknowledged: acknowledged) == ["up"])
+        // a creates it again: the incarnation after the collected one, which c (still holding the tombstone) takes.
+        try save(a, "up", "Up again")
+        let again = try #require(try a.read { try $0.record("up", in: zone) })
+        #expect(again.causalLength == 3)
+        #expect(try a.read { try $0.residues(in: zone) }.isEmpty, "a record created again keeps no residue")
+        try send(a, to: c)
+        try send(a, to: b)
+        #expect(try records(c) == [again])
+        #expect(try records(b) == [again])
+        // The other way round: c, holding the tombstone, creates it again; a merges with the residue as with the tombstone.
+        try c.write { _ = try $0.delete(["up"], in: zone) }
+        try send(c, to: a)
+        try send(c, to: b)
+        #expect(try b.collectTombstones(in: zone, acknowledged: try vector(a).met(with: try vector(b)).met(with: try vector(c))) == ["up"])
+        try save(c, "up", "Up thrice")
+        try send(c, to: b)
+        try send(c, to: a)
+        #expect(try records(b) == (try records(c)))
+        #expect(try records(a) == (try records(c)))
+        #expect(try records(c).first?.causalLength == 5)
+    }
+
+    /// The same names saved and deleted over and over: with collection, the
+    /// store keeps no more rows than names, and its checkpoints thin out.
+    @Test func aStoreThatChurnsKeepsItsRowsBounded() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        try a.write { _ = try $0.createZone(zone) }
+        let names = (0..<100).map { "n\($0)" }
+        var checkpoints: [Int] = []
+        for round in 0..<10_000 {
+            let name = names[round % names.count]
+            try save(a, name, "round \(round)")
+            try a.write { _ = try $0.delete([name], in: zone) }
+            if round % 500 == 499 {
+                try a.collectTombstones(in: zone, acknowledged: try vector(a))
+                let rows = try count("a", "SELECT (SELECT COUNT(*) FROM records) + (SELECT COUNT(*) FROM residues)")
+                #expect(rows <= names.count, "round \(round): \(rows) record and residue rows for \(names.count) names")
+                checkpoints.append(try count("a", "SELECT COUNT(*) FROM checkpoints"))
+            }
+        }
+        // 20,000 commits: 1,024 checkpoints dense, then about 512 per doubling of age (3,217 measured).
+        #expect(checkpoints.max()! < 3_500, "\(checkpoints)")
+        #expect(checkpoints.last! - checkpoints[checkpoints.count / 2] < 600, "checkpoints grow with the log of the history: \(checkpoints)")
+    }
+
+    /// Thinned checkpoints still serve an old peer everything it lacks.
+    @Test func aPeerFarBehindStillGetsAllItLacksAfterCheckpointsThinned() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        let b = try store("b")
+        try a.write { _ = try $0.createZone(zone) }
+        for round in 0..<600 { try save(a, "r\(round % 300)", "early \(round)") }
+        try send(a, to: b)
+        for round in 0..<3_000 { try save(a, "r\(round % 400)", "late \(round)") }
+        let kept = try count("a", "SELECT COUNT(*) FROM checkpoints")
+        #expect(kept < 2_500, "\(kept) checkpoints for 3,601 commits")
+        try send(a, to: b)
+        #expect(try records(b) == (try records(a)))
+    }
+}
