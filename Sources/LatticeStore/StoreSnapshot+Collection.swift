@@ -14,6 +14,13 @@ extension StoreSnapshot {
         return residues
     }
 
+    /// What is left of the record's collected tombstone, if it was collected.
+    public func collectedResidue(of name: String, in key: ZoneKey) throws -> RecordResidue? {
+        guard let zone = try zoneRow(key),
+              let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT causal_length, vector FROM residues WHERE zone = ? AND name = ?"), arguments: [zone.id, name]) else { return nil }
+        return RecordResidue(causalLength: UInt64(row[0] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
+    }
+
     /// How many tombstones the zone holds, and how many it collected.
     public func tombstoneCounts(in key: ZoneKey) throws -> (held: Int, collected: Int) {
         guard let zone = try zoneRow(key) else { return (0, 0) }

@@ -50,23 +50,9 @@ import Testing
 
     /// A full mesh of `count` account devices on loopback, connected.
     func mesh(_ directory: TemporaryDirectory, _ count: Int) async throws -> ([Container], [SyncNode]) {
-        let containers = try (0..<count).map { try directory.container("n\($0)") }
-        for a in containers { for b in containers where a !== b { try a.trust(deviceID: b.deviceID) } }
-        var nodes: [SyncNode] = []
-        for container in containers {
-            var configuration = SyncNode.Configuration()
-            configuration.port = 0
-            configuration.listenHost = "127.0.0.1"
-            configuration.peers = nodes.compactMap(\.listeningPort).map { PeerAddress(host: "127.0.0.1", port: $0) }
-            // Digest comparisons run on a schedule of their own after syncs (`DiffCLITests`):
-            // off here, so what each link carries is the relay's alone.
-            configuration.verificationInterval = .zero
-            let node = SyncNode(container: container, configuration: configuration)
-            try await node.start()
-            nodes.append(node)
-        }
-        #expect(await eventually(60) { nodes.allSatisfy { $0.connectedPeers.count == count - 1 } })
-        return (containers, nodes)
+        // Digest comparisons run on a schedule of their own after syncs (`DiffCLITests`):
+        // off here, so what each link carries is the relay's alone.
+        try await loopbackMesh(directory, count) { $0.verificationInterval = .zero }
     }
 
     @Test func aCommitCrossesOnlyTheWritersLinks() async throws {

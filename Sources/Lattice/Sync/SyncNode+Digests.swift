@@ -88,12 +88,28 @@ extension SyncNode {
         }
     }
 
+    /// Whether a difference is only a tombstone one side collected and the
+    /// other still holds: each device collects at its own pass, so the two
+    /// hold the same records meanwhile, one of them with a residue. (A peer
+    /// holding a live record here collected is not this: its own comparison
+    /// reports it.)
+    private func isCollectionLag(_ difference: DigestDifference) -> Bool {
+        guard let name = difference.recordName, difference.zone.scope == .private else { return false }
+        return (try? container.store.read { snapshot in
+            if difference.here != nil, difference.there == nil { return try snapshot.record(name, in: difference.zone)?.isAlive == false }
+            if difference.here == nil, difference.there != nil { return try snapshot.collectedResidue(of: name, in: difference.zone) != nil }
+            return false
+        }) ?? false
+    }
+
     /// Notes what a comparison after a sync found. A difference found twice
     /// in a row, the same both times, is a bug (both sides said they had sent
     /// all they had): reported as one, and repaired (this side sends its
     /// states of what differs; the peer's comparison sends the peer's). One
     /// found once is compared again a second later.
     private func verified(_ peer: String, _ outcome: ReconcileOutcome, handle: ConnectionHandle) {
+        var outcome = outcome
+        outcome.differences.removeAll(where: isCollectionLag)
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         var toRepair: [ZoneKey: [String]] = [:]
         var confirmed: [DigestDifference] = []

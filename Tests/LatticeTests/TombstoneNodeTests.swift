@@ -1,0 +1,80 @@
+import Foundation
+@testable import Lattice
+import LatticeTestSupport
+import Testing
+
+/// Tombstone collection through real nodes on loopback: a deletion's
+/// tombstone goes on every device once all of them acknowledged it, a device
+/// away holds it back (and is named for it), and when that device returns
+/// with edits made meanwhile the deleted record does not come back.
+@Suite(.serialized) struct TombstoneNodeTests {
+    func holds(_ container: Container, _ name: String) -> Bool {
+        (try? container.privateCloudDatabase.record(for: Record.ID(recordName: name))) != nil
+    }
+
+    /// Synchronous on purpose: in an async test the library's async overloads would be chosen.
+    func save(_ container: Container, _ name: String, _ title: String) throws {
+        _ = try container.privateCloudDatabase.save(movie(name, ["title": .string(title)]))
+    }
+
+    func edit(_ container: Container, _ name: String, _ title: String) throws {
+        var record = try container.privateCloudDatabase.record(for: Record.ID(recordName: name))
+        record["title"] = .string(title)
+        _ = try container.privateCloudDatabase.save(record)
+    }
+
+    func delete(_ container: Container, _ name: String) throws {
+        try container.privateCloudDatabase.deleteRecord(withID: Record.ID(recordName: name))
+    }
+
+    func report(_ container: Container) -> TombstoneReport? { try? container.tombstoneReports().first }
+
+    func configure(_ configuration: inout SyncNode.Configuration) {
+        configuration.assetCollectionInterval = .milliseconds(300)
+        configuration.verificationInterval = .seconds(1)
+    }
+
+    @Test func tombstonesGoOnceEveryDeviceAcknowledgedThemAndNeverComeBack() async throws {
+        let directory = TemporaryDirectory()
+        let (containers, nodes) = try await loopbackMesh(directory, 3, configure)
+        let (a, b, c) = (containers[0], containers[1], containers[2])
+        try save(a, "gone", "Gone")
+        try save(a, "kept", "Kept")
+        #expect(await eventually(60) { containers.allSatisfy { holds($0, "gone") && holds($0, "kept") } })
+        try delete(a, "gone")
+        #expect(await eventually(60) { containers.allSatisfy { report($0).map { $0.held == 0 && $0.collected == 1 } == true } },
+                "every node collects the tombstone: \(containers.map { report($0).map { "\($0.held) held, \($0.collected) collected" } ?? "-" })")
+
+        // c goes away; a deletes another record. a and b keep its tombstone, waiting for c.
+        await nodes[2].stop()
+        try delete(a, "kept")
+        #expect(await eventually(60) { !holds(b, "kept") })
+        try await Task.sleep(nanoseconds: 1_500_000_000) // several collection passes
+        for container in [a, b] {
+            let held = report(container)
+            #expect(held?.held == 1 && held?.waitingFor.map(\.deviceID) == [c.deviceID], "\(String(describing: held))")
+        }
+        // Meanwhile c edits the record it does not know is deleted, and creates one.
+        try edit(c, "kept", "Edited while away")
+        try save(c, "new", "Made while away")
+
+        // c returns: the delete wins over its concurrent edit everywhere, its new record spreads, and the tombstone goes.
+        let back = SyncNode(container: c, configuration: loopbackConfiguration(peers: nodes[0..<2].compactMap(\.listeningPort), configure))
+        try await back.start()
+        #expect(await eventually(60) { containers.allSatisfy { holds($0, "new") } })
+        #expect(await eventually(60) { containers.allSatisfy { report($0).map { $0.held == 0 && $0.collected == 2 } == true } },
+                "\(containers.map { report($0).map { "\($0.held) held, \($0.collected) collected" } ?? "-" })")
+        for container in containers {
+            #expect(!holds(container, "kept"), "a deleted record came back on \(container.deviceID)")
+            #expect(!holds(container, "gone"))
+        }
+        // The comparisons after each sync found nothing to report (a tombstone collected on one side only is no difference).
+        try await Task.sleep(nanoseconds: 2_000_000_000)
+        for node in [nodes[0], nodes[1], back] {
+            let status = node.status
+            #expect(status.peers.allSatisfy { $0.lastMismatch == nil }, "\(status.peers.compactMap(\.lastMismatch))")
+        }
+        await back.stop()
+        for node in nodes[0..<2].reversed() { await node.stop() }
+    }
+}
