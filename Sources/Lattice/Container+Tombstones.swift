@@ -10,6 +10,8 @@ public struct TombstoneReport: Sendable, Hashable {
     public var collected: Int
     /// Each device holding tombstones back, with how many.
     public var waitingFor: [(deviceID: String, name: String?, tombstones: Int)]
+    /// Devices away longer than the tombstone horizon: they hold nothing back, and are told what went when they return.
+    public var away: [String] = []
 
     public static func == (lhs: TombstoneReport, rhs: TombstoneReport) -> Bool {
         lhs.zoneID == rhs.zoneID && lhs.held == rhs.held && lhs.collected == rhs.collected
@@ -30,7 +32,9 @@ extension Container {
         try LatticeError.wrap {
             try store.read { snapshot in
                 let holds = try snapshot.peerHolds()
-                let devices = try snapshot.devicesHoldingPrivateZones(besides: deviceID)
+                let all = try snapshot.devicesHoldingPrivateZones(besides: deviceID)
+                let away = TombstoneHorizon.away(all, peers: try snapshot.peers(), connected: [], horizon: try TombstoneHorizon.seconds(in: snapshot), now: RecordStore.systemWallClock())
+                let devices = all.subtracting(away)
                 let names = Dictionary(try snapshot.peers().map { ($0.deviceID, $0.name) }, uniquingKeysWith: { first, _ in first })
                 return try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }.map { zone in
                     let plan = TombstoneHolds(
@@ -39,10 +43,17 @@ extension Container {
                     let counts = try snapshot.tombstoneCounts(in: zone.key)
                     return TombstoneReport(
                         zoneID: zone.key.zoneID, held: counts.held, collected: counts.collected,
-                        waitingFor: plan.waitingFor.sorted { $0.key < $1.key }.map { ($0.key, names[$0.key] ?? nil, $0.value) })
+                        waitingFor: plan.waitingFor.sorted { $0.key < $1.key }.map { ($0.key, names[$0.key] ?? nil, $0.value) }, away: away.sorted())
                 }
             }
         }
+    }
+
+    /// Sets how long a device of the account may go unseen before it stops
+    /// holding tombstones back (kept in the store; 30 days unless set).
+    public func setTombstoneHorizon(seconds: Double) throws(LatticeError) {
+        guard seconds > 0, seconds.isFinite else { throw LatticeError(.invalidArguments, "a tombstone horizon must be a positive duration") }
+        try LatticeError.wrap { try store.write { try $0.setSetting(TombstoneHorizon.settingKey, to: String(seconds)) } }
     }
 
     /// Collects the tombstones of private zones that every device of the
@@ -52,7 +63,9 @@ extension Container {
     public func collectTombstones() throws(LatticeError) -> Int {
         try LatticeError.wrap {
             let (zones, devices, holds) = try store.read { snapshot in
-                (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, try snapshot.devicesHoldingPrivateZones(besides: deviceID), try snapshot.peerHolds())
+                let all = try snapshot.devicesHoldingPrivateZones(besides: deviceID)
+                let away = TombstoneHorizon.away(all, peers: try snapshot.peers(), connected: [], horizon: try TombstoneHorizon.seconds(in: snapshot), now: RecordStore.systemWallClock())
+                return (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, all.subtracting(away), try snapshot.peerHolds())
             }
             var collected = 0
             for zone in zones {

@@ -109,7 +109,9 @@ struct StatusCommand: ParsableCommand {
             for (zone, count) in zip(zones, counts) { Output.line("zone       \(zone.zoneID.zoneName): \(Output.count(count, "record"))") }
             for report in tombstones where report.held + report.collected > 0 {
                 let waiting = report.waitingFor.map { "\($0.name.map { "\($0) " } ?? "")\($0.deviceID) (\($0.tombstones))" }.joined(separator: ", ")
-                Output.line("tombstones \(report.zoneID.zoneName): \(report.held) held\(waiting.isEmpty ? "" : ", waiting for \(waiting) to acknowledge them"), \(report.collected) collected")
+                let why = !waiting.isEmpty ? ", waiting for \(waiting) to acknowledge them" : report.held > 0 ? ", acknowledged by every device (the node collects them at its next pass)" : ""
+                let away = report.away.isEmpty ? "" : "; away past the tombstone horizon, holding none back: \(report.away.joined(separator: ", "))"
+                Output.line("tombstones \(report.zoneID.zoneName): \(report.held) held\(why), \(report.collected) collected\(away)")
             }
             guard let nodeStatus else {
                 Output.line("sync       no node runs on this store (start one with `lattice serve`)")
@@ -270,8 +272,10 @@ struct StatusOutput: Encodable {
         var held: Int
         var collected: Int
         var waitingFor: [Waiting]
+        var away: [String]
 
         init(_ report: TombstoneReport) {
+            away = report.away
             zoneName = report.zoneID.zoneName
             held = report.held
             collected = report.collected

@@ -135,12 +135,22 @@ struct ServeCommand: ParsableCommand {
     var publicFrom: PublicSyncPolicy = .anyone
     @Option(help: "After a sync, compare digests with the peer at most every this many seconds (0: never); a difference is logged as a bug and repaired.")
     var verifyEvery: Double = 10
+    @Option(help: "A device of the account unseen this long (30d, 12h, 90s) stops holding deleted records' tombstones back; it is told what went when it returns. Kept in the store. Default 30d.")
+    var tombstoneHorizon: String?
+    @Option(help: "Look for tombstones and unreferenced assets to remove every this many seconds.")
+    var collectEvery: Double = 60
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
         guard verifyEvery >= 0, verifyEvery.isFinite else { throw CLIError.usage("--verify-every must be 0 or more seconds") }
+        guard collectEvery > 0, collectEvery.isFinite else { throw CLIError.usage("--collect-every must be more than 0 seconds") }
+        let horizon = try tombstoneHorizon.map { text in
+            guard let seconds = TombstoneHorizon.parse(text) else { throw CLIError.usage("--tombstone-horizon takes a duration such as 30d, 12h, 15m or 90s, not \"\(text)\"") }
+            return seconds
+        }
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
+        if let horizon { try library { try container.setTombstoneHorizon(seconds: horizon) } }
         let logger = options.bootstrapLogging()
         var configuration = SyncNode.Configuration()
         configuration.port = port
@@ -149,6 +159,7 @@ struct ServeCommand: ParsableCommand {
         configuration.discovers = !noMdns
         configuration.publicFrom = publicFrom
         configuration.verificationInterval = .milliseconds(Int64(verifyEvery * 1000))
+        configuration.assetCollectionInterval = .milliseconds(Int64(collectEvery * 1000))
         // Liveness comes from the connection (mDNS keeps a cut peer for an hour): a
         // silent peer is pinged after 2 s and dropped after 6 s.
         configuration.pingInterval = .seconds(2)

@@ -21,6 +21,34 @@ extension ReplicaStorage {
         return collected
     }
 
+    /// Records another device collected while this one was away past the
+    /// tombstone horizon: each held here in an incarnation up to its
+    /// residue's is deleted as it was there (its state merged with the
+    /// tombstone the residue stands for, then collected); one held in a newer
+    /// incarnation stays, as it would win over the tombstone. Returns how many
+    /// records went.
+    public func takeCollected(_ records: [(name: String, residue: RecordResidue)], in zone: ZoneKey) throws -> Int {
+        guard try syncState(of: zone)?.zoneState.exists == true else { return 0 }
+        var taken = 0
+        var candidates = Set<String>()
+        for (name, residue) in records {
+            guard let held = try record(named: name, in: zone), held.causalLength <= residue.causalLength else { continue }
+            var tombstone = held
+            if held.causalLength < residue.causalLength || held.isAlive {
+                // Merged with the tombstone the residue stands for: its incarnation wins, vectors join.
+                tombstone = Merge.merge(local: held, incoming: residue.tombstone(named: name, type: held.recordType)).state
+                try store(tombstone, previous: held, in: zone)
+                candidates.formUnion(try cascadeSources(of: name, in: zone))
+            } else {
+                tombstone.vector.join(residue.vector)
+            }
+            try collect(tombstone, in: zone)
+            taken += 1
+        }
+        // What referenced them with deleteSelf goes too, as it went where they were deleted.
+        return taken + (try cascade(from: candidates, in: zone).count)
+    }
+
     /// The record's causal length, its collected tombstone's if it has none.
     func causalLength(of name: String, in zone: ZoneKey) throws -> UInt64 {
         if let version = try recordVersion(named: name, in: zone) { return version.causalLength }

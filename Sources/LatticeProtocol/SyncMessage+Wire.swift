@@ -7,9 +7,12 @@ public enum SyncWire {
     /// Version 2 adds relaying (`Hello.relays`, `neighbors`, `holds`) and digest
     /// comparisons (`reconcile`): a session with a version-1 peer does neither,
     /// and its hello says nothing of them.
-    public static let versions: ClosedRange<UInt8> = 1...2
+    /// Version 3 adds `collected`, for a device back after the tombstone horizon.
+    public static let versions: ClosedRange<UInt8> = 1...3
     /// The first version whose peers relay and compare digests.
     public static let relayingVersion: UInt8 = 2
+    /// The first version whose peers understand `collected`.
+    public static let collectingVersion: UInt8 = 3
     /// The largest message (plaintext) a peer may send; frames carry at most this plus the cipher's overhead.
     public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.
@@ -29,8 +32,11 @@ extension SyncMessage {
     public static let maximumNeighbors = 4096
 
     private enum Kind: UInt8 {
-        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply, neighbors, holdsRequest, holds
+        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply, neighbors, holdsRequest, holds, collected
     }
+
+    /// Records in one `collected` message: each at most a name of 255 bytes and a vector, well under a megabyte.
+    public static let maximumCollectedRecords = 2048
 
     /// The message's bytes inside the channel.
     public func encoded() -> [UInt8] {
@@ -101,6 +107,15 @@ extension SyncMessage {
         case .holds(let zones):
             writer.byte(Kind.holds.rawValue)
             Self.write(zones, into: &writer)
+        case .collected(let zone, let records):
+            writer.byte(Kind.collected.rawValue)
+            Self.write(zone, into: &writer)
+            writer.varint(records.count)
+            for record in records {
+                writer.string(record.name)
+                writer.varint(record.residue.causalLength)
+                Self.write(record.residue.vector, into: &writer)
+            }
         }
         return writer.bytes
     }
@@ -190,6 +205,20 @@ extension SyncMessage {
                 let zones = try Self.readAdverts(from: &reader)
                 guard zones.allSatisfy({ $0.resume == nil }) else { throw ProtocolError.malformed("a holds message with resume points") }
                 self = .holds(zones)
+            case .collected:
+                let zone = try Self.readZone(from: &reader)
+                let count = try reader.count(below: min(Self.maximumCollectedRecords, reader.remaining / 3) + 1, "collected record count")
+                var records: [CollectedRecord] = []
+                var names = Set<String>()
+                for _ in 0..<count {
+                    let name = try reader.string()
+                    guard !name.isEmpty, name.utf8.count <= 255, names.insert(name).inserted else { throw ProtocolError.malformed("collected record name \"\(name.prefix(40))\"") }
+                    let causalLength = try reader.varint()
+                    // A tombstone's causal length is even (and not zero).
+                    guard causalLength > 0, causalLength % 2 == 0, causalLength < 1 << 62 else { throw ProtocolError.malformed("a collected record of causal length \(causalLength)") }
+                    records.append(CollectedRecord(name: name, residue: RecordResidue(causalLength: causalLength, vector: try Self.readVector(from: &reader))))
+                }
+                self = .collected(zone: zone, records: records)
             }
             guard reader.isAtEnd else { throw ProtocolError.malformed("\(reader.remaining) trailing bytes after a \(kind) message") }
         } catch let error as ProtocolError {

@@ -177,4 +177,21 @@ public enum SyncMessage: Hashable, Sendable {
     case holdsRequest
     /// The answer to a `holdsRequest`: what the sender holds of each zone (no resume points).
     case holds([ZoneAdvert])
+    /// Deleted records whose tombstones the sender collected while the
+    /// receiver was away past the tombstone horizon (its hello's vector does
+    /// not cover them): the receiver's view of the zone is too old for an
+    /// incremental sync, and any of these it still holds in an older
+    /// incarnation is deleted there too (`CollectedRecord`).
+    case collected(zone: ZoneKey, records: [CollectedRecord])
+}
+
+/// A record whose tombstone was collected: its name and what is left of the tombstone.
+public struct CollectedRecord: Hashable, Sendable {
+    public var name: String
+    public var residue: RecordResidue
+
+    public init(name: String, residue: RecordResidue) {
+        self.name = name
+        self.residue = residue
+    }
 }

@@ -26,6 +26,9 @@ public struct SyncSession: Sendable {
         case answerReconcile(ReconcileMessage)
         /// Read what this side holds of each zone the peer may sync (`SyncDelegate.holdings`); answer with `holdingsRead`.
         case answerHolds
+        /// The peer collected these records' tombstones while this device was away: delete here
+        /// those still held in an older incarnation (`SyncDelegate.applyCollected`). Nothing answers it.
+        case applyCollected(zone: ZoneKey, records: [CollectedRecord])
         case close(ProtocolError)
         case event(SessionEvent)
     }
@@ -243,6 +246,7 @@ public struct SyncSession: Sendable {
         case .neighbors(let devices): return receiveNeighbors(devices)
         case .holdsRequest: return receiveHoldsRequest()
         case .holds(let zones): return receiveHolds(zones)
+        case .collected(let zone, let records): return receiveCollected(zone: zone, records: records)
         }
     }
 
@@ -585,6 +589,7 @@ extension SyncMessage {
         case .neighbors: return "neighbors"
         case .holdsRequest: return "holds request"
         case .holds: return "holds"
+        case .collected: return "collected"
         }
     }
 }

@@ -259,6 +259,9 @@ enum StoreSchema {
                     PRIMARY KEY (zone, name)
                 ) WITHOUT ROWID;
                 CREATE INDEX records_deleted ON records (zone) WHERE alive = 0;
+                -- Per zone, the join of the collected tombstones' vectors: a device whose
+                -- vector does not cover it may hold records collected here (`collected`).
+                CREATE TABLE collected_through (zone INTEGER PRIMARY KEY REFERENCES zones(id) ON DELETE CASCADE, vector BLOB NOT NULL);
                 """)
         }
         return migrator

@@ -21,6 +21,19 @@ extension StoreSnapshot {
         return RecordResidue(causalLength: UInt64(row[0] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
     }
 
+    /// The join of the vectors of the tombstones the zone collected: a device
+    /// whose vector covers it held every one of them.
+    public func collectedThrough(in key: ZoneKey) throws -> VersionVector {
+        guard let zone = try zoneRow(key),
+              let data = try Data.fetchOne(db.cachedStatement(sql: "SELECT vector FROM collected_through WHERE zone = ?"), arguments: [zone.id]) else { return VersionVector() }
+        return try RecordBlob.decodeVector([UInt8](data))
+    }
+
+    /// The residues of collected records a device at `vector` may still hold older states of.
+    public func residues(in key: ZoneKey, notCoveredBy vector: VersionVector) throws -> [(name: String, residue: RecordResidue)] {
+        try residues(in: key).filter { !vector.dominates($0.value.vector) }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
     /// How many tombstones the zone holds, and how many it collected.
     public func tombstoneCounts(in key: ZoneKey) throws -> (held: Int, collected: Int) {
         guard let zone = try zoneRow(key) else { return (0, 0) }

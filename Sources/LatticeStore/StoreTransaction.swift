@@ -114,12 +114,17 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         for recordType in Set(schema.indexes.keys.map(\.recordType)) {
             try TypeIndex(recordType: recordType, schema: schema)?.removeAll(zone: row.id, in: db)
         }
+        // Residues belong to the incarnation of the zone that ends: a record of the next one starts afresh.
+        if try holdsResidues(row.id) {
+            try db.cachedStatement(sql: "DELETE FROM residues WHERE zone = ?").execute(arguments: [row.id])
+            try db.cachedStatement(sql: "DELETE FROM collected_through WHERE zone = ?").execute(arguments: [row.id])
+            hasResidues[row.id] = false
+            touch(row)
+        }
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone = ?").execute(arguments: [row.id])
         guard db.changesCount > 0 else { return }
         try forgetDigests(zone: row.id)
         try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ?").execute(arguments: [row.id])
-        try db.cachedStatement(sql: "DELETE FROM residues WHERE zone = ?").execute(arguments: [row.id])
-        hasResidues[row.id] = false
         let referenced = try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT hash FROM asset_refs WHERE zone = ?"), arguments: [row.id])
         try db.cachedStatement(sql: "DELETE FROM asset_refs WHERE zone = ?").execute(arguments: [row.id])
         for hash in referenced { try noteOrphanIfUnreferenced([UInt8](hash), zone: row.id, droppedBy: row.sync.knowledge) }
@@ -285,6 +290,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         let horizon = max(try horizon(), UInt64(row[1] as Int64))
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('horizon', ?)").execute(arguments: [Int64(horizon)])
         try writeResidue(RecordResidue(of: tombstone), named: name, zone: zone)
+        let through = try collectedThrough(in: key).joined(with: tombstone.vector)
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO collected_through (zone, vector) VALUES (?, ?)").execute(arguments: [zone, Data(RecordBlob.encodeVector(through))])
         markChanged()
     }
 

@@ -113,6 +113,13 @@ public struct ConnectionHandle: Sendable, Hashable {
         channel.eventLoop.execute { handler.value.mutateSession { $0.coverRelays(from: sources) } }
     }
 
+    /// Tells the peer, if it understands it, records whose tombstones this
+    /// side collected while it was away (`SyncMessage.collected`).
+    public func tellCollected(zone: ZoneKey, records: [CollectedRecord]) {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.tellCollected(zone: zone, records: records) }
+    }
+
     /// Tells the peer which devices of the account this node has sessions with (if it relays).
     public func tellNeighbors(_ devices: [DeviceID]) {
         let handler = handler
@@ -564,6 +571,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 runOffLoop({ try delegate.holdings(for: peer) }) { handler, zones in
                     handler.mutateSession { $0.holdingsRead(zones) }
                 }
+            case .applyCollected(let zone, let records):
+                let delegate = delegate
+                guard let peer else { continue }
+                runOffLoop({ try delegate.applyCollected(zone: zone, records: records, from: peer) }) { handler, deleted in
+                    guard deleted > 0 else { return }
+                    handler.logger.warning("this device was away longer than the peer's tombstone horizon: records deleted meanwhile, whose tombstones the peer collected, are deleted here too, and change tokens from before now expire", metadata: [
+                        "peer": "\(peer)", "zone": "\(zone)", "deleted": "\(deleted)"])
+                }
             case .event(.reconcileReply(let message)):
                 continueReconciliation(after: message)
             case .event(.started(let granted)):
@@ -600,6 +615,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         context.eventLoop.scheduleTask(in: delay) {
             bound.value.close(.other("restarting to fetch records \(reason)"))
         }
+    }
+
+    fileprivate func tellCollected(zone: ZoneKey, records: [CollectedRecord]) {
+        // An older peer's decoder knows no `collected` message: it keeps the tombstones' residues away.
+        guard version >= SyncWire.collectingVersion else { return }
+        mutateSession { $0.sendCollected(zone: zone, records: records) }
     }
 
     fileprivate func mutateSession(_ body: (inout SyncSession) -> [SyncSession.Action]) {

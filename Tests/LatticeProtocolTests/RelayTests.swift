@@ -180,4 +180,20 @@ import Testing
         #expect(session.receive(.neighbors([device])) == [.event(.neighbors([device.description]))])
         #expect(session.tellNeighbors([device]) == [.send(.neighbors([device]))])
     }
+
+    /// Records collected while a device was away reach an account device, in a private zone, and no one else.
+    @Test func collectedRecordsGoBetweenAccountDevicesOnly() {
+        let records = (0..<5_000).map { CollectedRecord(name: "r\($0)", residue: RecordResidue(causalLength: 2, vector: vector((replicaA, 3)))) }
+        var session = caughtUp()
+        let sent = session.sendCollected(zone: notes, records: records)
+        #expect(sent.count == 3, "in messages of at most \(SyncMessage.maximumCollectedRecords)")
+        #expect(sent.flatMap { action -> [CollectedRecord] in if case .send(.collected(_, let part)) = action { return part } else { return [] } } == records)
+        #expect(session.sendCollected(zone: ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "s", ownerName: "o")), records: records).isEmpty)
+        #expect(session.receive(.collected(zone: notes, records: Array(records.prefix(2)))) == [.applyCollected(zone: notes, records: Array(records.prefix(2)))])
+        var stranger = caughtUp(access: .publicOnly)
+        #expect(stranger.sendCollected(zone: notes, records: records).isEmpty)
+        #expect(closeReason(stranger.receive(.collected(zone: notes, records: []))) != nil)
+        var other = caughtUp()
+        #expect(closeReason(other.receive(.collected(zone: ZoneKey(scope: .public, zoneID: ZoneID(zoneName: "_defaultZone")), records: []))) != nil)
+    }
 }

@@ -47,7 +47,24 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         .holdsRequest,
         .holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil)]),
         .hello({ var hello = Hello(container: "app", zones: []); hello.relays = true; return hello }()),
+        .collected(zone: notes, records: [
+            CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: vector((replicaA, 3)))),
+            CollectedRecord(name: "coco", residue: RecordResidue(causalLength: 4, vector: VersionVector())),
+        ]),
     ]
+
+    @Test func collectedRecordsThatNoTombstoneCouldLeaveAreRefused() {
+        // A live incarnation (odd), none at all, a name listed twice, an empty name.
+        for records in [
+            [CollectedRecord(name: "up", residue: RecordResidue(causalLength: 3, vector: VersionVector()))],
+            [CollectedRecord(name: "up", residue: RecordResidue(causalLength: 0, vector: VersionVector()))],
+            [CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: VersionVector())),
+             CollectedRecord(name: "up", residue: RecordResidue(causalLength: 4, vector: VersionVector()))],
+            [CollectedRecord(name: "", residue: RecordResidue(causalLength: 2, vector: VersionVector()))],
+        ] {
+            #expect(throws: ProtocolError.self) { try SyncMessage(decoding: SyncMessage.collected(zone: notes, records: records).encoded()) }
+        }
+    }
 
     @Test func assetMessagesOutOfBoundsAreRefused() {
         // A chunk beyond the asset's size, a chunk over 256 KiB, more leaves than a chunk has.

@@ -144,4 +144,28 @@ import Testing
         try send(a, to: b)
         #expect(try records(b) == (try records(a)))
     }
+
+    /// A device back after the horizon takes what others collected: records of older incarnations go
+    /// (and what references them with deleteSelf), a newer incarnation stays, and change tokens expire.
+    @Test func recordsCollectedElsewhereGoHereAsTheyWentThere() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let b = try store("b")
+        try b.write { _ = try $0.createZone(zone) }
+        try save(b, "up", "Up")
+        try b.write { _ = try $0.save("poster", type: "Poster", in: zone, changes: [("movie", .reference(RecordReference(recordName: "up", action: .deleteSelf)))], replacement: .changedKeys) }
+        try save(b, "coco", "Coco")
+        try b.write { _ = try $0.delete(["coco"], in: zone) }
+        try save(b, "coco", "Coco again") // incarnation 3
+        let before = try b.currentSequence()
+        let other = ReplicaID(high: 9, low: 9)
+        let residue = RecordResidue(causalLength: 2, vector: VersionVector([(other, HLCTimestamp(rawValue: 1 << 40))]))
+        let taken = try b.write { try $0.takeCollected([("up", residue), ("coco", residue), ("never", residue)], in: zone) }
+        #expect(taken == 2, "up and, by its deleteSelf reference, poster")
+        #expect(try b.read { try $0.record("up", in: zone) } == nil)
+        #expect(try b.read { try $0.record("poster", in: zone) }?.isAlive == false)
+        #expect(try b.read { try $0.record("coco", in: zone) }?.causalLength == 3, "a newer incarnation wins over the tombstone")
+        let kept = try #require(try b.read { try $0.residues(in: zone) }["up"])
+        #expect(kept.causalLength == 2 && kept.vector.dominates(residue.vector))
+        #expect(try b.read { try $0.horizon() } > before, "change tokens from before expire")
+    }
 }

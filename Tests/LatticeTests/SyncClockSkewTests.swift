@@ -26,7 +26,7 @@ import Testing
                 switch action {
                 case .send(let message): inbox[1 - side].append(message)
                 case .produce, .apply, .adoptRoster: work[side].append(action)
-                case .serveAsset, .answerReconcile, .answerHolds: Issue.record("no asset, comparison or holds was asked for")
+                case .serveAsset, .answerReconcile, .answerHolds, .applyCollected: Issue.record("no asset, comparison, holds or collection was asked for")
                 case .close(let reason): Issue.record("closed: \(reason)")
                 case .event: break
                 }

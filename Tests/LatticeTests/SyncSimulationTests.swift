@@ -86,8 +86,8 @@ import LatticeTestSupport
                     if case .holdsRequest = message { holdsRequests += 1 }
                 case .produce, .apply, .adoptRoster, .answerHolds:
                     link.work[end].append(action)
-                case .serveAsset, .answerReconcile:
-                    Issue.record("no asset was asked for")
+                case .serveAsset, .answerReconcile, .applyCollected:
+                    Issue.record("no asset, comparison or collection was asked for")
                 case .close(let reason):
                     Issue.record("an honest session closed: \(reason)")
                 case .event(.started):

@@ -29,6 +29,19 @@ import Testing
 
     func report(_ container: Container) -> TombstoneReport? { try? container.tombstoneReports().first }
 
+    func changeToken(_ container: Container) throws -> ChangeToken {
+        try container.privateCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+    }
+
+    func tokenExpired(_ container: Container, _ token: ChangeToken) -> Bool {
+        do {
+            _ = try container.privateCloudDatabase.recordZoneChanges(inZoneWith: .default, since: token)
+            return false
+        } catch {
+            return (error as? LatticeError)?.code == .changeTokenExpired
+        }
+    }
+
     func configure(_ configuration: inout SyncNode.Configuration) {
         configuration.assetCollectionInterval = .milliseconds(300)
         configuration.verificationInterval = .seconds(1)
@@ -73,6 +86,46 @@ import Testing
         for node in [nodes[0], nodes[1], back] {
             let status = node.status
             #expect(status.peers.allSatisfy { $0.lastMismatch == nil }, "\(status.peers.compactMap(\.lastMismatch))")
+        }
+        await back.stop()
+        for node in nodes[0..<2].reversed() { await node.stop() }
+    }
+
+    @Test func aDeviceAwayPastTheHorizonStopsHoldingTombstonesBackAndIsToldWhatWentWhenBack() async throws {
+        let directory = TemporaryDirectory()
+        let (containers, nodes) = try await loopbackMesh(directory, 3, configure)
+        let (a, b, c) = (containers[0], containers[1], containers[2])
+        // As `serve --tombstone-horizon 2s` keeps it in each store.
+        for container in containers { try container.setTombstoneHorizon(seconds: 2) }
+        try save(a, "kept", "Kept")
+        try save(a, "other", "Other")
+        #expect(await eventually(60) { containers.allSatisfy { holds($0, "kept") && holds($0, "other") } })
+        let token = try changeToken(c)
+
+        // c goes away for longer than the horizon: a and b collect the deletion without it.
+        await nodes[2].stop()
+        try delete(a, "kept")
+        #expect(await eventually(60) { [a, b].allSatisfy { report($0).map { $0.held == 0 && $0.collected == 1 } == true } },
+                "\([a, b].map { report($0).map { "\($0.held) held, \($0.collected) collected, away \($0.away)" } ?? "-" })")
+        #expect(report(a)?.away == [c.deviceID])
+        // Meanwhile c edits the record it does not know is deleted, and creates one.
+        try edit(c, "kept", "Edited while away")
+        try save(c, "new", "Made while away")
+
+        // Back, c is told what went: the record is deleted there too, its new record spreads, nothing comes back.
+        let back = SyncNode(container: c, configuration: loopbackConfiguration(peers: nodes[0..<2].compactMap(\.listeningPort), configure))
+        try await back.start()
+        #expect(await eventually(60) { containers.allSatisfy { holds($0, "new") && !holds($0, "kept") && holds($0, "other") } },
+                "\(containers.map { container in ["new", "kept", "other"].filter { holds(container, $0) } })")
+        try await Task.sleep(nanoseconds: 2_000_000_000) // more passes and comparisons
+        for container in containers {
+            #expect(!holds(container, "kept"), "a deleted record came back on \(container.deviceID)")
+            #expect(report(container).map { $0.held == 0 && $0.collected == 1 } == true, "\(String(describing: report(container)))")
+        }
+        // c's view was too old for its change tokens: the one from before it left expired.
+        #expect(tokenExpired(c, token))
+        for node in [nodes[0], nodes[1], back] {
+            #expect(node.status.peers.allSatisfy { $0.lastMismatch == nil }, "\(node.status.peers.compactMap(\.lastMismatch))")
         }
         await back.stop()
         for node in nodes[0..<2].reversed() { await node.stop() }

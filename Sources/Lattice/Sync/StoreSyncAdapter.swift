@@ -193,6 +193,13 @@ struct StoreSyncAdapter: SyncDelegate {
         }
     }
 
+    func applyCollected(zone: ZoneKey, records: [CollectedRecord], from peer: DeviceID) throws -> Int {
+        try store.write { transaction in
+            guard try access(for: peer, in: transaction)?.isAccount == true, zone.scope == .private else { throw PeerNoLongerTrusted(peer: peer) }
+            return try transaction.takeCollected(records.map { ($0.name, $0.residue) }, in: zone)
+        }
+    }
+
     func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? {
         let mark = DeferredStream(peer: peer, zone: request.zone)
         // Only the account's devices can tell this store it lost writes of its own: a stranger's

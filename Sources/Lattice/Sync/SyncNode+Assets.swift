@@ -31,6 +31,7 @@ extension SyncNode {
     /// of the public database are kept: not every device that holds them is
     /// known here.
     func startAssetCollection() {
+        loadCollectedThrough()
         if let saved = try? container.store.read({ try $0.peerHolds() }) {
             state.withLockedValue { state in
                 for (peer, zones) in saved {

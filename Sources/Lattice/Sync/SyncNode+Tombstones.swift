@@ -1,34 +1,89 @@
 import Foundation
 import LatticeCore
+import LatticeProtocol
 import LatticeStore
+import LatticeTransport
 
 extension SyncNode {
     /// One pass of tombstone collection over the private zones: a tombstone
     /// goes once every device of the account acknowledged (in a hello, an
     /// acknowledgement or a claim, in this run or saved by an earlier one) a
-    /// vector of its zone covering it. Shared zones and the public database
+    /// vector of its zone covering it. A device away longer than the
+    /// tombstone horizon no longer counts; it is told what went when it
+    /// returns (`tellCollectedIfAway`). Shared zones and the public database
     /// keep theirs: not every device that holds them is known here.
     /// Returns how many went.
     @discardableResult
     func collectTombstones() -> Int {
         let store = container.store
-        let holds = state.withLockedValue { $0.peerHolds }
+        let (holds, connected) = state.withLockedValue { state in
+            (state.peerHolds, Set(state.connections.filter { $0.value.contains { $0.access.isAccount } }.map(\.key)))
+        }
         let own = container.deviceID
-        guard let (zones, devices) = try? store.read({ snapshot in
-            (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, try snapshot.devicesHoldingPrivateZones(besides: own))
+        let now = RecordStore.systemWallClock()
+        // Devices connected now were seen now: what `status` reads of the horizon is this pass's view.
+        try? store.write { transaction in
+            for device in connected.sorted() { try transaction.upsertPeer(device, name: nil, trusted: nil, lastSeen: now) }
+        }
+        let horizon = configuration.tombstoneHorizon.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+        guard let (zones, devices, away) = try? store.read({ snapshot in
+            let devices = try snapshot.devicesHoldingPrivateZones(besides: own)
+            let away = TombstoneHorizon.away(devices, peers: try snapshot.peers(), connected: connected, horizon: try horizon ?? TombstoneHorizon.seconds(in: snapshot), now: now)
+            return (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, devices, away)
         }) else { return 0 }
         var collected = 0
+        var through: [ZoneKey: VersionVector] = [:]
         for zone in zones {
             let acknowledgements = holds.compactMapValues { $0[zone.key] }
-            // Stores of one device alone (no other device holds the zone) collect at once.
-            guard let plan = try? store.read({ snapshot in
-                TombstoneHolds(tombstones: try snapshot.tombstoneVectors(in: zone.key), own: zone.sync.vector, devices: devices, acknowledgements: acknowledgements)
-            }) else { continue }
-            guard let names = try? store.collectTombstones(in: zone.key, acknowledged: plan.acknowledged), !names.isEmpty else { continue }
-            collected += names.count
-            logger.info("collected tombstones every device of the account acknowledged", metadata: [
-                "zone": "\(zone.key)", "collected": "\(names.count)", "held": "\(plan.held)"])
+            // A store no other device holds collects at once.
+            let names = try? store.write { transaction -> [String] in
+                let plan = TombstoneHolds(
+                    tombstones: try transaction.tombstoneVectors(in: zone.key), own: zone.sync.vector, devices: devices.subtracting(away),
+                    acknowledgements: acknowledgements)
+                return try transaction.collectTombstones(in: zone.key, acknowledged: plan.acknowledged)
+            }
+            if let names, !names.isEmpty {
+                collected += names.count
+                let without = away.filter { acknowledgements[$0].map { vector in !vector.dominates(zone.sync.vector) } ?? true }
+                logger.info("collected tombstones every device of the account acknowledged", metadata: [
+                    "zone": "\(zone.key)", "collected": "\(names.count)",
+                    "away": "\(without.isEmpty ? "none" : without.sorted().joined(separator: ", ") + " (past the tombstone horizon; told when back)")"])
+            }
+            if let vector = try? store.read({ try $0.collectedThrough(in: zone.key) }), !vector.isEmpty { through[zone.key] = vector }
         }
+        state.withLockedValue { $0.collectedThrough = through }
         return collected
+    }
+
+    /// Reads what each private zone collected, for the devices that connect before the first pass.
+    func loadCollectedThrough() {
+        guard let through = try? container.store.read({ snapshot in
+            try snapshot.zones(in: .private).reduce(into: [ZoneKey: VersionVector]()) { result, zone in
+                let vector = try snapshot.collectedThrough(in: zone.key)
+                if !vector.isEmpty { result[zone.key] = vector }
+            }
+        }) else { return }
+        state.withLockedValue { $0.collectedThrough = through }
+    }
+
+    /// A device of the account says what it holds of a private zone: if that
+    /// does not cover every tombstone collected here, it was away past the
+    /// horizon and may hold older states of those records; it is told which
+    /// (once a connection), and deletes them as they were deleted here.
+    func tellCollectedIfAway(_ peer: String, zone: ZoneKey, holding vector: VersionVector) {
+        guard zone.scope == .private else { return }
+        let handle = state.withLockedValue { state -> ConnectionHandle? in
+            guard let through = state.collectedThrough[zone], !vector.dominates(through),
+                  let handle = state.connections[peer]?.first(where: \.isActive), handle.access.isAccount,
+                  state.toldCollected.insert("\(peer) \(zone)").inserted else { return nil }
+            return handle
+        }
+        guard let handle else { return }
+        threadPool.submit { [weak self] _ in
+            guard let self, let records = try? self.container.store.read({ try $0.residues(in: zone, notCoveredBy: vector) }), !records.isEmpty else { return }
+            self.logger.notice("a device back after the tombstone horizon is told which records were deleted and collected meanwhile", metadata: [
+                "peer": "\(peer)", "zone": "\(zone)", "records": "\(records.count)"])
+            handle.tellCollected(zone: zone, records: records.map { CollectedRecord(name: $0.name, residue: $0.residue) })
+        }
     }
 }

@@ -88,6 +88,11 @@ public final class SyncNode: Sendable {
         /// How often tombstones and content no record references any more are
         /// looked for, and removed once every device acknowledged what they need.
         public var assetCollectionInterval: Duration = .seconds(60)
+        /// A device of the account not seen for this long stops holding
+        /// tombstones back; when it returns it is told which records were
+        /// collected meanwhile (`SyncMessage.collected`). Nil: the store's
+        /// setting (`TombstoneHorizon`), 30 days unless set.
+        public var tombstoneHorizon: Duration?
 
         /// Sessions only compare digests (`lattice diff`): nothing streams and no asset is fetched.
         public var comparesOnly = false
@@ -187,6 +192,10 @@ public final class SyncNode: Sendable {
         var peerHolds: [String: [ZoneKey: VersionVector]] = [:]
         /// Whether `peerHolds` grew since it was last saved.
         var peerHoldsChanged = false
+        /// Per private zone, the join of its collected tombstones' vectors (`collectedThrough`), as of the last collection pass.
+        var collectedThrough: [ZoneKey: VersionVector] = [:]
+        /// Peers and zones told this connection which records were collected while they were away.
+        var toldCollected: Set<String> = []
         /// Looks for unreferenced assets to remove.
         var assetCollector: RepeatedTask?
         /// Digest comparisons after syncs, per peer.
@@ -571,6 +580,7 @@ public final class SyncNode: Sendable {
                 }
             }
             if let peer { connectionEnded(peer.description) }
+            if let peer { state.withLockedValue { state in state.toldCollected = state.toldCollected.filter { !$0.hasPrefix(peer.description + " ") } } }
             if peer != nil { assetFetcher.connectionsChanged() }
             // A refused stranger had its `refused` event (or its count in the status): no second one.
             if closeReason?.isRefusalOfStranger != true {
@@ -619,6 +629,7 @@ public final class SyncNode: Sendable {
                 state.peerHolds[peer, default: [:]][zone] = before.joined(with: vector)
                 state.peerHoldsChanged = true
             }
+            tellCollectedIfAway(peer, zone: zone, holding: vector)
         case .delivered(let zone, let records, let bytes, let final):
             streamsRun(peer)
             advance(peer, zone, .sending, records, bytes, final)
