@@ -27,7 +27,7 @@ let package = Package(
         .executableTarget(name: "lattice-merge-figures", dependencies: ["Workload", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "lattice-sync-figures", dependencies: [
             "Workload", .product(name: "Lattice", package: lattice), .product(name: "LatticeCrypto", package: lattice),
-            .product(name: "LatticeProtocol", package: lattice),
+            .product(name: "LatticeProtocol", package: lattice), .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .executableTarget(name: "lattice-model-figures", dependencies: ["Workload", .product(name: "Lattice", package: lattice)]),
         .executableTarget(

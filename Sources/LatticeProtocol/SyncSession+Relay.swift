@@ -164,10 +164,20 @@ extension SyncSession {
             }
             outgoing[zone] = stream
         }
-        guard reopened else { return [] }
+        // What the peer holds is what tombstone collection waits for (a relayed commit brings no acknowledgement).
+        let holds = zones.filter { access.allows($0.zone) }.map { Action.event(.peerHolds(zone: $0.zone, vector: $0.vector)) }
+        guard reopened else { return holds }
         sentCaughtUp = false
         reportedQuiescent = false
-        return pump()
+        return holds + pump()
+    }
+
+    /// Asks a relaying peer what it holds (`holdsRequest`): a commit it took
+    /// from another device's stream reaches this side with no acknowledgement,
+    /// and tombstone collection waits for one. The answer comes as `peerHolds` events.
+    public mutating func requestHolds() -> [Action] {
+        guard !closed, peerHello != nil, relaying else { return [] }
+        return askHolds(for: [])
     }
 
     /// After a batch (or a holds answer): a rewind asked for goes back to the

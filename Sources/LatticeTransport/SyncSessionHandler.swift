@@ -120,6 +120,12 @@ public struct ConnectionHandle: Sendable, Hashable {
         channel.eventLoop.execute { handler.value.tellCollected(zone: zone, records: records) }
     }
 
+    /// Asks a relaying peer what it holds; the answer comes as `peerHolds` events.
+    public func requestHolds() {
+        let handler = handler
+        channel.eventLoop.execute { handler.value.mutateSession { $0.requestHolds() } }
+    }
+
     /// Tells the peer which devices of the account this node has sessions with (if it relays).
     public func tellNeighbors(_ devices: [DeviceID]) {
         let handler = handler

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 @_spi(Benchmarks) @_spi(Tools) import Lattice
 import LatticeCore
 import LatticeCrypto
@@ -22,6 +23,10 @@ import Workload
 //                                                          small saves' propagation while another such asset moves
 //   lattice-sync-figures diff [--records 1000000]         `lattice diff` of two stores of the workload: in sync, then 1, 10
 //                                                          and 1,000 records differing (round trips, bytes, time)
+//   lattice-sync-figures churn [--rounds 100000] [--names 1000]
+//                                                          one store saves and deletes the same names round after round,
+//                                                          with tombstones collected (every 1,000 rounds) and without:
+//                                                          the store's size, table by table
 //   lattice-sync-figures between --a DIR --b DIR [--saves 200] [--label TEXT]
 //                                                          propagation between two stores whose nodes run elsewhere
 //                                                          (`lattice serve` processes): saves alternate A->B and B->A
@@ -491,6 +496,46 @@ func diff() async throws {
     try? FileManager.default.removeItem(at: directory)
 }
 
+/// One store saves a record and deletes it, `--rounds` times over `--names` names,
+/// with its tombstones collected and without; its size after, by table (SQLite's dbstat).
+func churn() throws {
+    let rounds = option("--rounds", 100_000)
+    let names = option("--names", 1_000)
+    for collecting in [false, true] {
+        let directory = root.appendingPathComponent("churn-\(collecting)")
+        let container = try Container(identifier: "bench", directory: directory)
+        let database = container.privateCloudDatabase
+        let start = now()
+        var collected = 0
+        for round in 0..<rounds {
+            let id = Record.ID(recordName: "n\(round % names)")
+            var record = Record(recordType: "Item", recordID: id)
+            record["round"] = .int64(Int64(round))
+            record["title"] = .string("an item saved in round \(round)")
+            try database.save(record)
+            try database.deleteRecord(withID: id)
+            // A device alone in its account: every tombstone is acknowledged as soon as it is written.
+            if collecting, round % 1_000 == 999 { collected += try container.collectTombstones() }
+        }
+        let seconds = Double(now() - start) / 1e9
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: directory.appendingPathComponent("lattice.sqlite").path, configuration: configuration)
+        let tables = try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").reduce(into: [String: Int]()) { $0[$1[0]] = $1[1] }
+        }
+        let rows = try queue.read { db in
+            try ["records", "residues", "checkpoints", "write_blocks"].reduce(into: [String: Int]()) { $0[$1] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($1)") }
+        }
+        try queue.close()
+        let bytes = tables.values.reduce(0, +)
+        emit(["mode": "churn", "collecting": collecting, "rounds": rounds, "names": names, "bytes": bytes, "tables": tables, "rows": rows, "collected": collected, "seconds": seconds])
+        let top = tables.sorted { $0.value > $1.value }.prefix(4).map { "\($0.key) \($0.value / 1024) KiB" }.joined(separator: ", ")
+        say("churn, tombstones \(collecting ? "collected" : "kept"): \(rounds) rounds of \(names) names, \(bytes / 1024) KiB (\(top)); rows \(rows); \(String(format: "%.1f", seconds)) s")
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
 switch mode {
 case "propagation": try await propagation(cli: false)
 case "propagation-cli": try await propagation(cli: true)
@@ -500,6 +545,7 @@ case "databases": try await databases()
 case "shared": try await shared()
 case "assets": try await assets()
 case "diff": try await diff()
+case "churn": try churn()
 default:
     say("usage: lattice-sync-figures propagation [--saves N] | propagation-cli [--saves N] | initial [--records N] | databases [--records N] [--rounds N] | shared [--records N] [--rounds N] [--saves N] | between --a DIR --b DIR [--saves N]")
     exit(2)

@@ -78,7 +78,7 @@ public struct NodeStatus: Codable, Sendable, Hashable {
     public struct Device: Codable, Sendable, Hashable {
         public var deviceID: String
         public var container: String
-        /// As advertised: "1" or "1-2"; nil when unreadable.
+        /// As advertised: "1" or "1-3"; nil when unreadable.
         public var protocolVersions: String?
         public var addresses: [String]
         public var port: Int

@@ -33,6 +33,7 @@ extension SyncNode {
         }) else { return 0 }
         var collected = 0
         var through: [ZoneKey: VersionVector] = [:]
+        var ask = Set<String>()
         for zone in zones {
             let acknowledgements = holds.compactMapValues { $0[zone.key] }
             // A store no other device holds collects at once.
@@ -40,6 +41,7 @@ extension SyncNode {
                 let plan = TombstoneHolds(
                     tombstones: try transaction.tombstoneVectors(in: zone.key), own: zone.sync.vector, devices: devices.subtracting(away),
                     acknowledgements: acknowledgements)
+                ask.formUnion(plan.waitingFor.keys)
                 return try transaction.collectTombstones(in: zone.key, acknowledged: plan.acknowledged)
             }
             if let names, !names.isEmpty {
@@ -51,7 +53,13 @@ extension SyncNode {
             }
             if let vector = try? store.read({ try $0.collectedThrough(in: zone.key) }), !vector.isEmpty { through[zone.key] = vector }
         }
-        state.withLockedValue { $0.collectedThrough = through }
+        // Connected devices holding tombstones back may hold them already: a commit relayed to them
+        // by another device brought this node no acknowledgement. Asked, they say (for the next pass).
+        let handles = state.withLockedValue { state in
+            state.collectedThrough = through
+            return ask.intersection(connected).compactMap { state.connections[$0]?.first(where: \.isActive) }
+        }
+        for handle in handles { handle.requestHolds() }
         return collected
     }
 
