@@ -74,7 +74,10 @@ extension Database {
                         throw LatticeError(.changeTokenExpired, "zone \(zoneID) was deleted and re-created since the token; fetch all changes again")
                     }
                     guard token.sequence >= (try snapshot.horizon()) else {
-                        throw LatticeError(.changeTokenExpired, "deleted records were collected (or the store compacted) after the token was issued, so their deletions cannot be listed; fetch all changes again, without a token")
+                        throw LatticeError(.changeTokenExpired, "the store was compacted after the token was issued; fetch all changes again, without a token")
+                    }
+                    guard token.sequence >= (try snapshot.collectionHorizon(in: key(zoneID))) else {
+                        throw LatticeError(.changeTokenExpired, "records deleted after the token was issued had their tombstones collected, so their deletions cannot be listed; fetch all changes of zone \(zoneID.zoneName) again, without a token")
                     }
                 }
                 let since = token?.sequence ?? 0

@@ -31,8 +31,22 @@ extension ReplicaStorage {
         guard try syncState(of: zone)?.zoneState.exists == true else { return 0 }
         var taken = 0
         var candidates = Set<String>()
-        for (name, residue) in records {
-            guard let held = try record(named: name, in: zone), held.causalLength <= residue.causalLength else { continue }
+        for (name, told) in records {
+            guard let held = try record(named: name, in: zone) else {
+                // Not held: its residue still guards against a stale copy another device may bring.
+                if let mine = try self.residue(named: name, in: zone) {
+                    if mine.causalLength == told.causalLength, !mine.vector.dominates(told.vector) {
+                        try storeResidue(RecordResidue(causalLength: mine.causalLength, vector: mine.vector.joined(with: told.vector)), named: name, in: zone)
+                    }
+                } else {
+                    try storeResidue(told, named: name, in: zone)
+                }
+                continue
+            }
+            guard held.causalLength <= told.causalLength else { continue }
+            // The peer's incarnation, not this record's next one: the record may have been created and
+            // deleted again meanwhile, and a save here must start after every incarnation the others ended.
+            let residue = told
             var tombstone = held
             if held.causalLength < residue.causalLength || held.isAlive {
                 // Merged with the tombstone the residue stands for: its incarnation wins, vectors join.

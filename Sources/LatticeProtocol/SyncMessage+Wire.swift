@@ -107,9 +107,10 @@ extension SyncMessage {
         case .holds(let zones):
             writer.byte(Kind.holds.rawValue)
             Self.write(zones, into: &writer)
-        case .collected(let zone, let records):
+        case .collected(let zone, let zoneIncarnation, let records):
             writer.byte(Kind.collected.rawValue)
             Self.write(zone, into: &writer)
+            writer.varint(zoneIncarnation)
             writer.varint(records.count)
             for record in records {
                 writer.string(record.name)
@@ -207,6 +208,9 @@ extension SyncMessage {
                 self = .holds(zones)
             case .collected:
                 let zone = try Self.readZone(from: &reader)
+                let zoneIncarnation = try reader.varint()
+                // Records are collected only in a zone that exists: an odd incarnation.
+                guard zoneIncarnation % 2 == 1, zoneIncarnation < 1 << 62 else { throw ProtocolError.malformed("collected records of zone incarnation \(zoneIncarnation)") }
                 let count = try reader.count(below: min(Self.maximumCollectedRecords, reader.remaining / 3) + 1, "collected record count")
                 var records: [CollectedRecord] = []
                 var names = Set<String>()
@@ -218,7 +222,7 @@ extension SyncMessage {
                     guard causalLength > 0, causalLength % 2 == 0, causalLength < 1 << 62 else { throw ProtocolError.malformed("a collected record of causal length \(causalLength)") }
                     records.append(CollectedRecord(name: name, residue: RecordResidue(causalLength: causalLength, vector: try Self.readVector(from: &reader))))
                 }
-                self = .collected(zone: zone, records: records)
+                self = .collected(zone: zone, zoneIncarnation: zoneIncarnation, records: records)
             }
             guard reader.isAtEnd else { throw ProtocolError.malformed("\(reader.remaining) trailing bytes after a \(kind) message") }
         } catch let error as ProtocolError {

@@ -182,7 +182,9 @@ public enum SyncMessage: Hashable, Sendable {
     /// not cover them): the receiver's view of the zone is too old for an
     /// incremental sync, and any of these it still holds in an older
     /// incarnation is deleted there too (`CollectedRecord`).
-    case collected(zone: ZoneKey, records: [CollectedRecord])
+    /// `zoneIncarnation`: the zone's causal length at the sender; a receiver
+    /// holding another incarnation of the zone takes none of it.
+    case collected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord])
 }
 
 /// A record whose tombstone was collected: its name and what is left of the tombstone.

@@ -259,9 +259,14 @@ enum StoreSchema {
                     PRIMARY KEY (zone, name)
                 ) WITHOUT ROWID;
                 CREATE INDEX records_deleted ON records (zone) WHERE alive = 0;
-                -- Per zone, the join of the collected tombstones' vectors: a device whose
-                -- vector does not cover it may hold records collected here (`collected`).
-                CREATE TABLE collected_through (zone INTEGER PRIMARY KEY REFERENCES zones(id) ON DELETE CASCADE, vector BLOB NOT NULL);
+                -- Per zone, the join of the collected tombstones' vectors (a device whose
+                -- vector does not cover it may hold records collected here: `collected`), and
+                -- the last change sequence of any of them: the zone's change tokens before it expire.
+                CREATE TABLE collected_through (
+                    zone INTEGER PRIMARY KEY REFERENCES zones(id) ON DELETE CASCADE,
+                    vector BLOB NOT NULL,
+                    horizon INTEGER NOT NULL
+                );
                 """)
         }
         return migrator

@@ -29,6 +29,14 @@ extension StoreSnapshot {
         return try RecordBlob.decodeVector([UInt8](data))
     }
 
+    /// The zone's change sequence up to which deletions were collected: a
+    /// change token of the zone from before it cannot list them any more.
+    public func collectionHorizon(in key: ZoneKey) throws -> UInt64 {
+        guard let zone = try zoneRow(key),
+              let horizon = try Int64.fetchOne(db.cachedStatement(sql: "SELECT horizon FROM collected_through WHERE zone = ?"), arguments: [zone.id]) else { return 0 }
+        return UInt64(horizon)
+    }
+
     /// The residues of collected records a device at `vector` may still hold older states of.
     public func residues(in key: ZoneKey, notCoveredBy vector: VersionVector) throws -> [(name: String, residue: RecordResidue)] {
         try residues(in: key).filter { !vector.dominates($0.value.vector) }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }

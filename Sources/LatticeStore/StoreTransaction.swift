@@ -287,11 +287,12 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, change_seq FROM records WHERE zone = ? AND name = ? AND alive = 0"), arguments: [zone, name]) else { return }
         try db.cachedStatement(sql: "DELETE FROM records WHERE id = ?").execute(arguments: [row[0] as Int64])
         lastRecordRow = nil
-        let horizon = max(try horizon(), UInt64(row[1] as Int64))
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('horizon', ?)").execute(arguments: [Int64(horizon)])
         try writeResidue(RecordResidue(of: tombstone), named: name, zone: zone)
+        // The zone's change tokens from before the tombstone's last change can no longer list its deletion.
+        let horizon = max(try collectionHorizon(in: key), UInt64(row[1] as Int64))
         let through = try collectedThrough(in: key).joined(with: tombstone.vector)
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO collected_through (zone, vector) VALUES (?, ?)").execute(arguments: [zone, Data(RecordBlob.encodeVector(through))])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO collected_through (zone, vector, horizon) VALUES (?, ?, ?)")
+            .execute(arguments: [zone, Data(RecordBlob.encodeVector(through)), Int64(horizon)])
         markChanged()
     }
 
@@ -430,8 +431,11 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         while age < sequence {
             let upper = sequence - age
             let lower = upper > age ? upper - age : 0
-            try db.cachedStatement(sql: "DELETE FROM checkpoints WHERE change_seq >= ? AND change_seq < ? AND change_seq % ? != 0")
-                .execute(arguments: [Int64(lower), Int64(upper), Int64(spacing)])
+            // A quiet zone's newest checkpoint stays, however old: without it a peer would get the whole zone.
+            try db.cachedStatement(sql: """
+                DELETE FROM checkpoints WHERE change_seq >= ? AND change_seq < ? AND change_seq % ? != 0
+                    AND change_seq < (SELECT MAX(c.change_seq) FROM checkpoints c WHERE c.zone = checkpoints.zone)
+                """).execute(arguments: [Int64(lower), Int64(upper), Int64(spacing)])
             age *= 2
             spacing *= 2
         }

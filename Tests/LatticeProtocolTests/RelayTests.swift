@@ -185,15 +185,15 @@ import Testing
     @Test func collectedRecordsGoBetweenAccountDevicesOnly() {
         let records = (0..<5_000).map { CollectedRecord(name: "r\($0)", residue: RecordResidue(causalLength: 2, vector: vector((replicaA, 3)))) }
         var session = caughtUp()
-        let sent = session.sendCollected(zone: notes, records: records)
+        let sent = session.sendCollected(zone: notes, zoneIncarnation: 1, records: records)
         #expect(sent.count == 3, "in messages of at most \(SyncMessage.maximumCollectedRecords)")
-        #expect(sent.flatMap { action -> [CollectedRecord] in if case .send(.collected(_, let part)) = action { return part } else { return [] } } == records)
-        #expect(session.sendCollected(zone: ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "s", ownerName: "o")), records: records).isEmpty)
-        #expect(session.receive(.collected(zone: notes, records: Array(records.prefix(2)))) == [.applyCollected(zone: notes, records: Array(records.prefix(2)))])
+        #expect(sent.flatMap { action -> [CollectedRecord] in if case .send(.collected(_, _, let part)) = action { return part } else { return [] } } == records)
+        #expect(session.sendCollected(zone: ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "s", ownerName: "o")), zoneIncarnation: 1, records: records).isEmpty)
+        #expect(session.receive(.collected(zone: notes, zoneIncarnation: 1, records: Array(records.prefix(2)))) == [.applyCollected(zone: notes, zoneIncarnation: 1, records: Array(records.prefix(2)))])
         var stranger = caughtUp(access: .publicOnly)
-        #expect(stranger.sendCollected(zone: notes, records: records).isEmpty)
-        #expect(closeReason(stranger.receive(.collected(zone: notes, records: []))) != nil)
+        #expect(stranger.sendCollected(zone: notes, zoneIncarnation: 1, records: records).isEmpty)
+        #expect(closeReason(stranger.receive(.collected(zone: notes, zoneIncarnation: 1, records: []))) != nil)
         var other = caughtUp()
-        #expect(closeReason(other.receive(.collected(zone: ZoneKey(scope: .public, zoneID: ZoneID(zoneName: "_defaultZone")), records: []))) != nil)
+        #expect(closeReason(other.receive(.collected(zone: ZoneKey(scope: .public, zoneID: ZoneID(zoneName: "_defaultZone")), zoneIncarnation: 1, records: []))) != nil)
     }
 }

@@ -47,7 +47,7 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         .holdsRequest,
         .holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil)]),
         .hello({ var hello = Hello(container: "app", zones: []); hello.relays = true; return hello }()),
-        .collected(zone: notes, records: [
+        .collected(zone: notes, zoneIncarnation: 3, records: [
             CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: vector((replicaA, 3)))),
             CollectedRecord(name: "coco", residue: RecordResidue(causalLength: 4, vector: VersionVector())),
         ]),
@@ -62,8 +62,11 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
              CollectedRecord(name: "up", residue: RecordResidue(causalLength: 4, vector: VersionVector()))],
             [CollectedRecord(name: "", residue: RecordResidue(causalLength: 2, vector: VersionVector()))],
         ] {
-            #expect(throws: ProtocolError.self) { try SyncMessage(decoding: SyncMessage.collected(zone: notes, records: records).encoded()) }
+            #expect(throws: ProtocolError.self) { try SyncMessage(decoding: SyncMessage.collected(zone: notes, zoneIncarnation: 1, records: records).encoded()) }
         }
+        // Nothing is collected in a deleted zone (an even incarnation).
+        let deletedZone = SyncMessage.collected(zone: notes, zoneIncarnation: 2, records: [CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: VersionVector()))])
+        #expect(throws: ProtocolError.self) { try SyncMessage(decoding: deletedZone.encoded()) }
     }
 
     @Test func assetMessagesOutOfBoundsAreRefused() {

@@ -164,8 +164,10 @@ import Testing
         #expect(try b.read { try $0.record("up", in: zone) } == nil)
         #expect(try b.read { try $0.record("poster", in: zone) }?.isAlive == false)
         #expect(try b.read { try $0.record("coco", in: zone) }?.causalLength == 3, "a newer incarnation wins over the tombstone")
+        #expect(try b.read { try $0.residues(in: zone) }["never"] == residue, "a name not held keeps the residue, against a stale copy another device may bring")
         let kept = try #require(try b.read { try $0.residues(in: zone) }["up"])
         #expect(kept.causalLength == 2 && kept.vector.dominates(residue.vector))
-        #expect(try b.read { try $0.horizon() } > before, "change tokens from before expire")
+        #expect(try b.read { try $0.collectionHorizon(in: zone) } > before, "the zone's change tokens from before expire")
+        #expect(try b.read { try $0.horizon() } == 0, "other zones' tokens stay")
     }
 }

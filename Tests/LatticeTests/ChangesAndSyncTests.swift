@@ -198,14 +198,19 @@ import Testing
         try db.save(movie("a", ["title": "A"]))
         try db.save(movie("b", ["title": "B"]))
         let before = try db.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        try db.save(Zone(zoneName: "Other"))
+        try db.save(movie("x", zone: Zone.ID(zoneName: "Other"), ["title": "X"]))
+        let otherZone = try db.recordZoneChanges(inZoneWith: Zone.ID(zoneName: "Other"), since: nil).changeToken
         try db.deleteRecord(withID: Record.ID(recordName: "a"))
         let afterDelete = try db.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
         #expect(try db.recordZoneChanges(inZoneWith: .default, since: before).deletions.map(\.recordID.recordName) == ["a"])
         // A device alone in its account: every tombstone is acknowledged by all.
-        #expect(try container.tombstoneReports().map(\.held) == [1])
+        #expect(try container.tombstoneReports().map(\.held) == [0, 1], "Other, then the default zone")
         #expect(try container.collectTombstones() == 1)
-        #expect(try container.tombstoneReports().map { [$0.held, $0.collected] } == [[0, 1]])
+        #expect(try container.tombstoneReports().map { [$0.held, $0.collected] } == [[0, 0], [0, 1]])
         expectError(.changeTokenExpired) { _ = try db.recordZoneChanges(inZoneWith: .default, since: before) }
+        // Another zone's token is not touched by what this zone collected.
+        #expect(try db.recordZoneChanges(inZoneWith: Zone.ID(zoneName: "Other"), since: otherZone).modifications.isEmpty)
         let later = try db.recordZoneChanges(inZoneWith: .default, since: afterDelete)
         #expect(later.modifications.isEmpty && later.deletions.isEmpty)
         expectError(.unknownItem) { _ = try db.record(for: Record.ID(recordName: "a")) }

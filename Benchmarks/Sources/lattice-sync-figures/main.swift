@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 @_spi(Benchmarks) @_spi(Tools) import Lattice
 import LatticeCore
 import LatticeCrypto
@@ -518,16 +517,7 @@ func churn() throws {
             if collecting, round % 1_000 == 999 { collected += try container.collectTombstones() }
         }
         let seconds = Double(now() - start) / 1e9
-        var configuration = Configuration()
-        configuration.readonly = true
-        let queue = try DatabaseQueue(path: directory.appendingPathComponent("lattice.sqlite").path, configuration: configuration)
-        let tables = try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").reduce(into: [String: Int]()) { $0[$1[0]] = $1[1] }
-        }
-        let rows = try queue.read { db in
-            try ["records", "residues", "checkpoints", "write_blocks"].reduce(into: [String: Int]()) { $0[$1] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($1)") }
-        }
-        try queue.close()
+        let (tables, rows) = try storeSizes(directory.appendingPathComponent("lattice.sqlite").path, counting: ["records", "residues", "checkpoints", "write_blocks"])
         let bytes = tables.values.reduce(0, +)
         emit(["mode": "churn", "collecting": collecting, "rounds": rounds, "names": names, "bytes": bytes, "tables": tables, "rows": rows, "collected": collected, "seconds": seconds])
         let top = tables.sorted { $0.value > $1.value }.prefix(4).map { "\($0.key) \($0.value / 1024) KiB" }.joined(separator: ", ")
