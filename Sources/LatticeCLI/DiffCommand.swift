@@ -118,7 +118,7 @@ struct DiffCommand: ParsableCommand {
             var here = "missing"
             if difference.here != nil {
                 let id = Record.ID(recordName: name, zoneID: Zone.ID(zoneName: difference.zone.zoneID.zoneName, ownerName: difference.zone.zoneID.ownerName))
-                here = (try? container(database).record(for: id)) != nil ? "live" : "deleted"
+                here = (try? database.record(for: id)) != nil ? "live" : "deleted"
             }
             let there = difference.there == nil ? "missing" : (difference.here == nil ? "present" : "another state")
             return DiffOutput.Difference(zone: zone, recordName: name, here: here, there: there)
@@ -138,8 +138,6 @@ struct DiffCommand: ParsableCommand {
         }
         FileHandle.standardError.write(Data("\(rows.isEmpty ? "in sync" : "\(rows.count) difference\(rows.count == 1 ? "" : "s")"): \(summary)\n".utf8))
     }
-
-    private func container(_ database: Database) -> Database { database }
 }
 
 /// `lattice diff --json`.

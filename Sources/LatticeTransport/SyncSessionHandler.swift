@@ -70,6 +70,11 @@ public struct Traffic: Hashable, Sendable {
     public var sent = 0
     public var received = 0
     public init() {}
+
+    public static func += (total: inout Traffic, more: Traffic) {
+        total.sent += more.sent
+        total.received += more.received
+    }
 }
 
 /// A way to reach a connection's session from outside its event loop.
@@ -285,7 +290,6 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         guard let context, let peer, let access, context.channel.isActive, closeReason == nil else { return }
         // The hello grants no more than the session takes: shares may have opened zones since the handshake (widened below).
         var hello = hello
-        hello.comparesOnly = settings.session.comparesOnly
         if !access.scopes.contains(.shared) {
             hello.sharedGrants = hello.sharedGrants.filter(access.sharedZones.contains)
             hello.zones = hello.zones.filter { $0.zone.scope != .shared || access.sharedZones.contains($0.zone.zoneID) }
@@ -690,6 +694,11 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         if closeReason == nil, peer != nil, session?.peerHello == nil {
             // The peer proved itself, then left before its hello: it does not trust us.
             closeReason = .transport(.refusedByPeer)
+        }
+        // A comparison waiting for the peer's answer ends with the connection (`lattice diff` waited for ever).
+        if let running = reconciliation {
+            reconciliation = nil
+            running.completion(.failure(ReconcileFailure.ended(closeReason?.description ?? "the connection closed")))
         }
         if let closeReason, !closeReason.isRefusalOfStranger {
             logger.info("connection closed", metadata: ["address": "\(address)", "peer": "\(peer.map { "\($0)" } ?? "unauthenticated")", "reason": "\(closeReason)"])

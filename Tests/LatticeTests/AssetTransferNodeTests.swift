@@ -118,13 +118,16 @@ import Testing
         let corrupt: Int?
         /// A chunk it never answers.
         let silent: Int?
+        /// It hangs up when asked to compare digests, without answering.
+        let hangsUpOnComparison: Bool
         private(set) var chunksSent = 0
 
-        init(content: [UInt8], corrupt: Int? = nil, silent: Int? = nil) throws {
+        init(content: [UInt8], corrupt: Int? = nil, silent: Int? = nil, hangsUpOnComparison: Bool = false) throws {
             identity = try Identity.generate()
             self.content = content
             self.corrupt = corrupt
             self.silent = silent
+            self.hangsUpOnComparison = hangsUpOnComparison
         }
 
         /// Connects to the node at `port` and answers until the connection ends.
@@ -148,6 +151,9 @@ import Testing
                 if final { return }
                 let answer: SyncMessage
                 switch try SyncMessage(decoding: plain) {
+                case .reconcile where hangsUpOnComparison:
+                    Thread.sleep(forTimeInterval: 0.3)
+                    return // the connection closes
                 case .ping: answer = .pong
                 case .assetRequest(let request) where request.chunk == nil:
                     answer = .assetReply(.outline(hash: hash, chunks: hasher.chunks))
@@ -166,6 +172,42 @@ import Testing
                 client.frame(try sender.seal(answer.encoded()))
             }
         }
+    }
+
+    /// A peer that vanishes while a comparison waits for its answer ends the
+    /// comparison (`lattice diff --peer` once waited for ever).
+    @Test func aComparisonEndsWhenThePeerHangsUpBeforeAnswering() async throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a")
+        _ = try await a.privateCloudDatabase.save(movie("up", ["title": "Up"])) // a zone to compare
+        let peer = try LyingAssetPeer(content: [1, 2, 3], hangsUpOnComparison: true)
+        let peerID = peer.identity.deviceID.description
+        try a.trust(deviceID: peerID)
+        let nodeA = node(a)
+        try await nodeA.start()
+        let port = try #require(nodeA.listeningPort)
+        let serving = Task.detached { try peer.serve(port: port, container: a.containerIdentifier) }
+        #expect(await eventually(10) { nodeA.connectedPeers.contains(peerID) })
+        let outcome = NIOLockedValueBox<Result<ZoneComparison, Error>?>(nil)
+        // Unstructured: a comparison that never ends must fail this test, not hang the run.
+        let comparing = Task {
+            do {
+                let compared = try await nodeA.compare(with: peerID)
+                outcome.withLockedValue { $0 = .success(compared) }
+            } catch {
+                outcome.withLockedValue { $0 = .failure(error) }
+            }
+        }
+        #expect(await eventually(15) { outcome.withLockedValue { $0 != nil } }, "the comparison still waits after the peer hung up")
+        switch outcome.withLockedValue({ $0 }) {
+        case .failure(let error):
+            #expect("\(error)".contains("ended before the comparison finished"), "it reached the peer and the connection's end ended it: \(error)")
+        case .success: Issue.record("a comparison with a peer that never answered succeeded")
+        case nil: break
+        }
+        comparing.cancel()
+        await nodeA.stop() // the peer's thread returns once its connection is gone
+        _ = try? await serving.value
     }
 
     @Test func aLyingPeersChunkIsCaughtAtItsLeafAndComesFromAnother() async throws {

@@ -176,11 +176,14 @@ struct StoreSyncAdapter: SyncDelegate {
     }
 
     func localChanges(after sequence: UInt64?) throws -> LocalChanges {
-        try store.read { snapshot in
-            LocalChanges(
-                zones: try Self.syncableZones(in: snapshot), roster: trusted.roster, sequence: try snapshot.sequence(),
-                sources: try sequence.map { try snapshot.commitSources(after: $0) } ?? [:])
-        }
+        try store.read { try Self.localChanges(in: $0, roster: trusted.roster, after: sequence) }
+    }
+
+    /// What committed after `sequence` (nil: unknown), as `snapshot` shows it.
+    static func localChanges(in snapshot: StoreSnapshot, roster: [UInt8], after sequence: UInt64?) throws -> LocalChanges {
+        LocalChanges(
+            zones: try syncableZones(in: snapshot), roster: roster, sequence: try snapshot.sequence(),
+            sources: try sequence.map { try snapshot.commitSources(after: $0) } ?? [:])
     }
 
     func holdings(for peer: DeviceID) throws -> [ZoneAdvert] {

@@ -79,11 +79,8 @@ extension SyncNode {
     /// store cannot be read: sessions then read for themselves.
     func readLocalChanges() -> LocalChanges? {
         let after = state.withLockedValue { $0.feedSequence }
-        guard var changes = try? container.store.read({ snapshot in
-            LocalChanges(
-                zones: try StoreSyncAdapter.syncableZones(in: snapshot), roster: trustedDevices.roster, sequence: try snapshot.sequence(),
-                sources: try after.map { try snapshot.commitSources(after: $0) } ?? [:])
-        }) else { return nil }
+        let roster = trustedDevices.roster
+        guard var changes = try? container.store.read({ try StoreSyncAdapter.localChanges(in: $0, roster: roster, after: after) }) else { return nil }
         state.withLockedValue { state in
             let now = changes.sequence ?? 0
             if let after, now >= after {
@@ -99,15 +96,14 @@ extension SyncNode {
     }
 
     /// Copies the connections' message counts into the status (under the state's lock).
+    /// Messages to and from `peer` in this node's run: its ended connections' and its open ones'.
+    func totalTraffic(_ peer: String, _ state: State) -> Traffic {
+        (state.connections[peer] ?? []).reduce(into: state.pastTraffic[peer] ?? Traffic()) { $0 += $1.traffic }
+    }
+
     func countTraffic(_ state: inout State) {
         var totals = state.pastTraffic
-        for (peer, handles) in state.connections {
-            for handle in handles {
-                let traffic = handle.traffic
-                totals[peer, default: Traffic()].sent += traffic.sent
-                totals[peer, default: Traffic()].received += traffic.received
-            }
-        }
+        for peer in state.connections.keys { totals[peer] = totalTraffic(peer, state) }
         for (peer, traffic) in totals where state.status.peers.contains(where: { $0.deviceID == peer }) {
             updatePeer(&state, peer) { status in
                 status.messagesSent = traffic.sent
@@ -124,16 +120,7 @@ extension SyncNode {
         let ticker = group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
             guard let self else { return }
             let changed = self.state.withLockedValue { state -> Bool in
-                state.connections.contains { peer, handles in
-                    let now = handles.reduce(state.pastTraffic[peer] ?? Traffic()) { total, handle in
-                        let traffic = handle.traffic
-                        var sum = total
-                        sum.sent += traffic.sent
-                        sum.received += traffic.received
-                        return sum
-                    }
-                    return now != state.trafficPublished[peer]
-                }
+                state.connections.keys.contains { self.totalTraffic($0, state) != state.trafficPublished[$0] }
             }
             if changed { self.publishStatus() }
         }

@@ -553,8 +553,7 @@ public final class SyncNode: Sendable {
                 state.withLockedValue { state in
                     for ended in (state.connections[id] ?? []) where !ended.isActive {
                         let traffic = ended.traffic
-                        state.pastTraffic[id, default: Traffic()].sent += traffic.sent
-                        state.pastTraffic[id, default: Traffic()].received += traffic.received
+                        state.pastTraffic[id, default: Traffic()] += traffic
                     }
                     state.connections[id]?.removeAll { !$0.isActive }
                     let connected = !(state.connections[id] ?? []).isEmpty
