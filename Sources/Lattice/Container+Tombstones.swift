@@ -32,8 +32,7 @@ extension Container {
         try LatticeError.wrap {
             try store.read { snapshot in
                 let holds = try snapshot.peerHolds()
-                let all = try snapshot.devicesHoldingPrivateZones(besides: deviceID)
-                let away = TombstoneHorizon.away(all, peers: try snapshot.peers(), connected: [], horizon: try TombstoneHorizon.seconds(in: snapshot), now: RecordStore.systemWallClock())
+                let (all, away) = try privateZoneDevices(in: snapshot, connected: [], horizon: nil)
                 let devices = all.subtracting(away)
                 let names = Dictionary(try snapshot.peers().map { ($0.deviceID, $0.name) }, uniquingKeysWith: { first, _ in first })
                 return try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }.map { zone in
@@ -62,21 +61,53 @@ extension Container {
     @discardableResult
     public func collectTombstones() throws(LatticeError) -> Int {
         try LatticeError.wrap {
-            let (zones, devices, holds) = try store.read { snapshot in
-                let all = try snapshot.devicesHoldingPrivateZones(besides: deviceID)
-                let away = TombstoneHorizon.away(all, peers: try snapshot.peers(), connected: [], horizon: try TombstoneHorizon.seconds(in: snapshot), now: RecordStore.systemWallClock())
-                return (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, all.subtracting(away), try snapshot.peerHolds())
-            }
-            var collected = 0
-            for zone in zones {
-                collected += try store.write { transaction in
-                    let plan = TombstoneHolds(
-                        tombstones: try transaction.tombstoneVectors(in: zone.key), own: zone.sync.vector, devices: devices,
-                        acknowledgements: holds.compactMapValues { $0[zone.key] })
-                    return try transaction.collectTombstones(in: zone.key, acknowledged: plan.acknowledged).count
-                }
-            }
-            return collected
+            let holds = try store.read { try $0.peerHolds() }
+            return try collectionPass(acknowledgements: holds, connected: [], horizon: nil).zones.reduce(0) { $0 + $1.collected.count }
         }
     }
+
+    /// The devices that may hold the account's private zones, and those of
+    /// them away past the horizon (`horizon` seconds, else the store's).
+    func privateZoneDevices(in snapshot: StoreSnapshot, connected: Set<String>, horizon: Double?) throws -> (all: Set<String>, away: Set<String>) {
+        let all = try snapshot.devicesHoldingPrivateZones(besides: deviceID)
+        let away = TombstoneHorizon.away(
+            all, peers: try snapshot.peers(), connected: connected, horizon: try horizon ?? TombstoneHorizon.seconds(in: snapshot), now: RecordStore.systemWallClock())
+        return (all, away)
+    }
+
+    /// One pass of collection over the private zones, a transaction each:
+    /// the tombstones every device not away acknowledged (`acknowledgements`,
+    /// per device and zone) go.
+    func collectionPass(acknowledgements: [String: [ZoneKey: VersionVector]], connected: Set<String>, horizon: Double?) throws -> CollectionPass {
+        let (zones, devices) = try store.read { snapshot in
+            (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, try privateZoneDevices(in: snapshot, connected: connected, horizon: horizon))
+        }
+        var pass = CollectionPass(away: devices.away)
+        for zone in zones {
+            let acknowledged = acknowledgements.compactMapValues { $0[zone.key] }
+            pass.zones.append(try store.write { transaction in
+                let tombstones = try transaction.tombstones(in: zone.key)
+                // A store no other device holds collects at once.
+                let holds = TombstoneHolds(tombstones: tombstones.map(\.vector), own: zone.sync.vector, devices: devices.all.subtracting(devices.away), acknowledgements: acknowledged)
+                let collected = try transaction.collect(tombstones, in: zone.key, acknowledged: holds.acknowledged)
+                return CollectionPass.Zone(key: zone.key, collected: collected, holds: holds, through: try transaction.collectedThrough(in: zone.key))
+            })
+        }
+        return pass
+    }
+}
+
+/// What one collection pass did.
+struct CollectionPass {
+    struct Zone {
+        var key: ZoneKey
+        var collected: [String]
+        var holds: TombstoneHolds
+        /// The join of the zone's collected tombstones' vectors, after the pass.
+        var through: VersionVector
+    }
+
+    /// Devices away past the horizon: they held nothing back.
+    var away: Set<String>
+    var zones: [Zone] = []
 }

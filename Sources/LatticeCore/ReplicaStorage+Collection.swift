@@ -13,8 +13,14 @@ extension ReplicaStorage {
     /// included); returns their names.
     @discardableResult
     public func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+        try collect(try tombstones(in: zone), in: zone, acknowledged: acknowledged)
+    }
+
+    /// Collects those of the zone's `tombstones` (as `tombstones(in:)` read
+    /// them in this transaction) whose vectors `acknowledged` dominates.
+    public func collect(_ tombstones: [RecordState], in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
         var collected: [String] = []
-        for tombstone in try tombstones(in: zone) where acknowledged.dominates(tombstone.vector) {
+        for tombstone in tombstones where acknowledged.dominates(tombstone.vector) {
             try collect(tombstone, in: zone)
             collected.append(tombstone.recordName)
         }

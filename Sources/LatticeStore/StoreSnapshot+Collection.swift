@@ -16,8 +16,12 @@ extension StoreSnapshot {
 
     /// What is left of the record's collected tombstone, if it was collected.
     public func collectedResidue(of name: String, in key: ZoneKey) throws -> RecordResidue? {
-        guard let zone = try zoneRow(key),
-              let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT causal_length, vector FROM residues WHERE zone = ? AND name = ?"), arguments: [zone.id, name]) else { return nil }
+        guard let zone = try zoneRow(key) else { return nil }
+        return try collectedResidue(of: name, zoneID: zone.id)
+    }
+
+    func collectedResidue(of name: String, zoneID: Int64) throws -> RecordResidue? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT causal_length, vector FROM residues WHERE zone = ? AND name = ?"), arguments: [zoneID, name]) else { return nil }
         return RecordResidue(causalLength: UInt64(row[0] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
     }
 

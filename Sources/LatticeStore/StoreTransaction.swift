@@ -274,8 +274,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     public func residue(named name: String, in key: ZoneKey) throws -> RecordResidue? {
         guard let zone = try zoneID(key), try holdsResidues(zone) else { return nil }
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT causal_length, vector FROM residues WHERE zone = ? AND name = ?"), arguments: [zone, name]) else { return nil }
-        return RecordResidue(causalLength: UInt64(row[0] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
+        return try collectedResidue(of: name, zoneID: zone)
     }
 
     /// Collecting takes no change sequence (no reader's view changes), but a

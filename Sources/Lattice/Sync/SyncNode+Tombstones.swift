@@ -19,40 +19,21 @@ extension SyncNode {
         let (holds, connected) = state.withLockedValue { state in
             (state.peerHolds, Set(state.connections.filter { $0.value.contains { $0.access.isAccount } }.map(\.key)))
         }
-        let own = container.deviceID
         let now = RecordStore.systemWallClock()
         // Devices connected now were seen now: what `status` reads of the horizon is this pass's view.
         try? store.write { transaction in
             for device in connected.sorted() { try transaction.upsertPeer(device, name: nil, trusted: nil, lastSeen: now) }
         }
         let horizon = configuration.tombstoneHorizon.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-        guard let (zones, devices, away) = try? store.read({ snapshot in
-            let devices = try snapshot.devicesHoldingPrivateZones(besides: own)
-            let away = TombstoneHorizon.away(devices, peers: try snapshot.peers(), connected: connected, horizon: try horizon ?? TombstoneHorizon.seconds(in: snapshot), now: now)
-            return (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, devices, away)
-        }) else { return 0 }
-        var collected = 0
-        var through: [ZoneKey: VersionVector] = [:]
-        var ask = Set<String>()
-        for zone in zones {
-            let acknowledgements = holds.compactMapValues { $0[zone.key] }
-            // A store no other device holds collects at once.
-            let names = try? store.write { transaction -> [String] in
-                let plan = TombstoneHolds(
-                    tombstones: try transaction.tombstoneVectors(in: zone.key), own: zone.sync.vector, devices: devices.subtracting(away),
-                    acknowledgements: acknowledgements)
-                ask.formUnion(plan.waitingFor.keys)
-                return try transaction.collectTombstones(in: zone.key, acknowledged: plan.acknowledged)
-            }
-            if let names, !names.isEmpty {
-                collected += names.count
-                let without = away.filter { acknowledgements[$0].map { vector in !vector.dominates(zone.sync.vector) } ?? true }
-                logger.info("collected tombstones every device of the account acknowledged", metadata: [
-                    "zone": "\(zone.key)", "collected": "\(names.count)",
-                    "away": "\(without.isEmpty ? "none" : without.sorted().joined(separator: ", ") + " (past the tombstone horizon; told when back)")"])
-            }
-            if let vector = try? store.read({ try $0.collectedThrough(in: zone.key) }), !vector.isEmpty { through[zone.key] = vector }
+        guard let pass = try? container.collectionPass(acknowledgements: holds, connected: connected, horizon: horizon) else { return 0 }
+        for zone in pass.zones where !zone.collected.isEmpty {
+            let without = pass.away.filter { holds[$0]?[zone.key].map { vector in !vector.dominates(zone.holds.acknowledged) } ?? true }
+            logger.info("collected tombstones every device of the account acknowledged", metadata: [
+                "zone": "\(zone.key)", "collected": "\(zone.collected.count)", "held": "\(zone.holds.held)",
+                "away": "\(without.isEmpty ? "none" : without.sorted().joined(separator: ", ") + " (past the tombstone horizon; told when back)")"])
         }
+        let through = Dictionary(uniqueKeysWithValues: pass.zones.filter { !$0.through.isEmpty }.map { ($0.key, $0.through) })
+        let ask = pass.zones.reduce(into: Set<String>()) { $0.formUnion($1.holds.waitingFor.keys) }
         // Connected devices holding tombstones back may hold them already: a commit relayed to them
         // by another device brought this node no acknowledgement. Asked, they say (for the next pass).
         let handles = state.withLockedValue { state in
@@ -60,7 +41,7 @@ extension SyncNode {
             return ask.intersection(connected).compactMap { state.connections[$0]?.first(where: \.isActive) }
         }
         for handle in handles { handle.requestHolds() }
-        return collected
+        return pass.zones.reduce(0) { $0 + $1.collected.count }
     }
 
     /// Reads what each private zone collected, for the devices that connect before the first pass.
