@@ -20,6 +20,8 @@ public final class MemoryReplica: ReplicaStorage {
 
     public let replica: ReplicaID
     public let signer: Identity?
+    /// Smaller than `WriteBlock.maximumEntries` only in tests that want many blocks.
+    public var sealedBlockEntries = WriteBlock.maximumEntries
     public var pendingLocalWrites: [PendingLocalWrite] = []
     /// Blocks by writer and zone, sorted by `last`.
     private var blocks: [BlockKey: [WriteBlock]] = [:]
@@ -268,6 +270,26 @@ public final class MemoryReplica: ReplicaStorage {
         undo.append(.blockRemoved(key, index, list[index]))
         blocks[key]!.remove(at: index)
         changed = true
+    }
+
+    public func blockWriters(in zone: ZoneKey) -> [ReplicaID] {
+        blocks.filter { $0.key.zone == zone && !$0.value.isEmpty }.map(\.key.replica).sorted()
+    }
+
+    public func forEachRecord(in zone: ZoneKey, _ body: (RecordState) throws -> Void) throws {
+        guard let slot = slot(zone) else { return }
+        for entry in slots[slot].records.values { try body(entry.state) }
+    }
+
+    /// Collects the zone's write blocks that prove nothing shown, as one transaction.
+    @discardableResult
+    public func collectWriteBlocks(in key: ZoneKey) throws -> Int {
+        try transaction { try (self as any ReplicaStorage).collectWriteBlocks(in: key) }
+    }
+
+    /// Every block held of the zone, for tests.
+    public func writeBlockCount(in zone: ZoneKey) -> Int {
+        blocks.filter { $0.key.zone == zone }.map(\.value.count).reduce(0, +)
     }
 
     /// Blocks are kept sorted by `last`: a binary search finds the first at or after `time`.

@@ -77,7 +77,7 @@ extension ReplicaStorage {
             // a commit pushed at once carries a block of at most that many.
             if zoneTimes.isEmpty, let open = try writeBlock(of: replica, in: zone, covering: nil), let held = open.entries,
                !holdsZoneState(open, sync) {
-                if held.count + entries.count <= WriteBlock.maximumRollingEntries {
+                if held.count + entries.count <= max(1, sealedBlockEntries / WriteBlock.rollingFraction) {
                     entries = held + entries
                 } else {
                     try fold(open, in: zone, sync, by: signer)
@@ -86,7 +86,7 @@ extension ReplicaStorage {
             var chunks: [[WriteBlock.Entry]] = [[]]
             for entry in entries {
                 let alone = zoneTimes.contains(entry.time)
-                if alone || chunks[chunks.count - 1].count == WriteBlock.maximumEntries, !chunks[chunks.count - 1].isEmpty { chunks.append([]) }
+                if alone || chunks[chunks.count - 1].count == sealedBlockEntries, !chunks[chunks.count - 1].isEmpty { chunks.append([]) }
                 chunks[chunks.count - 1].append(entry)
                 if alone { chunks.append([]) }
             }
@@ -112,7 +112,7 @@ extension ReplicaStorage {
     private func fold(_ open: WriteBlock, in zone: ZoneKey, _ sync: ZoneSyncState, by signer: Identity) throws {
         guard let entries = open.entries, let first = open.firstTime,
               let previous = try writeBlock(of: replica, in: zone, endingBefore: first), let earlier = previous.entries,
-              earlier.count + entries.count <= WriteBlock.maximumEntries, !holdsZoneState(previous, sync) else { return }
+              earlier.count + entries.count <= sealedBlockEntries, !holdsZoneState(previous, sync) else { return }
         // The rolling block goes first: the joined one ends at the same `last`, and is not a later version of it.
         try removeWriteBlock(open)
         try storeWriteBlock(try WriteBlock.seal(earlier + entries, last: open.last, in: zone, by: signer))

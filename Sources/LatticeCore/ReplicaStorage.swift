@@ -55,6 +55,9 @@ public protocol ReplicaStorage: AnyObject {
     /// Whether writes received are checked against their writers' signatures
     /// (always, but where a benchmark measures what the check costs).
     var checksWrites: Bool { get }
+    /// The most entries a block this replica seals holds: `WriteBlock.maximumEntries`
+    /// but where a test makes blocks small, to have many of them.
+    var sealedBlockEntries: Int { get }
     /// The running transaction's local writes, sealed when it commits.
     var pendingLocalWrites: [PendingLocalWrite] { get set }
     /// A block of `replica` in `zone`: the first whose `last` is at or after
@@ -67,8 +70,15 @@ public protocol ReplicaStorage: AnyObject {
     func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) throws -> WriteBlock?
     /// Persists a block (replacing one with the same writer, zone and `last`).
     func insertWriteBlock(_ block: WriteBlock) throws
-    /// Forgets a block (a later version superseded it).
+    /// Forgets a block (a later version superseded it, or it proves nothing shown).
     func removeWriteBlock(_ block: WriteBlock) throws
+    /// The replicas with blocks in `zone`.
+    func blockWriters(in zone: ZoneKey) throws -> [ReplicaID]
+    /// Notes that this replica's own blocks in `zone` ending up to `last`
+    /// were collected: a peer's head of this replica up to there is one it signed.
+    func noteOwnBlocksCollected(through last: HLCTimestamp, in zone: ZoneKey) throws
+    /// Calls `body` with every record state of the zone, tombstones included.
+    func forEachRecord(in zone: ZoneKey, _ body: (RecordState) throws -> Void) throws
     /// Why `replica`'s writes stamped `time` (or a block or vector of it
     /// reaching `time`) are refused, or nil to accept them.
     func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String?
@@ -109,6 +119,11 @@ extension ReplicaStorage {
     public func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership] { [] }
 
     public var checksWrites: Bool { true }
+
+    public var sealedBlockEntries: Int { WriteBlock.maximumEntries }
+
+    /// Nothing to note where no one asks whether a head was signed (`holdsOwnHead` is the store's).
+    public func noteOwnBlocksCollected(through last: HLCTimestamp, in zone: ZoneKey) throws {}
 
     public func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
         try record(named: name, in: zone)?.version

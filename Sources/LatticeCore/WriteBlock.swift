@@ -25,7 +25,9 @@ public struct WriteBlock: Hashable, Sendable {
     /// How far small commits extend one block: a block that grew this way is
     /// re-signed and re-sent whole at each commit, so it stays short, while a
     /// commit of many writes fills blocks of `maximumEntries`.
-    public static let maximumRollingEntries = 32
+    public static let maximumRollingEntries = maximumEntries / rollingFraction
+    /// What part of a full block a rolling one grows to.
+    public static let rollingFraction = 8
     public static let signatureLength = 64
     public static let publicKeyLength = 32
 

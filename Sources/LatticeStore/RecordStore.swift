@@ -19,6 +19,8 @@ public final class RecordStore: Sendable {
     /// Off only to measure what checking writes costs (`Benchmarks/`): a
     /// store that applies writes it cannot attribute is open to forgery.
     @_spi(Benchmarks) public nonisolated(unsafe) var checksWrites = true
+    /// Smaller than `WriteBlock.maximumEntries` only in tests that want many blocks.
+    @_spi(Testing) public nonisolated(unsafe) var sealedBlockEntries = WriteBlock.maximumEntries
     /// On only in tests, to play a modified client: this store then writes,
     /// and takes, what `WriteRights` refuses (a public record's non-creator edits).
     @_spi(Testing) public nonisolated(unsafe) var ignoresWriteRights = false

@@ -76,6 +76,18 @@ extension StoreTransaction {
         markChanged()
     }
 
+    public func blockWriters(in key: ZoneKey) throws -> [ReplicaID] {
+        try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT replica FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ?"),
+                          arguments: [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName])
+            .map { ReplicaID(bytes: [UInt8]($0)) }
+    }
+
+    public func noteOwnBlocksCollected(through last: HLCTimestamp, in key: ZoneKey) throws {
+        guard last > (try ownBlocksCollectedThrough(in: key)) else { return }
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: [Self.collectedBlocksKey(key), Int64(bitPattern: last.rawValue)])
+        markChanged()
+    }
+
     public func removeWriteBlock(_ block: WriteBlock) throws {
         try db.cachedStatement(sql: "DELETE FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last = ?").execute(arguments: blockKey(block))
         markChanged()
@@ -120,8 +132,17 @@ extension StoreSnapshot {
     /// (restored from an older copy while its peers kept them).
     public func holdsOwnHead(_ head: HLCTimestamp, in key: ZoneKey) throws -> Bool {
         guard head > .zero else { return true }
+        // A head among the blocks collected was signed: they went because no write of them is shown any more.
+        if head <= (try ownBlocksCollectedThrough(in: key)) { return true }
         guard let block = try writeBlock(of: store.replica, in: key, covering: head) else { return false }
         return block.last == head || block.digest(at: head) != nil
+    }
+
+    static func collectedBlocksKey(_ key: ZoneKey) -> String { "own_blocks_collected.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
+
+    /// The greatest `last` of this store's own blocks collected in `key` (`collectWriteBlocks`).
+    func ownBlocksCollectedThrough(in key: ZoneKey) throws -> HLCTimestamp {
+        HLCTimestamp(rawValue: UInt64(bitPattern: try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.collectedBlocksKey(key)]) ?? 0))
     }
 
     /// The head of its own a peer holds and this store lost, if one was seen.

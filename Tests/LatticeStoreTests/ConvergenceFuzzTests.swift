@@ -68,6 +68,8 @@ struct ConvergenceFuzzer {
         self.seed = seed
         rng = SeededGenerator(seed: seed)
         collects = seed % 2 == 0
+        // Most histories seal blocks of a few writes, so writers have many and their collection is exercised.
+        let blockEntries = [2, 3, 8, WriteBlock.maximumEntries][Int((seed / 2) % 4)]
         let count = Int.random(in: 3...5, using: &rng)
         var kinds = (0..<count).map { _ in Bool.random(using: &rng) }
         if Set(kinds).count == 1 { kinds[0].toggle() }
@@ -75,8 +77,8 @@ struct ConvergenceFuzzer {
             let clock = ManualClock(1_700_000_000_000 + UInt64.random(in: 0...20, using: &rng))
             clocks.append(clock)
             let replica: any FuzzReplica = onDisk
-                ? try StoreFuzzReplica(clock: clock)
-                : try MemoryFuzzReplica(number: UInt64(index + 1), clock: clock)
+                ? try StoreFuzzReplica(clock: clock, blockEntries: blockEntries)
+                : try MemoryFuzzReplica(number: UInt64(index + 1), clock: clock, blockEntries: blockEntries)
             replicas.append(replica)
             states.append(Model.Replica(zone: Model.ZoneEvent(incarnation: 0, stamp: Stamp(time: .zero, replica: replica.replicaID)), id: replica.replicaID))
         }
@@ -102,11 +104,13 @@ struct ConvergenceFuzzer {
             case 520..<720: try send(from: who)
             case 720..<935: if !pending.isEmpty { try deliver(pending.remove(at: Int.random(in: 0..<pending.count, using: &rng))) }
             case 935..<950:
-                guard collects else { break }
-                // Now and then a quiet moment first, when everyone catches up: then most tombstones can go,
-                // and the history goes on with records created again after their collection.
-                if Int.random(in: 0..<3, using: &rng) == 0 { try exchangeAll() }
-                try collectTombstones(who)
+                if collects {
+                    // Now and then a quiet moment first, when everyone catches up: then most tombstones can go,
+                    // and the history goes on with records created again after their collection.
+                    if Int.random(in: 0..<3, using: &rng) == 0 { try exchangeAll() }
+                    try collectTombstones(who)
+                }
+                try collectWriteBlocks(who)
             default: try deliverDamaged()
             }
             if Int.random(in: 0..<60, using: &rng) == 0 { try checkDigestsMatchStates() }
@@ -298,6 +302,15 @@ struct ConvergenceFuzzer {
         let collected = try replicas[who].collectTombstones(in: Self.zone, acknowledged: acknowledged ?? VersionVector())
         coverage.count("tombstones collected", collected.count)
         #expect(try replicas[who].commitSequence() == before, "\(context(who)): collecting tombstones took a commit sequence")
+        try expectMatchesModel(who)
+    }
+
+    /// Write block collection, as a store runs it now and then: every
+    /// later delivery to or from this replica must still prove its writes.
+    mutating func collectWriteBlocks(_ who: Int) throws {
+        let before = try replicas[who].commitSequence()
+        coverage.count("write blocks collected", try replicas[who].collectWriteBlocks(in: Self.zone))
+        #expect(try replicas[who].commitSequence() == before, "\(context(who)): collecting write blocks took a commit sequence")
         try expectMatchesModel(who)
     }
 
@@ -521,7 +534,10 @@ struct ConvergenceFuzzer {
     mutating func checkConverged() throws {
         // Once everyone holds everything, every tombstone is acknowledged everywhere: collected on every replica.
         if collects {
-            for who in replicas.indices { try collectTombstones(who) }
+            for who in replicas.indices {
+                try collectTombstones(who)
+                try collectWriteBlocks(who)
+            }
             // Then what was still on its way arrives, late: older states of collected records among it
             // (as from a bundle or a restored backup). None may bring a deleted record back.
             coverage.count("late deliveries after a collection", pending.count)
@@ -640,7 +656,7 @@ extension ConvergenceFuzzer {
             for what in ["no-op saves", "saves refused for a field type", "saves refused by the production schema", "cascade deletes of a local delete",
                          "cascade deletes on merge", "conflict clears", "zone deletes", "zone re-creations", "records deferred",
                          "zone changes deferred whole", "deliveries that changed nothing", "converged records with conflicts",
-                         "digests compared equal", "digests compared different", "tombstones collected", "late deliveries after a collection"] {
+                         "digests compared equal", "digests compared different", "tombstones collected", "late deliveries after a collection", "write blocks collected"] {
                 #expect(coverage[what] > 0, "the fuzzer never exercised: \(what)")
             }
         }

@@ -1,7 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeCrypto
-import LatticeStore
+@_spi(Testing) import LatticeStore
 import LatticeTestSupport
 
 /// One replica under test, on disk or in memory, driven through the same operations.
@@ -28,6 +28,8 @@ protocol FuzzReplica: AnyObject {
     func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String]
     /// The zone's collected tombstones' residues, by name.
     func residues(in zone: ZoneKey) throws -> [String: RecordResidue]
+    /// Collects the zone's write blocks that prove nothing shown; returns how many went.
+    func collectWriteBlocks(in zone: ZoneKey) throws -> Int
 }
 
 final class MemoryFuzzReplica: FuzzReplica {
@@ -36,8 +38,9 @@ final class MemoryFuzzReplica: FuzzReplica {
     let kind = "memory"
 
     /// A replica that signs as identity `number` and checks what it receives, as a store does.
-    init(number: UInt64, clock: ManualClock) throws {
+    init(number: UInt64, clock: ManualClock, blockEntries: Int = WriteBlock.maximumEntries) throws {
         replica = try MemoryReplica(identity: .numbered(number), wallClock: { clock.now })
+        replica.sealedBlockEntries = blockEntries
     }
 
     func createZone(_ zone: ZoneKey) throws { replica.createZone(zone) }
@@ -64,6 +67,7 @@ final class MemoryFuzzReplica: FuzzReplica {
     func commitSequence() -> UInt64 { replica.sequence }
     func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] { try replica.collectTombstones(in: zone, acknowledged: acknowledged) }
     func residues(in zone: ZoneKey) -> [String: RecordResidue] { replica.residues(in: zone) }
+    func collectWriteBlocks(in zone: ZoneKey) throws -> Int { try replica.collectWriteBlocks(in: zone) }
 }
 
 final class StoreFuzzReplica: FuzzReplica {
@@ -78,10 +82,11 @@ final class StoreFuzzReplica: FuzzReplica {
         return FileManager.default.isWritableFile(atPath: shm.path) ? shm : URL(fileURLWithPath: NSTemporaryDirectory())
     }()
 
-    init(clock: ManualClock) throws {
+    init(clock: ManualClock, blockEntries: Int = WriteBlock.maximumEntries) throws {
         // A directory of its own, with no shared parent: no test can remove another's store while it runs.
         directory = Self.base.appendingPathComponent("lattice-fuzz-\(getpid())-\(UUID().uuidString)")
         store = try RecordStore(directory: directory, wallClock: { clock.now })
+        store.sealedBlockEntries = blockEntries
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -110,4 +115,5 @@ final class StoreFuzzReplica: FuzzReplica {
     func commitSequence() throws -> UInt64 { try store.currentSequence() }
     func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] { try store.collectTombstones(in: zone, acknowledged: acknowledged) }
     func residues(in zone: ZoneKey) throws -> [String: RecordResidue] { try store.read { try $0.residues(in: zone) } }
+    func collectWriteBlocks(in zone: ZoneKey) throws -> Int { try store.write { try $0.collectWriteBlocks(in: zone) } }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import LatticeCore
-import LatticeStore
+@_spi(Testing) import LatticeStore
 import Testing
 
 /// Tombstone collection on real stores: what goes, what stays, and that no
@@ -114,6 +114,7 @@ import Testing
         try a.write { _ = try $0.createZone(zone) }
         let names = (0..<100).map { "n\($0)" }
         var checkpoints: [Int] = []
+        var blocks: [Int] = []
         for round in 0..<10_000 {
             let name = names[round % names.count]
             try save(a, name, "round \(round)")
@@ -123,11 +124,52 @@ import Testing
                 let rows = try count("a", "SELECT (SELECT COUNT(*) FROM records) + (SELECT COUNT(*) FROM residues)")
                 #expect(rows <= names.count, "round \(round): \(rows) record and residue rows for \(names.count) names")
                 checkpoints.append(try count("a", "SELECT COUNT(*) FROM checkpoints"))
+                blocks.append(try count("a", "SELECT COUNT(*) FROM write_blocks"))
             }
         }
+        // Without collection the signed blocks grow by one per 256 writes (80 at the end);
+        // collected when they double, they stay under twice what the present states need and a few more.
+        #expect(blocks.max()! <= 48 && blocks.last! < 40, "write blocks every 500 rounds: \(blocks)")
         // 20,000 commits: 1,024 checkpoints dense, then about 512 per doubling of age (3,217 measured).
         #expect(checkpoints.max()! < 3_500, "\(checkpoints)")
         #expect(checkpoints.last! - checkpoints[checkpoints.count / 2] < 600, "checkpoints grow with the log of the history: \(checkpoints)")
+    }
+
+    /// Blocks of writes no record shows any more go; what they proved stays provable where it
+    /// is still shown, a peer's old head of this store is not taken for a lost write, and
+    /// replicas that collected at different moments still sync with each other and a new one.
+    @Test func writeBlocksOfOverwrittenWritesGoAndEverythingShownStaysProvable() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
+        let b = try store("b")
+        let c = try store("c")
+        for small in [a, b] { small.sealedBlockEntries = 4 }
+        try a.write { _ = try $0.createZone(zone) }
+        for round in 0..<40 { try save(a, "r\(round % 10)", "first \(round)") }
+        try send(a, to: b)
+        let head = try vector(b)[a.replica]
+        // Every record is overwritten: the blocks b's head of a's lies in prove nothing shown.
+        for round in 0..<40 { try save(a, "r\(round % 10)", "second \(round)") }
+        try a.write { _ = try $0.delete(["r0"], in: zone) }
+        try save(b, "b0", "of b")
+        let before = try count("a", "SELECT COUNT(*) FROM write_blocks")
+        let dropped = try a.write { try $0.collectWriteBlocks(in: zone) }
+        #expect(dropped > 10, "\(dropped) of \(before) blocks collected")
+        #expect(try a.read { try $0.writeBlock(of: a.replica, in: zone, covering: head)?.digest(at: head) } == nil, "the block of b's head is gone")
+        #expect(try a.read { try $0.holdsOwnHead(head, in: zone) }, "a head a signed, its block collected, taken for a lost write")
+        #expect(try a.read { try $0.ownGap(in: zone) } == nil)
+        // Both ways, then to a store that never saw any of it, after b collects too.
+        try send(a, to: b)
+        try send(b, to: a)
+        #expect(try b.write { try $0.collectWriteBlocks(in: zone) } > 0)
+        try send(b, to: c)
+        try send(a, to: c)
+        try save(c, "r1", "of c")
+        try send(c, to: a)
+        try send(c, to: b)
+        #expect(try records(a) == (try records(b)))
+        #expect(try records(c) == (try records(a)))
+        #expect(try records(a).count == 11)
     }
 
     /// Thinned checkpoints still serve an old peer everything it lacks.
