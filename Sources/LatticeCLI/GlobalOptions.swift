@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Lattice
+import Synchronization
 
 /// Options every command takes.
 public struct GlobalOptions: ParsableArguments {
@@ -75,12 +76,26 @@ public struct GlobalOptions: ParsableArguments {
             }
             throw CLIError(.notFound, code: "BAD_CONTAINER", "no store at \(directory.path); run `lattice init` first (or pass --store DIR)")
         }
-        return try library { try Container(identifier: container, directory: directory, create: false) }
+        let opened = try library { try Container(identifier: container, directory: directory, create: false) }
+        OpenStores.keep(opened)
+        return opened
     }
 
     func debug(_ message: @autoclosure () -> String) {
         if ["trace", "debug"].contains(logLevel.lowercased()) { Output.standardError("debug: " + message()) }
     }
+}
+
+/// The stores a command opened, left open until the process exits. Closing
+/// a store's last connection makes SQLite move the write-ahead log into the
+/// database, sync it and delete the log, which the next command creates
+/// again: a cost each short command would pay (about a millisecond) for
+/// nothing, since every commit is already durable in the log, and the next
+/// writer's automatic checkpoint moves it.
+enum OpenStores {
+    private static let kept = Mutex<[Container]>([])
+
+    static func keep(_ container: Container) { kept.withLock { $0.append(container) } }
 }
 
 /// Runs library code, turning its errors into CLI errors.

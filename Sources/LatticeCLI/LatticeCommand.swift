@@ -13,6 +13,7 @@ public struct LatticeCommand: ParsableCommand {
 
             \(ExitStatus.helpText)
             """,
+        version: LatticeCommand.version,
         subcommands: [
             InitCommand.self, IDCommand.self, ZoneCommand.self, RecordCommand.self, QueryCommand.self,
             ChangesCommand.self, WatchCommand.self, ConflictsCommand.self, SchemaCommand.self,
@@ -22,6 +23,9 @@ public struct LatticeCommand: ParsableCommand {
     )
 
     public init() {}
+
+    /// What `lattice --version` prints.
+    public static let version = "0.24.0"
 
     /// Runs the command line, mapping every failure to one line (or a JSON error) and its exit code.
     public static func main(_ arguments: [String]? = nil) {

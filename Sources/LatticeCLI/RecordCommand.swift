@@ -25,7 +25,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Save: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "save", 
             abstract: "Save a record: FIELD[:TYPE]=VALUE sets a field.",
             discussion: """
                 TYPE: string (default, or the schema's type), int, double, bool, date (ISO 8601), bytes (base64),
@@ -74,7 +74,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Get: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a record.", discussion: "Example: lattice record get Movies/toy-story --json")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a record.", discussion: "Example: lattice record get Movies/toy-story --json")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "ZONE/NAME") var path: String
         @Flag(name: .customLong("fetch-assets"), help: "Fetch the record's asset content first (see `lattice asset fetch`).") var fetchAssets = false
@@ -94,7 +94,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a record (and the records that reference it with ref-cascade).",
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a record (and the records that reference it with ref-cascade).",
             discussion: "Example: lattice record delete Movies/toy-story --if-tag 3f9k2")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "ZONE/NAME") var path: String
@@ -117,7 +117,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Import: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "import", 
             abstract: "Import JSON lines of record dictionaries (atomic per batch).",
             discussion: """
                 Each line is a CloudKit Web Services record: {"recordName":"m1","recordType":"Movie","fields":{"title":{"value":"Up","type":"STRING"}}}.

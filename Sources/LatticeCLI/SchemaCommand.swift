@@ -7,7 +7,7 @@ struct SchemaCommand: ParsableCommand {
         subcommands: [Show.self, Index.self, Deploy.self])
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print record types and their fields.", discussion: "Example: lattice schema show --json")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Print record types and their fields.", discussion: "Example: lattice schema show --json")
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
@@ -36,7 +36,7 @@ struct SchemaCommand: ParsableCommand {
     }
 
     struct Index: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "index", 
             abstract: "Index a field: queryable (filters), sortable (sort order), searchable (token searches).",
             discussion: """
                 Every record of the type is indexed at once; every later save and merge keeps the index current, and the \
@@ -70,7 +70,7 @@ struct SchemaCommand: ParsableCommand {
     }
 
     struct Deploy: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Move the container to production: new types and fields are rejected from now on.",
+        static let configuration = CommandConfiguration(commandName: "deploy", abstract: "Move the container to production: new types and fields are rejected from now on.",
             discussion: "Example: lattice schema deploy")
         @OptionGroup var options: GlobalOptions
 

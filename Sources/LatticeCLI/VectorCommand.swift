@@ -84,7 +84,7 @@ struct BundleCommand: ParsableCommand {
         subcommands: [Create.self, Apply.self])
 
     struct Create: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Write what the other side lacks to a file.",
+        static let configuration = CommandConfiguration(commandName: "create", abstract: "Write what the other side lacks to a file.",
             discussion: "Example: lattice bundle create -o for-phone.ltb --since phone-vector.json Movies")
         @OptionGroup var options: GlobalOptions
         @Option(name: .shortAndLong, help: "Bundle file to write.") var output: String
@@ -159,7 +159,7 @@ struct BundleCommand: ParsableCommand {
     }
 
     struct Apply: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Apply a bundle, all or nothing.",
+        static let configuration = CommandConfiguration(commandName: "apply", abstract: "Apply a bundle, all or nothing.",
             discussion: "Example: lattice bundle apply from-laptop.ltb")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "Bundle file.") var file: String

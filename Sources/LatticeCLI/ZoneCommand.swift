@@ -6,7 +6,7 @@ struct ZoneCommand: ParsableCommand {
         subcommands: [Create.self, Delete.self, List.self, Assets.self])
 
     struct Create: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a zone (or re-create a deleted one).", discussion: "Example: lattice zone create Movies")
+        static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a zone (or re-create a deleted one).", discussion: "Example: lattice zone create Movies")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "Zone name.") var zone: String
 
@@ -18,7 +18,7 @@ struct ZoneCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a zone and all its records, on every replica.", discussion: "Example: lattice zone delete Movies")
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a zone and all its records, on every replica.", discussion: "Example: lattice zone delete Movies")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "Zone name.") var zone: String
 
@@ -33,7 +33,7 @@ struct ZoneCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List zones with their record counts.", discussion: "Example: lattice zone list --json")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List zones with their record counts.", discussion: "Example: lattice zone list --json")
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
@@ -49,7 +49,7 @@ struct ZoneCommand: ParsableCommand {
     }
 
     struct Assets: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "assets", 
             abstract: "Show or set whether a zone's assets come with its records (eager) or when asked for (lazy).",
             discussion: """
                 lazy (the default): assets up to 256 KiB come with their records, larger ones with `lattice asset fetch`. \

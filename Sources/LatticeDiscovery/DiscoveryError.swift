@@ -37,6 +37,12 @@ public struct DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible
     /// The error for a DNS-SD return code; `kDNSServiceErr_Unknown` is how Avahi's
     /// library says that the bus or the daemon is missing, so tell them apart here.
     static func from(code: Int32, doing action: String) -> DiscoveryError {
+        #if os(Linux)
+        // What the loader of Avahi's library (Sources/CDNSSD/shim.h) answers when it is not installed.
+        if code == -65563, dlopen("libdns_sd.so.1", RTLD_LAZY) == nil {
+            return DiscoveryError(.noDaemon, "mDNS discovery is off: Avahi's DNS-SD library (libdns_sd.so.1, package libavahi-compat-libdnssd1) is not installed; install it, or use --peer HOST:PORT")
+        }
+        #endif
         guard code == -65537 else {
             return DiscoveryError(.refused, "mDNS \(action) failed with DNS-SD error \(code)")
         }

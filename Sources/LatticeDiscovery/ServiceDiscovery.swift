@@ -131,7 +131,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
         let txt = try TXTRecord.encode(advertisement.txt)
         let operation = ServiceOperation(owner: self, key: nil)
         let code = txt.withUnsafeBytes { bytes in
-            DNSServiceRegister(
+            lattice_DNSServiceRegister(
                 &operation.reference, 0, 0, advertisement.name, serviceType, nil, nil,
                 UInt16(advertisement.port).bigEndian, UInt16(bytes.count), bytes.baseAddress, registerReply, operation.context)
         }
@@ -140,7 +140,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
 
     private func browse() throws(DiscoveryError) {
         let operation = ServiceOperation(owner: self, key: nil)
-        let code = DNSServiceBrowse(&operation.reference, 0, 0, serviceType, nil, browseReply, operation.context)
+        let code = lattice_DNSServiceBrowse(&operation.reference, 0, 0, serviceType, nil, browseReply, operation.context)
         try start(operation, code, "browsing")
     }
 
@@ -169,7 +169,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
 
     private func resolve(_ key: ServiceTable.Key) {
         let operation = ServiceOperation(owner: self, key: key)
-        let code = DNSServiceResolve(&operation.reference, 0, key.interfaceIndex, key.name, serviceType, "local", resolveReply, operation.context)
+        let code = lattice_DNSServiceResolve(&operation.reference, 0, key.interfaceIndex, key.name, serviceType, "local", resolveReply, operation.context)
         do {
             try start(operation, code, "resolving \(key.name)")
             resolving[key] = operation
@@ -203,7 +203,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
         var started: [ServiceOperation] = []
         for type in [DNSRecordType.a, DNSRecordType.aaaa] {
             let operation = ServiceOperation(owner: self, key: key)
-            let code = DNSServiceQueryRecord(&operation.reference, 0, key.interfaceIndex, host, type, 1, queryReply, operation.context)
+            let code = lattice_DNSServiceQueryRecord(&operation.reference, 0, key.interfaceIndex, host, type, 1, queryReply, operation.context)
             do {
                 try start(operation, code, "looking up \(host)")
                 started.append(operation)
@@ -239,10 +239,10 @@ public final class ServiceDiscovery: @unchecked Sendable {
             operation.cancel()
             throw DiscoveryError.from(code: code, doing: action)
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: DNSServiceRefSockFD(reference), queue: queue)
+        let source = DispatchSource.makeReadSource(fileDescriptor: lattice_DNSServiceRefSockFD(reference), queue: queue)
         source.setEventHandler { [weak self, weak operation] in
             guard let self, let operation, let reference = operation.reference else { return }
-            let result = DNSServiceProcessResult(reference)
+            let result = lattice_DNSServiceProcessResult(reference)
             guard result != 0 else { return }
             let error = DiscoveryError.from(code: result, doing: "reading the daemon's answers")
             if let key = operation.key, !error.daemonIsMissing {
@@ -257,7 +257,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
         // is also after any callback under way returns: a callback may cancel its own operation.
         releasing.enter()
         source.setCancelHandler { [releasing] in
-            DNSServiceRefDeallocate(reference)
+            lattice_DNSServiceRefDeallocate(reference)
             releasing.leave()
         }
         operation.source = source
@@ -378,7 +378,7 @@ final class ServiceOperation {
             source.cancel()
             self.source = nil
         } else {
-            DNSServiceRefDeallocate(reference)
+            lattice_DNSServiceRefDeallocate(reference)
         }
     }
 }
@@ -427,7 +427,7 @@ private let avahiZeroedAllocations: Bool = {
         free: { pointer in free(pointer) },
         realloc: { pointer, size in realloc(pointer, size) },
         calloc: { count, size in calloc(count, size) }))
-    avahi_set_allocator(allocator)
+    _ = lattice_avahi_set_allocator(allocator)
     return true
 }()
 #endif
