@@ -16,13 +16,20 @@ public final class Container: Sendable {
 
     /// Opens (creating if needed) the container's replica in `directory`, or in
     /// the default location `$XDG_DATA_HOME/lattice/<identifier>`.
-    public init(identifier: String, directory: URL? = nil, create: Bool = true) throws(LatticeError) {
+    public convenience init(identifier: String, directory: URL? = nil, create: Bool = true) throws(LatticeError) {
+        try self.init(identifier: identifier, directory: directory, create: create, forOneCommand: false)
+    }
+
+    /// With `forOneCommand`, for a process that runs one short command (a
+    /// `lattice` call): reads share the writer's connection, so it opens one
+    /// SQLite connection instead of two.
+    @_spi(CommandLine) public init(identifier: String, directory: URL? = nil, create: Bool = true, forOneCommand: Bool) throws(LatticeError) {
         guard !identifier.isEmpty, !identifier.contains("/") else {
             throw LatticeError(.badContainer, "container identifier \"\(identifier)\" must be non-empty and contain no '/'")
         }
         containerIdentifier = identifier
         let location = directory ?? Container.defaultDirectory(for: identifier)
-        store = try LatticeError.wrap { try RecordStore(directory: location, create: create) }
+        store = try LatticeError.wrap { try RecordStore(directory: location, create: create, readsOnWriterConnection: forOneCommand) }
     }
 
     /// `$XDG_DATA_HOME/lattice/<identifier>`, else `~/.local/share/lattice/<identifier>`.

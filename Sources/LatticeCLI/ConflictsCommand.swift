@@ -11,7 +11,7 @@ struct ConflictsCommand: ParsableCommand {
     @Flag(help: "Forget them: the conflicts are resolved.") var clear = false
 
     func run() throws {
-        let database = try options.openContainer().database(with: options.scope)
+        let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
         let target = try RecordPath(parsing: path).resolved(in: database)
         let conflicts = try library { try database.conflicts(for: target.recordID) }
         if conflicts.isEmpty {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Lattice
+@_spi(CommandLine) import Lattice
 import Synchronization
 
 /// Options every command takes.
@@ -67,7 +67,9 @@ public struct GlobalOptions: ParsableArguments {
     var scope: DatabaseScope { DatabaseScope(name: database) ?? .private }
 
     /// Opens the existing store; a missing one is "not found" with the fix in the message.
-    func openContainer() throws -> Container {
+    /// `forOneCommand`: the command reads and writes and exits (no node, no waiting), so
+    /// its reads may share the writer's connection.
+    func openContainer(forOneCommand: Bool = false) throws -> Container {
         let directory = storeDirectory
         debug("opening store \(directory.path) (container \(container), \(scope) database)")
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("lattice.sqlite").path) else {
@@ -76,7 +78,7 @@ public struct GlobalOptions: ParsableArguments {
             }
             throw CLIError(.notFound, code: "BAD_CONTAINER", "no store at \(directory.path); run `lattice init` first (or pass --store DIR)")
         }
-        let opened = try library { try Container(identifier: container, directory: directory, create: false) }
+        let opened = try library { try Container(identifier: container, directory: directory, create: false, forOneCommand: forOneCommand) }
         OpenStores.keep(opened)
         return opened
     }

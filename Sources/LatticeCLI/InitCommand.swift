@@ -30,7 +30,7 @@ struct IDCommand: ParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() throws {
-        let container = try options.openContainer()
+        let container = try options.openContainer(forOneCommand: true)
         let name = try library { try container.deviceName() }
         if options.json {
             Output.json(IDOutput(deviceID: container.deviceID, replicaID: container.replicaID.description, accountID: try library { try container.accountID }, name: name))

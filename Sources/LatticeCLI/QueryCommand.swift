@@ -39,7 +39,7 @@ struct QueryCommand: ParsableCommand {
             guard !name.isEmpty else { throw CLIError.usage("--sort needs a field name") }
             sorts.append(QuerySort(QueryKey(name: name), ascending: !descending))
         }
-        let container = try options.openContainer()
+        let container = try options.openContainer(forOneCommand: true)
         let database = container.database(with: options.scope)
         let query = Query(recordType: recordType, predicate: predicate, sortDescriptors: sorts)
         let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
@@ -82,7 +82,7 @@ struct ChangesCommand: ParsableCommand {
     @Option(help: "At most this many records per call.") var limit: Int = 10_000
 
     func run() throws {
-        let container = try options.openContainer()
+        let container = try options.openContainer(forOneCommand: true)
         let database = container.database(with: options.scope)
         let token = try since.map { text in try library { try ChangeToken(stringValue: text) } }
         let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }

@@ -49,7 +49,7 @@ struct RecordCommand: ParsableCommand {
 
         func run() throws {
             let arguments = try fields.map(FieldArgument.init(parsing:))
-            let container = try options.openContainer()
+            let container = try options.openContainer(forOneCommand: true)
             let database = container.database(with: options.scope)
             let target = try RecordPath(parsing: path).resolved(in: database)
             let schema = try library { try container.schema() }
@@ -82,7 +82,7 @@ struct RecordCommand: ParsableCommand {
         @Option(help: "With --fetch-assets: give up after this many seconds.") var timeout: Double = 600
 
         func run() throws {
-            let container = try options.openContainer()
+            let container = try options.openContainer(forOneCommand: !fetchAssets)
             let database = container.database(with: options.scope)
             let target = try RecordPath(parsing: path).resolved(in: database)
             let record = try library { try database.record(for: target.recordID) }
@@ -101,7 +101,7 @@ struct RecordCommand: ParsableCommand {
         @Option(name: .customLong("if-tag"), help: "Delete only if the record's change tag is still TAG.") var ifTag: String?
 
         func run() throws {
-            let database = try options.openContainer().database(with: options.scope)
+            let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
             let target = try RecordPath(parsing: path).resolved(in: database)
             if let ifTag {
                 try library { try database.deleteRecord(withID: target.recordID, ifChangeTag: ifTag) }
@@ -134,7 +134,7 @@ struct RecordCommand: ParsableCommand {
         }
 
         func run() throws {
-            let container = try options.openContainer()
+            let container = try options.openContainer(forOneCommand: true)
             let database = container.database(with: options.scope)
             let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
             let input: FileHandle

@@ -11,7 +11,7 @@ struct SchemaCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
-            let schema = try library { try options.openContainer().schema() }
+            let schema = try library { try options.openContainer(forOneCommand: true).schema() }
             let types = schema.recordTypes.sorted()
             if options.json {
                 Output.json(SchemaOutput(
@@ -56,7 +56,7 @@ struct SchemaCommand: ParsableCommand {
             if sortable { kinds.insert(.sortable) }
             if searchable { kinds.insert(.searchable) }
             if kinds.isEmpty { kinds = [.queryable, .sortable] }
-            let container = try options.openContainer()
+            let container = try options.openContainer(forOneCommand: true)
             let added = try library { try container.addIndex(kinds, field: field, of: recordType) }
             let now = try library { try container.schema() }.indexKinds(field, of: recordType)
             if options.json {
@@ -75,7 +75,7 @@ struct SchemaCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
-            try library { try options.openContainer().deploySchema() }
+            try library { try options.openContainer(forOneCommand: true).deploySchema() }
             if options.json { Output.json(["environment": "production"]) } else { Output.line("schema deployed: the container is in production mode") }
         }
     }

@@ -11,7 +11,7 @@ struct ZoneCommand: ParsableCommand {
         @Argument(help: "Zone name.") var zone: String
 
         func run() throws {
-            let database = try options.openContainer().database(with: options.scope)
+            let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
             try library { try database.save(Zone(zoneName: zone)) }
             if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(Zone.ID(zoneName: zone))])) } else { Output.line("created zone \(zone)") }
         }
@@ -23,7 +23,7 @@ struct ZoneCommand: ParsableCommand {
         @Argument(help: "Zone name.") var zone: String
 
         func run() throws {
-            let database = try options.openContainer().database(with: options.scope)
+            let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
             let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
             let exists = try library { try database.allRecordZones() }.contains { $0.zoneID == zoneID }
             guard exists else { throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "zone \(zone) does not exist (see `lattice zone list`)") }
@@ -37,7 +37,7 @@ struct ZoneCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
-            let database = try options.openContainer().database(with: options.scope)
+            let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
             let zones = try library { try database.allRecordZones() }
             let counts = try zones.map { zone in try library { try database.recordCount(inZoneWith: zone.zoneID) } }
             if options.json {
@@ -61,7 +61,7 @@ struct ZoneCommand: ParsableCommand {
         @Argument(help: "eager or lazy (without it: print the zone's policy).") var policy: AssetPolicy?
 
         func run() throws {
-            let database = try options.openContainer().database(with: options.scope)
+            let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
             let zoneID = Zone.ID(zoneName: zone)
             if let policy { try library { try database.setAssetPolicy(policy, ofZone: zoneID) } }
             let now = try library { try database.assetPolicy(ofZone: zoneID) }

@@ -53,9 +53,10 @@ public final class RecordStore: Sendable {
     /// directory is missing or empty.
     public init(
         directory: URL, create: Bool = true, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds,
-        wallClock: @escaping @Sendable () -> UInt64 = RecordStore.systemWallClock
+        wallClock: @escaping @Sendable () -> UInt64 = RecordStore.systemWallClock, readsOnWriterConnection: Bool = false
     ) throws {
         self.directory = directory
+        self.readsOnWriterConnection = readsOnWriterConnection
         self.maximumSkewMilliseconds = maximumSkewMilliseconds
         self.wallClock = wallClock
         let fileManager = FileManager.default
@@ -173,13 +174,15 @@ public final class RecordStore: Sendable {
         var result: T?
         var advanced = false
         try mapDatabaseErrors {
-            try pool.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    let transaction = try StoreTransaction(writing: db, store: self)
-                    result = try body(transaction)
-                    guard try transaction.finish() else { return .rollback }
-                    advanced = transaction.advancesSequence || transaction.wakesWatchers
-                    return .commit
+            try Self.$onWriterConnection.withValue(true) {
+                try pool.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        let transaction = try StoreTransaction(writing: db, store: self)
+                        result = try body(transaction)
+                        guard try transaction.finish() else { return .rollback }
+                        advanced = transaction.advancesSequence || transaction.wakesWatchers
+                        return .commit
+                    }
                 }
             }
         }
@@ -190,9 +193,31 @@ public final class RecordStore: Sendable {
     /// Runs `body` on a consistent snapshot.
     public func read<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
         try mapDatabaseErrors {
-            try pool.read { db in try body(StoreSnapshot(db: db, store: self)) }
+            if readsOnWriterConnection, !Self.onWriterConnection {
+                return try Self.$onWriterConnection.withValue(true) {
+                    try pool.writeWithoutTransaction { db in
+                        var result: T?
+                        try db.inTransaction(.deferred) {
+                            result = try body(StoreSnapshot(db: db, store: self))
+                            return .commit
+                        }
+                        return result!
+                    }
+                }
+            }
+            return try pool.read { db in try body(StoreSnapshot(db: db, store: self)) }
         }
     }
+
+    /// Whether reads run on the writer's connection, in a deferred transaction,
+    /// rather than on a reader connection of their own: for a process that runs
+    /// one command, which then opens one connection instead of two (half a
+    /// millisecond of its start). Reads wait for the process's own writes.
+    public let readsOnWriterConnection: Bool
+
+    /// Whether this thread is on the writer's connection already (a read inside
+    /// a write goes to a reader: the writer's queue is not reentrant).
+    @TaskLocal static var onWriterConnection = false
 
     func mapDatabaseErrors<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as DatabaseError {
