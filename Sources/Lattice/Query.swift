@@ -77,6 +77,12 @@ extension Database {
         /// Records read and decoded, against the number returned.
         public var recordsRead: Int
         public var recordsReturned: Int
+        /// Rows the read went through: index entries a walk passed (most turned
+        /// down by the filter's indexes without reading their records), else the records read.
+        public var rowsRead: Int
+        /// The ways of reading that were weighed, each with the rows it was
+        /// estimated to read (`walk`, `candidates`, `scan`), the one taken first.
+        public var estimates: [(way: String, rows: Int, atLeast: Bool)]
         /// Commands that would add an index this query lacks.
         public var suggestions: [String]
     }
@@ -85,7 +91,9 @@ extension Database {
     public func explain(_ query: Query, inZoneWith zoneID: Zone.ID = .default, after cursor: Query.Cursor? = nil, resultsLimit: Int = Database.maximumResults) throws(LatticeError) -> QueryExplanation {
         let result = try run(query, zoneID: zoneID, after: cursor?.position, limit: resultsLimit)
         let suggestions = result.plan.suggestions.map { "lattice schema index \(query.recordType) \($0.field) --\($0.kind.names.joined(separator: " --"))" }
-        return QueryExplanation(plan: result.strategy, recordsRead: result.recordsRead, recordsReturned: result.records.count, suggestions: suggestions)
+        return QueryExplanation(
+            plan: result.strategy, recordsRead: result.recordsRead, recordsReturned: result.records.count, rowsRead: result.rowsRead,
+            estimates: result.estimates.map { ($0.access.rawValue, $0.rows, $0.atLeast) }, suggestions: suggestions)
     }
 
     private func page(_ query: Query, zoneID: Zone.ID, after: QueryPosition?, limit: Int) throws(LatticeError) -> (matchResults: [Record], queryCursor: Query.Cursor?) {

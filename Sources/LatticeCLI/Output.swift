@@ -4,7 +4,7 @@ import Lattice
 /// Everything the CLI prints goes through here: text for people, JSON for scripts.
 enum Output {
     /// "1 record", "2 records".
-    static func count(_ number: Int, _ noun: String) -> String { "\(number) \(noun)\(number == 1 ? "" : "s")" }
+    static func count(_ number: Int, _ noun: String, plural: String? = nil) -> String { "\(number) \(number == 1 ? noun : plural ?? noun + "s")" }
 
     static func line(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))

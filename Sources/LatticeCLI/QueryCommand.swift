@@ -48,10 +48,17 @@ struct QueryCommand: ParsableCommand {
                 try database.explain(query, inZoneWith: zoneID, after: cursor.map { text throws(LatticeError) in try Query.Cursor(stringValue: text, query: query, zoneID: zoneID) }, resultsLimit: limit)
             }
             if options.json {
-                Output.json(ExplainOutput(plan: explanation.plan, recordsRead: explanation.recordsRead, recordsReturned: explanation.recordsReturned, suggestions: explanation.suggestions))
+                Output.json(ExplainOutput(
+                    plan: explanation.plan, recordsRead: explanation.recordsRead, recordsReturned: explanation.recordsReturned, rowsRead: explanation.rowsRead,
+                    estimates: explanation.estimates.map { ExplainOutput.Estimate(plan: $0.way, rows: $0.rows, atLeast: $0.atLeast) },
+                    suggestions: explanation.suggestions))
             } else {
                 Output.line("plan: \(explanation.plan)")
-                Output.line("read \(Output.count(explanation.recordsRead, "record")) to return \(explanation.recordsReturned)")
+                for (index, estimate) in explanation.estimates.enumerated() {
+                    Output.line("  \(index == 0 ? "taken" : "weighed"): \(estimate.way), estimated to read \(estimate.atLeast ? "at least " : "")\(Output.count(estimate.rows, "row"))")
+                }
+                let rows = explanation.rowsRead != explanation.recordsRead ? " (\(Output.count(explanation.rowsRead, "index entry", plural: "index entries")) passed)" : ""
+                Output.line("read \(Output.count(explanation.recordsRead, "record"))\(rows) to return \(explanation.recordsReturned)")
                 for suggestion in explanation.suggestions { Output.line("an index would help: \(suggestion)") }
             }
             return
@@ -102,9 +109,18 @@ struct ChangesCommand: ParsableCommand {
 
 /// What `query --explain --json` prints.
 struct ExplainOutput: Encodable {
+    struct Estimate: Encodable {
+        var plan: String
+        var rows: Int
+        var atLeast: Bool
+    }
+
     var plan: String
     var recordsRead: Int
     var recordsReturned: Int
+    var rowsRead: Int
+    /// The ways of reading weighed, the one taken first.
+    var estimates: [Estimate]
     var suggestions: [String]
 }
 

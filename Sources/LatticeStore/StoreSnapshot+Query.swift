@@ -11,6 +11,31 @@ public struct QueryPageResult {
     public var strategy: String
     /// Records read and decoded to make the page.
     public var recordsRead: Int
+    /// Rows the read went through: the index entries a walk passed (each a
+    /// record's, most not read when the filter's indexes turn them down), or
+    /// the records read.
+    public var rowsRead: Int
+    /// The ways of reading considered, each with the rows it was estimated to
+    /// read; the one taken first. Empty when there was no choice.
+    public var estimates: [QueryAccessEstimate]
+}
+
+/// How a query may read its candidates when the sort's index and the filter's both could.
+public enum QueryAccess: String, Sendable, CaseIterable {
+    /// The sort key's index, in order, until the page is full.
+    case walk
+    /// Every candidate the filter's indexes find, then sorted.
+    case candidates
+    /// Every record of the type, then filtered and sorted.
+    case scan
+}
+
+/// One way of reading a query, with the rows it would read by the counts of its indexes.
+public struct QueryAccessEstimate: Hashable, Sendable {
+    public var access: QueryAccess
+    public var rows: Int
+    /// Whether a count stopped at its cap: the estimate is at least `rows`.
+    public var atLeast: Bool
 }
 
 extension StoreSnapshot {
@@ -18,43 +43,57 @@ extension StoreSnapshot {
     /// the schema's indexes where they help. The page is the one a scan of
     /// every record would give: indexes only decide how much is read.
     ///
-    /// `selectiveFilter`: below this many candidates from the filter's index,
-    /// they are all read and sorted rather than walking the sort's index.
-    public func queryPage(
-        _ engine: QueryEngine, in key: ZoneKey, after cursor: QueryPosition?, limit: Int, selectiveFilter: Int = StoreSnapshot.selectiveFilterCandidates
-    ) throws -> QueryPageResult {
+    /// When the sort's index could be walked and the filter's indexes narrow
+    /// the candidates, the rows each way would read are estimated from counts
+    /// of the indexes (`QueryAccessEstimate`) and the least is taken;
+    /// `forcing` takes the given one instead (tests compare them).
+    public func queryPage(_ engine: QueryEngine, in key: ZoneKey, after cursor: QueryPosition?, limit: Int, forcing: QueryAccess? = nil) throws -> QueryPageResult {
         let schema = try schema()
         var plan = QueryPlanner.plan(engine, schema: schema)
         guard let zone = try zoneRow(key) else {
-            return QueryPageResult(records: [], next: nil, plan: plan, strategy: "the zone does not exist here", recordsRead: 0)
+            return QueryPageResult(records: [], next: nil, plan: plan, strategy: "the zone does not exist here", recordsRead: 0, rowsRead: 0, estimates: [])
         }
         // A plan that reads field indexes has them: the planner pushes only indexed fields.
         let index = plan.readsTypeIndex ? TypeIndex(recordType: engine.recordType, schema: schema) : nil
-        let builder = QuerySQL(index: index, zone: zone.id, recordType: engine.recordType)
-        var strategy = plan.summary
-        // A selective filter beats walking the sort order: when the filter's
-        // index finds few candidates, read them all and sort them.
-        if selectiveFilter > 0, case .field = plan.order, let filter = plan.filter, !filter.fields.isEmpty {
-            let count = try builder.countCandidates(filter, upTo: selectiveFilter, db: db)
-            if count < selectiveFilter {
+        var builder = QuerySQL(index: index, zone: zone.id, recordType: engine.recordType)
+        var estimates: [QueryAccessEstimate] = []
+        if case .field(let field, _) = plan.order, let filter = plan.filter, !filter.fields.isEmpty {
+            estimates = try builder.estimates(plan, sortField: field, limit: limit, db: db)
+            let chosen = forcing ?? estimates[0].access
+            switch chosen {
+            case .walk:
+                break
+            case .candidates:
                 plan.order = .none
                 plan.orderIsComplete = false
-                strategy = "the index on \(filter.fields.sorted().joined(separator: ", ")) finds \(count) candidates (fewer than \(selectiveFilter)): all are read and sorted"
+            case .scan:
+                plan.order = .none
+                plan.orderIsComplete = false
+                plan.filter = nil
+                builder = QuerySQL(index: nil, zone: zone.id, recordType: engine.recordType)
             }
         }
+        var strategy = plan.filter == nil && plan.order == .none ? "scan: every record of the type is read, filtered and sorted" : plan.summary
+        if !estimates.isEmpty {
+            strategy += " (estimated rows: " + estimates.map { "\($0.access.rawValue) \($0.atLeast ? "≥ " : "")\($0.rows)" }.joined(separator: ", ") + ")"
+        }
         var collector = QueryPageCollector(engine: engine, plan: plan, cursor: cursor, limit: limit)
+        var rows = 0
         passes: for pass in builder.passes(plan, cursor: cursor) {
-            let rows = try Data.fetchCursor(db, sql: pass.sql, arguments: pass.arguments)
-            while let blob = try rows.next() {
+            let cursor = try Row.fetchCursor(db, sql: pass.sql, arguments: pass.arguments)
+            while let row = try cursor.next() {
+                rows += 1
+                // A walk's row whose index entries the filter turned down: its record is not read.
+                guard let blob = row[0] as Data? else { continue }
                 if !collector.offer(try decode(blob)) { break passes }
             }
         }
         let (records, next) = collector.finish()
-        return QueryPageResult(records: records, next: next, plan: plan, strategy: strategy, recordsRead: collector.candidatesRead)
+        return QueryPageResult(records: records, next: next, plan: plan, strategy: strategy, recordsRead: collector.candidatesRead, rowsRead: rows, estimates: estimates)
     }
 
-    /// Below this many candidates a filter's index is used instead of the sort's.
-    public static let selectiveFilterCandidates = 1_000
+    /// Counts stop here: past it, a way of reading is only known to read at least this many rows.
+    public static let estimateCountCap = 4_096
 }
 
 /// The SQL that reads a plan's candidates: from the type's index table when
@@ -88,15 +127,72 @@ struct QuerySQL {
         return index.map { "FROM records r CROSS JOIN \($0.table) q ON q.rid = r.id" } ?? "FROM records r"
     }
 
-    /// Counts candidates the filter lets through, stopping at `limit`.
-    func countCandidates(_ filter: IndexFilter, upTo limit: Int, db: GRDB.Database) throws -> Int {
+    /// Counts the index rows `filter` lets through (nil: every row of the
+    /// type), with `extra` conditions, stopping at `limit`.
+    func countRows(_ filter: IndexFilter?, extra: [(String, [DatabaseValueConvertible?])] = [], upTo limit: Int, db: GRDB.Database) throws -> Int {
         var conditions: [String] = []
         var arguments: [DatabaseValueConvertible?] = []
         let from = source(&conditions, &arguments, readsRecords: false)
-        conditions.append(sql(filter, &arguments, indexed: true))
+        if let filter { conditions.append(sql(filter, &arguments, indexed: true)) }
+        for (condition, values) in extra {
+            conditions.append(condition)
+            arguments += values
+        }
         arguments.append(limit)
         let inner = "SELECT 1 \(from) WHERE \(conditions.joined(separator: " AND ")) LIMIT ?"
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(inner))", arguments: StatementArguments(arguments)) ?? 0
+    }
+
+    /// The rows each way of reading `plan` (a walk of `sortField`'s index
+    /// with a filter) would read, least first: a walk passes the entries in
+    /// its range (the sort key's values the filter allows) until the page is
+    /// full, which takes as many more entries than the page as the range
+    /// holds per candidate; the candidates are read all; a scan reads every
+    /// record of the type.
+    func estimates(_ plan: QueryPlan, sortField: String, limit: Int, db: GRDB.Database) throws -> [QueryAccessEstimate] {
+        guard let filter = plan.filter, let column = index?.column(of: sortField).map({ "q.\($0)" }) else { return [] }
+        let cap = StoreSnapshot.estimateCountCap
+        let candidates = try countRows(filter, upTo: cap, db: db)
+        var range: [(String, [DatabaseValueConvertible?])] = [("\(column) IS NOT NULL", [])]
+        for bound in Self.bounds(of: filter, on: sortField) {
+            var arguments: [DatabaseValueConvertible?] = []
+            range.append((sql(bound, &arguments, indexed: true), arguments))
+        }
+        let walked = try countRows(nil, extra: range, upTo: cap, db: db)
+        var scan = QuerySQL(index: nil, zone: zone, recordType: recordType)
+        scan.byName = true
+        let all = try scan.countRows(nil, upTo: cap, db: db)
+        let page = limit + 1
+        // Candidates spread evenly over the range: the walk passes `walked / candidates` entries per candidate.
+        let walk = candidates == 0 ? walked : min(walked, Int((Double(page) * Double(walked) / Double(candidates)).rounded(.up)))
+        let walkCapped = walked >= cap && candidates < cap
+        return [
+            QueryAccessEstimate(access: .walk, rows: walk, atLeast: walkCapped),
+            QueryAccessEstimate(access: .candidates, rows: candidates, atLeast: candidates >= cap),
+            QueryAccessEstimate(access: .scan, rows: all, atLeast: all >= cap),
+        ].enumerated().sorted { lhs, rhs in
+            // The least; a walk first among equals, as it stops when the page is full.
+            (lhs.element.rows, lhs.offset) < (rhs.element.rows, rhs.offset)
+        }.map(\.element)
+    }
+
+    /// The filter's conditions on `field` that every candidate meets (the
+    /// filter's own, or its conjunction's parts): they bound a walk of the field's index.
+    static func bounds(of filter: IndexFilter, on field: String) -> [IndexFilter] {
+        switch filter {
+        case .compare(.field(let name), let comparison, _) where name == field && comparison != .equals:
+            return [filter]
+        case .compare(.field(let name), .equals, _) where name == field:
+            return [filter]
+        case .prefix(.field(let name), _) where name == field:
+            return [filter]
+        case .oneOf(.field(let name), _) where name == field:
+            return [filter]
+        case .and(let parts):
+            return parts.flatMap { bounds(of: $0, on: field) }
+        default:
+            return []
+        }
     }
 
     /// The statements to run in turn. An order by a field reads the records
@@ -117,20 +213,47 @@ struct QuerySQL {
         case .field(let field, let ascending):
             guard let column = index?.column(of: field).map({ "q.\($0)" }) else { return [] }
             var result: [Pass] = []
+            // The filter's own conditions on the sort key bound the walk: SQLite seeks to where they begin.
+            let bounds = plan.filter.map { Self.bounds(of: $0, on: field) } ?? []
             // Records with a value, unless the cursor is already among those without.
             if !cursorAmongMissing {
                 var extra: [(String, [DatabaseValueConvertible?])] = [("\(column) IS NOT NULL", [])]
+                for bound in bounds {
+                    var arguments: [DatabaseValueConvertible?] = []
+                    extra.append((sql(bound, &arguments, indexed: true), arguments))
+                }
                 if let cursor, let value = cursorValue, QueryPlanner.isOrderable(value), let bound = TypeIndex.sqlValue(value) {
                     extra.append(("\(column) \(ascending ? ">=" : "<=") ?", [bound]))
                     if plan.orderIsComplete { extra.append(("(\(column) <> ? OR q.name > ?)", [bound, cursor.recordName])) }
                 }
-                result.append(pass(plan.filter, indexedFilter: false, extra: extra, order: "ORDER BY \(column) \(ascending ? "ASC" : "DESC"), q.name ASC"))
+                result.append(walk(plan.filter, extra: extra, order: "ORDER BY \(column) \(ascending ? "ASC" : "DESC"), q.name ASC"))
             }
+            // A record without a value meets no condition on the sort key: with one, there is nothing more to walk.
+            guard bounds.isEmpty else { return result }
             var extra: [(String, [DatabaseValueConvertible?])] = [("\(column) IS NULL", [])]
             if plan.orderIsComplete, let cursor, cursorAmongMissing { extra.append(("q.name > ?", [cursor.recordName])) }
-            result.append(pass(plan.filter, indexedFilter: false, extra: extra, order: "ORDER BY q.name ASC"))
+            result.append(walk(plan.filter, extra: extra, order: "ORDER BY q.name ASC"))
             return result
         }
+    }
+
+    /// A walk of the type's index table in `order`: a row for every entry it
+    /// passes, with the record's state when the filter's indexes let it
+    /// through (else NULL, and the record is not looked up), so the rows say
+    /// how far the walk went.
+    private func walk(_ filter: IndexFilter?, extra: [(String, [DatabaseValueConvertible?])], order: String) -> Pass {
+        guard let index else { return pass(filter, indexedFilter: false, extra: extra, order: order) }
+        var arguments: [DatabaseValueConvertible?] = []
+        let admits = filter.map { sql($0, &arguments, indexed: false) } ?? "1"
+        var conditions = ["q.zone = ?"]
+        arguments.append(zone)
+        for (condition, values) in extra {
+            conditions.append(condition)
+            arguments += values
+        }
+        return Pass(
+            sql: "SELECT r.state FROM \(index.table) q LEFT JOIN records r ON r.id = q.rid AND \(admits) WHERE \(conditions.joined(separator: " AND ")) \(order)",
+            arguments: StatementArguments(arguments))
     }
 
     /// `indexedFilter`: whether SQLite may drive the read from the filter's

@@ -147,12 +147,12 @@ import Testing
             let engine = QueryEngine(recordType: "Item", predicate: randomPredicate(&random), sorts: randomSorts(&random))
             let zone = zones.randomElement(using: &random)!
             let limit = Int.random(in: 1...9, using: &random)
-            let selective = [0, 1_000_000, 5].randomElement(using: &random)!
+            let forcing = [nil, QueryAccess.walk, .candidates, .scan].randomElement(using: &random)!
             var cursor: QueryPosition?
             for _ in 0..<100 {
                 if Int.random(in: 0..<3, using: &random) == 0 { try randomWrite(store, &random) }
                 let expected = try expectedPage(store, engine, zone, after: cursor, limit: limit)
-                let actual = try store.read { try $0.queryPage(engine, in: zone, after: cursor, limit: limit, selectiveFilter: selective) }
+                let actual = try store.read { try $0.queryPage(engine, in: zone, after: cursor, limit: limit, forcing: forcing) }
                 #expect(actual.records.map(\.recordName) == expected.records.map(\.recordName), "seed \(seed): \(engine.predicate) sorted by \(engine.sorts) (\(actual.strategy))")
                 #expect(actual.next == expected.next)
                 guard let next = expected.next, actual.next == expected.next else { break }
