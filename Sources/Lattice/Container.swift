@@ -23,6 +23,13 @@ public final class Container: Sendable {
     /// With `forOneCommand`, for a process that runs one short command (a
     /// `lattice` call): reads share the writer's connection, so it opens one
     /// SQLite connection instead of two.
+    /// For a command that leaves the store open as it exits: empties the
+    /// write-ahead log if it grew past a megabyte (the next process to open the
+    /// store alone would read it whole), else leaves it for the next writer.
+    @_spi(CommandLine) public func emptyLargeLog() throws(LatticeError) {
+        try LatticeError.wrap { try store.truncateLog(ifLargerThan: 1 << 20) }
+    }
+
     @_spi(CommandLine) public init(identifier: String, directory: URL? = nil, create: Bool = true, forOneCommand: Bool) throws(LatticeError) {
         guard !identifier.isEmpty, !identifier.contains("/") else {
             throw LatticeError(.badContainer, "container identifier \"\(identifier)\" must be non-empty and contain no '/'")

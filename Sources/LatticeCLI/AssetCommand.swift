@@ -16,7 +16,7 @@ struct AssetCommand: ParsableCommand {
         subcommands: [Fetch.self, List.self])
 
     struct Fetch: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "fetch", 
+        static let configuration = CommandConfiguration(commandName: "fetch",
             abstract: "Fetch a record's asset content (every asset field without FIELD), then print where it is.",
             discussion: """
                 The node running on this store (`lattice serve`) fetches it; without one, --peer HOST:PORT names a device to fetch it from.
@@ -51,7 +51,7 @@ struct AssetCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", 
+        static let configuration = CommandConfiguration(commandName: "list",
             abstract: "List the assets records here reference, and whether their content is here.",
             discussion: "Example: lattice asset list --missing --json")
         @OptionGroup var options: GlobalOptions

@@ -98,6 +98,13 @@ enum OpenStores {
     private static let kept = Mutex<[Container]>([])
 
     static func keep(_ container: Container) { kept.withLock { $0.append(container) } }
+
+    /// As the command ends well: a store whose log grew large has it emptied
+    /// (the next command would read it whole); a failure here is the next
+    /// writer's to retry, not this command's.
+    static func finish() {
+        for container in kept.withLock({ $0 }) { try? container.emptyLargeLog() }
+    }
 }
 
 /// Runs library code, turning its errors into CLI errors.

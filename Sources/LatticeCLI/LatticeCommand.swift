@@ -34,6 +34,7 @@ public struct LatticeCommand: ParsableCommand {
         do {
             var command = try parseAsRoot(arguments)
             try command.run()
+            OpenStores.finish()
         } catch let error as CLIError {
             fail(error, json: json)
         } catch let error as PredicateSyntaxError {

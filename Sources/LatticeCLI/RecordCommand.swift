@@ -25,7 +25,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Save: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "save", 
+        static let configuration = CommandConfiguration(commandName: "save",
             abstract: "Save a record: FIELD[:TYPE]=VALUE sets a field.",
             discussion: """
                 TYPE: string (default, or the schema's type), int, double, bool, date (ISO 8601), bytes (base64),
@@ -117,7 +117,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Import: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "import", 
+        static let configuration = CommandConfiguration(commandName: "import",
             abstract: "Import JSON lines of record dictionaries (atomic per batch).",
             discussion: """
                 Each line is a CloudKit Web Services record: {"recordName":"m1","recordType":"Movie","fields":{"title":{"value":"Up","type":"STRING"}}}.

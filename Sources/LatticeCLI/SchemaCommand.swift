@@ -36,7 +36,7 @@ struct SchemaCommand: ParsableCommand {
     }
 
     struct Index: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "index", 
+        static let configuration = CommandConfiguration(commandName: "index",
             abstract: "Index a field: queryable (filters), sortable (sort order), searchable (token searches).",
             discussion: """
                 Every record of the type is indexed at once; every later save and merge keeps the index current, and the \

@@ -66,7 +66,7 @@ struct ShareCommand: ParsableCommand {
     }
 
     struct Accept: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "accept", 
+        static let configuration = CommandConfiguration(commandName: "accept",
             abstract: "Accept an invitation: the zone comes from the devices that offer it.",
             discussion: "Example: lattice share accept Lists    (or Lists:OWNER when two invitations name Lists)")
         @OptionGroup var options: GlobalOptions
@@ -107,7 +107,7 @@ struct ShareCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", 
+        static let configuration = CommandConfiguration(commandName: "remove",
             abstract: "Remove a participant from a share of this account.",
             discussion: "It receives nothing new, and its writes made after this are refused on every device. Example: lattice share remove Lists --with ABCDEFG-...")
         @OptionGroup var options: GlobalOptions
@@ -122,7 +122,7 @@ struct ShareCommand: ParsableCommand {
     }
 
     struct Leave: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "leave", 
+        static let configuration = CommandConfiguration(commandName: "leave",
             abstract: "Leave a zone another account shares with this one.",
             discussion: "The owner's devices stop sending it, and this account's writes to it are refused; the copy held here stays, read-only. Example: lattice share leave Lists")
         @OptionGroup var options: GlobalOptions

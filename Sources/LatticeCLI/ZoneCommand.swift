@@ -49,7 +49,7 @@ struct ZoneCommand: ParsableCommand {
     }
 
     struct Assets: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "assets", 
+        static let configuration = CommandConfiguration(commandName: "assets",
             abstract: "Show or set whether a zone's assets come with its records (eager) or when asked for (lazy).",
             discussion: """
                 lazy (the default): assets up to 256 KiB come with their records, larger ones with `lattice asset fetch`. \

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The query planner on 100,000 records (RECORDS), through the CLI: for each
+# query shape, the rows and records read (`--explain --json`) and the median
+# time of RUNS runs of the whole `lattice query` process, release build.
+#   Benchmarks/cli/queries.sh [--records N] [--runs N] [--lattice PATH]
+# With --lattice, measures that binary (an older build, for a before/after).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+RECORDS=100000
+RUNS=10
+L=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --records) RECORDS="$2"; shift 2 ;;
+    --runs) RUNS="$2"; shift 2 ;;
+    --lattice) L="$2"; shift 2 ;;
+    *) echo "usage: $0 [--records N] [--runs N] [--lattice PATH]" >&2; exit 2 ;;
+  esac
+done
+if [[ -z "$L" ]]; then
+  (cd "$ROOT" && swift build -c release --product lattice >&2)
+  L="$ROOT/.build/release/lattice"
+fi
+STORE="$(mktemp -d)"
+trap 'rm -rf "$STORE"' EXIT
+S="$STORE/s"
+"$L" init --store "$S" >/dev/null
+"$L" zone create Movies --store "$S" >/dev/null
+# rating 0-999 spread over the names; one movie in 500 a noir; plays unindexed.
+perl -e 'for my $i (0..$ARGV[0]-1) { my $r = ($i * 7919) % 1000; my $g = $i % 500 == 0 ? "noir" : "comedy";
+  printf "{\"recordName\":\"m%06d\",\"recordType\":\"Movie\",\"fields\":{\"title\":{\"value\":\"title %d\"},\"rating\":{\"value\":%d,\"type\":\"INT64\"},\"genre\":{\"value\":\"%s\"},\"plays\":{\"value\":%d,\"type\":\"INT64\"},\"artist\":{\"value\":\"artist %d\"}}}\n",
+  $i, ($i * 7) % $ARGV[0], $r, $g, $i % 10007, $i % 997 }' "$RECORDS" | "$L" record import Movies --store "$S" >/dev/null
+"$L" schema index Movie rating --queryable --sortable --store "$S" >/dev/null
+"$L" schema index Movie title --sortable --store "$S" >/dev/null
+"$L" schema index Movie genre --queryable --store "$S" >/dev/null
+
+shape() {
+  local where="$1" sort="$2"
+  local explain
+  export WHERE="$where" SORT="$sort"
+  explain="$("$L" query Movie --zone Movies --where "$where" --sort "$sort" --limit 50 --explain --json --store "$S")"
+  perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e '
+    my ($runs, $explain, @command) = @ARGV; my @times;
+    for (1..$runs) {
+      my $start = clock_gettime(CLOCK_MONOTONIC);
+      system(@command) == 0 or die "@command failed\n";
+      push @times, (clock_gettime(CLOCK_MONOTONIC) - $start) * 1000;
+    }
+    @times = sort { $a <=> $b } @times;
+    my ($records) = $explain =~ /"recordsRead":(\d+)/;
+    my ($rows) = $explain =~ /"rowsRead":(\d+)/;
+    printf "%8.1f ms  %7d records read  %7s rows  --where %s --sort %s\n", $times[int(@times / 2)], $records, $rows // "-", $ENV{WHERE}, $ENV{SORT};
+  ' "$RUNS" "$explain" sh -c "exec \"\$0\" query Movie --zone Movies --where \"\$1\" --sort \"\$2\" --limit 50 --store \"\$3\" >/dev/null" "$L" "$where" "$sort" "$S"
+}
+echo "$RECORDS records, median of $RUNS runs of the query process (page of 50), $("$L" --version 2>/dev/null || echo "a build without --version")"
+shape 'rating >= 990' rating
+shape 'rating >= 500' title
+shape 'genre = "noir"' rating
+shape 'plays >= 10000' artist
+perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e '
+  my ($runs, @command) = @ARGV; my @times;
+  for (1..$runs) { my $start = clock_gettime(CLOCK_MONOTONIC); system(@command) == 0 or die; push @times, (clock_gettime(CLOCK_MONOTONIC) - $start) * 1000 }
+  @times = sort { $a <=> $b } @times;
+  printf "%8.1f ms  a record get, for scale\n", $times[int(@times / 2)];' "$RUNS" sh -c 'exec "$0" record get Movies/m000001 --store "$1" >/dev/null' "$L" "$S"
