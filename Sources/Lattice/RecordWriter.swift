@@ -6,7 +6,7 @@ import LatticeStore
 struct RecordWriter {
     let database: Database
     let transaction: StoreTransaction
-    let savePolicy: SavePolicy
+    var savePolicy: SavePolicy
     var schema: Schema
     /// Whether this batch has made sure the default zone exists.
     private var defaultZoneReady = false

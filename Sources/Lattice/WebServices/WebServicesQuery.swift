@@ -122,7 +122,8 @@ extension LatticeError.Code {
         case .changeTokenExpired: return "CHANGE_TOKEN_EXPIRED"
         case .permissionFailure: return "ACCESS_DENIED"
         case .limitExceeded: return "LIMIT_EXCEEDED"
-        case .invalidArguments, .assetFileNotFound, .batchRequestFailed, .partialFailure: return "BAD_REQUEST"
+        case .invalidArguments, .assetFileNotFound, .partialFailure: return "BAD_REQUEST"
+        case .batchRequestFailed: return "ATOMIC_ERROR"
         case .networkUnavailable: return "NETWORK_FAILURE"
         case .badDatabase, .internalError, .incompatibleVersion: return "INTERNAL_ERROR"
         }

@@ -1,0 +1,339 @@
+import ArgumentParser
+import Foundation
+import Lattice
+
+/// `lattice batch`: one process for many operations, read as JSON lines from
+/// standard input and answered one JSON line each, in order.
+struct BatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "batch",
+        abstract: "Run JSON lines of operations from standard input, one JSON result line each.",
+        discussion: """
+            Each line is one of CloudKit Web Services' requests:
+              {"operationType":"create|update|forceUpdate|replace|forceReplace|delete|forceDelete","record":{…}}
+              {"query":{"recordType":"Movie","filterBy":[…],"sortBy":[…]},"resultsLimit":50,"continuationMarker":"…"}
+              {"records":[{"recordName":"m1"},…]}   (a lookup)
+            with "zoneID":{"zoneName":"Movies"} on the line or in the record (else --zone, else _defaultZone).
+            update, replace and delete take the record's recordChangeTag as fetched; the force forms do not.
+            Each line's result carries "line", the records or the error (serverErrorCode, reason) and the
+            exitCode the single command would give. A bad line gets its error and the next line still runs.
+            Writes are committed in groups (up to 1,000 lines, or whatever is waiting): a result is printed only
+            once its write is durable. With --atomic, all of a zone's writes apply or none do (read to the end first).
+            The command exits 0 when every line succeeded, 1 when one failed.
+            Example: lattice batch --zone Movies < operations.jsonl
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "Zone for lines that name none.") var zone: String?
+    @Flag(help: "Apply each zone's writes all or none (reads the whole input first).") var atomic = false
+
+    func run() throws {
+        let container = try options.openContainer(forOneCommand: true)
+        var runner = BatchRunner(container: container, database: container.database(with: options.scope), defaultZone: zone)
+        let input = LineInput(fileDescriptor: STDIN_FILENO)
+        if atomic {
+            var lines: [(number: Int, text: [UInt8])] = []
+            while case .line(let text) = input.next(waiting: true) { lines.append((lines.count + 1, text)) }
+            runner.runAtomically(lines)
+        } else {
+            var number = 0
+            while true {
+                switch input.next(waiting: !runner.hasPendingWrites) {
+                case .line(let text):
+                    number += 1
+                    runner.take(text, number: number)
+                case .wouldWait:
+                    runner.flush()
+                case .end:
+                    runner.flush()
+                    if runner.failed { throw ExitCode(1) }
+                    return
+                }
+            }
+        }
+        if runner.failed { throw ExitCode(1) }
+    }
+}
+
+/// Standard input, line by line, telling when the next line is not there yet
+/// (so waiting writes are committed before the process waits for more).
+final class LineInput {
+    enum Next { case line([UInt8]), wouldWait, end }
+    private let fileDescriptor: Int32
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var ended = false
+
+    init(fileDescriptor: Int32) { self.fileDescriptor = fileDescriptor }
+
+    func next(waiting: Bool) -> Next {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[start..<newline])
+                start = newline + 1
+                if start > 1 << 16 { buffer.removeFirst(start); start = 0 }
+                return .line(line)
+            }
+            if ended {
+                guard start < buffer.count else { return .end }
+                let line = Array(buffer[start...])
+                start = buffer.count
+                return .line(line)
+            }
+            if !waiting {
+                var poll = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+                if Glibc.poll(&poll, 1, 0) == 0 { return .wouldWait }
+            }
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let count = read(fileDescriptor, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { ended = true; continue }
+            buffer.append(contentsOf: chunk[0..<count])
+        }
+    }
+}
+
+/// One line's result, as printed.
+struct BatchResult: Encodable {
+    var line: Int
+    var records: [BatchRecordEntry]?
+    var continuationMarker: String?
+    var recordName: String?
+    var serverErrorCode: String?
+    var reason: String?
+    var exitCode: Int
+}
+
+/// A record in a result: the record, a deleted one, or one a lookup did not find.
+enum BatchRecordEntry: Encodable {
+    case record(WebServicesRecord)
+    case deleted(WebServicesDeletedRecord)
+    case notFound(recordName: String, code: String, reason: String)
+
+    private enum Keys: String, CodingKey { case recordName, serverErrorCode, reason }
+
+    func encode(to encoder: Encoder) throws {
+        switch self {
+        case .record(let record): try record.encode(to: encoder)
+        case .deleted(let deletion): try deletion.encode(to: encoder)
+        case .notFound(let name, let code, let reason):
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(name, forKey: .recordName)
+            try container.encode(code, forKey: .serverErrorCode)
+            try container.encode(reason, forKey: .reason)
+        }
+    }
+}
+
+/// A line as read: which request it is.
+private struct BatchLineShape: Decodable {
+    struct RecordReference: Decodable {
+        var recordName: String
+        var recordChangeTag: String?
+        var zoneID: ZoneShape?
+    }
+    struct ZoneShape: Decodable {
+        var zoneName: String
+        var ownerName: String?
+    }
+    struct QueryShape: Decodable {
+        var recordType: String
+        var filterBy: [WebServicesFilter]?
+        var sortBy: [WebServicesSort]?
+    }
+    var operationType: String?
+    var record: RecordReference?
+    var zoneID: ZoneShape?
+    var query: QueryShape?
+    var resultsLimit: Int?
+    var continuationMarker: String?
+    var records: [RecordReference]?
+}
+
+/// The record of a save line, whole.
+private struct BatchSaveShape: Decodable {
+    var record: WebServicesRecord
+}
+
+/// Runs the lines: writes wait in a group until the input pauses, a group
+/// is full, or another kind of line comes; then one commit, then their results.
+struct BatchRunner {
+    let container: Container
+    let database: Database
+    let defaultZone: String?
+    /// Whether a line failed (the command's exit status).
+    private(set) var failed = false
+    private var pending: [(number: Int, write: BatchWrite)] = []
+    static let groupSize = 1_000
+
+    init(container: Container, database: Database, defaultZone: String?) {
+        self.container = container
+        self.database = database
+        self.defaultZone = defaultZone
+    }
+
+    var hasPendingWrites: Bool { !pending.isEmpty }
+
+    private enum Parsed {
+        case write(BatchWrite)
+        case query(Query, Zone.ID, limit: Int, marker: String?)
+        case lookup([Record.ID])
+    }
+
+    mutating func take(_ text: [UInt8], number: Int) {
+        switch Result(catching: { try parse(text) }) {
+        case .success(.write(let write)):
+            pending.append((number, write))
+            if pending.count >= Self.groupSize { flush() }
+        case .success(let other):
+            flush()
+            emit(answer(other, number: number))
+        case .failure(let error):
+            flush()
+            emit(failure(error, number: number))
+        }
+    }
+
+    /// Commits the waiting writes and prints their results.
+    mutating func flush() {
+        guard !pending.isEmpty else { return }
+        let group = pending
+        pending = []
+        let outcomes: [Result<Record?, LatticeError>]
+        do {
+            outcomes = try database.applyBatch(group.map(\.write))
+        } catch {
+            // The group's transaction failed as a whole: none of it was written.
+            for (number, _) in group { emit(failure(error, number: number)) }
+            return
+        }
+        for ((number, write), outcome) in zip(group, outcomes) { emit(result(of: write, outcome, number: number)) }
+    }
+
+    /// `--atomic`: every zone's writes in one transaction, all or none; then
+    /// the other lines, and every result in the order of the lines.
+    mutating func runAtomically(_ lines: [(number: Int, text: [UInt8])]) {
+        var results: [Int: BatchResult] = [:]
+        var writesByZone: [Zone.ID: [(number: Int, write: BatchWrite)]] = [:]
+        var others: [(number: Int, parsed: Parsed)] = []
+        for (number, text) in lines {
+            switch Result(catching: { try parse(text) }) {
+            case .success(.write(let write)): writesByZone[write.record.recordID.zoneID, default: []].append((number, write))
+            case .success(let other): others.append((number, other))
+            case .failure(let error): results[number] = failure(error, number: number)
+            }
+        }
+        for (_, writes) in writesByZone.sorted(by: { $0.key.zoneName < $1.key.zoneName }) {
+            do {
+                let outcomes = try database.applyBatch(writes.map(\.write), atomically: true)
+                for ((number, write), outcome) in zip(writes, outcomes) { results[number] = result(of: write, outcome, number: number) }
+            } catch {
+                for (number, _) in writes { results[number] = failure(error, number: number) }
+            }
+        }
+        for (number, parsed) in others { results[number] = answer(parsed, number: number) }
+        for number in results.keys.sorted() { emit(results[number]!) }
+    }
+
+    private func zone(_ shape: BatchLineShape.ZoneShape?) throws -> Zone.ID {
+        let named = shape.map { Zone.ID(zoneName: $0.zoneName, ownerName: $0.ownerName ?? ZoneID.defaultOwnerName) }
+            ?? defaultZone.map { Zone.ID(zoneName: $0) } ?? .default
+        return try library { try database.resolveZoneID(named) }
+    }
+
+    private func parse(_ text: [UInt8]) throws -> Parsed {
+        let data = Data(text)
+        let shape: BatchLineShape = try WebServicesInput.decode(data, what: "a batch line")
+        if let type = shape.operationType {
+            guard let operation = BatchWrite.Operation(rawValue: type) else {
+                throw CLIError.corrupt("operationType \"\(type)\" is none of \(BatchWrite.Operation.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            guard let reference = shape.record else { throw CLIError.corrupt("an operation needs a \"record\"") }
+            let zoneID = try zone(reference.zoneID ?? shape.zoneID)
+            let tag = reference.recordChangeTag
+            switch operation {
+            case .delete, .forceDelete:
+                return .write(BatchWrite(operation, Record(recordType: "_", recordName: reference.recordName, zoneID: zoneID), tag: tag))
+            default:
+                let save: BatchSaveShape = try WebServicesInput.decode(data, what: "a record")
+                let record = try library {
+                    try save.record.record(in: zoneID) { path throws(LatticeError) in try container.importAsset(fileAt: URL(fileURLWithPath: path)) }
+                }
+                return .write(BatchWrite(operation, record, tag: tag))
+            }
+        }
+        if let query = shape.query {
+            let predicate = try library { try WebServicesFilter.predicate(query.filterBy ?? []) }
+            let sorts = try library { try (query.sortBy ?? []).map { sort throws(LatticeError) in try sort.sort() } }
+            let limit = shape.resultsLimit ?? Database.maximumResults
+            guard limit > 0 else { throw CLIError.corrupt("resultsLimit must be at least 1") }
+            return .query(Query(recordType: query.recordType, predicate: predicate, sortDescriptors: sorts), try zone(shape.zoneID), limit: limit, marker: shape.continuationMarker)
+        }
+        if let references = shape.records {
+            guard !references.isEmpty else { throw CLIError.corrupt("a lookup needs at least one record") }
+            return .lookup(try references.map { Record.ID(recordName: $0.recordName, zoneID: try zone($0.zoneID ?? shape.zoneID)) })
+        }
+        throw CLIError.corrupt("a batch line is an operation (\"operationType\"), a query (\"query\") or a lookup (\"records\")")
+    }
+
+    private func answer(_ parsed: Parsed, number: Int) -> BatchResult {
+        do {
+            switch parsed {
+            case .write:
+                preconditionFailure("writes are committed in groups")
+            case .query(let query, let zoneID, let limit, let marker):
+                let page = try library {
+                    if let marker {
+                        return try database.records(continuingMatchFrom: try Query.Cursor(stringValue: marker, query: query, zoneID: zoneID), resultsLimit: limit)
+                    }
+                    return try database.records(matching: query, inZoneWith: zoneID, resultsLimit: limit)
+                }
+                return BatchResult(line: number, records: page.matchResults.map { .record(WebServicesRecord($0, container: container)) },
+                                   continuationMarker: page.queryCursor?.stringValue, exitCode: 0)
+            case .lookup(let ids):
+                var entries: [BatchRecordEntry] = []
+                var missing = false
+                for id in ids {
+                    switch lookUp(id) {
+                    case .success(let record):
+                        entries.append(.record(WebServicesRecord(record, container: container)))
+                    case .failure(let error) where error.code == .unknownItem:
+                        missing = true
+                        entries.append(.notFound(recordName: id.recordName, code: error.code.webServicesCode, reason: error.message))
+                    case .failure(let error):
+                        throw error
+                    }
+                }
+                return BatchResult(line: number, records: entries, exitCode: Int(missing ? ExitStatus.notFound.rawValue : 0))
+            }
+        } catch {
+            return failure(error, number: number)
+        }
+    }
+
+    private func lookUp(_ id: Record.ID) -> Result<Record, LatticeError> {
+        Result { () throws(LatticeError) -> Record in try database.record(for: id) }
+    }
+
+    private func result(of write: BatchWrite, _ outcome: Result<Record?, LatticeError>, number: Int) -> BatchResult {
+        switch outcome {
+        case .success(let record?):
+            return BatchResult(line: number, records: [.record(WebServicesRecord(record, container: container))], exitCode: 0)
+        case .success(nil):
+            return BatchResult(line: number, records: [.deleted(WebServicesDeletedRecord(recordName: write.record.recordID.recordName, zoneID: write.record.recordID.zoneID))], exitCode: 0)
+        case .failure(let error):
+            var result = failure(error, number: number)
+            result.recordName = write.record.recordID.recordName
+            return result
+        }
+    }
+
+    private func failure(_ error: Error, number: Int) -> BatchResult {
+        let cliError = (error as? CLIError) ?? (error as? LatticeError).map(CLIError.init) ?? CLIError(.internalError, code: "INTERNAL_ERROR", "\(error)")
+        return BatchResult(line: number, serverErrorCode: cliError.code, reason: cliError.message, exitCode: Int(cliError.status.rawValue))
+    }
+
+    private mutating func emit(_ result: BatchResult) {
+        if result.exitCode != 0 { failed = true }
+        Output.json(result)
+    }
+}
