@@ -12,7 +12,8 @@ import Testing
     }
 
     /// Runs `lattice batch` with `lines` written from another thread (a pipe holds 64 KiB: input and output both flow).
-    func batch(_ lines: [String], _ arguments: [String] = ["--zone", "Movies"]) throws -> (status: Int32, results: [[String: Any]]) {
+    /// A running `lattice batch` on store a, with pipes to feed it and read it.
+    func startBatch(_ arguments: [String]) throws -> (process: Process, input: FileHandle, output: FileHandle) {
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = ["batch"] + arguments + ["--store", cli.path("a")]
@@ -22,13 +23,17 @@ import Testing
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let writer = input.fileHandleForWriting
+        return (process, input.fileHandleForWriting, output.fileHandleForReading)
+    }
+
+    func batch(_ lines: [String], _ arguments: [String] = ["--zone", "Movies"]) throws -> (status: Int32, results: [[String: Any]]) {
+        let (process, writer, output) = try startBatch(arguments)
         let text = Data((lines.joined(separator: "\n") + "\n").utf8)
         Thread {
             try? writer.write(contentsOf: text)
             try? writer.close()
         }.start()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let data = output.readDataToEndOfFile()
         process.waitUntilExit()
         let results = String(decoding: data, as: UTF8.self).split(separator: "\n").map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
         return (process.terminationStatus, results)
@@ -106,18 +111,10 @@ import Testing
         signal(SIGPIPE, SIG_IGN)
         try cli.ok(["init"])
         try cli.ok(["zone", "create", "Movies"])
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["batch", "--zone", "Movies", "--store", cli.path("a")]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, writer, output) = try startBatch(["--zone", "Movies"])
         let printed = Mutex<[String]>([])
         let buffer = Mutex(Data())
-        PipeReader.start(output.fileHandleForReading) { data in
+        PipeReader.start(output) { data in
             buffer.withLock { pending in
                 pending.append(data)
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -131,7 +128,6 @@ import Testing
             }
         }
         let total = 3_000
-        let writer = input.fileHandleForWriting
         Thread {
             for chunk in stride(from: 0, to: total, by: 100) {
                 let lines = (chunk..<min(chunk + 100, total)).map { save("m\($0)", fields: #""title":{"value":"t\#($0)"},"rating":{"value":\#($0),"type":"INT64"}"#) }
