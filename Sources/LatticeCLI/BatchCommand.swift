@@ -31,8 +31,14 @@ struct BatchCommand: ParsableCommand {
         var runner = BatchRunner(container: container, database: container.database(with: options.scope), defaultZone: zone)
         let input = LineInput(fileDescriptor: STDIN_FILENO)
         if atomic {
-            var lines: [(number: Int, text: [UInt8])] = []
-            while case .line(let text) = input.next(waiting: true) { lines.append((lines.count + 1, text)) }
+            var lines: [(number: Int, text: [UInt8]?)] = []
+            reading: while true {
+                switch input.next(waiting: true) {
+                case .line(let text): lines.append((lines.count + 1, text))
+                case .tooLong: lines.append((lines.count + 1, nil))
+                case .wouldWait, .end: break reading
+                }
+            }
             runner.runAtomically(lines)
         } else {
             var number = 0
@@ -41,6 +47,9 @@ struct BatchCommand: ParsableCommand {
                 case .line(let text):
                     number += 1
                     runner.take(text, number: number)
+                case .tooLong:
+                    number += 1
+                    runner.refuseTooLong(number: number)
                 case .wouldWait:
                     runner.flush()
                 case .end:
@@ -57,31 +66,55 @@ struct BatchCommand: ParsableCommand {
 /// Standard input, line by line, telling when the next line is not there yet
 /// (so waiting writes are committed before the process waits for more).
 final class LineInput {
-    enum Next { case line([UInt8]), wouldWait, end }
+    enum Next { case line([UInt8]), tooLong, wouldWait, end }
     private let fileDescriptor: Int32
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Where the search for the next newline resumes.
+    private var scanned = 0
     private var ended = false
+    /// Whether the rest of an overlong line is being skipped.
+    private var skipping = false
+    /// A longer line is answered as too long, not held in memory: a record is at most 1 MB.
+    static let maximumLineLength = 16 << 20
 
     init(fileDescriptor: Int32) { self.fileDescriptor = fileDescriptor }
 
     func next(waiting: Bool) -> Next {
         while true {
-            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            // Searched from where the last search stopped: a long line is read in many chunks.
+            if let newline = buffer[max(start, scanned)...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffer[start..<newline])
                 start = newline + 1
-                if start > 1 << 16 { buffer.removeFirst(start); start = 0 }
+                scanned = start
+                if start > 1 << 16 { buffer.removeFirst(start); start = 0; scanned = 0 }
+                if skipping {
+                    skipping = false
+                    return .tooLong
+                }
                 return .line(line)
             }
+            scanned = buffer.count
+            if buffer.count - start > Self.maximumLineLength {
+                skipping = true
+                buffer.removeAll(keepingCapacity: true)
+                start = 0
+                scanned = 0
+            }
             if ended {
+                if skipping {
+                    skipping = false
+                    start = buffer.count
+                    return .tooLong
+                }
                 guard start < buffer.count else { return .end }
                 let line = Array(buffer[start...])
                 start = buffer.count
                 return .line(line)
             }
             if !waiting {
-                var poll = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
-                if Glibc.poll(&poll, 1, 0) == 0 { return .wouldWait }
+                var request = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+                if poll(&request, 1, 0) == 0 { return .wouldWait }
             }
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             let count = read(fileDescriptor, &chunk, chunk.count)
@@ -180,6 +213,8 @@ struct BatchRunner {
     }
 
     mutating func take(_ text: [UInt8], number: Int) {
+        // Blank lines are no requests (JSON lines allow them): skipped, though counted.
+        if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
         switch Result(catching: { try parse(text) }) {
         case .success(.write(let write)):
             pending.append((number, write))
@@ -192,6 +227,13 @@ struct BatchRunner {
             emit(failure(error, number: number))
         }
     }
+
+    mutating func refuseTooLong(number: Int) {
+        flush()
+        emit(failure(Self.tooLong, number: number))
+    }
+
+    static let tooLong = CLIError.corrupt("the line is longer than \(LineInput.maximumLineLength >> 20) MiB")
 
     /// Commits the waiting writes and prints their results.
     mutating func flush() {
@@ -211,11 +253,16 @@ struct BatchRunner {
 
     /// `--atomic`: every zone's writes in one transaction, all or none; then
     /// the other lines, and every result in the order of the lines.
-    mutating func runAtomically(_ lines: [(number: Int, text: [UInt8])]) {
+    mutating func runAtomically(_ lines: [(number: Int, text: [UInt8]?)]) {
         var results: [Int: BatchResult] = [:]
         var writesByZone: [Zone.ID: [(number: Int, write: BatchWrite)]] = [:]
         var others: [(number: Int, parsed: Parsed)] = []
         for (number, text) in lines {
+            guard let text else {
+                results[number] = failure(Self.tooLong, number: number)
+                continue
+            }
+            if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
             switch Result(catching: { try parse(text) }) {
             case .success(.write(let write)): writesByZone[write.record.recordID.zoneID, default: []].append((number, write))
             case .success(let other): others.append((number, other))

@@ -157,6 +157,19 @@ import Testing
         #expect(byName.count < total, "the kill came after everything was written: nothing was tested")
     }
 
+    /// JSON lines may hold blank lines (skipped, still counted); a line past 16 MiB is refused
+    /// without being held, and the next line runs.
+    @Test func blankLinesAreSkippedAndAnOverlongLineIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: cli.root) }
+        try cli.ok(["init"])
+        try cli.ok(["zone", "create", "Movies"])
+        let (status, results) = try batch(["", save("up"), "  ", String(repeating: "x", count: 17 << 20), save("coco")])
+        #expect(status == 1)
+        #expect(results.map { $0["line"] as? Int } == [2, 4, 5])
+        #expect(results.map { $0["exitCode"] as? Int } == [0, 65, 0])
+        #expect((results[1]["reason"] as? String)?.contains("longer than 16 MiB") == true)
+    }
+
     /// --atomic: a zone's writes apply all or none.
     @Test func atomicAppliesAZoneAllOrNothing() throws {
         defer { try? FileManager.default.removeItem(at: cli.root) }
