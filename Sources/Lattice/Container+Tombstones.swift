@@ -66,6 +66,19 @@ extension Container {
         }
     }
 
+    /// Drops the signed write blocks that prove no write any record (or zone)
+    /// still shows, in every zone: a churning store then keeps about the
+    /// blocks its present records need. A running node does it at each
+    /// collection pass, for a zone whose blocks doubled since (`onlyIfGrown`).
+    /// The records are read outside the write lock. Returns how many went.
+    @discardableResult
+    public func collectWriteBlocks(onlyIfGrown: Bool = false) throws(LatticeError) -> Int {
+        try LatticeError.wrap {
+            let zones = try store.read { snapshot in try DatabaseScope.allCases.flatMap { scope in try snapshot.zones(in: scope).map(\.key) } }
+            return try zones.reduce(0) { $0 + (try store.collectWriteBlocks(in: $1, ifGrown: onlyIfGrown)) }
+        }
+    }
+
     /// The devices that may hold the account's private zones, and those of
     /// them away past the horizon (`horizon` seconds, else the store's).
     func privateZoneDevices(in snapshot: StoreSnapshot, connected: Set<String>, horizon: Double?) throws -> (all: Set<String>, away: Set<String>) {

@@ -41,6 +41,7 @@ public struct LatticeCommand: ParsableCommand {
             fail(CLIError.usage(error.description), json: json)
         } catch let code as ExitCode {
             // A result, not a failure (`diff` exits 1 when it finds differences): what it printed stands.
+            OpenStores.finish()
             Foundation.exit(code.rawValue)
         } catch {
             // Argument-parser errors (usage 64, help 0) keep its own messages and codes.

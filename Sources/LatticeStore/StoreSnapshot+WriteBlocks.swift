@@ -55,6 +55,13 @@ extension StoreSnapshot {
             .map { try block($0, replica: replica, zone: key) }
     }
 
+    /// The replicas with blocks in `key`.
+    public func blockWriters(in key: ZoneKey) throws -> [ReplicaID] {
+        try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT replica FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ?"),
+                          arguments: [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName])
+            .map { ReplicaID(bytes: [UInt8]($0)) }
+    }
+
     /// What a change set to a peer at `base` carries to prove its writes.
     func proofCollector(for key: ZoneKey, base: VersionVector) -> ProofCollector {
         ProofCollector(base: base) { [self] replica, time in try writeBlock(of: replica, in: key, covering: time) }
@@ -74,12 +81,6 @@ extension StoreTransaction {
                 block.count, Data(block.entriesHash), Data(block.signature), Data(block.publicKey), block.entries.map { Data(WriteBlockEntries.encode($0)) },
             ])
         markChanged()
-    }
-
-    public func blockWriters(in key: ZoneKey) throws -> [ReplicaID] {
-        try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT replica FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ?"),
-                          arguments: [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName])
-            .map { ReplicaID(bytes: [UInt8]($0)) }
     }
 
     public func noteOwnBlocksCollected(through last: HLCTimestamp, in key: ZoneKey) throws {

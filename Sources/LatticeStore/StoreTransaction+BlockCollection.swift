@@ -2,31 +2,87 @@ import Foundation
 import GRDB
 import LatticeCore
 
-extension StoreTransaction {
+extension StoreSnapshot {
     public func forEachRecord(in key: ZoneKey, _ body: (RecordState) throws -> Void) throws {
         guard let zone = try zoneRow(key)?.id else { return }
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ?"), arguments: [zone])
         while let row = try rows.next() { try body(try decode(row[0])) }
     }
 
-    private static func keptBlocksKey(_ key: ZoneKey) -> String { "blocks_kept.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
+    static func keptBlocksKey(_ key: ZoneKey) -> String { "blocks_kept.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
 
-    /// Collects a zone's write blocks (`collectWriteBlocks`) once it holds
-    /// twice the blocks the last collection kept (and a few more): each
-    /// collection reads every record of the zone, so its cost spreads over
-    /// as many writes as the zone holds blocks for, and a churning zone keeps
-    /// at most about twice the blocks its present states need.
-    func collectWriteBlocksIfGrown(in keys: [ZoneKey]) throws {
-        for key in keys {
-            let scope = [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName] as StatementArguments
-            let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ?"), arguments: scope) ?? 0
-            let kept = try Int.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.keptBlocksKey(key)]) ?? 0
-            guard count > 2 * kept + Self.blocksGrowthAllowance else { continue }
-            let dropped = try collectWriteBlocks(in: key)
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: [Self.keptBlocksKey(key), count - dropped])
-        }
+    /// The zone's write blocks, and how many its last collection kept.
+    func blockCounts(in key: ZoneKey) throws -> (now: Int, kept: Int) {
+        let scope = [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName] as StatementArguments
+        let now = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ?"), arguments: scope) ?? 0
+        let kept = try Int.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.keptBlocksKey(key)]) ?? 0
+        return (now, kept)
     }
 
-    /// Blocks a zone may gain beyond twice those kept before it is collected again.
+    /// The stamps the zone shows, by writer: every record's (tombstones' too) and the zone's incarnation.
+    func shownStamps(in key: ZoneKey, records: (((RecordState) throws -> Void) throws -> Void)) throws -> [ReplicaID: Set<HLCTimestamp>] {
+        var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
+        if let sync = try syncState(of: key) { shown[sync.zoneState.stamp.replica, default: []].insert(sync.zoneState.stamp.time) }
+        try records { state in for stamp in state.liveStamps { shown[stamp.replica, default: []].insert(stamp.time) } }
+        return shown
+    }
+}
+
+extension RecordStore {
+    /// Blocks a zone may gain beyond twice those kept before `collectWriteBlocks(ifGrown:)` collects again.
     static let blocksGrowthAllowance = 32
+
+    /// Collects the zone's write blocks that prove no write it shows
+    /// (`ReplicaStorage.collectWriteBlocks` says which and why), without
+    /// holding the write lock while it reads the zone: the records are read
+    /// on a snapshot, and a short write then drops the blocks found, after
+    /// checking them against the records changed since (a block a record
+    /// shows again stays) and against a block replaced meanwhile. With
+    /// `ifGrown`, only once the zone's blocks doubled since the last
+    /// collection (plus 32): the reading spreads over the writes that made them.
+    @discardableResult
+    public func collectWriteBlocks(in key: ZoneKey, ifGrown: Bool = false) throws -> Int {
+        struct Candidate { var block: WriteBlock; var own: Bool }
+        let found = try read { snapshot -> (sequence: UInt64, candidates: [Candidate])? in
+            let counts = try snapshot.blockCounts(in: key)
+            if ifGrown, counts.now <= 2 * counts.kept + Self.blocksGrowthAllowance { return nil }
+            guard try snapshot.syncState(of: key) != nil else { return nil }
+            let shown = try snapshot.shownStamps(in: key) { body in try snapshot.forEachRecord(in: key, body) }
+            var candidates: [Candidate] = []
+            let end = HLCTimestamp(rawValue: UInt64(Int64.max))
+            for writer in try snapshot.blockWriters(in: key) {
+                let held = shown[writer] ?? []
+                // Each writer's latest two stay (see `ReplicaStorage.collectWriteBlocks`).
+                for block in try snapshot.writeBlocks(of: writer, in: key, endingIn: .zero...end, entries: true).dropLast(2) {
+                    guard let entries = block.entries, !entries.contains(where: { held.contains($0.time) }) else { continue }
+                    candidates.append(Candidate(block: block, own: writer == replica))
+                }
+            }
+            return (try snapshot.sequence(), candidates)
+        }
+        guard let found else { return 0 }
+        return try write { transaction in
+            // What changed since the snapshot may show some of those writes again: only those records are read.
+            let shownSince = try transaction.shownStamps(in: key) { body in
+                for (state, _) in try transaction.records(changedAfter: found.sequence, in: key) { try body(state) }
+            }
+            var dropped = 0
+            var ownThrough: HLCTimestamp?
+            for candidate in found.candidates {
+                let block = candidate.block
+                guard let entries = block.entries, !entries.contains(where: { shownSince[block.replica]?.contains($0.time) == true }) else { continue }
+                // Still the block read (a peer may have sent another version with the same end).
+                guard let current = try transaction.writeBlocks(of: block.replica, in: key, endingIn: block.last...block.last, entries: false).first,
+                      current.entriesHash == block.entriesHash else { continue }
+                try transaction.removeWriteBlock(block)
+                dropped += 1
+                if candidate.own { ownThrough = max(ownThrough ?? .zero, block.last) }
+            }
+            if let ownThrough { try transaction.noteOwnBlocksCollected(through: ownThrough, in: key) }
+            try transaction.db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)")
+                .execute(arguments: [StoreSnapshot.keptBlocksKey(key), try transaction.blockCounts(in: key).now])
+            transaction.markChanged()
+            return dropped
+        }
+    }
 }

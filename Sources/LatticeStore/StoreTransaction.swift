@@ -472,7 +472,6 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
                 try db.cachedStatement(sql: "DELETE FROM commit_sources WHERE sequence <= ?").execute(arguments: [Int64(sequence - Self.keptCommitSources)])
             }
             if sequence % 256 == 0 { try thinCheckpoints(at: sequence) }
-            if sequence % 256 == 128 { try collectWriteBlocksIfGrown(in: zoneCache.values.filter { touchedZones[$0.id] != nil }.map(\.key)) }
         }
         if clockMoved {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)").execute(arguments: [Int64(bitPattern: hybridClock.last.rawValue)])

@@ -41,16 +41,34 @@ extension SyncNode {
         }
         let (seconds, attoseconds) = configuration.assetCollectionInterval.components
         let interval = TimeAmount.nanoseconds(max(1_000_000, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-        let pool = threadPool
         let task = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
+            self?.runCollectionPass()
+        }
+        state.withLockedValue { $0.assetCollector = task }
+    }
+
+    /// One pass of asset and tombstone collection, on a thread of its own at
+    /// the lowest priority, one at a time: on the store threads the sessions
+    /// use, a pass under a flood of strangers held their batches up for a second.
+    func runCollectionPass() {
+        let start = state.withLockedValue { state -> Bool in
+            guard !state.collecting, !state.stopped else { return false }
+            state.collecting = true
+            return true
+        }
+        guard start else { return }
+        let thread = Thread { [weak self] in
+            #if os(Linux)
+            setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) // this thread alone: on Linux a priority is per thread
+            #endif
             guard let self else { return }
-            pool.submit { state in
-                guard state == .active else { return } // the node stopped meanwhile
+            if !self.isStopped {
                 self.collectUnreferencedAssets()
                 self.collectTombstones()
             }
+            self.state.withLockedValue { $0.collecting = false }
         }
-        state.withLockedValue { $0.assetCollector = task }
+        thread.start()
     }
 
     /// One pass of the collection; returns the assets removed.

@@ -26,6 +26,10 @@ extension SyncNode {
         }
         let horizon = configuration.tombstoneHorizon.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
         guard let pass = try? container.collectionPass(acknowledgements: holds, connected: connected, horizon: horizon) else { return 0 }
+        // Signed blocks that prove nothing any record shows any more go too, in any zone whose blocks doubled.
+        if let dropped = try? container.collectWriteBlocks(onlyIfGrown: true), dropped > 0 {
+            logger.info("dropped write blocks no record needs", metadata: ["blocks": "\(dropped)"])
+        }
         for zone in pass.zones where !zone.collected.isEmpty {
             let without = pass.away.filter { holds[$0]?[zone.key].map { vector in !vector.dominates(zone.holds.acknowledged) } ?? true }
             logger.info("collected tombstones every device of the account acknowledged", metadata: [

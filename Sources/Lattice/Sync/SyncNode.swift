@@ -194,6 +194,8 @@ public final class SyncNode: Sendable {
         var peerHoldsChanged = false
         /// Per private zone, the join of its collected tombstones' vectors (`collectedThrough`), as of the last collection pass.
         var collectedThrough: [ZoneKey: VersionVector] = [:]
+        /// Whether a collection pass runs (on its own thread; one at a time).
+        var collecting = false
         /// Peers and zones told this connection which records were collected while they were away.
         var toldCollected: Set<String> = []
         /// Looks for unreferenced assets to remove.
@@ -622,6 +624,9 @@ public final class SyncNode: Sendable {
         case .neighbors(let devices):
             peerNeighbors(peer, devices)
         case .peerHolds(let zone, let vector):
+            // Only the private zones' acknowledgements are used (tombstone and asset collection): the public
+            // database's strangers' went into memory and into every pass's store write, a second under a flood.
+            guard zone.scope == .private else { break }
             state.withLockedValue { state in
                 let before = state.peerHolds[peer]?[zone] ?? VersionVector()
                 guard !before.dominates(vector) else { return }
