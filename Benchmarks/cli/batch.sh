@@ -5,22 +5,11 @@
 #   Benchmarks/cli/batch.sh [--lines N] [--runs N] [--lattice PATH]
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
 LINES=10000
 RUNS=3
-L=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --lines) LINES="$2"; shift 2 ;;
-    --runs) RUNS="$2"; shift 2 ;;
-    --lattice) L="$2"; shift 2 ;;
-    *) echo "usage: $0 [--lines N] [--runs N] [--lattice PATH]" >&2; exit 2 ;;
-  esac
-done
-if [[ -z "$L" ]]; then
-  (cd "$ROOT" && swift build -c release --product lattice >&2)
-  L="$ROOT/.build/release/lattice"
-fi
+OPTIONS=(lines runs)
+USAGE="[--lines N] [--runs N] [--lattice PATH]"
+source "$HERE/common.sh"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 perl -e 'for my $i (0..$ARGV[0]-1) { printf "{\"operationType\":\"forceUpdate\",\"record\":{\"recordName\":\"m%d\",\"recordType\":\"Movie\",\"fields\":{\"title\":{\"value\":\"title %d\"},\"rating\":{\"value\":%d,\"type\":\"INT64\"}}}}\n", $i, $i, $i % 1000 }' "$LINES" > "$WORK/ops.jsonl"

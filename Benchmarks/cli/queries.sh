@@ -6,22 +6,11 @@
 # With --lattice, measures that binary (an older build, for a before/after).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
 RECORDS=100000
 RUNS=10
-L=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --records) RECORDS="$2"; shift 2 ;;
-    --runs) RUNS="$2"; shift 2 ;;
-    --lattice) L="$2"; shift 2 ;;
-    *) echo "usage: $0 [--records N] [--runs N] [--lattice PATH]" >&2; exit 2 ;;
-  esac
-done
-if [[ -z "$L" ]]; then
-  (cd "$ROOT" && swift build -c release --product lattice >&2)
-  L="$ROOT/.build/release/lattice"
-fi
+OPTIONS=(records runs)
+USAGE="[--records N] [--runs N] [--lattice PATH]"
+source "$HERE/common.sh"
 STORE="$(mktemp -d)"
 trap 'rm -rf "$STORE"' EXIT
 S="$STORE/s"

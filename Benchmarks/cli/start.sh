@@ -5,20 +5,10 @@
 # With --lattice, measures that binary (an older build, for a before/after) instead of building.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
 RUNS=30
-L=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --runs) RUNS="$2"; shift 2 ;;
-    --lattice) L="$2"; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--lattice PATH]" >&2; exit 2 ;;
-  esac
-done
-if [[ -z "$L" ]]; then
-  (cd "$ROOT" && swift build -c release --product lattice >&2)
-  L="$ROOT/.build/release/lattice"
-fi
+OPTIONS=(runs)
+USAGE="[--runs N] [--lattice PATH]"
+source "$HERE/common.sh"
 STORE="$(mktemp -d)"
 trap 'rm -rf "$STORE"' EXIT
 "$L" init --store "$STORE/s" >/dev/null
