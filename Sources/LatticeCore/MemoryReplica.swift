@@ -287,11 +287,6 @@ public final class MemoryReplica: ReplicaStorage {
         try transaction { try (self as any ReplicaStorage).collectWriteBlocks(in: key) }
     }
 
-    /// Every block held of the zone, for tests.
-    public func writeBlockCount(in zone: ZoneKey) -> Int {
-        blocks.filter { $0.key.zone == zone }.map(\.value.count).reduce(0, +)
-    }
-
     /// Blocks are kept sorted by `last`: a binary search finds the first at or after `time`.
     private static func firstBlock(in list: [WriteBlock], endingAtOrAfter time: HLCTimestamp) -> Int {
         var low = 0

@@ -15,30 +15,44 @@
 /// - this replica's own heads that peers hold are entry times of its blocks
 ///   (`holdsOwnHead`): the storage notes how far its own blocks went
 ///   (`noteOwnBlocksCollected`), and a head up to there is one it signed.
+public enum WriteBlockCollection {
+    /// The stamps a zone shows, by writer: the zone's incarnation's and every
+    /// part of every record `records` calls its body with (tombstones too).
+    public static func shownStamps(zoneState: ZoneState?, records: ((RecordState) throws -> Void) throws -> Void) rethrows -> [ReplicaID: Set<HLCTimestamp>] {
+        var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
+        if let zoneState { shown[zoneState.stamp.replica, default: []].insert(zoneState.stamp.time) }
+        try records { state in state.forEachPart { stamp, _, _ in shown[stamp.replica, default: []].insert(stamp.time) } }
+        return shown
+    }
+
+    /// Of one writer's blocks in a zone (all of them, by `last`), those that
+    /// may go: none of their writes is `shown`, and they are not the latest two.
+    public static func collectable(_ blocks: [WriteBlock], shown: Set<HLCTimestamp>) -> [WriteBlock] {
+        blocks.dropLast(2).filter { !proves($0, anyOf: shown) }
+    }
+
+    /// Whether `block` holds one of the `shown` writes (a head, whose entries are unknown, may).
+    public static func proves(_ block: WriteBlock, anyOf shown: Set<HLCTimestamp>) -> Bool {
+        block.entries.map { entries in entries.contains { shown.contains($0.time) } } ?? true
+    }
+
+    /// Every time a block can end at: to read all of a writer's blocks.
+    public static let anyEnd = HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max))
+}
+
 extension ReplicaStorage {
     /// Drops the zone's write blocks that prove no write the replica shows,
     /// but each writer's latest two; returns how many went.
     @discardableResult
     public func collectWriteBlocks(in zone: ZoneKey) throws -> Int {
         guard let sync = try syncState(of: zone) else { return 0 }
-        var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
-        shown[sync.zoneState.stamp.replica, default: []].insert(sync.zoneState.stamp.time)
-        try forEachRecord(in: zone) { state in
-            state.forEachPart { stamp, _, _ in shown[stamp.replica, default: []].insert(stamp.time) }
-        }
+        let shown = try WriteBlockCollection.shownStamps(zoneState: sync.zoneState) { body in try forEachRecord(in: zone, body) }
         var dropped = 0
-        let end = HLCTimestamp(rawValue: UInt64(Int64.max))
         for writer in try blockWriters(in: zone) {
-            let blocks = try writeBlocks(of: writer, in: zone, endingIn: .zero...end, entries: true)
-            let held = shown[writer] ?? []
-            var ownThrough: HLCTimestamp?
-            for block in blocks.dropLast(2) {
-                guard let entries = block.entries, !entries.contains(where: { held.contains($0.time) }) else { continue }
-                try removeWriteBlock(block)
-                dropped += 1
-                if writer == replica { ownThrough = block.last }
-            }
-            if let ownThrough { try noteOwnBlocksCollected(through: ownThrough, in: zone) }
+            let collectable = WriteBlockCollection.collectable(try writeBlocks(of: writer, in: zone, endingIn: WriteBlockCollection.anyEnd, entries: true), shown: shown[writer] ?? [])
+            for block in collectable { try removeWriteBlock(block) }
+            dropped += collectable.count
+            if writer == replica, let last = collectable.last?.last { try noteOwnBlocksCollected(through: last, in: zone) }
         }
         return dropped
     }

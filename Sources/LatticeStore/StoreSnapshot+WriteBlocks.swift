@@ -124,7 +124,9 @@ enum WriteBlockEntries {
 // MARK: A store restored from an older copy
 
 extension StoreSnapshot {
-    private static func gapKey(_ key: ZoneKey) -> String { "own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
+    /// A per-zone key of the `meta` table: `name.scope.owner.zone`.
+    static func zoneMetaKey(_ name: String, _ key: ZoneKey) -> String { "\(name).\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
+    static func gapKey(_ key: ZoneKey) -> String { zoneMetaKey("own_gap", key) }
 
     /// Whether `head`, a peer's entry for this replica in `key`'s vector, is a
     /// head this store signed and still holds. Every such entry is the last
@@ -133,13 +135,12 @@ extension StoreSnapshot {
     /// (restored from an older copy while its peers kept them).
     public func holdsOwnHead(_ head: HLCTimestamp, in key: ZoneKey) throws -> Bool {
         guard head > .zero else { return true }
+        if let block = try writeBlock(of: store.replica, in: key, covering: head), block.last == head || block.digest(at: head) != nil { return true }
         // A head among the blocks collected was signed: they went because no write of them is shown any more.
-        if head <= (try ownBlocksCollectedThrough(in: key)) { return true }
-        guard let block = try writeBlock(of: store.replica, in: key, covering: head) else { return false }
-        return block.last == head || block.digest(at: head) != nil
+        return head <= (try ownBlocksCollectedThrough(in: key))
     }
 
-    static func collectedBlocksKey(_ key: ZoneKey) -> String { "own_blocks_collected.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
+    static func collectedBlocksKey(_ key: ZoneKey) -> String { zoneMetaKey("own_blocks_collected", key) }
 
     /// The greatest `last` of this store's own blocks collected in `key` (`collectWriteBlocks`).
     func ownBlocksCollectedThrough(in key: ZoneKey) throws -> HLCTimestamp {
@@ -166,7 +167,7 @@ extension StoreSnapshot {
 extension StoreTransaction {
     /// Remembers that a peer holds `head`, a head of this store's own it lacks.
     public func noteOwnGap(_ head: HLCTimestamp, in key: ZoneKey) throws {
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)", Int64(bitPattern: head.rawValue)])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: [Self.gapKey(key), Int64(bitPattern: head.rawValue)])
         markChanged()
     }
 
@@ -174,7 +175,7 @@ extension StoreTransaction {
     @discardableResult
     public func closeOwnGapIfFilled(in key: ZoneKey) throws -> Bool {
         guard let gap = try ownGap(in: key), try holdsOwnHead(gap, in: key) else { return false }
-        try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: ["own_gap.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)"])
+        try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: [Self.gapKey(key)])
         markChanged()
         return true
     }

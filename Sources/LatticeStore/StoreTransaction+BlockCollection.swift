@@ -9,7 +9,7 @@ extension StoreSnapshot {
         while let row = try rows.next() { try body(try decode(row[0])) }
     }
 
-    static func keptBlocksKey(_ key: ZoneKey) -> String { "blocks_kept.\(key.scope.rawValue).\(key.zoneID.ownerName).\(key.zoneID.zoneName)" }
+    static func keptBlocksKey(_ key: ZoneKey) -> String { zoneMetaKey("blocks_kept", key) }
 
     /// The zone's write blocks, and how many its last collection kept.
     func blockCounts(in key: ZoneKey) throws -> (now: Int, kept: Int) {
@@ -19,13 +19,6 @@ extension StoreSnapshot {
         return (now, kept)
     }
 
-    /// The stamps the zone shows, by writer: every record's (tombstones' too) and the zone's incarnation.
-    func shownStamps(in key: ZoneKey, records: (((RecordState) throws -> Void) throws -> Void)) throws -> [ReplicaID: Set<HLCTimestamp>] {
-        var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
-        if let sync = try syncState(of: key) { shown[sync.zoneState.stamp.replica, default: []].insert(sync.zoneState.stamp.time) }
-        try records { state in for stamp in state.liveStamps { shown[stamp.replica, default: []].insert(stamp.time) } }
-        return shown
-    }
 }
 
 extension RecordStore {
@@ -42,41 +35,31 @@ extension RecordStore {
     /// collection (plus 32): the reading spreads over the writes that made them.
     @discardableResult
     public func collectWriteBlocks(in key: ZoneKey, ifGrown: Bool = false) throws -> Int {
-        struct Candidate { var block: WriteBlock; var own: Bool }
-        let found = try read { snapshot -> (sequence: UInt64, candidates: [Candidate])? in
+        let found = try read { snapshot -> (sequence: UInt64, candidates: [WriteBlock])? in
             let counts = try snapshot.blockCounts(in: key)
             if ifGrown, counts.now <= 2 * counts.kept + Self.blocksGrowthAllowance { return nil }
-            guard try snapshot.syncState(of: key) != nil else { return nil }
-            let shown = try snapshot.shownStamps(in: key) { body in try snapshot.forEachRecord(in: key, body) }
-            var candidates: [Candidate] = []
-            let end = HLCTimestamp(rawValue: UInt64(Int64.max))
-            for writer in try snapshot.blockWriters(in: key) {
-                let held = shown[writer] ?? []
-                // Each writer's latest two stay (see `ReplicaStorage.collectWriteBlocks`).
-                for block in try snapshot.writeBlocks(of: writer, in: key, endingIn: .zero...end, entries: true).dropLast(2) {
-                    guard let entries = block.entries, !entries.contains(where: { held.contains($0.time) }) else { continue }
-                    candidates.append(Candidate(block: block, own: writer == replica))
-                }
+            guard let sync = try snapshot.syncState(of: key) else { return nil }
+            let shown = try WriteBlockCollection.shownStamps(zoneState: sync.zoneState) { body in try snapshot.forEachRecord(in: key, body) }
+            let candidates = try snapshot.blockWriters(in: key).flatMap { writer in
+                WriteBlockCollection.collectable(try snapshot.writeBlocks(of: writer, in: key, endingIn: WriteBlockCollection.anyEnd), shown: shown[writer] ?? [])
             }
             return (try snapshot.sequence(), candidates)
         }
         guard let found else { return 0 }
         return try write { transaction in
             // What changed since the snapshot may show some of those writes again: only those records are read.
-            let shownSince = try transaction.shownStamps(in: key) { body in
+            let shownSince = try WriteBlockCollection.shownStamps(zoneState: try transaction.syncState(of: key)?.zoneState) { body in
                 for (state, _) in try transaction.records(changedAfter: found.sequence, in: key) { try body(state) }
             }
             var dropped = 0
             var ownThrough: HLCTimestamp?
-            for candidate in found.candidates {
-                let block = candidate.block
-                guard let entries = block.entries, !entries.contains(where: { shownSince[block.replica]?.contains($0.time) == true }) else { continue }
+            for block in found.candidates where !WriteBlockCollection.proves(block, anyOf: shownSince[block.replica] ?? []) {
                 // Still the block read (a peer may have sent another version with the same end).
                 guard let current = try transaction.writeBlocks(of: block.replica, in: key, endingIn: block.last...block.last, entries: false).first,
                       current.entriesHash == block.entriesHash else { continue }
                 try transaction.removeWriteBlock(block)
                 dropped += 1
-                if candidate.own { ownThrough = max(ownThrough ?? .zero, block.last) }
+                if block.replica == replica { ownThrough = max(ownThrough ?? .zero, block.last) }
             }
             if let ownThrough { try transaction.noteOwnBlocksCollected(through: ownThrough, in: key) }
             try transaction.db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)")
