@@ -16,10 +16,11 @@ trap 'rm -rf "$STORE"' EXIT
 S="$STORE/s"
 "$L" init --store "$S" >/dev/null
 "$L" zone create Movies --store "$S" >/dev/null
-# rating 0-999 spread over the names; one movie in 500 a noir; plays unindexed.
+# rating 0-999 spread over the names; one movie in 500 a noir; plays unindexed;
+# two tags each, one of 1,000 and "all"; a place on a grid of 6,120 points.
 perl -e 'for my $i (0..$ARGV[0]-1) { my $r = ($i * 7919) % 1000; my $g = $i % 500 == 0 ? "noir" : "comedy";
-  printf "{\"recordName\":\"m%06d\",\"recordType\":\"Movie\",\"fields\":{\"title\":{\"value\":\"title %d\"},\"rating\":{\"value\":%d,\"type\":\"INT64\"},\"genre\":{\"value\":\"%s\"},\"plays\":{\"value\":%d,\"type\":\"INT64\"},\"artist\":{\"value\":\"artist %d\"}}}\n",
-  $i, ($i * 7) % $ARGV[0], $r, $g, $i % 10007, $i % 997 }' "$RECORDS" | "$L" record import Movies --store "$S" >/dev/null
+  printf "{\"recordName\":\"m%06d\",\"recordType\":\"Movie\",\"fields\":{\"title\":{\"value\":\"title %d\"},\"rating\":{\"value\":%d,\"type\":\"INT64\"},\"genre\":{\"value\":\"%s\"},\"plays\":{\"value\":%d,\"type\":\"INT64\"},\"artist\":{\"value\":\"artist %d\"},\"tags\":{\"value\":[\"t%d\",\"all\"],\"type\":\"STRING_LIST\"},\"place\":{\"value\":{\"latitude\":%d.5,\"longitude\":%d.5},\"type\":\"LOCATION\"}}}\n",
+  $i, ($i * 7) % $ARGV[0], $r, $g, $i % 10007, $i % 997, ($i * 13) % 1000, ($i * 31) % 170 - 85, ($i * 17) % 360 - 180 }' "$RECORDS" | "$L" record import Movies --store "$S" >/dev/null
 "$L" schema index Movie rating --queryable --sortable --store "$S" >/dev/null
 "$L" schema index Movie title --sortable --store "$S" >/dev/null
 "$L" schema index Movie genre --queryable --store "$S" >/dev/null
@@ -47,6 +48,15 @@ shape 'rating >= 990' rating
 shape 'rating >= 500' title
 shape 'genre = "noir"' rating
 shape 'plays >= 10000' artist
+# Lists and locations, first without their indexes (as every build before list and location indexes read them), then with.
+LIST_SHAPES=('tags CONTAINS "t7"' 'tags ANYBEGINSWITH "t99"' 'place NEAR (10, 20) WITHIN 300000')
+for where in "${LIST_SHAPES[@]}"; do shape "$where" rating; done
+if "$L" schema index Movie tags --queryable --store "$S" >/dev/null 2>&1 && "$L" schema index Movie place --queryable --store "$S" >/dev/null 2>&1; then
+  echo "with tags and place indexed:"
+  for where in "${LIST_SHAPES[@]}"; do shape "$where" rating; done
+else
+  echo "this build cannot index lists or locations"
+fi
 perl -MTime::HiRes=clock_gettime,CLOCK_MONOTONIC -e '
   my ($runs, @command) = @ARGV; my @times;
   for (1..$runs) { my $start = clock_gettime(CLOCK_MONOTONIC); system(@command) == 0 or die; push @times, (clock_gettime(CLOCK_MONOTONIC) - $start) * 1000 }

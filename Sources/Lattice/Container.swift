@@ -107,6 +107,18 @@ public final class Container: Sendable {
         return try LatticeError.wrap { try store.write { try $0.addIndex(kinds, field: field, of: recordType) } }
     }
 
+    /// Removes index kinds from a field on this device; queries return the
+    /// same records, read without that index. Removal is local: it is not
+    /// sent to other replicas (each keeps the indexes it was given), and a
+    /// peer's schema that carries the kinds does not bring them back here;
+    /// `addIndex` does. Returns the kinds the field had and no longer has.
+    @discardableResult
+    public func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws(LatticeError) -> IndexKinds {
+        try RecordValidation.checkIdentifier(recordType, what: "record type")
+        try RecordValidation.checkIdentifier(field, what: "field name")
+        return try LatticeError.wrap { try store.write { try $0.removeIndex(kinds, field: field, of: recordType) } }
+    }
+
     /// Declares record types and fields ahead of their first records, as a
     /// model container does for its models: nothing is written when the schema has them.
     func declare(recordTypes: [String], fields: [(recordType: String, field: String, type: FieldType)]) throws(LatticeError) {

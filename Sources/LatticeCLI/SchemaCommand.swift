@@ -19,7 +19,8 @@ struct SchemaCommand: ParsableCommand {
                     recordTypes: types.map { type in
                         .init(recordType: type, fields: schema.sortedFields.filter { $0.recordType == type }.map { field in
                             .init(fieldName: field.field, fieldType: field.type.description,
-                                  indexes: schema.indexKinds(field.field, of: type).names.map { $0.uppercased() })
+                                  indexes: schema.indexKinds(field.field, of: type).names.map { $0.uppercased() },
+                                  removedHere: schema.removedIndexes[.init(recordType: type, field: field.field)]?.names.map { $0.uppercased() })
                         })
                     }))
             } else {
@@ -28,7 +29,9 @@ struct SchemaCommand: ParsableCommand {
                     Output.line(type)
                     for field in schema.sortedFields where field.recordType == type {
                         let kinds = schema.indexKinds(field.field, of: type)
-                        Output.line("  \(field.field): \(field.type)" + (kinds.isEmpty ? "" : "  [\(kinds.names.joined(separator: ", "))]"))
+                        let removed = schema.removedIndexes[.init(recordType: type, field: field.field)] ?? []
+                        Output.line("  \(field.field): \(field.type)" + (kinds.isEmpty ? "" : "  [\(kinds.names.joined(separator: ", "))]")
+                            + (removed.isEmpty ? "" : "  (removed here: \(removed.names.joined(separator: ", ")))"))
                     }
                 }
             }
@@ -37,11 +40,18 @@ struct SchemaCommand: ParsableCommand {
 
     struct Index: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "index",
-            abstract: "Index a field: queryable (filters), sortable (sort order), searchable (token searches).",
+            abstract: "Index a field, or remove its index: queryable (filters), sortable (sort order), searchable (token searches).",
             discussion: """
                 Every record of the type is indexed at once; every later save and merge keeps the index current, and the \
-                index reaches other devices with the schema. Without a kind flag the field becomes queryable and sortable.
-                Example: lattice schema index Movie title --sortable --searchable
+                index reaches other devices with the schema. Without a kind flag a field gets every kind its type can have: \
+                queryable and sortable for strings, numbers, dates and booleans; queryable for lists (LIST_CONTAINS, \
+                LIST_MEMBER_BEGINS_WITH) and locations (NEAR … WITHIN).
+                --remove removes the kinds named (without a flag, all) on this device only: queries return the same \
+                records, more slowly. Other devices keep their indexes, and a peer's schema does not bring the removed kinds \
+                back here; indexing the field again here does.
+                Examples: lattice schema index Movie title --sortable --searchable
+                          lattice schema index Movie tags
+                          lattice schema index Movie title --remove --searchable
                 """)
         @OptionGroup var options: GlobalOptions
         @Argument(help: "Record type.") var recordType: String
@@ -49,14 +59,32 @@ struct SchemaCommand: ParsableCommand {
         @Flag(help: "Filter on the field through an index.") var queryable = false
         @Flag(help: "Sort by the field through an index.") var sortable = false
         @Flag(help: "Token searches (TOKENS, ANYTOKENS) of a string field through an index.") var searchable = false
+        @Flag(help: "Remove the kinds named (all without a kind flag) from this device's index of the field.") var remove = false
 
         func run() throws {
             var kinds: IndexKinds = []
             if queryable { kinds.insert(.queryable) }
             if sortable { kinds.insert(.sortable) }
             if searchable { kinds.insert(.searchable) }
-            if kinds.isEmpty { kinds = [.queryable, .sortable] }
             let container = try options.openContainer(forOneCommand: true)
+            if remove {
+                let removed = try library { try container.removeIndex(kinds.isEmpty ? .all : kinds, field: field, of: recordType) }
+                let now = try library { try container.schema() }.indexKinds(field, of: recordType)
+                if options.json {
+                    Output.json(IndexOutput(recordType: recordType, fieldName: field, indexes: now.names.map { $0.uppercased() }, added: [],
+                                            removed: removed.names.map { $0.uppercased() }))
+                } else if removed.isEmpty {
+                    Output.line("\(recordType).\(field) had no such index; it stays off on this device")
+                } else {
+                    Output.line("removed \(removed) from \(recordType).\(field) on this device" + (now.isEmpty ? "" : "; it keeps \(now)"))
+                }
+                return
+            }
+            if kinds.isEmpty {
+                let type = try library { try container.schema() }.field(field, of: recordType)?.type
+                kinds = type.map(IndexKinds.defaults(for:)) ?? [.queryable, .sortable]
+                if kinds.isEmpty { kinds = [.queryable] } // the refusal then names what the type cannot have
+            }
             let added = try library { try container.addIndex(kinds, field: field, of: recordType) }
             let now = try library { try container.schema() }.indexKinds(field, of: recordType)
             if options.json {
@@ -153,6 +181,8 @@ struct SchemaOutput: Encodable {
             var fieldName: String
             var fieldType: String
             var indexes: [String]
+            /// Index kinds removed on this device (absent when none).
+            var removedHere: [String]?
         }
 
         var recordType: String
@@ -169,6 +199,8 @@ struct IndexOutput: Encodable {
     var fieldName: String
     var indexes: [String]
     var added: [String]
+    /// With --remove: the kinds the field had and no longer has here.
+    var removed: [String]? = nil
 }
 
 /// What `status --json` prints: the store, its zones, and the running node's state.

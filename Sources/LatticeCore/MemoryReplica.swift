@@ -304,6 +304,12 @@ public final class MemoryReplica: ReplicaStorage {
         changed = true
     }
 
+    public func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) {
+        undo.append(.schema(currentSchema))
+        currentSchema.setRemoved(index: removed, field: field, of: recordType)
+        changed = true
+    }
+
     private func touch(_ slot: Int) {
         if !touchedSlots.contains(slot) { touchedSlots.append(slot) }
         changed = true
@@ -359,6 +365,11 @@ public final class MemoryReplica: ReplicaStorage {
     @discardableResult
     public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         try transaction { try (self as any ReplicaStorage).addIndex(kinds, field: field, of: recordType) }
+    }
+
+    @discardableResult
+    public func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+        try transaction { try (self as any ReplicaStorage).removeIndex(kinds, field: field, of: recordType) }
     }
 
     // MARK: Change sets

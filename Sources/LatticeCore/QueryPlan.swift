@@ -18,13 +18,19 @@ public indirect enum IndexFilter: Hashable, Sendable {
     case prefix(IndexColumn, String)
     /// A searchable field holding all (or any) of the tokens.
     case tokens(field: String, tokens: [String], all: Bool)
+    /// A list field with all (or any) of the values among its members.
+    case members(field: String, values: [FieldValue], all: Bool)
+    /// A list field with a text member beginning with the prefix.
+    case memberPrefix(field: String, prefix: String)
+    /// A location field inside one of the boxes.
+    case within(field: String, boxes: [GeoBox])
     case and([IndexFilter])
     case or([IndexFilter])
 
     /// How many conditions the filter holds.
     public var conditionCount: Int {
         switch self {
-        case .compare, .oneOf, .prefix, .tokens: return 1
+        case .compare, .oneOf, .prefix, .tokens, .members, .memberPrefix, .within: return 1
         case .and(let parts), .or(let parts): return parts.reduce(0) { $0 + $1.conditionCount }
         }
     }
@@ -32,7 +38,9 @@ public indirect enum IndexFilter: Hashable, Sendable {
     /// The fields whose indexes this filter reads.
     public var fields: Set<String> {
         switch self {
-        case .compare(.field(let name), _, _), .oneOf(.field(let name), _), .prefix(.field(let name), _), .tokens(let name, _, _): return [name]
+        case .compare(.field(let name), _, _), .oneOf(.field(let name), _), .prefix(.field(let name), _), .tokens(let name, _, _),
+             .members(let name, _, _), .memberPrefix(let name, _), .within(let name, _):
+            return [name]
         case .compare, .oneOf, .prefix: return []
         case .and(let parts), .or(let parts): return parts.reduce(into: Set()) { $0.formUnion($1.fields) }
         }
@@ -96,7 +104,7 @@ public struct QueryPlan: Hashable, Sendable {
 public enum QueryPlanner {
     public static func plan(_ engine: QueryEngine, schema: Schema) -> QueryPlan {
         let kinds = { (field: String) in schema.indexKinds(field, of: engine.recordType) }
-        var filter = translate(engine.predicate, kinds: kinds)
+        var filter = translate(engine.predicate, schema: schema, recordType: engine.recordType)
         // SQLite refuses expressions nested 1,000 deep; a filter that large
         // is checked record by record instead.
         if let large = filter, large.conditionCount > maximumPushedConditions { filter = nil }
@@ -137,41 +145,45 @@ public enum QueryPlanner {
     }
 
     /// The weakest index filter implied by `predicate` (nil: nothing to narrow by).
-    static func translate(_ predicate: QueryPredicate, kinds: (String) -> IndexKinds) -> IndexFilter? {
+    static func translate(_ predicate: QueryPredicate, schema: Schema, recordType: String) -> IndexFilter? {
         switch predicate {
         case .all, .not:
             return nil
         case .condition(let condition):
-            return translate(condition, kinds: kinds)
+            return translate(condition, schema: schema, recordType: recordType)
         case .and(let parts):
-            let translated = parts.compactMap { translate($0, kinds: kinds) }
+            let translated = parts.compactMap { translate($0, schema: schema, recordType: recordType) }
             if translated.count <= 1 { return translated.first }
             return .and(translated)
         case .or(let parts):
             var translated: [IndexFilter] = []
             for part in parts {
                 // One operand that no index narrows lets any record through.
-                guard let filter = translate(part, kinds: kinds) else { return nil }
+                guard let filter = translate(part, schema: schema, recordType: recordType) else { return nil }
                 translated.append(filter)
             }
             return translated.count == 1 ? translated[0] : .or(translated)
         }
     }
 
-    private static func translate(_ condition: QueryCondition, kinds: (String) -> IndexKinds) -> IndexFilter? {
+    private static func translate(_ condition: QueryCondition, schema: Schema, recordType: String) -> IndexFilter? {
         let column: IndexColumn
         switch condition.key {
         case .recordName: column = .recordName
         case .field(let name):
             if condition.comparator == .containsAllTokens || condition.comparator == .containsAnyTokens {
-                guard kinds(name).contains(.searchable), case .string(let text) = condition.value else { return nil }
+                guard schema.indexKinds(name, of: recordType).contains(.searchable), case .string(let text) = condition.value else { return nil }
                 // Distinct by bytes, as the token index and the engine tell tokens apart.
                 let tokens = Set(Tokenizer.tokens(text).map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }.sorted()
                 guard !tokens.isEmpty, tokens.count <= maximumPushedValues else { return nil }
                 return .tokens(field: name, tokens: tokens, all: condition.comparator == .containsAllTokens)
             }
-            guard kinds(name).isOrdered else { return nil }
-            column = .field(name)
+            switch schema.indexStructure(name, of: recordType) {
+            case .column?: column = .field(name)
+            case .members?: return translateMembers(condition, field: name)
+            case .location?: return translateNear(condition, field: name)
+            case nil: return nil
+            }
         default: return nil
         }
         switch condition.comparator {
@@ -190,6 +202,32 @@ public enum QueryPlanner {
             // Negations match records without the field; tokens over every field have no index.
             return nil
         }
+    }
+
+    /// A list condition as the member index checks it. An empty list of
+    /// values is not narrowed: LIST_CONTAINS_ALL of none matches every
+    /// record with the field, empty lists too, which have no members.
+    private static func translateMembers(_ condition: QueryCondition, field: String) -> IndexFilter? {
+        let values: [FieldValue]
+        switch condition.comparator {
+        case .listContains: values = [condition.value]
+        case .listContainsAny, .listContainsAll:
+            guard case .list(let items) = condition.value else { return nil }
+            values = items
+        case .listMemberBeginsWith:
+            guard case .string(let prefix) = condition.value else { return nil }
+            return .memberPrefix(field: field, prefix: prefix)
+        default:
+            return nil
+        }
+        guard !values.isEmpty, values.count <= maximumPushedValues, values.allSatisfy(isIndexable) else { return nil }
+        return .members(field: field, values: values, all: condition.comparator == .listContainsAll)
+    }
+
+    private static func translateNear(_ condition: QueryCondition, field: String) -> IndexFilter? {
+        guard condition.comparator == .near, case .location(let center) = condition.value, let distance = condition.distance,
+              let boxes = GeoBounds.boxes(around: center, within: distance) else { return nil }
+        return .within(field: field, boxes: boxes)
     }
 
     /// Filters with more conditions are checked record by record.
@@ -222,7 +260,9 @@ public enum QueryPlanner {
             guard case .field(let name) = condition.key else { return [] }
             switch condition.comparator {
             case .containsAllTokens, .containsAnyTokens: return [(name, .searchable)]
-            case .equals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals, .beginsWith, .in: return [(name, .queryable)]
+            case .equals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals, .beginsWith, .in,
+                 .listContains, .listContainsAny, .listContainsAll, .listMemberBeginsWith, .near:
+                return [(name, .queryable)]
             default: return []
             }
         case .and(let parts), .or(let parts): return parts.flatMap(wanted)

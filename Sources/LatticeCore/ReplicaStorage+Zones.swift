@@ -80,8 +80,32 @@ extension ReplicaStorage {
         if !indexed.contains(where: { $0.field == field }), indexed.count >= Limits.maximumIndexedFieldsPerType {
             throw ReplicaError.index("\(recordType) already has \(indexed.count) indexed fields, the most a record type may have")
         }
+        // Adding kinds removed here takes them off the removed ones first.
+        let removed = current.removedIndexes[Schema.Key(recordType: recordType, field: field)] ?? []
+        if !removed.isDisjoint(with: kinds) { try persistIndexRemovals(removed.subtracting(kinds), field: field, of: recordType) }
         var index = Schema()
         index.merge(index: kinds, field: field, of: recordType)
-        return try mergeSchema(index).indexKinds(field, of: recordType)
+        try mergeSchema(index)
+        return try schema().indexKinds(field, of: recordType).subtracting(current.indexKinds(field, of: recordType))
+    }
+
+    /// Removes index kinds from a field here, and keeps them off: a peer's
+    /// schema that carries them does not bring them back, adding them here
+    /// does. Indexes only make queries faster, so which a device keeps is
+    /// its own choice and removals are not sent. Returns the kinds the field
+    /// had and no longer has.
+    @discardableResult
+    public func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+        guard !kinds.isEmpty else { throw ReplicaError.index("name at least one index kind: queryable, sortable or searchable") }
+        let current = try schema()
+        let key = Schema.Key(recordType: recordType, field: field)
+        guard current.field(field, of: recordType) != nil || current.indexes[key] != nil || current.removedIndexes[key] != nil else {
+            throw ReplicaError.indexTargetMissing(current.recordTypes.contains(recordType)
+                ? "\(recordType) has no field \(field)" : "there is no record type \(recordType)")
+        }
+        let had = current.indexKinds(field, of: recordType)
+        let removed = (current.removedIndexes[key] ?? []).union(kinds)
+        if removed != current.removedIndexes[key] ?? [] { try persistIndexRemovals(removed, field: field, of: recordType) }
+        return had.intersection(kinds)
     }
 }

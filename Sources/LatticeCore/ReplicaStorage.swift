@@ -48,6 +48,9 @@ public protocol ReplicaStorage: AnyObject {
     func schema() throws -> Schema
     /// Persists what a schema merge changed (never empty).
     func persistSchemaChanges(_ changes: Schema) throws
+    /// Persists the index kinds removed here from a field (empty: none), and
+    /// keeps the field's index to the kinds it has left.
+    func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) throws
 
     /// The identity local writes are signed with. Nil only for an in-memory
     /// replica under a made-up replica ID (unit tests): it neither signs nor checks.

@@ -41,9 +41,25 @@ public struct Schema: Hashable, Sendable {
     public private(set) var recordTypes: Set<String> = []
     /// When the schema was deployed to production; nil in development.
     public private(set) var deployed: Stamp?
-    /// The index kinds asked for on each field. Like the rest of the schema
-    /// they only grow: a merge takes the union.
-    public private(set) var indexes: [Key: IndexKinds] = [:]
+    /// The index kinds asked for on each field, here or by peers. Like the
+    /// rest of the schema they only grow: a merge takes the union.
+    private var requestedIndexes: [Key: IndexKinds] = [:]
+    /// Index kinds this replica removed: a local choice, as an index changes
+    /// how fast a query runs, never what it returns. They are not sent to
+    /// peers, and a peer's schema that carries them does not bring them
+    /// back; adding them here does.
+    public private(set) var removedIndexes: [Key: IndexKinds] = [:]
+
+    /// The index kinds each field has here: those asked for, less those removed.
+    public var indexes: [Key: IndexKinds] {
+        guard !removedIndexes.isEmpty else { return requestedIndexes }
+        var kept: [Key: IndexKinds] = [:]
+        for (key, kinds) in requestedIndexes {
+            let left = kinds.subtracting(removedIndexes[key] ?? [])
+            if !left.isEmpty { kept[key] = left }
+        }
+        return kept
+    }
 
     public init() {}
 
@@ -67,23 +83,42 @@ public struct Schema: Hashable, Sendable {
 
     /// The index kinds of a field (empty when it has none).
     public func indexKinds(_ field: String, of recordType: String) -> IndexKinds {
-        indexes[Key(recordType: recordType, field: field)] ?? []
+        let key = Key(recordType: recordType, field: field)
+        return (requestedIndexes[key] ?? []).subtracting(removedIndexes[key] ?? [])
     }
 
     /// The fields of `recordType` that have an index, with their kinds, by name.
     public func indexedFields(of recordType: String) -> [(field: String, kinds: IndexKinds)] {
-        indexes.filter { $0.key.recordType == recordType && !$0.value.isEmpty }.map { ($0.key.field, $0.value) }.sorted { $0.field < $1.field }
+        requestedIndexes.keys.filter { $0.recordType == recordType }
+            .map { ($0.field, indexKinds($0.field, of: recordType)) }
+            .filter { !$0.1.isEmpty }.sorted { $0.field < $1.field }
     }
 
-    /// Adds index kinds to a field; returns the kinds that were new.
+    /// Adds index kinds to a field's requests; returns the kinds that were new
+    /// requests (kept off here when removed here).
     @discardableResult
     public mutating func merge(index kinds: IndexKinds, field: String, of recordType: String) -> IndexKinds {
         let key = Key(recordType: recordType, field: field)
-        let existing = indexes[key] ?? []
+        let existing = requestedIndexes[key] ?? []
         let added = kinds.subtracting(existing)
         guard !added.isEmpty else { return [] }
-        indexes[key] = existing.union(kinds)
+        requestedIndexes[key] = existing.union(kinds)
         return added
+    }
+
+    /// Sets the index kinds removed here from a field (empty: none).
+    public mutating func setRemoved(index kinds: IndexKinds, field: String, of recordType: String) {
+        removedIndexes[Key(recordType: recordType, field: field)] = kinds.isEmpty ? nil : kinds
+    }
+
+    /// How the store holds a field's index, from its kinds and type (kinds
+    /// from a peer are not checked against the type, so the type decides).
+    public func indexStructure(_ field: String, of recordType: String) -> IndexStructure? {
+        let kinds = indexKinds(field, of: recordType)
+        guard kinds.isOrdered else { return nil }
+        guard let type = self.field(field, of: recordType)?.type else { return .column }
+        if type.isList { return IndexStructure.memberElements.contains(type.element) ? .members : nil }
+        return type.element == .location ? .location : .column
     }
 
     @discardableResult
@@ -102,14 +137,14 @@ public struct Schema: Hashable, Sendable {
         for definition in other.definitions where merge(definition) { changes.merge(definition) }
         for recordType in other.recordTypes where addRecordType(recordType) { changes.addRecordType(recordType) }
         if merge(deployed: other.deployed) { changes.merge(deployed: other.deployed) }
-        for (key, kinds) in other.indexes {
+        for (key, kinds) in other.requestedIndexes {
             let added = merge(index: kinds, field: key.field, of: key.recordType)
             if !added.isEmpty { changes.merge(index: added, field: key.field, of: key.recordType) }
         }
         return changes
     }
 
-    public var isEmpty: Bool { fieldsByType.isEmpty && recordTypes.isEmpty && deployed == nil && indexes.isEmpty }
+    public var isEmpty: Bool { fieldsByType.isEmpty && recordTypes.isEmpty && deployed == nil && requestedIndexes.isEmpty && removedIndexes.isEmpty }
 
     /// The part of the schema whose stamps `accepts` takes (the clock-skew bound).
     public func filter(_ accepts: (Stamp) -> Bool) -> Schema {
@@ -117,7 +152,8 @@ public struct Schema: Hashable, Sendable {
         for definition in definitions where accepts(definition.stamp) { kept.merge(definition) }
         for recordType in recordTypes { kept.addRecordType(recordType) }
         if let deployed, accepts(deployed) { kept.merge(deployed: deployed) }
-        for (key, kinds) in indexes { kept.merge(index: kinds, field: key.field, of: key.recordType) }
+        kept.requestedIndexes = requestedIndexes
+        kept.removedIndexes = removedIndexes
         return kept
     }
 
@@ -197,9 +233,27 @@ public struct IndexKinds: OptionSet, Hashable, Sendable, CustomStringConvertible
         if contains(.sortable), type.isList || ![.string, .int64, .double, .date, .bool].contains(type.element) {
             return "only STRING, INT64, DOUBLE, TIMESTAMP and BOOLEAN fields can be sortable"
         }
-        if contains(.queryable), type.isList || [.asset, .location].contains(type.element) {
-            return "lists, locations and assets cannot be queryable yet"
+        if contains(.queryable), type.isList ? !IndexStructure.memberElements.contains(type.element) : type.element == .asset {
+            return "assets, and lists of assets or locations, cannot be queryable"
         }
         return nil
     }
+
+    /// The kinds a field of `type` takes when none are named: what it can have of queryable and sortable.
+    public static func defaults(for type: FieldType) -> IndexKinds {
+        [.queryable, .sortable].filter { $0.refusal(for: type) == nil }.reduce(into: []) { $0.insert($1) }
+    }
+}
+
+/// Where a queryable or sortable field's index lives in the store.
+public enum IndexStructure: Sendable {
+    /// A column of the type's index table, in an SQL index by value.
+    case column
+    /// One row per distinct list member (LIST_CONTAINS, LIST_MEMBER_BEGINS_WITH).
+    case members
+    /// A box of an R*Tree (NEAR … WITHIN).
+    case location
+
+    /// List elements a member index holds: those it compares as the query engine does.
+    public static let memberElements: Set<FieldType.Element> = [.string, .int64, .double, .date, .bool, .bytes, .reference]
 }

@@ -269,6 +269,18 @@ enum StoreSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v14: index removals") { db in
+            try db.execute(sql: """
+                -- Index kinds removed on this device (Schema.removedIndexes): local,
+                -- never sent, and kept off when a peer's schema carries them.
+                CREATE TABLE index_removals (
+                    record_type TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    kinds INTEGER NOT NULL CHECK (kinds BETWEEN 1 AND 7),
+                    PRIMARY KEY (record_type, field)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

@@ -295,21 +295,48 @@ struct QuerySQL {
             return "(\(name) >= ? AND \(name) < ?)"
         case .tokens(let field, let tokens, let all):
             guard let index else { return "1" }
+            return Self.holding(tokens, all: all, field: field, in: index.tokenTable, column: "token", rid: indexed ? "q.rid" : "+q.rid", &arguments)
+        case .members(let field, let values, let all):
+            guard let index else { return "1" }
+            return Self.holding(values.map(TypeIndex.sqlValue), all: all, field: field, in: index.memberTable, column: "value", rid: indexed ? "q.rid" : "+q.rid", &arguments)
+        case .memberPrefix(let field, let prefix):
+            guard let index else { return "1" }
             let rid = indexed ? "q.rid" : "+q.rid"
-            if all {
-                return tokens.map { token in
-                    arguments += [field, token]
-                    return "\(rid) IN (SELECT rid FROM \(index.tokenTable) WHERE field = ? AND token = ?)"
-                }.joined(separator: " AND ")
+            arguments += [field, prefix]
+            guard let upper = Self.successor(ofPrefix: prefix) else {
+                return "\(rid) IN (SELECT rid FROM \(index.memberTable) WHERE field = ? AND value >= ?)"
             }
-            arguments.append(field)
-            arguments += tokens
-            return "\(rid) IN (SELECT rid FROM \(index.tokenTable) WHERE field = ? AND token IN (\(Array(repeating: "?", count: tokens.count).joined(separator: ", "))))"
+            arguments.append(upper)
+            return "\(rid) IN (SELECT rid FROM \(index.memberTable) WHERE field = ? AND value >= ? AND value < ?)"
+        case .within(let field, let boxes):
+            guard let table = index?.locationTable(of: field) else { return "1" }
+            let rid = indexed ? "q.rid" : "+q.rid"
+            // One SELECT per box: the R*Tree answers a box at a time, not an OR of them.
+            let overlaps = boxes.map { box in
+                arguments += [box.maxLatitude, box.minLatitude, box.maxLongitude, box.minLongitude]
+                return "SELECT id FROM \(table) WHERE min_lat <= ? AND max_lat >= ? AND min_lon <= ? AND max_lon >= ?"
+            }
+            return "\(rid) IN (\(overlaps.joined(separator: " UNION ALL ")))"
         case .and(let parts):
             return "(" + parts.map { sql($0, &arguments, indexed: indexed) }.joined(separator: " AND ") + ")"
         case .or(let parts):
             return "(" + parts.map { sql($0, &arguments, indexed: indexed) }.joined(separator: " OR ") + ")"
         }
+    }
+
+    /// Records whose rows of `table` (field, `column`, rid) hold all (or
+    /// any) of `values` for `field`: a token or a list member index.
+    private static func holding(_ values: [DatabaseValueConvertible?], all: Bool, field: String, in table: String, column: String, rid: String,
+                                _ arguments: inout [DatabaseValueConvertible?]) -> String {
+        if all {
+            return values.map { value in
+                arguments += [field, value]
+                return "\(rid) IN (SELECT rid FROM \(table) WHERE field = ? AND \(column) = ?)"
+            }.joined(separator: " AND ")
+        }
+        arguments.append(field)
+        arguments += values
+        return "\(rid) IN (SELECT rid FROM \(table) WHERE field = ? AND \(column) IN (\(Array(repeating: "?", count: values.count).joined(separator: ", "))))"
     }
 
     /// The least string above every string that begins with `prefix` (by

@@ -212,6 +212,11 @@ public class StoreSnapshot {
             schema.merge(SchemaField(recordType: row[0], field: row[1], type: type, stamp: try RecordBlob.decodeStamp([UInt8](row[3] as Data))))
         }
         for type in try String.fetchAll(db.cachedStatement(sql: "SELECT record_type FROM schema_types")) { schema.addRecordType(type) }
+        // Removals first: the kinds asked for are merged in less those removed here.
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, kinds FROM index_removals")) {
+            let bits: Int = row[2]
+            schema.setRemoved(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])
+        }
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, kinds FROM schema_indexes")) {
             let bits: Int = row[2]
             schema.merge(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])

@@ -355,7 +355,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if let deployed = changes.deployed {
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('deployed', ?)").execute(arguments: [Data(RecordBlob.encodeStamp(deployed))])
         }
-        var schema = try self.schema()
+        let before = try self.schema()
+        var schema = before
         schema.merge(changes)
         cachedSchema = schema
         hasChanges = true
@@ -366,13 +367,43 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
                 """).execute(arguments: [key.recordType, key.field, Int(kinds.rawValue)])
         }
         // A new index holds every record of its type from the start: records
-        // already stored (by this transaction too) are indexed now.
-        for recordType in Set(changes.indexes.keys.map(\.recordType)) {
-            guard let index = TypeIndex(recordType: recordType, schema: schema) else { continue }
-            try index.create(in: db)
-            try index.rebuild(in: db, decode: decode)
-            indexWriters[recordType] = nil
+        // already stored (by this transaction too) are indexed now. A field's
+        // type decides how its index is held, so a definition that a merge
+        // settles otherwise rebuilds the index too.
+        var rebuilt = Set<String>()
+        for key in changes.indexes.keys where before.indexKinds(key.field, of: key.recordType) != schema.indexKinds(key.field, of: key.recordType) {
+            rebuilt.insert(key.recordType)
         }
+        for field in changes.definitions where before.indexStructure(field.field, of: field.recordType) != schema.indexStructure(field.field, of: field.recordType) {
+            rebuilt.insert(field.recordType)
+        }
+        for recordType in rebuilt { try rebuildIndex(of: recordType, schema: schema) }
+    }
+
+    public func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) throws {
+        let before = try schema().indexKinds(field, of: recordType)
+        if removed.isEmpty {
+            try db.execute(sql: "DELETE FROM index_removals WHERE record_type = ? AND field = ?", arguments: [recordType, field])
+        } else {
+            try db.execute(sql: """
+                INSERT INTO index_removals (record_type, field, kinds) VALUES (?, ?, ?)
+                ON CONFLICT (record_type, field) DO UPDATE SET kinds = excluded.kinds
+                """, arguments: [recordType, field, Int(removed.rawValue)])
+        }
+        // Read again: the kinds asked for here or by peers, less the removals now.
+        cachedSchema = nil
+        let schema = try self.schema()
+        hasChanges = true
+        if schema.indexKinds(field, of: recordType) != before { try rebuildIndex(of: recordType, schema: schema) }
+    }
+
+    /// Builds `recordType`'s index tables afresh for `schema`'s layout, from every live record of the type.
+    private func rebuildIndex(of recordType: String, schema: Schema) throws {
+        try TypeIndex.drop(recordType, in: db)
+        indexWriters[recordType] = nil
+        guard let index = TypeIndex(recordType: recordType, schema: schema) else { return }
+        try index.create(in: db)
+        try index.rebuild(in: db, decode: decode)
     }
 
     // MARK: Settings and assets

@@ -5,9 +5,10 @@ import LatticeCore
 /// The SQL side of one record type's field indexes.
 ///
 /// A type with indexed fields has a table of its live records (row id, zone,
-/// name) with one column per queryable or sortable field, each column in an
-/// SQLite index on (zone, value, name); its searchable fields' tokens live in
-/// a second table. Table and column
+/// name) with one column per queryable or sortable scalar field, each column
+/// in an SQLite index on (zone, value, name). Beside it: its searchable
+/// fields' tokens, its list fields' members (one row per distinct member),
+/// and one R*Tree per location field. Table and column
 /// names are the hex of the type and field names: SQLite folds the case of
 /// identifiers, and `Movie` and `movie` are two types.
 struct TypeIndex {
@@ -15,20 +16,32 @@ struct TypeIndex {
     /// Fields with an ordered index, with their columns.
     let ordered: [(field: String, column: String)]
     let searchable: [String]
+    /// List fields whose members are indexed.
+    let listed: [String]
+    /// Location fields, with their R*Trees.
+    let located: [(field: String, table: String)]
 
     init?(recordType: String, schema: Schema) {
         let fields = schema.indexedFields(of: recordType)
         guard !fields.isEmpty else { return nil }
         self.recordType = recordType
-        ordered = fields.filter { $0.kinds.isOrdered }.map { ($0.field, Self.column($0.field)) }
+        let structures = fields.map { (field: $0.field, structure: schema.indexStructure($0.field, of: recordType)) }
+        ordered = structures.filter { $0.structure == .column }.map { ($0.field, Self.column($0.field)) }
+        listed = structures.filter { $0.structure == .members }.map(\.field)
+        located = structures.filter { $0.structure == .location }.map { ($0.field, Self.locationTable(recordType, $0.field)) }
         searchable = fields.filter { $0.kinds.contains(.searchable) }.map(\.field)
     }
 
     var table: String { Self.table(recordType) }
     var tokenTable: String { "\"tk_\(Self.hex(recordType))\"" }
+    var memberTable: String { "\"lm_\(Self.hex(recordType))\"" }
 
     static func table(_ recordType: String) -> String { "\"ix_\(hex(recordType))\"" }
     static func column(_ field: String) -> String { "\"c_\(hex(field))\"" }
+    /// Hex digits never hold an underscore, so the type's part ends at the second one.
+    static func locationTable(_ recordType: String, _ field: String) -> String { "\"gx_\(hex(recordType))_\(hex(field))\"" }
+
+    func locationTable(of field: String) -> String? { located.first { $0.field == field }?.table }
 
     private static func hex(_ text: String) -> String {
         text.utf8.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
@@ -69,12 +82,44 @@ struct TypeIndex {
                 """)
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"tk_\(base.dropFirst(3))_rid\" ON \(tokenTable) (rid)")
         }
+        if !listed.isEmpty {
+            // No type on value: members keep SQLite's own types, which compare as the index columns do.
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS \(memberTable) (
+                    field TEXT NOT NULL,
+                    value NOT NULL,
+                    rid INTEGER NOT NULL,
+                    PRIMARY KEY (field, value, rid)
+                ) WITHOUT ROWID
+                """)
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"lm_\(base.dropFirst(3))_rid\" ON \(memberTable) (rid)")
+        }
+        for (_, locationTable) in located {
+            // The R*Tree keeps 32-bit bounds rounded outwards, so a point's box always holds it.
+            try db.execute(sql: "CREATE VIRTUAL TABLE IF NOT EXISTS \(locationTable) USING rtree(id, min_lat, max_lat, min_lon, max_lon)")
+        }
+    }
+
+    /// Drops every table of `recordType`'s index, whatever layout made them:
+    /// a layout that loses a field (an index removed, a field's type
+    /// settled otherwise by a merge) is built again from nothing.
+    static func drop(_ recordType: String, in db: GRDB.Database) throws {
+        let type = hex(recordType)
+        let names = try String.fetchAll(db, sql: """
+            SELECT name FROM sqlite_master WHERE type = 'table' AND (name IN (?, ?, ?) OR substr(name, 1, ?) = ?)
+            """, arguments: ["ix_\(type)", "tk_\(type)", "lm_\(type)", type.count + 4, "gx_\(type)_"])
+        for name in names { try db.execute(sql: "DROP TABLE IF EXISTS \"\(name)\"") }
+    }
+
+    /// The tables beside the main one that name records by `rid`, with that column.
+    private var sideTables: [(table: String, rid: String)] {
+        (searchable.isEmpty ? [] : [(tokenTable, "rid")]) + (listed.isEmpty ? [] : [(memberTable, "rid")]) + located.map { ($0.table, "id") }
     }
 
     /// Drops the index rows of a zone's records, before the records go.
     func removeAll(zone: Int64, in db: GRDB.Database) throws {
-        if !searchable.isEmpty {
-            try db.execute(sql: "DELETE FROM \(tokenTable) WHERE rid IN (SELECT rid FROM \(table) WHERE zone = ?)", arguments: [zone])
+        for (side, rid) in sideTables {
+            try db.execute(sql: "DELETE FROM \(side) WHERE \(rid) IN (SELECT rid FROM \(table) WHERE zone = ?)", arguments: [zone])
         }
         try db.execute(sql: "DELETE FROM \(table) WHERE zone = ?", arguments: [zone])
     }
@@ -82,7 +127,7 @@ struct TypeIndex {
     /// Refills the index from every live record of the type, in every zone.
     func rebuild(in db: GRDB.Database, decode: (Data) throws -> RecordState) throws {
         try db.execute(sql: "DELETE FROM \(table)")
-        if !searchable.isEmpty { try db.execute(sql: "DELETE FROM \(tokenTable)") }
+        for (side, _) in sideTables { try db.execute(sql: "DELETE FROM \(side)") }
         let writer = try Writer(self, db: db)
         let rows = try Row.fetchCursor(db, sql: "SELECT id, zone, state FROM records WHERE type = ? AND alive = 1", arguments: [recordType])
         while let row = try rows.next() {
@@ -100,6 +145,10 @@ struct TypeIndex {
         private let delete: Statement
         private let deleteTokens: Statement?
         private let insertToken: Statement?
+        private let deleteMembers: Statement?
+        private let insertMember: Statement?
+        /// Per location field: its R*Tree's delete and insert.
+        private let locations: [(field: String, delete: Statement, insert: Statement)]
 
         init(_ index: TypeIndex, db: GRDB.Database) throws {
             self.index = index
@@ -118,6 +167,18 @@ struct TypeIndex {
                 deleteTokens = try db.makeStatement(sql: "DELETE FROM \(index.tokenTable) WHERE rid = ?")
                 insertToken = try db.makeStatement(sql: "INSERT OR IGNORE INTO \(index.tokenTable) (field, token, rid) VALUES (?, ?, ?)")
             }
+            if index.listed.isEmpty {
+                deleteMembers = nil
+                insertMember = nil
+            } else {
+                deleteMembers = try db.makeStatement(sql: "DELETE FROM \(index.memberTable) WHERE rid = ?")
+                insertMember = try db.makeStatement(sql: "INSERT OR IGNORE INTO \(index.memberTable) (field, value, rid) VALUES (?, ?, ?)")
+            }
+            locations = try index.located.map { field, table in
+                (field,
+                 try db.makeStatement(sql: "DELETE FROM \(table) WHERE id = ?"),
+                 try db.makeStatement(sql: "INSERT INTO \(table) (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)"))
+            }
         }
 
         /// Indexes a live record's values; a deleted record leaves the index.
@@ -127,24 +188,45 @@ struct TypeIndex {
             guard state.isAlive else { return try remove(rid: rid) }
             if let previous, previous.isAlive, previous.recordType == state.recordType,
                index.ordered.allSatisfy({ TypeIndex.sameIndexedValue(previous[field: $0.field], state[field: $0.field]) }),
-               index.searchable.allSatisfy({ TypeIndex.sameIndexedValue(previous[field: $0], state[field: $0]) }) {
+               index.searchable.allSatisfy({ TypeIndex.sameIndexedValue(previous[field: $0], state[field: $0]) }),
+               index.listed.allSatisfy({ TypeIndex.sameIndexedValue(previous[field: $0], state[field: $0]) }),
+               index.located.allSatisfy({ TypeIndex.sameIndexedValue(previous[field: $0.field], state[field: $0.field]) }) {
                 return
             }
             var arguments: [DatabaseValueConvertible?] = [rid, zone, state.recordName]
             for (field, _) in index.ordered { arguments.append(TypeIndex.sqlValue(state[field: field])) }
             try upsert.execute(arguments: StatementArguments(arguments))
-            guard let deleteTokens, let insertToken else { return }
-            try deleteTokens.execute(arguments: [rid])
-            for field in index.searchable {
-                guard case .string(let text)? = state[field: field] else { continue }
-                // INSERT OR IGNORE drops repeats; a Set<String> would also drop canonically equivalent spellings.
-                for token in Tokenizer.tokens(text) { try insertToken.execute(arguments: [field, token, rid]) }
+            if let deleteTokens, let insertToken {
+                try deleteTokens.execute(arguments: [rid])
+                for field in index.searchable {
+                    guard case .string(let text)? = state[field: field] else { continue }
+                    // INSERT OR IGNORE drops repeats; a Set<String> would also drop canonically equivalent spellings.
+                    for token in Tokenizer.tokens(text) { try insertToken.execute(arguments: [field, token, rid]) }
+                }
+            }
+            if let deleteMembers, let insertMember {
+                try deleteMembers.execute(arguments: [rid])
+                for field in index.listed {
+                    // A value of another type (a merge can bring one) has no members, as the engine finds none.
+                    guard case .list(let items)? = state[field: field] else { continue }
+                    for item in items {
+                        guard let value = TypeIndex.sqlValue(item) else { continue }
+                        try insertMember.execute(arguments: [field, value, rid])
+                    }
+                }
+            }
+            for (field, delete, insert) in locations {
+                try delete.execute(arguments: [rid])
+                guard case .location(let location)? = state[field: field] else { continue }
+                try insert.execute(arguments: [rid, location.latitude, location.latitude, location.longitude, location.longitude])
             }
         }
 
         func remove(rid: Int64) throws {
             try delete.execute(arguments: [rid])
             try deleteTokens?.execute(arguments: [rid])
+            try deleteMembers?.execute(arguments: [rid])
+            for (_, delete, _) in locations { try delete.execute(arguments: [rid]) }
         }
     }
 
@@ -154,7 +236,8 @@ struct TypeIndex {
         switch (a, b) {
         case (.string(let x)?, .string(let y)?): return x.utf8.elementsEqual(y.utf8)
         case (.reference(let x)?, .reference(let y)?): return x.recordName.utf8.elementsEqual(y.recordName.utf8)
-        case (.string?, _), (_, .string?), (.reference?, _), (_, .reference?): return false
+        case (.list(let x)?, .list(let y)?): return x.count == y.count && zip(x, y).allSatisfy { sameIndexedValue($0, $1) }
+        case (.string?, _), (_, .string?), (.reference?, _), (_, .reference?), (.list?, _), (_, .list?): return false
         default: return a == b
         }
     }

@@ -189,12 +189,27 @@ import Testing
         #expect(explained.contains("plan: ") && explained.contains("to return 10"))
 
         for (arguments, message, status) in [
-            (["Movie", "tags", "--queryable"], "cannot be queryable", Int32(65)), (["Movie", "rating", "--searchable"], "only STRING fields can be searchable", 65),
+            (["Movie", "tags", "--sortable"], "can be sortable", Int32(65)), (["Movie", "rating", "--searchable"], "only STRING fields can be searchable", 65),
             (["Movie", "nope"], "has no field nope", 66), (["Nope", "title"], "no record type Nope", 66), (["Movie", "bad-name"], "field name", 65),
         ] {
             let refused = try cli.run(["schema", "index"] + arguments)
             #expect(refused.status == status && refused.stderr.contains(message), "\(arguments): \(refused.status) \(refused.stderr)")
         }
+        // A list field takes the kinds a list can have: queryable, for LIST_CONTAINS and LIST_MEMBER_BEGINS_WITH.
+        #expect(try cli.ok(["schema", "index", "Movie", "tags"]).stdout.contains("indexed Movie.tags: queryable"))
+        let none = try cli.ok(["query", "Movie", "--zone", "Movies", "--where", #"tags CONTAINS "zzz""#, "--explain", "--json"]).json
+        #expect(none["recordsRead"] as? Int == 0)
+
+        // Removal is this device's: the same page, read without the index, and the field stays unindexed here.
+        let removed = try cli.ok(["schema", "index", "Movie", "rating", "--remove", "--json"]).json
+        #expect(removed["removed"] as? [String] == ["QUERYABLE", "SORTABLE"] && (removed["indexes"] as? [String])?.isEmpty == true)
+        #expect(try names(query + ["--json"]) == unindexed)
+        #expect((try cli.ok(query + ["--explain", "--json"]).json["suggestions"] as? [String]) == ["lattice schema index Movie rating --queryable"])
+        #expect(try cli.ok(["schema", "show"]).stdout.contains("rating: INT64  (removed here: queryable, sortable, searchable)"))
+        #expect(try cli.ok(["schema", "index", "Movie", "rating", "--remove"]).stdout.contains("had no such index"))
+        #expect(try cli.ok(["schema", "index", "Movie", "rating", "--queryable"]).stdout.contains("indexed Movie.rating: queryable"))
+        #expect(try cli.run(["schema", "index", "Movie", "nope", "--remove"]).status == 66)
+
         // A filter of a thousand conditions on indexed fields is checked record by record, not refused by SQLite.
         let chain = (0..<1_000).map { "rating == \($0 % 10)" }.joined(separator: " OR ")
         #expect(try names(["query", "Movie", "--zone", "Movies", "--where", chain, "--limit", "5", "--json"]).count == 5)

@@ -35,7 +35,22 @@ import Testing
             ("blob", maybe(.bytes([[1, 2], [5], [1], [], [0xFF, 0]].randomElement(using: &random)!))),
             ("owner", maybe(.reference(RecordReference(recordName: ["bb", "bc", "c", "é", "e\u{301}"].randomElement(using: &random)!)))),
             ("big", maybe(.int64(Self.big + Int64.random(in: -2...2, using: &random)))),
+            ("tags", maybe(.list((0..<Int.random(in: 0...3, using: &random)).map { _ in .string(Self.tags.randomElement(using: &random)!) }))),
+            // Never empty: an empty list would define the field as a list of strings.
+            ("nums", maybe(.list((0..<Int.random(in: 1...3, using: &random)).map { _ in .int64(Int64.random(in: -2...4, using: &random)) }))),
+            ("place", maybe(.location(randomPlace(&random)))),
         ]
+    }
+
+    static let tags = ["noir", "no", "", "drama", "Drama", "é", "e\u{301}", "z\u{10FFFF}", "noir 2"]
+    /// Places that crowd the poles, the antimeridian and a few spots.
+    static let spots: [(Double, Double)] = [(90, 0), (-90, 180), (89.9, 179.9), (0, 180), (0, -180), (0, 179.99), (48.85, 2.35), (-33.9, 151.2), (0, 0)]
+
+    func randomPlace(_ random: inout SeededGenerator) -> Location {
+        let (latitude, longitude) = Self.spots.randomElement(using: &random)!
+        let jitter = [0, 0.001, 0.5, 5].randomElement(using: &random)!
+        return Location(latitude: min(90, max(-90, latitude + Double.random(in: -jitter...jitter, using: &random))),
+                        longitude: min(180, max(-180, longitude + Double.random(in: -jitter...jitter, using: &random))))
     }
 
     /// Random saves, re-saves that drop fields, deletes, and re-creations as another type.
@@ -55,7 +70,7 @@ import Testing
 
     func randomCondition(_ random: inout SeededGenerator) -> QueryPredicate {
         let condition: QueryCondition
-        switch Int.random(in: 0..<15, using: &random) {
+        switch Int.random(in: 0..<21, using: &random) {
         case 0: condition = QueryCondition(.field("title"), .beginsWith, .string(["Toy", "e", "é", "Z", "", "toy S"].randomElement(using: &random)!))
         case 1: condition = QueryCondition(.field("title"), .equals, .string(Self.titles.randomElement(using: &random)!))
         case 2: condition = QueryCondition(.field("title"), [.lessThan, .greaterThanOrEquals].randomElement(using: &random)!, .string(Self.titles.randomElement(using: &random)!))
@@ -70,6 +85,17 @@ import Testing
         case 11: condition = QueryCondition(.field("owner"), .equals, [.string("é"), .string("e\u{301}"), .reference(RecordReference(recordName: "bb"))].randomElement(using: &random)!)
         case 12: condition = QueryCondition(.field("big"), [.lessThanOrEquals, .equals, .greaterThan].randomElement(using: &random)!, .double(Double(Self.big) + [0, 2, -2].randomElement(using: &random)!))
         case 13: condition = QueryCondition(.field("rating"), .in, .list((0..<600).map { .int64(Int64($0 % 7)) }))
+        case 14: condition = QueryCondition(.field("tags"), [.listContains, .notListContains].randomElement(using: &random)!, .string(Self.tags.randomElement(using: &random)!))
+        case 15: condition = QueryCondition(.field("tags"), [.listContainsAny, .listContainsAll, .notListContainsAll].randomElement(using: &random)!,
+                                            .list((0..<Int.random(in: 0...2, using: &random)).map { _ in .string(Self.tags.randomElement(using: &random)!) }))
+        case 16: condition = QueryCondition(.field("tags"), [.listMemberBeginsWith, .listMemberBeginsWith, .notListMemberBeginsWith].randomElement(using: &random)!,
+                                            .string(["no", "", "e", "é", "D", "z\u{10FFFF}"].randomElement(using: &random)!))
+        case 17: condition = QueryCondition(.field("nums"), [.listContains, .listContainsAny, .listContainsAll].randomElement(using: &random)!,
+                                            [.int64(2), .double(2.0), .double(2.5), .list([.int64(-1), .double(3.0)]), .list([.int64(4)])].randomElement(using: &random)!)
+        case 18, 19:
+            // Radii from a meter to a quarter of the Earth, about a place near the crowded ones.
+            let meters = [1.0, 500, 60_000, 600_000, 5_000_000, 10_000_000].randomElement(using: &random)!
+            condition = QueryCondition(.field("place"), .near, .location(randomPlace(&random)), distance: meters)
         default: condition = QueryCondition(.field("title"), .notBeginsWith, .string("Toy"))
         }
         return .condition(condition)
@@ -101,6 +127,26 @@ import Testing
             let indexed = try Int.fetchOne(snapshot.db, sql: "SELECT COUNT(*) FROM \(TypeIndex.table(type))") ?? -1
             let live = try Int.fetchOne(snapshot.db, sql: "SELECT COUNT(*) FROM records WHERE type = ? AND alive = 1", arguments: [type]) ?? -2
             #expect(indexed == live)
+            let index = try #require(TypeIndex(recordType: type, schema: try snapshot.schema()))
+            var members = 0, places = 0
+            for record in try snapshot.records(ofType: type, in: zones[0]) + snapshot.records(ofType: type, in: zones[1]) {
+                for field in index.listed {
+                    // Distinct by bytes, as SQLite tells members apart (Swift equates canonically equivalent text).
+                    if case .list(let items)? = record[field: field] {
+                        members += Set(items.map { item -> [UInt8] in
+                            switch item {
+                            case .string(let text): return [0] + Array(text.utf8)
+                            case .int64(let number): return [1] + withUnsafeBytes(of: number, Array.init)
+                            default: Issue.record("unexpected member \(item)"); return []
+                            }
+                        }).count
+                    }
+                }
+                for (field, _) in index.located { if case .location? = record[field: field] { places += 1 } }
+            }
+            if !index.listed.isEmpty { #expect(try Int.fetchOne(snapshot.db, sql: "SELECT COUNT(*) FROM \(index.memberTable)") == members) }
+            let located = try index.located.reduce(0) { $0 + (try Int.fetchOne(snapshot.db, sql: "SELECT COUNT(*) FROM \($1.table)") ?? 0) }
+            #expect(located == places)
         }
     }
 
@@ -123,6 +169,9 @@ import Testing
                 _ = try transaction.addIndex(.queryable, field: "blob", of: "Item")
                 _ = try transaction.addIndex(.queryable, field: "owner", of: "Item")
                 _ = try transaction.addIndex([.queryable, .sortable], field: "big", of: "Item")
+                _ = try transaction.addIndex(.queryable, field: "tags", of: "Item")
+                _ = try transaction.addIndex(.queryable, field: "nums", of: "Item")
+                _ = try transaction.addIndex(.queryable, field: "place", of: "Item")
             }
         }
         for _ in 0..<8 { try randomWrite(store, &random) }
@@ -131,6 +180,7 @@ import Testing
             try store.write { _ = try $0.save("seed", type: "Item", in: zones[0], changes: [
                 ("title", "Toy"), ("rating", .int64(1)), ("score", .double(0.5)), ("flag", .bool(true)), ("words", "toy"), ("when", .date(0)),
                 ("blob", .bytes([1])), ("owner", .reference(RecordReference(recordName: "c"))), ("big", .int64(Self.big)),
+                ("tags", .list(["noir"])), ("nums", .list([.int64(1)])), ("place", .location(Location(latitude: 1, longitude: 2))),
             ]) }
             try addIndexes()
         }
@@ -139,6 +189,7 @@ import Testing
             try store.write { _ = try $0.save("seed", type: "Item", in: zones[0], changes: [
                 ("title", "Toy"), ("rating", .int64(1)), ("score", .double(0.5)), ("flag", .bool(true)), ("words", "toy"), ("when", .date(0)),
                 ("blob", .bytes([1])), ("owner", .reference(RecordReference(recordName: "c"))), ("big", .int64(Self.big)),
+                ("tags", .list(["noir"])), ("nums", .list([.int64(1)])), ("place", .location(Location(latitude: 1, longitude: 2))),
             ]) }
             try addIndexes()
         }
@@ -280,7 +331,16 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore("s")
         try store.write { _ = try $0.save("m", type: "Movie", in: zones[0], changes: [("tags", .list(["a"])), ("rating", .int64(1))]) }
-        #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.queryable, field: "tags", of: "Movie") } }
+        try store.write { _ = try $0.save("n", type: "Movie", in: zones[0], changes: [
+            ("posters", .list([.asset(AssetReference(hash: [UInt8](repeating: 1, count: 32), size: 1))])),
+            ("stops", .list([.location(Location(latitude: 1, longitude: 2))])), ("where", .location(Location(latitude: 1, longitude: 2))),
+        ]) }
+        #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.sortable, field: "tags", of: "Movie") } }
+        #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.queryable, field: "posters", of: "Movie") } }
+        #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.queryable, field: "stops", of: "Movie") } }
+        #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.sortable, field: "where", of: "Movie") } }
+        #expect(try store.write { try $0.addIndex(.queryable, field: "tags", of: "Movie") } == .queryable)
+        #expect(try store.write { try $0.addIndex(.queryable, field: "where", of: "Movie") } == .queryable)
         #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.searchable, field: "rating", of: "Movie") } }
         #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.queryable, field: "missing", of: "Movie") } }
         #expect(throws: ReplicaError.self) { try store.write { _ = try $0.addIndex(.queryable, field: "x", of: "Nope") } }
