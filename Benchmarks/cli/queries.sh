@@ -19,8 +19,8 @@ S="$STORE/s"
 # rating 0-999 spread over the names; one movie in 500 a noir; plays unindexed;
 # two tags each, one of 1,000 and "all"; a place on a grid of 6,120 points.
 perl -e 'for my $i (0..$ARGV[0]-1) { my $r = ($i * 7919) % 1000; my $g = $i % 500 == 0 ? "noir" : "comedy";
-  printf "{\"recordName\":\"m%06d\",\"recordType\":\"Movie\",\"fields\":{\"title\":{\"value\":\"title %d\"},\"rating\":{\"value\":%d,\"type\":\"INT64\"},\"genre\":{\"value\":\"%s\"},\"plays\":{\"value\":%d,\"type\":\"INT64\"},\"artist\":{\"value\":\"artist %d\"},\"tags\":{\"value\":[\"t%d\",\"all\"],\"type\":\"STRING_LIST\"},\"place\":{\"value\":{\"latitude\":%d.5,\"longitude\":%d.5},\"type\":\"LOCATION\"}}}\n",
-  $i, ($i * 7) % $ARGV[0], $r, $g, $i % 10007, $i % 997, ($i * 13) % 1000, ($i * 31) % 170 - 85, ($i * 17) % 360 - 180 }' "$RECORDS" | "$L" record import Movies --store "$S" >/dev/null
+  printf "{\"recordName\":\"m%06d\",\"recordType\":\"Movie\",\"fields\":{\"title\":{\"value\":\"title %d\"},\"rating\":{\"value\":%d,\"type\":\"INT64\"},\"genre\":{\"value\":\"%s\"},\"plays\":{\"value\":%d,\"type\":\"INT64\"},\"artist\":{\"value\":\"artist %d\"},\"tags\":{\"value\":[\"t%d\",\"all\"],\"type\":\"STRING_LIST\"},\"place\":{\"value\":{\"latitude\":%.1f,\"longitude\":%.1f},\"type\":\"LOCATION\"}}}\n",
+  $i, ($i * 7) % $ARGV[0], $r, $g, $i % 10007, $i % 997, ($i * 13) % 1000, ($i * 31) % 170 - 84.5, ($i * 17) % 360 - 179.5 }' "$RECORDS" | "$L" record import Movies --store "$S" >/dev/null
 "$L" schema index Movie rating --queryable --sortable --store "$S" >/dev/null
 "$L" schema index Movie title --sortable --store "$S" >/dev/null
 "$L" schema index Movie genre --queryable --store "$S" >/dev/null

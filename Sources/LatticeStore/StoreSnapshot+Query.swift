@@ -115,9 +115,12 @@ struct QuerySQL {
 
     /// CROSS JOIN fixes which table SQLite walks: the one whose order or
     /// index the plan chose.
-    private func source(_ conditions: inout [String], _ arguments: inout [DatabaseValueConvertible?], readsRecords: Bool = true) -> String {
+    private func source(_ conditions: inout [String], _ arguments: inout [DatabaseValueConvertible?], filter: IndexFilter?, readsRecords: Bool = true) -> String {
         if let index, !byName {
-            conditions.append("q.zone = ?")
+            // Without statistics SQLite would rather walk the zone's rows and
+            // probe a token, member or location table for each; the unary plus
+            // makes it read that table's few rows and look each record up.
+            conditions.append(filter.map(Self.drivenBySideTable) == true ? "+q.zone = ?" : "q.zone = ?")
             arguments.append(zone)
             return readsRecords ? "FROM \(index.table) q CROSS JOIN records r ON r.id = q.rid" : "FROM \(index.table) q"
         }
@@ -127,12 +130,32 @@ struct QuerySQL {
         return index.map { "FROM records r CROSS JOIN \($0.table) q ON q.rid = r.id" } ?? "FROM records r"
     }
 
+    /// Whether a table beside the type's (tokens, list members, places)
+    /// should drive the read: it narrows every candidate, and no condition
+    /// on a column of the type's table could use that column's index instead.
+    static func drivenBySideTable(_ filter: IndexFilter) -> Bool {
+        switch filter {
+        case .tokens, .members, .memberPrefix, .within: return true
+        case .compare, .oneOf, .prefix: return false
+        case .or(let parts): return parts.allSatisfy(drivenBySideTable)
+        case .and(let parts): return parts.contains(where: drivenBySideTable) && !parts.contains(where: readsColumn)
+        }
+    }
+
+    private static func readsColumn(_ filter: IndexFilter) -> Bool {
+        switch filter {
+        case .compare(.field, _, _), .oneOf(.field, _), .prefix(.field, _): return true
+        case .compare, .oneOf, .prefix, .tokens, .members, .memberPrefix, .within: return false
+        case .and(let parts), .or(let parts): return parts.contains(where: readsColumn)
+        }
+    }
+
     /// Counts the index rows `filter` lets through (nil: every row of the
     /// type), with `extra` conditions, stopping at `limit`.
     func countRows(_ filter: IndexFilter?, extra: [(String, [DatabaseValueConvertible?])] = [], upTo limit: Int, db: GRDB.Database) throws -> Int {
         var conditions: [String] = []
         var arguments: [DatabaseValueConvertible?] = []
-        let from = source(&conditions, &arguments, readsRecords: false)
+        let from = source(&conditions, &arguments, filter: filter, readsRecords: false)
         if let filter { conditions.append(sql(filter, &arguments, indexed: true)) }
         for (condition, values) in extra {
             conditions.append(condition)
@@ -164,8 +187,17 @@ struct QuerySQL {
         let all = try scan.countRows(nil, upTo: cap, db: db)
         let page = limit + 1
         // Candidates spread evenly over the range: the walk passes `walked / candidates` entries per candidate.
-        let walk = candidates == 0 ? walked : min(walked, Int((Double(page) * Double(walked) / Double(candidates)).rounded(.up)))
-        let walkCapped = walked >= cap && candidates < cap
+        var walk = candidates == 0 ? walked : min(walked, Int((Double(page) * Double(walked) / Double(candidates)).rounded(.up)))
+        var walkCapped = walked >= cap && candidates < cap
+        if walkCapped, walk < candidates, case .field(_, let ascending) = plan.order {
+            // The range holds more entries than were counted, so the spread is
+            // unknown: how many candidates the walk's first `cap` entries hold
+            // says how far it goes (and catches a filter that shuns the start).
+            // Only asked when the walk would otherwise win.
+            let found = try candidatesAmongFirst(cap, of: range, filter: filter, column: column, ascending: ascending, db: db)
+            walk = Int((Double(page) * Double(cap) / Double(max(found, 1))).rounded(.up))
+            walkCapped = found < page
+        }
         return [
             QueryAccessEstimate(access: .walk, rows: walk, atLeast: walkCapped),
             QueryAccessEstimate(access: .candidates, rows: candidates, atLeast: candidates >= cap),
@@ -174,6 +206,24 @@ struct QuerySQL {
             // The least; a walk first among equals, as it stops when the page is full.
             (lhs.element.rows, lhs.offset) < (rhs.element.rows, rhs.offset)
         }.map(\.element)
+    }
+
+    /// How many of the first `count` entries of a walk of `range` (in the
+    /// walk's order) the filter lets through.
+    private func candidatesAmongFirst(_ count: Int, of range: [(String, [DatabaseValueConvertible?])], filter: IndexFilter, column: String,
+                                      ascending: Bool, db: GRDB.Database) throws -> Int {
+        guard let index else { return 0 }
+        var arguments: [DatabaseValueConvertible?] = []
+        let admits = sql(filter, &arguments, indexed: false)
+        var conditions = ["q.zone = ?"]
+        arguments.append(zone)
+        for (condition, values) in range {
+            conditions.append(condition)
+            arguments += values
+        }
+        arguments.append(count)
+        let walk = "SELECT (\(admits)) AS admitted FROM \(index.table) q WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(column) \(ascending ? "ASC" : "DESC"), q.name ASC LIMIT ?"
+        return try Int.fetchOne(db, sql: "SELECT CAST(TOTAL(admitted) AS INTEGER) FROM (\(walk))", arguments: StatementArguments(arguments)) ?? 0
     }
 
     /// The filter's conditions on `field` that every candidate meets (the
@@ -261,7 +311,7 @@ struct QuerySQL {
     private func pass(_ filter: IndexFilter?, indexedFilter: Bool, extra: [(String, [DatabaseValueConvertible?])], order: String) -> Pass {
         var conditions: [String] = []
         var arguments: [DatabaseValueConvertible?] = []
-        let from = source(&conditions, &arguments)
+        let from = source(&conditions, &arguments, filter: filter)
         if let filter { conditions.append(sql(filter, &arguments, indexed: indexedFilter)) }
         for (condition, values) in extra {
             conditions.append(condition)

@@ -47,6 +47,31 @@ import Testing
         #expect(second.records.first.map { $0.fields.first { $0.name == "rating" }?.winner.value } == .int64(990) || second.records.count == 50)
     }
 
+    /// A filter whose records all sort late: counted over the whole range (past the counts' cap) the walk
+    /// would look short, but the walk's first entries hold no candidate, so the candidates are read.
+    @Test func aFilterThatShunsTheStartOfTheWalkIsReadAsCandidates() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try makeStore()
+        try store.write { transaction in
+            for i in 0..<12_000 {
+                // Only ratings of 900 and more carry the "late" tag: 1,200 records, all at the end of an ascending walk.
+                let rating = Int64((i * 7_919) % 1_000)
+                try transaction.save(String(format: "m%05d", i), type: "Movie", in: zone, changes: [
+                    ("rating", .int64(rating)), ("tags", .list(rating >= 900 && i % 2 == 0 ? ["late", "any"] : ["any"])),
+                ])
+            }
+            _ = try transaction.addIndex([.queryable, .sortable], field: "rating", of: "Movie")
+            _ = try transaction.addIndex(.queryable, field: "tags", of: "Movie")
+        }
+        let query = QueryEngine(recordType: "Movie", predicate: .condition(QueryCondition(.field("tags"), .listContains, .string("late"))), sorts: [QuerySort(.field("rating"))])
+        let chosen = try page(store, query, limit: 20)
+        #expect(chosen.estimates.first?.access == .candidates, "\(chosen.estimates)")
+        #expect(chosen.rowsRead == 600, "\(chosen.rowsRead) rows: \(chosen.strategy)")
+        let walk = try page(store, query, limit: 20, forcing: .walk)
+        #expect(walk.records == chosen.records)
+        #expect(walk.rowsRead > 10_000, "the walk passes every rating below 900 first")
+    }
+
     /// A rare filter on another field makes a walk of the sort key's index long: its candidates are read instead.
     @Test func aRareFilterIsReadThroughItsOwnIndex() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
