@@ -51,10 +51,34 @@ public struct GlobalOptions: ParsableArguments {
 
     public mutating func validate() throws {
         guard DatabaseScope(name: database) != nil else { throw ValidationError("--database must be private, shared or public, not \"\(database)\"") }
-        guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel.lowercased()) else {
+        guard StoreOptions.logLevels.contains(logLevel.lowercased()) else {
             throw ValidationError("--log-level must be trace, debug, info, warning or error, not \"\(logLevel)\"")
         }
     }
+
+    /// The options' values, for code that runs without the parser.
+    var values: StoreOptions { StoreOptions(store: store, container: container, database: database, json: json, logLevel: logLevel) }
+
+    var storeDirectory: URL { values.storeDirectory }
+    var scope: DatabaseScope { values.scope }
+
+    /// Opens the existing store; a missing one is "not found" with the fix in the message.
+    /// `forOneCommand`: the command reads and writes and exits (no node, no waiting), so
+    /// its reads may share the writer's connection.
+    func openContainer(forOneCommand: Bool = false) throws -> Container { try values.openContainer(forOneCommand: forOneCommand) }
+
+    func debug(_ message: @autoclosure () -> String) { values.debug(message()) }
+}
+
+/// The values of the options every command takes, checked (`GlobalOptions.validate`).
+struct StoreOptions: Equatable {
+    var store: String?
+    var container = "default"
+    var database = "private"
+    var json = false
+    var logLevel = "warning"
+
+    static let logLevels: Set = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     var storeDirectory: URL {
         if let store { return URL(fileURLWithPath: store) }
@@ -66,9 +90,6 @@ public struct GlobalOptions: ParsableArguments {
 
     var scope: DatabaseScope { DatabaseScope(name: database) ?? .private }
 
-    /// Opens the existing store; a missing one is "not found" with the fix in the message.
-    /// `forOneCommand`: the command reads and writes and exits (no node, no waiting), so
-    /// its reads may share the writer's connection.
     func openContainer(forOneCommand: Bool = false) throws -> Container {
         let directory = storeDirectory
         debug("opening store \(directory.path) (container \(container), \(scope) database)")

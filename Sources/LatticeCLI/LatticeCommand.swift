@@ -32,8 +32,12 @@ public struct LatticeCommand: ParsableCommand {
         let arguments = GlobalOptions.placedAfterSubcommand(arguments ?? Array(CommandLine.arguments.dropFirst()))
         let json = arguments.contains("--json")
         do {
-            var command = try parseAsRoot(arguments)
-            try command.run()
+            if let quick = QuickCommand(arguments) {
+                try quick.run()
+            } else {
+                var command = try parseAsRoot(arguments)
+                try command.run()
+            }
             OpenStores.finish()
         } catch let error as CLIError {
             fail(error, json: json)

@@ -48,6 +48,10 @@ struct RecordCommand: ParsableCommand {
         }
 
         func run() throws {
+            try Self.save(options.values, path: path, recordType: recordType, fields: fields, ifTag: ifTag, allKeys: allKeys)
+        }
+
+        static func save(_ options: StoreOptions, path: String, recordType: String, fields: [String], ifTag: String?, allKeys: Bool) throws {
             let arguments = try fields.map(FieldArgument.init(parsing:))
             let container = try options.openContainer(forOneCommand: true)
             let database = container.database(with: options.scope)
@@ -82,14 +86,23 @@ struct RecordCommand: ParsableCommand {
         @Option(help: "With --fetch-assets: give up after this many seconds.") var timeout: Double = 600
 
         func run() throws {
-            let container = try options.openContainer(forOneCommand: !fetchAssets)
-            let database = container.database(with: options.scope)
-            let target = try RecordPath(parsing: path).resolved(in: database)
-            let record = try library { try database.record(for: target.recordID) }
-            if fetchAssets, let assets = try? AssetCommand.assets(of: record, field: nil, path: path) {
+            guard fetchAssets else { return try Self.get(options.values, path: path) }
+            let container = try options.openContainer()
+            let record = try Self.read(path, in: container.database(with: options.scope))
+            if let assets = try? AssetCommand.assets(of: record, field: nil, path: path) {
                 try AssetCommand.fetch(assets.map(\.asset), container: container, options: options, peers: try parsePeers(peer), timeout: timeout)
             }
             RecordCommand.print(record, container: container, json: options.json)
+        }
+
+        static func get(_ options: StoreOptions, path: String) throws {
+            let container = try options.openContainer(forOneCommand: true)
+            RecordCommand.print(try read(path, in: container.database(with: options.scope)), container: container, json: options.json)
+        }
+
+        private static func read(_ path: String, in database: Database) throws -> Record {
+            let target = try RecordPath(parsing: path).resolved(in: database)
+            return try library { try database.record(for: target.recordID) }
         }
     }
 

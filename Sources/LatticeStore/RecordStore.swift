@@ -87,8 +87,6 @@ public final class RecordStore: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
-            // A commit is durable when it returns, power loss included.
-            try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute()
             // A large merge dirties pages all over the records' and indexes'
             // B-trees; with SQLite's 2 MiB default the writer spills them to
             // the WAL again and again before its commit. Readers need less.
@@ -96,6 +94,11 @@ public final class RecordStore: Sendable {
         }
         do {
             pool = try DatabasePool(path: databasePath, configuration: configuration)
+            // A commit is durable when it returns, power loss included: the
+            // log is synced at each commit. Set here, not when each connection
+            // is prepared: the pool switches its writer to WAL after that, and
+            // with it to `synchronous = NORMAL`, which syncs only at checkpoints.
+            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             try StoreSchema.migrator.migrate(pool)
             storeID = try pool.write { db in
                 if let existing = try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'store_id'")) { return [UInt8](existing) }

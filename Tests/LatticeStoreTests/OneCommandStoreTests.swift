@@ -1,6 +1,7 @@
 import Foundation
+import GRDB
 import LatticeCore
-import LatticeStore
+@testable import LatticeStore
 import Testing
 
 /// A store opened for one command reads on the writer's connection: what
@@ -16,6 +17,16 @@ import Testing
 
     func names(_ store: RecordStore) throws -> [String] {
         try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state.recordName) }.sorted()
+    }
+
+    /// Every commit syncs the log (power loss loses no returned write): the
+    /// pool's switch to WAL sets `synchronous = NORMAL`, which the store undoes.
+    @Test func commitsSyncTheLog() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for readsOnWriter in [false, true] {
+            let store = try RecordStore(directory: directory, readsOnWriterConnection: readsOnWriter)
+            #expect(try store.write { try Int.fetchOne($0.db, sql: "PRAGMA synchronous") } == 2, "FULL is 2")
+        }
     }
 
     @Test func readsOnTheWriterSeeOtherConnectionsCommitsAndNestInsideWrites() throws {
