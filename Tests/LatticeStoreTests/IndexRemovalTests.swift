@@ -86,6 +86,34 @@ import Testing
         #expect(throws: ReplicaError.self) { try reopened.write { _ = try $0.removeIndex(.all, field: "nope", of: "Movie") } }
     }
 
+    /// An index can arrive before its field's definition (a peer's definition
+    /// held back by the clock-skew bound, say): the field's first definition
+    /// then decides how its index is held, and the index is rebuilt for it.
+    @Test func anIndexWhoseFieldIsDefinedLaterIsRebuiltForTheFieldsType() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try makeStore("s")
+        var asked = Schema()
+        asked.merge(index: .queryable, field: "tags", of: "Movie")
+        asked.merge(index: .queryable, field: "where", of: "Movie")
+        try store.write { _ = try $0.mergeSchema(asked) }
+        try store.write { transaction in
+            for i in 0..<30 {
+                try transaction.save("m\(i)", type: "Movie", in: zone, changes: [
+                    ("tags", .list([.string("t\(i % 3)")])), ("where", .location(Location(latitude: Double(i), longitude: 0))),
+                ])
+            }
+        }
+        let query = QueryEngine(recordType: "Movie", predicate: .and([
+            .condition(QueryCondition(.field("tags"), .listContains, .string("t1"))),
+            // m7 and m13 lie 334 km from the center, m4 and m16 667 km.
+            .condition(QueryCondition(.field("where"), .near, .location(Location(latitude: 10, longitude: 0)), distance: 350_000)),
+        ]), sorts: [])
+        let page = try store.read { try $0.queryPage(query, in: zone, after: nil, limit: 50) }
+        #expect(page.plan.filter?.fields == ["tags", "where"])
+        #expect(page.records.map(\.recordName) == ["m10", "m13", "m7"])
+        #expect(page.recordsRead == 3)
+    }
+
     /// The in-memory replica keeps the same rule, so the fuzzer's twin agrees with the store.
     @Test func theInMemoryReplicaKeepsARemovalAsTheStoreDoes() throws {
         let memory = MemoryReplica(replica: ReplicaID(bytes: [UInt8](repeating: 3, count: 16)), wallClock: { 1_000 })
