@@ -280,8 +280,48 @@ enum StoreSchema {
                     PRIMARY KEY (record_type, field)
                 ) WITHOUT ROWID;
                 """)
+            try rebuildListAndLocationIndexes(db)
         }
         return migrator
+    }
+
+    /// The container's schema as stored: definitions, types, the index kinds
+    /// asked for less those removed here, deployment.
+    static func read(_ db: GRDB.Database) throws -> Schema {
+        var schema = Schema()
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, type, stamp FROM schema_fields")) {
+            let code: Int = row[2]
+            guard let type = FieldType(code: UInt8(truncatingIfNeeded: code)) else { continue }
+            schema.merge(SchemaField(recordType: row[0], field: row[1], type: type, stamp: try RecordBlob.decodeStamp([UInt8](row[3] as Data))))
+        }
+        for type in try String.fetchAll(db.cachedStatement(sql: "SELECT record_type FROM schema_types")) { schema.addRecordType(type) }
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, kinds FROM index_removals")) {
+            let bits: Int = row[2]
+            schema.setRemoved(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])
+        }
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, kinds FROM schema_indexes")) {
+            let bits: Int = row[2]
+            schema.merge(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])
+        }
+        if let deployed = try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'deployed'")) {
+            schema.merge(deployed: try RecordBlob.decodeStamp([UInt8](deployed)))
+        }
+        return schema
+    }
+
+    /// Earlier builds kept a list or location field's index kinds (a peer's
+    /// schema could carry them) in a column that holds nothing: such types
+    /// get their member tables and R*Trees now.
+    private static func rebuildListAndLocationIndexes(_ db: GRDB.Database) throws {
+        let schema = try read(db)
+        let replicas = try Data.fetchAll(db, sql: "SELECT id FROM replicas ORDER BY idx").map { ReplicaID(bytes: [UInt8]($0)) }
+        for recordType in Set(schema.indexes.keys.map(\.recordType)).sorted() {
+            let structures = schema.indexedFields(of: recordType).map { schema.indexStructure($0.field, of: recordType) }
+            guard structures.contains(.members) || structures.contains(.location), let index = TypeIndex(recordType: recordType, schema: schema) else { continue }
+            try TypeIndex.drop(recordType, in: db)
+            try index.create(in: db)
+            try index.rebuild(in: db) { try RecordBlob.decode([UInt8]($0), replicas: replicas) }
+        }
     }
 
     /// Fills `asset_refs` from the records an earlier build stored.

@@ -204,28 +204,7 @@ public class StoreSnapshot {
         try record(name, in: key)?.conflicts ?? []
     }
 
-    public func schema() throws -> Schema {
-        var schema = Schema()
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, type, stamp FROM schema_fields")) {
-            let code: Int = row[2]
-            guard let type = FieldType(code: UInt8(truncatingIfNeeded: code)) else { continue }
-            schema.merge(SchemaField(recordType: row[0], field: row[1], type: type, stamp: try RecordBlob.decodeStamp([UInt8](row[3] as Data))))
-        }
-        for type in try String.fetchAll(db.cachedStatement(sql: "SELECT record_type FROM schema_types")) { schema.addRecordType(type) }
-        // Removals first: the kinds asked for are merged in less those removed here.
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, kinds FROM index_removals")) {
-            let bits: Int = row[2]
-            schema.setRemoved(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])
-        }
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, kinds FROM schema_indexes")) {
-            let bits: Int = row[2]
-            schema.merge(index: IndexKinds(rawValue: UInt8(truncatingIfNeeded: bits)).intersection(.all), field: row[1], of: row[0])
-        }
-        if let deployed = try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'deployed'")) {
-            schema.merge(deployed: try RecordBlob.decodeStamp([UInt8](deployed)))
-        }
-        return schema
-    }
+    public func schema() throws -> Schema { try StoreSchema.read(db) }
 
     /// Whether an asset's content is in the store.
     public func hasAsset(_ hash: [UInt8]) throws -> Bool {

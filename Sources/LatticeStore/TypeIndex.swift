@@ -107,7 +107,9 @@ struct TypeIndex {
         let type = hex(recordType)
         let names = try String.fetchAll(db, sql: """
             SELECT name FROM sqlite_master WHERE type = 'table' AND (name IN (?, ?, ?) OR substr(name, 1, ?) = ?)
+            ORDER BY sql LIKE 'CREATE VIRTUAL TABLE%' DESC
             """, arguments: ["ix_\(type)", "tk_\(type)", "lm_\(type)", type.count + 4, "gx_\(type)_"])
+        // An R*Tree first: dropping it drops its shadow tables, which may not go before it.
         for name in names { try db.execute(sql: "DROP TABLE IF EXISTS \"\(name)\"") }
     }
 

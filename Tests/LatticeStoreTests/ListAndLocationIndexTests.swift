@@ -144,6 +144,30 @@ import Testing
         #expect(prefixPage.records.count == tagged.count)
     }
 
+    /// A store of an earlier build whose schema carried a list field's index
+    /// kinds (from a peer) held them in an empty column: opening it builds
+    /// the member table from the records.
+    @Test func aStoreFromAnEarlierBuildGetsItsListIndexAtUpgrade() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let store = try makeStore()
+            try store.write { transaction in
+                for i in 0..<20 { try transaction.save("m\(i)", type: "Movie", in: zone, changes: [("tags", .list([.string("t\(i % 4)")]))]) }
+            }
+        }
+        // What an earlier build left: the kinds recorded, no member table, no v14.
+        try DatabaseQueue(path: directory.appendingPathComponent("lattice.sqlite").path).write { db in
+            try db.execute(sql: "INSERT INTO schema_indexes (record_type, field, kinds) VALUES ('Movie', 'tags', 1)")
+            try db.execute(sql: "DROP TABLE index_removals")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v14: index removals'")
+        }
+        let reopened = try RecordStore(directory: directory)
+        let query = QueryEngine(recordType: "Movie", predicate: .condition(QueryCondition(.field("tags"), .listContains, .string("t1"))), sorts: [])
+        let page = try reopened.read { try $0.queryPage(query, in: zone, after: nil, limit: 50) }
+        #expect(page.records.map(\.recordName) == ["m1", "m13", "m17", "m5", "m9"])
+        #expect(page.recordsRead == 5, "\(page.strategy)")
+    }
+
     /// The boxes a NEAR reads hold every location within its distance,
     /// around the poles and across the antimeridian too.
     @Test func nearBoxesHoldEveryLocationWithinTheDistance() {
