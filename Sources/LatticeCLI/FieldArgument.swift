@@ -48,7 +48,8 @@ public struct FieldArgument: Equatable, Sendable {
     }
 
     /// The value, typed by the argument's TYPE, else by the schema, else a string. Nil removes.
-    func value(schemaType: FieldType?, container: Container) throws -> FieldValue? {
+    /// `zoneName`: the zone of the record the field is written to, which a ZONE/NAME reference must name.
+    func value(schemaType: FieldType?, container: Container, zoneName: String? = nil) throws -> FieldValue? {
         if type == "null" { return nil }
         let (element, cascade, list): (FieldType.Element, Bool, Bool)
         if let type, let parsed = Self.element(type) {
@@ -65,12 +66,12 @@ public struct FieldArgument: Equatable, Sendable {
             } else {
                 items = text.isEmpty ? [] : text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: .whitespaces) }
             }
-            return .list(try items.map { try scalar($0, element, cascade: cascade, container: container) })
+            return .list(try items.map { try scalar($0, element, cascade: cascade, container: container, zoneName: zoneName) })
         }
-        return try scalar(text, element, cascade: cascade, container: container)
+        return try scalar(text, element, cascade: cascade, container: container, zoneName: zoneName)
     }
 
-    private func scalar(_ text: String, _ element: FieldType.Element, cascade: Bool, container: Container) throws -> FieldValue {
+    private func scalar(_ text: String, _ element: FieldType.Element, cascade: Bool, container: Container, zoneName: String?) throws -> FieldValue {
         func bad(_ expected: String) -> CLIError {
             CLIError.corrupt("field \(name): \"\(text)\" is not \(expected)")
         }
@@ -95,9 +96,14 @@ public struct FieldArgument: Equatable, Sendable {
             guard let data = Data(base64Encoded: text) else { throw bad("base64") }
             return .bytes([UInt8](data))
         case .reference:
-            let target = text.split(separator: "/").last.map(String.init) ?? text
-            guard !target.isEmpty else { throw bad("a record name") }
-            return .reference(RecordReference(recordName: target, action: cascade ? .deleteSelf : .none))
+            // NAME, or ZONE/NAME as `record get` takes it; a reference names a record of its own zone, so the
+            // zone part is the record's (`Save` checks it): nothing of it may be dropped silently.
+            let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            guard (1...2).contains(parts.count), parts.allSatisfy({ !$0.isEmpty }) else { throw bad("a record name, or ZONE/NAME") }
+            if parts.count == 2, let zoneName, parts[0] != zoneName {
+                throw CLIError.corrupt("field \(name): \"\(text)\" names a record of zone \(parts[0]); a reference stays within its record's zone, \(zoneName)")
+            }
+            return .reference(RecordReference(recordName: parts[parts.count - 1], action: cascade ? .deleteSelf : .none))
         case .location:
             let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
             guard (2...3).contains(parts.count), parts.allSatisfy({ $0 != nil }) else { throw bad("lat,lon[,alt]") }

@@ -146,7 +146,9 @@ public struct PredicateParser {
             let center = try parseLocation()
             guard isKeyword("WITHIN") else { throw error(expected: "WITHIN followed by a distance in meters") }
             advance()
-            guard case .number(let text) = current.token, let meters = Double(text), meters >= 0 else { throw error(expected: "a distance in meters") }
+            guard case .number(let text) = current.token, let meters = Double(text), meters >= 0, meters.isFinite else {
+                throw error(expected: "a distance in meters (a number, 0 or more)")
+            }
             advance()
             return .condition(QueryCondition(key, .near, .location(center), distance: meters))
         }
@@ -169,9 +171,17 @@ public struct PredicateParser {
             if current.token == .comma { advance(); continue }
             break
         }
-        guard current.token == .close, (2...3).contains(numbers.count) else { throw error(expected: "')' after latitude, longitude[, altitude]") }
+        guard current.token == .close else { throw error(expected: "')' after latitude, longitude[, altitude]") }
+        guard (2...3).contains(numbers.count) else {
+            throw error(expected: "(latitude, longitude[, altitude]): 2 or 3 numbers, not \(numbers.count)")
+        }
+        let location = Location(latitude: numbers[0], longitude: numbers[1], altitude: numbers.count == 3 ? numbers[2] : nil)
+        // As a saved location must be: a center off the Earth would silently match nothing.
+        guard location.isValid else {
+            throw error(expected: "a latitude within ±90 and a longitude within ±180 (and a finite altitude)")
+        }
         advance()
-        return Location(latitude: numbers[0], longitude: numbers[1], altitude: numbers.count == 3 ? numbers[2] : nil)
+        return location
     }
 
     private mutating func parseValue() throws -> FieldValue {
@@ -245,7 +255,11 @@ public struct PredicateParser {
             case "@":
                 var value = ""
                 position += 1
-                while position < characters.count, !characters[position].isWhitespace, characters[position] != ")" { value.append(characters[position]); position += 1 }
+                // A date ends where a list or a group does: `[@2021-06-01T12:00:00Z]`.
+                while position < characters.count, !characters[position].isWhitespace, !")],".contains(characters[position]) {
+                    value.append(characters[position])
+                    position += 1
+                }
                 tokens.append((.date(value), column))
             case "=", "!", "<", ">", "&", "|":
                 var op = String(character)

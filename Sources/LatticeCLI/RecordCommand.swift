@@ -69,7 +69,7 @@ struct RecordCommand: ParsableCommand {
             }
             for argument in arguments {
                 let defined = schema.field(argument.name, of: recordType)?.type
-                record[argument.name] = try argument.value(schemaType: defined, container: container)
+                record[argument.name] = try argument.value(schemaType: defined, container: container, zoneName: target.recordID.zoneID.zoneName)
             }
             let policy: SavePolicy = ifTag != nil ? .ifServerRecordUnchanged : (allKeys ? .allKeys : .changedKeys)
             let saved = try library { try database.save(record, savePolicy: policy) }

@@ -69,12 +69,14 @@ struct SchemaCommand: ParsableCommand {
             let container = try options.openContainer(forOneCommand: true)
             if remove {
                 let removed = try library { try container.removeIndex(kinds.isEmpty ? .all : kinds, field: field, of: recordType) }
-                let now = try library { try container.schema() }.indexKinds(field, of: recordType)
+                let schema = try library { try container.schema() }
+                let now = schema.indexKinds(field, of: recordType)
+                let keptOff = schema.removedIndexes[.init(recordType: recordType, field: field)] ?? []
                 if options.json {
                     Output.json(IndexOutput(recordType: recordType, fieldName: field, indexes: now.names.map { $0.uppercased() }, added: [],
-                                            removed: removed.names.map { $0.uppercased() }))
+                                            removed: removed.names.map { $0.uppercased() }, removedHere: keptOff.names.map { $0.uppercased() }))
                 } else if removed.isEmpty {
-                    Output.line("\(recordType).\(field) had no such index; it stays off on this device")
+                    Output.line("\(recordType).\(field) had no such index; \(keptOff.isEmpty ? "nothing changed" : "\(keptOff) stay off on this device")")
                 } else {
                     Output.line("removed \(removed) from \(recordType).\(field) on this device" + (now.isEmpty ? "" : "; it keeps \(now)"))
                 }
@@ -201,6 +203,8 @@ struct IndexOutput: Encodable {
     var added: [String]
     /// With --remove: the kinds the field had and no longer has here.
     var removed: [String]? = nil
+    /// With --remove: every kind kept off the field on this device.
+    var removedHere: [String]? = nil
 }
 
 /// What `status --json` prints: the store, its zones, and the running node's state.

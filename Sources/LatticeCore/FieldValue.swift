@@ -51,6 +51,9 @@ public struct Location: Hashable, Sendable {
         self.altitude = altitude
     }
 
+    /// Whether a record may hold it: latitude within ±90, longitude within ±180, a finite altitude.
+    public var isValid: Bool { Limits.accepts(location: self) }
+
     /// Great-circle distance in meters (haversine on a sphere of Earth's mean radius).
     public func distance(to other: Location) -> Double {
         let radius = 6_371_008.8

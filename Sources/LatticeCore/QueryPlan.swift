@@ -121,7 +121,8 @@ public enum QueryPlanner {
                 let type = schema.field(name, of: engine.recordType)?.type
                 if kinds(name).contains(.sortable), let type, IndexKinds.sortable.refusal(for: type) == nil {
                     order = .field(name, ascending: first.ascending)
-                } else {
+                } else if let type, IndexKinds.sortable.refusal(for: type) == nil {
+                    // Only an index the field can have: none for a field not defined, a list or a location.
                     suggestions.append(QueryPlan.Suggestion(field: name, kind: .sortable))
                 }
             default:
@@ -131,7 +132,7 @@ public enum QueryPlanner {
             order = .recordName(ascending: true)
         }
         let covered = filter?.fields ?? []
-        for (field, kind) in wanted(engine.predicate) where !covered.contains(field) && !suggestions.contains(where: { $0.field == field }) && !kinds(field).contains(kind) {
+        for (field, kind) in wanted(engine.predicate, schema: schema, recordType: engine.recordType) where !covered.contains(field) && !suggestions.contains(where: { $0.field == field }) && !kinds(field).contains(kind) {
             suggestions.append(QueryPlan.Suggestion(field: field, kind: kind))
         }
         // Record names are unique, so sort keys after one are never consulted.
@@ -252,20 +253,31 @@ public enum QueryPlanner {
         }
     }
 
-    /// The fields the predicate filters on, with the index kind that would serve each.
-    private static func wanted(_ predicate: QueryPredicate) -> [(String, IndexKinds)] {
+    /// The fields the predicate filters on, with the index kind that would
+    /// serve each: only where the field's type takes that index and the
+    /// index serves the comparator (a list's members, a location's box, a
+    /// scalar's column), so the suggested command works and helps.
+    private static func wanted(_ predicate: QueryPredicate, schema: Schema, recordType: String) -> [(String, IndexKinds)] {
         switch predicate {
         case .all: return []
         case .condition(let condition):
-            guard case .field(let name) = condition.key else { return [] }
+            guard case .field(let name) = condition.key, let type = schema.field(name, of: recordType)?.type else { return [] }
+            let kind: IndexKinds
+            let fits: Bool
             switch condition.comparator {
-            case .containsAllTokens, .containsAnyTokens: return [(name, .searchable)]
-            case .equals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals, .beginsWith, .in,
-                 .listContains, .listContainsAny, .listContainsAll, .listMemberBeginsWith, .near:
-                return [(name, .queryable)]
-            default: return []
+            case .containsAllTokens, .containsAnyTokens:
+                (kind, fits) = (.searchable, true)
+            case .listContains, .listContainsAny, .listContainsAll, .listMemberBeginsWith:
+                (kind, fits) = (.queryable, type.isList)
+            case .near:
+                (kind, fits) = (.queryable, type == FieldType(.location))
+            case .equals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals, .beginsWith, .in:
+                (kind, fits) = (.queryable, !type.isList && type.element != .location)
+            default:
+                return []
             }
-        case .and(let parts), .or(let parts): return parts.flatMap(wanted)
+            return fits && kind.refusal(for: type) == nil ? [(name, kind)] : []
+        case .and(let parts), .or(let parts): return parts.flatMap { wanted($0, schema: schema, recordType: recordType) }
         case .not: return []
         }
     }

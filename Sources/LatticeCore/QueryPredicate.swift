@@ -98,7 +98,8 @@ extension QueryCondition {
         let isList = { if case .list = value { return true } else { return false } }()
         switch comparator {
         case .near:
-            guard case .location = value else { return "NEAR needs a location value" }
+            guard case .location(let center) = value else { return "NEAR needs a location value" }
+            guard center.isValid else { return "NEAR needs a latitude within ±90 and a longitude within ±180" }
             guard let distance, distance >= 0, distance.isFinite else { return "NEAR needs a distance in meters" }
         case .in, .notIn, .listContainsAny, .notListContainsAny, .listContainsAll, .notListContainsAll:
             if !isList { return "\(comparator.rawValue) needs a list value" }

@@ -104,7 +104,9 @@ extension ReplicaStorage {
                 ? "\(recordType) has no field \(field)" : "there is no record type \(recordType)")
         }
         let had = current.indexKinds(field, of: recordType)
-        let removed = (current.removedIndexes[key] ?? []).union(kinds)
+        // Only kinds the field could have are kept off: a kind its type refuses could never be added back to clear it.
+        let possible = current.field(field, of: recordType).map { IndexKinds.possible(for: $0.type) } ?? .all
+        let removed = (current.removedIndexes[key] ?? []).union(kinds.intersection(possible.union(had)))
         if removed != current.removedIndexes[key] ?? [] { try persistIndexRemovals(removed, field: field, of: recordType) }
         return had.intersection(kinds)
     }

@@ -175,6 +175,9 @@ public struct Schema: Hashable, Sendable {
                 }
             } else if isProduction {
                 throw .unknownField(recordType: recordType, field: name)
+            } else if case .list(let items) = value, items.isEmpty {
+                // An empty list carries no element type: the first list with a member defines the field.
+                continue
             } else {
                 undefined.append((name, value.type))
             }
@@ -239,9 +242,14 @@ public struct IndexKinds: OptionSet, Hashable, Sendable, CustomStringConvertible
         return nil
     }
 
+    /// Every kind a field of `type` can have.
+    public static func possible(for type: FieldType) -> IndexKinds {
+        [IndexKinds.queryable, .sortable, .searchable].filter { $0.refusal(for: type) == nil }.reduce(into: []) { $0.insert($1) }
+    }
+
     /// The kinds a field of `type` takes when none are named: what it can have of queryable and sortable.
     public static func defaults(for type: FieldType) -> IndexKinds {
-        [.queryable, .sortable].filter { $0.refusal(for: type) == nil }.reduce(into: []) { $0.insert($1) }
+        possible(for: type).subtracting(.searchable)
     }
 }
 

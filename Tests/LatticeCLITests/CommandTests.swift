@@ -205,8 +205,8 @@ import Testing
         #expect(removed["removed"] as? [String] == ["QUERYABLE", "SORTABLE"] && (removed["indexes"] as? [String])?.isEmpty == true)
         #expect(try names(query + ["--json"]) == unindexed)
         #expect((try cli.ok(query + ["--explain", "--json"]).json["suggestions"] as? [String]) == ["lattice schema index Movie rating --queryable"])
-        #expect(try cli.ok(["schema", "show"]).stdout.contains("rating: INT64  (removed here: queryable, sortable, searchable)"))
-        #expect(try cli.ok(["schema", "index", "Movie", "rating", "--remove"]).stdout.contains("had no such index"))
+        #expect(try cli.ok(["schema", "show"]).stdout.contains("rating: INT64  (removed here: queryable, sortable)"), "an INT64 cannot be searchable: not kept off")
+        #expect(try cli.ok(["schema", "index", "Movie", "rating", "--remove"]).stdout.contains("had no such index; queryable, sortable stay off on this device"))
         #expect(try cli.ok(["schema", "index", "Movie", "rating", "--queryable"]).stdout.contains("indexed Movie.rating: queryable"))
         #expect(try cli.run(["schema", "index", "Movie", "nope", "--remove"]).status == 66)
 
@@ -221,6 +221,45 @@ import Testing
         for number in ["-1e-300", "1e+3", ".5", "2.5E-1"] {
             try cli.ok(["query", "Movie", "--zone", "Movies", "--where", "rating >= \(number)"])
         }
+    }
+
+    /// What a review of the list and location indexes found around them.
+    @Test func listsLocationsReferencesAndHintsAreReadStrictly() throws {
+        try setUpStore()
+        // An empty list carries no element type, so it does not fix the field as a list of strings.
+        try cli.ok(["record", "save", "Movies/e", "--type", "Movie", "scores:int-list="])
+        try cli.ok(["record", "save", "Movies/f", "--type", "Movie", "scores:int-list=1,2"])
+        #expect(try cli.ok(["schema", "show"]).stdout.contains("scores: INT64_LIST"))
+        // A reference names a record of its own zone: another zone, or a path of three parts, is refused.
+        try cli.ok(["record", "save", "Movies/r", "--type", "Movie", "ref:ref=Movies/f", "ref2:ref=f"])
+        for bad in ["Other/f", "a/b/c", "Movies/", "/f"] {
+            let refused = try cli.run(["record", "save", "Movies/s", "--type", "Movie", "ref:ref=\(bad)"])
+            #expect(refused.status == 65, "\(bad): \(refused.status) \(refused.stderr)")
+        }
+        #expect(try cli.run(["record", "get", "Movies/s"]).status == 66, "nothing of a refused save is written")
+        // A date closes a list; a NEAR center off the Earth, or a distance that is not a number of meters, is a usage error.
+        try cli.ok(["record", "save", "Movies/d", "--type", "Movie", "days:date-list=2021-06-01T12:00:00Z", "place:location=1,2"])
+        let dated = try cli.ok(["query", "Movie", "--zone", "Movies", "--where", "days CONTAINSANY [@2021-06-01T12:00:00Z,@2020-01-01T00:00:00Z]", "--json"]).json
+        #expect((dated["records"] as? [[String: Any]])?.count == 1)
+        for near in ["place NEAR (91, 0) WITHIN 100", "place NEAR (0, 540) WITHIN 100", "place NEAR (1e400, 2) WITHIN 5", "place NEAR (1, 2) WITHIN 1e400", "place NEAR (1) WITHIN 5"] {
+            let refused = try cli.run(["query", "Movie", "--zone", "Movies", "--where", near])
+            #expect(refused.status == 64, "\(near): \(refused.status) \(refused.stderr)")
+        }
+        // Hints name only an index the field can have and that would serve the condition.
+        let hints = { (where: String) throws -> [String] in
+            try cli.ok(["query", "Movie", "--zone", "Movies", "--where", `where`, "--explain", "--json"]).json["suggestions"] as? [String] ?? []
+        }
+        #expect(try hints(#"nope CONTAINS 3"#).isEmpty)
+        #expect(try hints(#"place NEAR (1, 2) WITHIN 10"#) == ["lattice schema index Movie place --queryable"])
+        #expect(try hints(#"scores CONTAINS 2"#) == ["lattice schema index Movie scores --queryable"])
+        #expect(try hints(#"place == 3"#).isEmpty)
+        #expect(try cli.ok(["query", "Movie", "--zone", "Movies", "--sort", "scores", "--explain", "--json"]).json["suggestions"] as? [String] == [])
+        // Removal keeps off only the kinds the field could have, so adding them back clears it.
+        try cli.ok(["schema", "index", "Movie", "scores"])
+        let removed = try cli.ok(["schema", "index", "Movie", "scores", "--remove", "--json"]).json
+        #expect(removed["removed"] as? [String] == ["QUERYABLE"] && removed["removedHere"] as? [String] == ["QUERYABLE"])
+        try cli.ok(["schema", "index", "Movie", "scores"])
+        #expect(!(try cli.ok(["schema", "show"]).stdout.contains("removed here")))
     }
 
     @Test func watchStreamsCommitsOfAnotherProcess() throws {

@@ -186,7 +186,9 @@ struct ConvergenceFuzzer {
             record: name, stamp: stamp, zoneIncarnation: state.zone.incarnation, incarnation: alive ? length : length + 1,
             recordType: type, kind: .save(fields: fields), seen: state.events(of: name, in: model)), into: &state)
         for change in changes {
-            if let value = change.value, state.definitions[Schema.Key(recordType: type, field: change.name)] == nil {
+            // The contract: the first write of a field defines its type, except an empty list, which carries none.
+            let emptyList = { if case .list(let items)? = change.value { return items.isEmpty } else { return false } }()
+            if let value = change.value, !emptyList, state.definitions[Schema.Key(recordType: type, field: change.name)] == nil {
                 Model.learn(Model.Definition(recordType: type, field: change.name, type: value.type, stamp: stamp), into: &state)
             }
         }
