@@ -11,13 +11,6 @@ public struct GeoBox: Hashable, Sendable {
     public var minLongitude: Double
     public var maxLongitude: Double
 
-    public init(minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double) {
-        self.minLatitude = minLatitude
-        self.maxLatitude = maxLatitude
-        self.minLongitude = minLongitude
-        self.maxLongitude = maxLongitude
-    }
-
     public func contains(_ location: Location) -> Bool {
         (minLatitude...maxLatitude).contains(location.latitude) && (minLongitude...maxLongitude).contains(location.longitude)
     }
