@@ -49,7 +49,7 @@ public struct FieldArgument: Equatable, Sendable {
 
     /// The value, typed by the argument's TYPE, else by the schema, else a string. Nil removes.
     /// `zoneName`: the zone of the record the field is written to, which a ZONE/NAME reference must name.
-    func value(schemaType: FieldType?, container: Container, zoneName: String? = nil) throws -> FieldValue? {
+    func value(schemaType: FieldType?, container: Container, zoneName: String) throws -> FieldValue? {
         if type == "null" { return nil }
         let (element, cascade, list): (FieldType.Element, Bool, Bool)
         if let type, let parsed = Self.element(type) {
@@ -71,7 +71,7 @@ public struct FieldArgument: Equatable, Sendable {
         return try scalar(text, element, cascade: cascade, container: container, zoneName: zoneName)
     }
 
-    private func scalar(_ text: String, _ element: FieldType.Element, cascade: Bool, container: Container, zoneName: String?) throws -> FieldValue {
+    private func scalar(_ text: String, _ element: FieldType.Element, cascade: Bool, container: Container, zoneName: String) throws -> FieldValue {
         func bad(_ expected: String) -> CLIError {
             CLIError.corrupt("field \(name): \"\(text)\" is not \(expected)")
         }
@@ -100,7 +100,7 @@ public struct FieldArgument: Equatable, Sendable {
             // zone part is the record's (`Save` checks it): nothing of it may be dropped silently.
             let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             guard (1...2).contains(parts.count), parts.allSatisfy({ !$0.isEmpty }) else { throw bad("a record name, or ZONE/NAME") }
-            if parts.count == 2, let zoneName, parts[0] != zoneName {
+            if parts.count == 2, parts[0] != zoneName {
                 throw CLIError.corrupt("field \(name): \"\(text)\" names a record of zone \(parts[0]); a reference stays within its record's zone, \(zoneName)")
             }
             return .reference(RecordReference(recordName: parts[parts.count - 1], action: cascade ? .deleteSelf : .none))

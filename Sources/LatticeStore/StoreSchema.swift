@@ -317,10 +317,8 @@ enum StoreSchema {
         let replicas = try Data.fetchAll(db, sql: "SELECT id FROM replicas ORDER BY idx").map { ReplicaID(bytes: [UInt8]($0)) }
         for recordType in Set(schema.indexes.keys.map(\.recordType)).sorted() {
             let structures = schema.indexedFields(of: recordType).map { schema.indexStructure($0.field, of: recordType) }
-            guard structures.contains(.members) || structures.contains(.location), let index = TypeIndex(recordType: recordType, schema: schema) else { continue }
-            try TypeIndex.drop(recordType, in: db)
-            try index.create(in: db)
-            try index.rebuild(in: db) { try RecordBlob.decode([UInt8]($0), replicas: replicas) }
+            guard structures.contains(.members) || structures.contains(.location) else { continue }
+            try TypeIndex.build(recordType, schema: schema, in: db) { try RecordBlob.decode([UInt8]($0), replicas: replicas) }
         }
     }
 

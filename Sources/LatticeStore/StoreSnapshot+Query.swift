@@ -212,18 +212,14 @@ struct QuerySQL {
     /// walk's order) the filter lets through.
     private func candidatesAmongFirst(_ count: Int, of range: [(String, [DatabaseValueConvertible?])], filter: IndexFilter, column: String,
                                       ascending: Bool, db: GRDB.Database) throws -> Int {
-        guard let index else { return 0 }
-        var arguments: [DatabaseValueConvertible?] = []
-        let admits = sql(filter, &arguments, indexed: false)
-        var conditions = ["q.zone = ?"]
-        arguments.append(zone)
-        for (condition, values) in range {
-            conditions.append(condition)
-            arguments += values
-        }
-        arguments.append(count)
-        let walk = "SELECT (\(admits)) AS admitted FROM \(index.table) q WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(column) \(ascending ? "ASC" : "DESC"), q.name ASC LIMIT ?"
-        return try Int.fetchOne(db, sql: "SELECT CAST(TOTAL(admitted) AS INTEGER) FROM (\(walk))", arguments: StatementArguments(arguments)) ?? 0
+        guard index != nil else { return 0 }
+        let sample = walk(filter, extra: range, order: Self.walkOrder(column, ascending: ascending), selecting: "r.id")
+        return try Int.fetchOne(db, sql: "SELECT COUNT(id) FROM (\(sample.sql) LIMIT ?)", arguments: sample.arguments + [count]) ?? 0
+    }
+
+    /// A walk's order: by the sort key's column, then by record name.
+    private static func walkOrder(_ column: String, ascending: Bool) -> String {
+        "ORDER BY \(column) \(ascending ? "ASC" : "DESC"), q.name ASC"
     }
 
     /// The filter's conditions on `field` that every candidate meets (the
@@ -276,7 +272,7 @@ struct QuerySQL {
                     extra.append(("\(column) \(ascending ? ">=" : "<=") ?", [bound]))
                     if plan.orderIsComplete { extra.append(("(\(column) <> ? OR q.name > ?)", [bound, cursor.recordName])) }
                 }
-                result.append(walk(plan.filter, extra: extra, order: "ORDER BY \(column) \(ascending ? "ASC" : "DESC"), q.name ASC"))
+                result.append(walk(plan.filter, extra: extra, order: Self.walkOrder(column, ascending: ascending)))
             }
             // A record without a value meets no condition on the sort key: with one, there is nothing more to walk.
             guard bounds.isEmpty else { return result }
@@ -290,8 +286,8 @@ struct QuerySQL {
     /// A walk of the type's index table in `order`: a row for every entry it
     /// passes, with the record's state when the filter's indexes let it
     /// through (else NULL, and the record is not looked up), so the rows say
-    /// how far the walk went.
-    private func walk(_ filter: IndexFilter?, extra: [(String, [DatabaseValueConvertible?])], order: String) -> Pass {
+    /// how far the walk went. `selecting`: what of the record each row holds.
+    private func walk(_ filter: IndexFilter?, extra: [(String, [DatabaseValueConvertible?])], order: String, selecting: String = "r.state") -> Pass {
         guard let index else { return pass(filter, indexedFilter: false, extra: extra, order: order) }
         var arguments: [DatabaseValueConvertible?] = []
         let admits = filter.map { sql($0, &arguments, indexed: false) } ?? "1"
@@ -302,7 +298,7 @@ struct QuerySQL {
             arguments += values
         }
         return Pass(
-            sql: "SELECT r.state FROM \(index.table) q LEFT JOIN records r ON r.id = q.rid AND \(admits) WHERE \(conditions.joined(separator: " AND ")) \(order)",
+            sql: "SELECT \(selecting) FROM \(index.table) q LEFT JOIN records r ON r.id = q.rid AND \(admits) WHERE \(conditions.joined(separator: " AND ")) \(order)",
             arguments: StatementArguments(arguments))
     }
 

@@ -397,13 +397,10 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if schema.indexKinds(field, of: recordType) != before { try rebuildIndex(of: recordType, schema: schema) }
     }
 
-    /// Builds `recordType`'s index tables afresh for `schema`'s layout, from every live record of the type.
+    /// Builds `recordType`'s index tables afresh for `schema`'s layout.
     private func rebuildIndex(of recordType: String, schema: Schema) throws {
-        try TypeIndex.drop(recordType, in: db)
         indexWriters[recordType] = nil
-        guard let index = TypeIndex(recordType: recordType, schema: schema) else { return }
-        try index.create(in: db)
-        try index.rebuild(in: db, decode: decode)
+        try TypeIndex.build(recordType, schema: schema, in: db, decode: decode)
     }
 
     // MARK: Settings and assets

@@ -51,59 +51,65 @@ struct TypeIndex {
 
     // MARK: Tables
 
-    /// Creates the tables and SQL indexes this layout needs, adding columns a
-    /// table made for fewer indexes lacks. Index rows name their record by
-    /// row id without a foreign key: a merge writes them for every record,
-    /// and the one place records are dropped (`removeAll`) drops them too.
-    func create(in db: GRDB.Database) throws {
-        try db.execute(sql: """
-            CREATE TABLE IF NOT EXISTS \(table) (
-                rid INTEGER PRIMARY KEY,
-                zone INTEGER NOT NULL,
-                name TEXT NOT NULL)
-            """)
-        let existing = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { "\"\($0["name"] as String)\"" })
-        for (_, column) in ordered where !existing.contains(column) {
-            try db.execute(sql: "ALTER TABLE \(table) ADD COLUMN \(column)")
+    /// Builds `recordType`'s index afresh for `schema`'s layout (none when
+    /// it indexes nothing of the type), from every live record of the type.
+    /// Whatever layout made the old tables goes with them: a layout that
+    /// gains or loses a field (an index added or removed, a field's type
+    /// settled otherwise by a merge) is built again from nothing.
+    static func build(_ recordType: String, schema: Schema, in db: GRDB.Database, decode: (Data) throws -> RecordState) throws {
+        try drop(recordType, in: db)
+        guard let index = TypeIndex(recordType: recordType, schema: schema) else { return }
+        try index.create(in: db)
+        let writer = try Writer(index, db: db)
+        let rows = try Row.fetchCursor(db, sql: "SELECT id, zone, state FROM records WHERE type = ? AND alive = 1", arguments: [recordType])
+        while let row = try rows.next() {
+            try writer.put(try decode(row[2]), rid: row[0], zone: row[1])
         }
+    }
+
+    /// Creates the tables and SQL indexes of this layout. Index rows name
+    /// their record by row id without a foreign key: a merge writes them for
+    /// every record, and the one place records are dropped (`removeAll`)
+    /// drops them too.
+    private func create(in db: GRDB.Database) throws {
+        let columns = ordered.map { ", \($0.column)" }.joined()
+        try db.execute(sql: "CREATE TABLE \(table) (rid INTEGER PRIMARY KEY, zone INTEGER NOT NULL, name TEXT NOT NULL\(columns))")
         let base = String(table.dropFirst().dropLast())
         for (_, column) in ordered {
             let name = "\(base)_\(column.dropFirst().dropLast())"
-            try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(table) (zone, \(column), name)")
+            try db.execute(sql: "CREATE INDEX \"\(name)\" ON \(table) (zone, \(column), name)")
         }
         if !searchable.isEmpty {
             try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS \(tokenTable) (
+                CREATE TABLE \(tokenTable) (
                     field TEXT NOT NULL,
                     token TEXT NOT NULL,
                     rid INTEGER NOT NULL,
                     PRIMARY KEY (field, token, rid)
                 ) WITHOUT ROWID
                 """)
-            try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"tk_\(base.dropFirst(3))_rid\" ON \(tokenTable) (rid)")
+            try db.execute(sql: "CREATE INDEX \"tk_\(base.dropFirst(3))_rid\" ON \(tokenTable) (rid)")
         }
         if !listed.isEmpty {
             // No type on value: members keep SQLite's own types, which compare as the index columns do.
             try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS \(memberTable) (
+                CREATE TABLE \(memberTable) (
                     field TEXT NOT NULL,
                     value NOT NULL,
                     rid INTEGER NOT NULL,
                     PRIMARY KEY (field, value, rid)
                 ) WITHOUT ROWID
                 """)
-            try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"lm_\(base.dropFirst(3))_rid\" ON \(memberTable) (rid)")
+            try db.execute(sql: "CREATE INDEX \"lm_\(base.dropFirst(3))_rid\" ON \(memberTable) (rid)")
         }
         for (_, locationTable) in located {
             // The R*Tree keeps 32-bit bounds rounded outwards, so a point's box always holds it.
-            try db.execute(sql: "CREATE VIRTUAL TABLE IF NOT EXISTS \(locationTable) USING rtree(id, min_lat, max_lat, min_lon, max_lon)")
+            try db.execute(sql: "CREATE VIRTUAL TABLE \(locationTable) USING rtree(id, min_lat, max_lat, min_lon, max_lon)")
         }
     }
 
-    /// Drops every table of `recordType`'s index, whatever layout made them:
-    /// a layout that loses a field (an index removed, a field's type
-    /// settled otherwise by a merge) is built again from nothing.
-    static func drop(_ recordType: String, in db: GRDB.Database) throws {
+    /// Drops every table of `recordType`'s index, whatever layout made them.
+    private static func drop(_ recordType: String, in db: GRDB.Database) throws {
         let type = hex(recordType)
         let names = try String.fetchAll(db, sql: """
             SELECT name FROM sqlite_master WHERE type = 'table' AND (name IN (?, ?, ?) OR substr(name, 1, ?) = ?)
@@ -124,17 +130,6 @@ struct TypeIndex {
             try db.execute(sql: "DELETE FROM \(side) WHERE \(rid) IN (SELECT rid FROM \(table) WHERE zone = ?)", arguments: [zone])
         }
         try db.execute(sql: "DELETE FROM \(table) WHERE zone = ?", arguments: [zone])
-    }
-
-    /// Refills the index from every live record of the type, in every zone.
-    func rebuild(in db: GRDB.Database, decode: (Data) throws -> RecordState) throws {
-        try db.execute(sql: "DELETE FROM \(table)")
-        for (side, _) in sideTables { try db.execute(sql: "DELETE FROM \(side)") }
-        let writer = try Writer(self, db: db)
-        let rows = try Row.fetchCursor(db, sql: "SELECT id, zone, state FROM records WHERE type = ? AND alive = 1", arguments: [recordType])
-        while let row = try rows.next() {
-            try writer.put(try decode(row[2]), rid: row[0], zone: row[1])
-        }
     }
 
     // MARK: Rows
