@@ -109,9 +109,12 @@ struct BundleCommand: ParsableCommand {
                 throw CLIError.usage("-o \(output) is a directory; give the bundle a file name, such as \(output)/out.ltb")
             }
             let temporary = output + ".partial-\(getpid())"
-            guard FileManager.default.createFile(atPath: temporary, contents: nil), let handle = FileHandle(forWritingAtPath: temporary) else {
-                throw CLIError.io("cannot write \(output)")
-            }
+            // A bundle holds the database's records: it is the user's alone (0600), as the store is,
+            // from its creation on (O_EXCL: never a file someone else placed there).
+            unlink(temporary)
+            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw CLIError.io("cannot write \(output): \(String(cString: strerror(errno)))") }
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             var records = 0
             let included = Set(keys)
             let assets = withAssets

@@ -4,6 +4,7 @@ extension ReplicaStorage {
     public func createZone(_ zone: ZoneKey) throws -> Bool {
         let existing = try syncState(of: zone)
         if existing?.zoneState.exists == true { return false }
+        if let existing { keepClockPastOwnWrites(in: existing) }
         let stamp = nextStamp()
         let zoneState = ZoneState(causalLength: (existing?.zoneState.causalLength ?? 0) + 1, stamp: stamp)
         var sync = existing ?? ZoneSyncState(zoneState: zoneState)

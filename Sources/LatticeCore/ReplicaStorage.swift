@@ -146,9 +146,21 @@ extension ReplicaStorage {
         return changes
     }
 
+    /// The zone's state for a local write, which stamps after it.
     func liveSyncState(of zone: ZoneKey) throws -> ZoneSyncState {
         guard let sync = try syncState(of: zone), sync.zoneState.exists else { throw ReplicaError.zoneNotFound(zone) }
+        keepClockPastOwnWrites(in: sync)
         return sync
+    }
+
+    /// Moves the clock past every write of this replica the zone holds. The
+    /// clock is persisted apart from the writes (and a store copied back, or
+    /// its `hlc` edited, can hold it behind them): a stamp at or before one's
+    /// own earlier write would lose to it and break the order a writer's
+    /// signed blocks keep.
+    func keepClockPastOwnWrites(in sync: ZoneSyncState) {
+        let own = sync.knowledge[replica]
+        if own > clock.last { clock.observe(own) }
     }
 
     /// Accounts for a local write to a zone.

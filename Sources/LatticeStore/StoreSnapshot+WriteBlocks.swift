@@ -114,7 +114,9 @@ enum WriteBlockEntries {
         var entries: [WriteBlock.Entry] = []
         var previous: UInt64 = 0
         for _ in 0..<(try reader.count(below: WriteBlock.maximumEntries + 1, "block entries")) {
-            previous += try reader.varint()
+            let (time, overflow) = previous.addingReportingOverflow(try reader.varint())
+            guard !overflow else { throw LatticeCore.DecodingError.malformed("a block entry's time past the clock's range", offset: reader.offset) }
+            previous = time
             entries.append(WriteBlock.Entry(time: HLCTimestamp(rawValue: previous), digest: Array(try reader.raw(WriteDigest.length))))
         }
         return entries

@@ -40,10 +40,17 @@ struct CLI {
 
     /// Runs `lattice ARGS` with `--store` set to the named store (unless `store` is nil).
     @discardableResult
-    func run(_ arguments: [String], store: String? = "a", input: String? = nil, environment: [String: String] = [:]) throws -> Result {
+    /// `wrapper` runs the binary through another command (`faketime TIME`).
+    func run(_ arguments: [String], store: String? = "a", input: String? = nil, environment: [String: String] = [:], wrapper: [String] = []) throws -> Result {
         let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = arguments + (store.map { ["--store", path($0)] } ?? [])
+        let lattice = arguments + (store.map { ["--store", path($0)] } ?? [])
+        if let command = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = Array(wrapper.dropFirst()) + [CLI.binary.path] + lattice
+        } else {
+            process.executableURL = CLI.binary
+            process.arguments = lattice
+        }
         var env = ProcessInfo.processInfo.environment
         env["LATTICE_STORE"] = nil
         env["XDG_DATA_HOME"] = path("xdg")
