@@ -140,6 +140,10 @@ public enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
     case ownDevice
     /// The inviter will not add this device (a device removed from the account).
     case notAllowed(String)
+    /// The offer takes no more attempts at once (its guesses are all in flight).
+    case busy
+    /// The other side did not finish the exchange in time.
+    case timedOut
 
     public var description: String {
         switch self {
@@ -151,6 +155,8 @@ public enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
         case .malformed(let why): return "the other device sent a malformed pairing message (\(why))"
         case .ownDevice: return "the other side is this device itself"
         case .notAllowed(let why): return why
+        case .busy: return "another device is pairing with this code now; try again in a few seconds"
+        case .timedOut: return "the other device did not finish the pairing in time"
         }
     }
 }
@@ -172,6 +178,10 @@ public struct PairingInviter: Sendable {
     private let extra: @Sendable (PairingIntroduction) throws -> [UInt8]
     private var keys: PairingKeys?
     private var done = false
+
+    /// Whether this exchange got as far as the key: its confirmation went
+    /// out, so the other side could test one guess of the code against it.
+    public var exchangedKeys: Bool { keys != nil }
 
     /// `extra`: what the inviter adds to its introduction once it knows the
     /// joiner (the account's roster with the joiner added); a `PairingFailure`

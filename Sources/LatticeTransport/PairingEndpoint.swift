@@ -11,10 +11,16 @@ public enum PairingEndpoint {
     /// Offers `offer` on `host:port` until a device pairs (its outcome), the
     /// code expires or wrong attempts spend it (thrown `PairingFailure`).
     /// `listening` is told the bound port; `attempt` each failed attempt.
+    /// An attempt's connection may stay this long: one that idles is closed,
+    /// and counts as a guess only if it got as far as the key.
+    public static let defaultAttemptDeadline: TimeAmount = .seconds(10)
+    /// Connections open at once to one offer, beyond which new ones are refused.
+    static let maximumConnections = 32
+
     public static func invite(
         offer initial: PairingOffer, makeInviter: @escaping @Sendable () -> PairingInviter, host: String, port: Int,
         wallClock: @escaping @Sendable () -> UInt64, listening: @escaping @Sendable (Int) -> Void,
-        attemptFailed: @escaping @Sendable (PairingFailure) -> Void = { _ in }
+        attemptFailed: @escaping @Sendable (PairingFailure) -> Void = { _ in }, attemptDeadline: TimeAmount = defaultAttemptDeadline
     ) throws -> PairingOutcome {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
@@ -24,19 +30,40 @@ public enum PairingEndpoint {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                // One attempt at a time, each checked against the offer when it starts.
-                if let refusal = (state.completed ? PairingFailure.expired : nil) ?? state.offer.refusal(now: wallClock()) ?? (state.busy ? PairingFailure.refusedByPeer("another device is pairing now; try again") : nil) {
+                // Attempts run side by side, so an idle connection holds nothing up; each
+                // is checked against the offer when it starts and ends at its deadline.
+                if let refusal = (state.completed ? PairingFailure.expired : nil) ?? state.offer.refusal(now: wallClock())
+                    ?? (state.connections >= maximumConnections ? PairingFailure.refusedByPeer("too many devices are connecting now; try again") : nil) {
                     return channel.pipeline.addHandlers(framing() + [RefusingHandler(reason: refusal.description)])
                 }
-                state.busy = true
-                let handler = ExchangeHandler(receive: makeInviter().receiving, first: nil) { ending in
-                    state.busy = false
+                state.connections += 1
+                var side = makeInviter()
+                var reserved = false
+                let receive: (PairingMessage) -> [PairingAction] = { message in
+                    // A join is answered with a key confirmation: one guess at the code for a party
+                    // without it. Guesses in flight count against the offer before they end, so
+                    // attempts side by side never get more than the offer's guesses.
+                    if case .join = message, !reserved {
+                        guard state.offer.failures + state.guessesInFlight < state.offer.maximumFailures else {
+                            return [.send(.refused(PairingFailure.busy.description)), .failed(.busy)]
+                        }
+                        reserved = true
+                        state.guessesInFlight += 1
+                    }
+                    return side.receive(message)
+                }
+                let handler = ExchangeHandler(receive: receive, first: nil, deadline: attemptDeadline) { ending in
+                    state.connections -= 1
+                    if reserved { state.guessesInFlight -= 1 }
                     switch ending {
                     case .paired(let outcome): state.complete(result) { $0.succeed(outcome) }
                     case .failed(let failure):
                         guard !state.completed else { return }
-                        state.offer.recordFailure()
                         attemptFailed(failure)
+                        // Only an exchange that reached the key counts as a guess: a connection that
+                        // closes, idles or sends junk before it learnt nothing of the code.
+                        guard side.exchangedKeys else { return }
+                        state.offer.recordFailure()
                         if let spent = state.offer.refusal(now: wallClock()) { state.complete(result) { $0.fail(spent) } }
                     }
                 }
@@ -63,7 +90,7 @@ public enum PairingEndpoint {
         defer { try? group.syncShutdownGracefully() }
         let result = group.next().makePromise(of: PairingOutcome.self)
         let state = Once()
-        let handler = ExchangeHandler(receive: joiner.receiving, first: joiner.start) { ending in
+        let handler = ExchangeHandler(receive: joiner.receiving, first: joiner.start, deadline: timeout) { ending in
             switch ending {
             case .paired(let outcome): state.complete(result) { $0.succeed(outcome) }
             case .failed(let failure): state.complete(result) { $0.fail(failure) }
@@ -106,7 +133,9 @@ public enum PairingEndpoint {
     /// The offer as attempts change it; touched on the listener's one event loop only.
     final class InviterState: Once, @unchecked Sendable {
         var offer: PairingOffer
-        var busy = false
+        /// Connections open now, and those of them whose key exchange has begun.
+        var connections = 0
+        var guessesInFlight = 0
         init(offer: PairingOffer) { self.offer = offer }
     }
 
@@ -121,17 +150,25 @@ public enum PairingEndpoint {
         typealias OutboundOut = ByteBuffer
         private let receive: (PairingMessage) -> [PairingAction]
         private let first: PairingMessage?
+        private let deadline: TimeAmount
         private let ended: (Ending) -> Void
         private var finished = false
+        private var deadlineTask: Scheduled<Void>?
 
-        init(receive: @escaping (PairingMessage) -> [PairingAction], first: PairingMessage?, ended: @escaping (Ending) -> Void) {
+        init(receive: @escaping (PairingMessage) -> [PairingAction], first: PairingMessage?, deadline: TimeAmount, ended: @escaping (Ending) -> Void) {
             self.receive = receive
             self.first = first
+            self.deadline = deadline
             self.ended = ended
         }
 
         func channelActive(context: ChannelHandlerContext) {
             if let first { send(first, context: context) }
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            deadlineTask = context.eventLoop.scheduleTask(in: deadline) {
+                let (handler, context) = loopBound.value
+                handler.finish(.failed(.timedOut), context: context)
+            }
             context.fireChannelActive()
         }
 
@@ -167,6 +204,7 @@ public enum PairingEndpoint {
         private func finish(_ ending: Ending, context: ChannelHandlerContext) {
             guard !finished else { return }
             finished = true
+            deadlineTask?.cancel()
             ended(ending)
             // Let the last message (an introduction, or the reason) reach the other side first.
             context.channel.eventLoop.scheduleTask(in: .milliseconds(200)) { context.close(promise: nil) }

@@ -1,4 +1,5 @@
 import Foundation
+import LatticeTestSupport
 import Testing
 
 /// `lattice pair` between real processes over loopback: the code on the
@@ -162,5 +163,28 @@ import Testing
         // With no --peer and no offer of that code on the network (or no mDNS here), a clear 69.
         let nowhere = try cli.run(["pair", "AAAA-AAAA", "--search", "0.5"], store: "b")
         #expect(nowhere.status == 69 && nowhere.stderr.contains("--peer HOST:PORT"), "\(nowhere.status): \(nowhere.stderr)")
+    }
+
+    /// A stranger on the LAN cannot hold a code busy or spend it without
+    /// guessing (issue 38, finding 7): connections that idle, close at once
+    /// or send junk learn nothing of the code, so they neither block the
+    /// device that has it nor count as wrong attempts.
+    @Test func idleClosedAndJunkConnectionsNeitherHoldNorSpendACode() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "b"] { try cli.ok(["init"], store: store) }
+        let offer = try Offer(cli: cli, store: "a")
+        var idle: [RawConnection] = []
+        for _ in 0..<4 { idle.append(try #require(RawConnection(port: offer.port))) }
+        for _ in 0..<6 { _ = RawConnection(port: offer.port) } // connect and close
+        for junk in [[UInt8](repeating: 0x41, count: 40), RawConnection.framed(Array("LTPR\u{63}nonsense".utf8))] {
+            let connection = try #require(RawConnection(port: offer.port))
+            connection.send(junk)
+            #expect(connection.closedByServer(), "the offer kept a connection that sent junk")
+        }
+        // The idle ones are still open, and the device with the code pairs.
+        let joined = try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "b")
+        #expect(joined.status == 0, "joining beside idle and junk connections: \(joined.stderr)")
+        #expect(offer.finish().status == 0)
+        #expect(idle.count == 4)
     }
 }

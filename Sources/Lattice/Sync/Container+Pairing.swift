@@ -81,11 +81,18 @@ extension Container {
     }
 
     /// Joins the device that offers `code` on this network, found by mDNS
-    /// within `timeout` seconds (the offer's TXT record carries the code's
-    /// hint, so only the device offering this code is tried).
+    /// within `timeout` seconds. The offer's TXT record carries the code's
+    /// hint, which anyone can advertise too: every offer with the hint is
+    /// tried until one pairs, so a device that answers first with a wrong
+    /// key cannot make the pairing fail while the real offer is there.
     public func join(code: PairingCode, searchingFor timeout: Double = 10) throws(LatticeError) -> PairedDevice {
-        let offer = try PairingDiscovery.find(code: code, container: containerIdentifier, timeout: timeout)
-        return try join(code: code, addresses: offer.addresses, port: offer.port)
+        let offers = try PairingDiscovery.find(code: code, container: containerIdentifier, timeout: timeout)
+        var failures: [LatticeError] = []
+        for offer in offers {
+            do { return try join(code: code, addresses: offer.addresses, port: offer.port) } catch { failures.append(error) }
+        }
+        // The real offer answers a right code; of the rest, a wrong code says the most.
+        throw failures.first { $0.code == .permissionFailure } ?? failures.last!
     }
 
     /// Tries each address in turn until one answers: an answer, even a
@@ -138,7 +145,7 @@ extension Container {
             case .expired: throw LatticeError(.networkUnavailable, failure.description)
             case .containerMismatch: throw LatticeError(.badContainer, failure.description)
             case .notAllowed: throw LatticeError(.permissionFailure, failure.description)
-            case .refusedByPeer, .malformed, .ownDevice: throw LatticeError(.networkUnavailable, failure.description)
+            case .refusedByPeer, .malformed, .ownDevice, .busy, .timedOut: throw LatticeError(.networkUnavailable, failure.description)
             }
         } catch let error as LatticeError {
             throw error

@@ -20,32 +20,47 @@ enum PairingDiscovery {
         return discovery
     }
 
-    /// Where a device offers `code` for `container`: its addresses and port,
-    /// as soon as one is found; waits at most `timeout` seconds.
-    static func find(code: PairingCode, container: String, timeout: Double) throws(LatticeError) -> (addresses: [String], port: Int) {
-        let found = NIOLockedValueBox<(addresses: [String], port: Int)?>(nil)
+    /// An offer of the code's hint seen on the LAN.
+    struct Offer: Hashable {
+        var addresses: [String]
+        var port: Int
+    }
+
+    /// How long the browse goes on after a first offer: others with the same
+    /// hint (a second device offering, or one pretending to) are seen by then.
+    static let settleSeconds = 1.0
+
+    /// Where devices offer `code`'s hint for `container`: every offer seen
+    /// by `settleSeconds` after the first, in the order found; waits at most
+    /// `timeout` seconds for a first one.
+    static func find(code: PairingCode, container: String, timeout: Double) throws(LatticeError) -> [Offer] {
+        let found = NIOLockedValueBox<[Offer]>([])
         let unavailable = NIOLockedValueBox<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let first = DispatchSemaphore(value: 0)
         let discovery = ServiceDiscovery(serviceType: serviceType, advertisement: nil) { event in
             switch event {
             case .found(let service):
                 guard service.txt["container"] == container, service.txt["hint"] == code.hint, !service.addresses.isEmpty else { return }
-                let first = found.withLockedValue { current -> Bool in
-                    guard current == nil else { return false }
-                    current = (service.addresses, service.port)
-                    return true
+                let offer = Offer(addresses: service.addresses, port: service.port)
+                let isFirst = found.withLockedValue { offers -> Bool in
+                    guard !offers.contains(offer) else { return false }
+                    offers.append(offer)
+                    return offers.count == 1
                 }
-                if first { done.signal() }
+                if isFirst { first.signal() }
             case .unavailable(let error):
                 unavailable.withLockedValue { $0 = "\(error)" }
-                done.signal()
+                first.signal()
             default: break
             }
         }
         discovery.start()
-        _ = done.wait(timeout: .now() + timeout)
+        if first.wait(timeout: .now() + timeout) == .success, unavailable.withLockedValue({ $0 }) == nil {
+            Thread.sleep(forTimeInterval: settleSeconds)
+        }
         discovery.stop()
-        if let offer = found.withLockedValue({ $0 }) { return offer }
+        let offers = found.withLockedValue { $0 }
+        if !offers.isEmpty { return offers }
         if let why = unavailable.withLockedValue({ $0 }) {
             throw LatticeError(.networkUnavailable, "cannot look for the other device by mDNS (\(why)); give its address with --peer HOST:PORT as its screen shows")
         }

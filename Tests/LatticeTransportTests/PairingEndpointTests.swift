@@ -1,0 +1,60 @@
+import Foundation
+import LatticeCrypto
+import LatticeProtocol
+import LatticeTestSupport
+import LatticeTransport
+import NIOCore
+import Testing
+
+/// The inviter's endpoint on a real socket: an attempt that idles is closed
+/// at its deadline and spends none of the code's guesses.
+@Suite struct PairingEndpointTests {
+    @Test func anIdleAttemptIsClosedAtItsDeadlineAndSpendsNoGuess() throws {
+        let identity = try Identity.generate()
+        let code = try PairingCode.generate()
+        let offer = PairingOffer(code: code, now: RecordClock.now(), lifetimeMilliseconds: 20_000, maximumFailures: 1)
+        let port = Locked(0)
+        let failures = Locked<[PairingFailure]>([])
+        let ended = Locked<Result<PairingOutcome, Error>?>(nil)
+        let thread = Thread {
+            let outcome = Result {
+                try PairingEndpoint.invite(
+                    offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: "inviter", container: "c") },
+                    host: "127.0.0.1", port: 0, wallClock: RecordClock.now, listening: { port.set($0) },
+                    attemptFailed: { failure in failures.update { $0.append(failure) } }, attemptDeadline: .milliseconds(300))
+            }
+            ended.set(outcome)
+        }
+        thread.start()
+        while port.value == 0 { Thread.sleep(forTimeInterval: 0.01) }
+        // Two idle connections in turn: each is closed by its deadline, well before the socket's own 15 s.
+        for _ in 0..<2 {
+            let idle = try #require(RawConnection(port: port.value, timeoutSeconds: 5))
+            let start = Date()
+            #expect(idle.closedByServer())
+            #expect(Date().timeIntervalSince(start) < 4)
+        }
+        #expect(failures.value.count == 2 && failures.value.allSatisfy { $0 == .timedOut }, "\(failures.value)")
+        // With one guess allowed, the right code still pairs: the idle attempts spent none.
+        let joiner = try PairingJoiner(code: code, identity: try Identity.generate(), name: "joiner", container: "c")
+        let outcome = try PairingEndpoint.join(joiner, host: "127.0.0.1", port: port.value)
+        #expect(outcome.peer.name == "inviter")
+        while ended.value == nil { Thread.sleep(forTimeInterval: 0.01) }
+        #expect((try ended.value?.get())?.peer.name == "joiner")
+    }
+}
+
+/// Milliseconds since 1970.
+enum RecordClock {
+    @Sendable static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
+}
+
+/// A value shared between a test and the threads it starts.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func set(_ value: Value) { lock.withLock { stored = value } }
+    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
+}
