@@ -8,6 +8,8 @@ struct AssetCommand: ParsableCommand {
         discussion: """
             A record's asset field syncs with the record; its content comes after: assets up to 256 KiB (and every asset of an \
             eager zone: `lattice zone assets ZONE eager`) as soon as the record arrives, larger ones when asked for. \
+            The public database's content, which any device on the LAN can reference, comes only when asked for \
+            (or once its zone is made eager on this device). \
             Content comes from any connected peer that holds it and may read the record's zone, 256 KiB at a time, each 16 KiB \
             checked against the asset's hash before it is written; a cut transfer resumes where it stopped.
             Example: lattice asset fetch Movies/toy-story poster

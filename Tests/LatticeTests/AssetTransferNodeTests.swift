@@ -387,6 +387,38 @@ import Testing
         await nodeA2.stop()
     }
 
+    /// Any device on the LAN can write public records that reference content
+    /// and serve it: a node fetches none of it by itself, small or not, so a
+    /// stranger cannot fill its disk (issue 38, finding 4). Asked for, or
+    /// with the public zone made eager here, the content comes.
+    @Test func aStrangersPublicAssetsComeOnlyWhenAskedFor() async throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), stranger = try directory.container("s")
+        let first = try save(stranger, "flyer", poster: try file(directory, "flyer.bin", bytes: 90_000, seed: 11), zone: .default, database: stranger.publicCloudDatabase)
+        let second = try save(stranger, "poster", poster: try file(directory, "poster.bin", bytes: 60_000, seed: 12), zone: .default, database: stranger.publicCloudDatabase)
+        let nodeS = node(stranger)
+        try await nodeS.start()
+        let nodeA = node(a, peers: [try #require(nodeS.listeningPort)])
+        try await nodeA.start()
+        let holdsRecords = await eventually(60) {
+            ((try? a.publicCloudDatabase.record(for: Record.ID(recordName: "flyer"))) != nil)
+                && ((try? a.publicCloudDatabase.record(for: Record.ID(recordName: "poster"))) != nil)
+        }
+        #expect(holdsRecords)
+        await nodeA.waitForAssetFetches(timeout: .seconds(5))
+        try await Task.sleep(for: .seconds(1))
+        #expect(content(a, first) == nil && content(a, second) == nil, "a stranger's public asset was fetched unasked")
+        // Asked for: it comes.
+        try await nodeA.fetchAssets([first], timeout: .seconds(60))
+        #expect(content(a, first) != nil)
+        #expect(content(a, second) == nil)
+        // The public zone made eager on this device: the rest comes by itself.
+        try a.publicCloudDatabase.setAssetPolicy(.eager, ofZone: .default)
+        #expect(await eventually(60) { content(a, second) != nil })
+        await nodeA.stop()
+        await nodeS.stop()
+    }
+
     @Test func aStrangerGetsNoPrivateAssetButThePublicDatabasesOnes() throws {
         let directory = TemporaryDirectory()
         let a = try directory.container("a"), stranger = try directory.container("s")

@@ -7,8 +7,8 @@ import LatticeTransport
 
 /// Fetches the content of assets that records here reference and this store
 /// lacks, from any connected peer that holds it (DESIGN §4): small assets
-/// (`eagerThreshold`) and those of eager zones as soon as their records
-/// arrive, others when asked for (`lattice asset fetch`, `SyncNode.fetchAssets`).
+/// (`eagerThreshold`, outside the public database) and those of eager zones
+/// as soon as their records arrive, others when asked for (`lattice asset fetch`, `SyncNode.fetchAssets`).
 ///
 /// Per asset: the outline first (checked against the asset's hash), then
 /// chunks, a few in flight per peer, spread over every peer that may have
@@ -119,7 +119,7 @@ final class AssetFetcher: @unchecked Sendable {
             found = try store.read { snapshot in
                 let eager = Self.eagerZones(in: snapshot)
                 return try snapshot.assetEntries(missingOnly: true, limit: 10_000).map { entry in
-                    (entry, entry.isWanted || entry.asset.size <= settings.eagerThreshold || !entry.zones.isDisjoint(with: eager))
+                    (entry, entry.isWanted || !entry.zones.isDisjoint(with: eager) || (entry.asset.size <= settings.eagerThreshold && entry.zones.contains(where: Self.fetchesSmallAssetsEagerly)))
                 }
             }
         } catch {
@@ -146,6 +146,13 @@ final class AssetFetcher: @unchecked Sendable {
         pump()
         publish()
     }
+
+    /// Whether small assets of `zone` come with its records by default: not
+    /// in the public database, where any device on the LAN can write records
+    /// that reference content and serve it, so eager fetching would let a
+    /// stranger fill this device's disk. There it is lazy unless the zone is
+    /// made eager here (`lattice zone assets _defaultZone eager --database public`).
+    static func fetchesSmallAssetsEagerly(_ zone: ZoneKey) -> Bool { zone.scope != .public }
 
     /// Zones whose assets come with their records (`lattice zone assets ZONE eager`).
     static func eagerZones(in snapshot: StoreSnapshot) -> Set<ZoneKey> {
