@@ -18,7 +18,12 @@ public enum PairingMessage: Hashable, Sendable {
 
     public static let nonceLength = 16
     static let magic = Array("LTPR".utf8)
+    /// The largest message an inviter takes: anyone on the LAN can send one.
     public static let maximumLength = 64 * 1024
+    /// The largest a joiner takes from the device it chose to dial: the
+    /// inviter's introduction carries the account's whole roster
+    /// (`AccountRoster.maximumEntries` entries of up to a few hundred bytes).
+    public static let maximumIntroductionLength = 1 << 20
 
     public var bytes: [UInt8] {
         var writer = BinaryWriter()
@@ -47,8 +52,8 @@ public enum PairingMessage: Hashable, Sendable {
         return writer.bytes
     }
 
-    public init(bytes: [UInt8]) throws {
-        guard bytes.count <= Self.maximumLength, bytes.count >= 5, Array(bytes.prefix(4)) == Self.magic else {
+    public init(bytes: [UInt8], maximumLength: Int = maximumLength) throws {
+        guard bytes.count <= maximumLength, bytes.count >= 5, Array(bytes.prefix(4)) == Self.magic else {
             throw ProtocolError.malformed("not a pairing message")
         }
         var reader = BinaryReader(bytes, from: 4)

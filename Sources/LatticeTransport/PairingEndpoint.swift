@@ -100,7 +100,7 @@ public enum PairingEndpoint {
         do {
             channel = try ClientBootstrap(group: group)
                 .connectTimeout(.seconds(10))
-                .channelInitializer { channel in channel.pipeline.addHandlers(framing() + [handler]) }
+                .channelInitializer { channel in channel.pipeline.addHandlers(framing(maximumLength: PairingMessage.maximumIntroductionLength) + [handler]) }
                 .connect(host: host, port: port).wait()
         } catch {
             state.complete(result) { $0.fail(error) }
@@ -114,8 +114,8 @@ public enum PairingEndpoint {
         return try result.futureResult.wait()
     }
 
-    static func framing() -> [ChannelHandler] {
-        [ByteToMessageHandler(FrameDecoder(maximumLength: PairingMessage.maximumLength)), MessageToByteHandler(FrameEncoder())]
+    static func framing(maximumLength: Int = PairingMessage.maximumLength) -> [ChannelHandler] {
+        [ByteToMessageHandler(FrameDecoder(maximumLength: maximumLength)), MessageToByteHandler(FrameEncoder())]
     }
 
     /// Completes the exchange's promise once: later endings (another
@@ -150,6 +150,8 @@ public enum PairingEndpoint {
         typealias OutboundOut = ByteBuffer
         private let receive: (PairingMessage) -> [PairingAction]
         private let first: PairingMessage?
+        /// A joiner takes a larger message (the inviter's roster) than an inviter does.
+        private var maximumLength: Int { first == nil ? PairingMessage.maximumLength : PairingMessage.maximumIntroductionLength }
         private let deadline: TimeAmount
         private let ended: (Ending) -> Void
         private var finished = false
@@ -176,7 +178,7 @@ public enum PairingEndpoint {
             var buffer = unwrapInboundIn(data)
             let actions: [PairingAction]
             do {
-                actions = receive(try PairingMessage(bytes: buffer.readBytes(length: buffer.readableBytes) ?? []))
+                actions = receive(try PairingMessage(bytes: buffer.readBytes(length: buffer.readableBytes) ?? [], maximumLength: maximumLength))
             } catch {
                 return finish(.failed(.malformed("\(error)")), context: context)
             }

@@ -1,4 +1,6 @@
 import Foundation
+import LatticeCrypto
+import LatticeStore
 import LatticeTestSupport
 import Testing
 
@@ -186,5 +188,25 @@ import Testing
         #expect(joined.status == 0, "joining beside idle and junk connections: \(joined.stderr)")
         #expect(offer.finish().status == 0)
         #expect(idle.count == 4)
+    }
+
+    /// The inviter's roster travels inside the sealed exchange: an account
+    /// of hundreds of devices (past the 64 KiB an inviter takes from
+    /// strangers) still pairs a new one (issue 38, finding 8).
+    @Test func anAccountOfHundredsOfDevicesStillPairsANewOne() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "b"] { try cli.ok(["init"], store: store) }
+        let a = try RecordStore(directory: URL(fileURLWithPath: cli.path("a")))
+        try a.write { transaction in
+            for index in 0..<400 {
+                _ = try transaction.signRosterEntry(.add(name: "device \(index) with a name as long as people give them"), subject: try Identity.generate().publicKey)
+            }
+        }
+        let offer = try Offer(cli: cli, store: "a")
+        let joined = try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "b")
+        #expect(joined.status == 0, "joining an account of 401 devices: \(joined.stderr)")
+        #expect(offer.finish().status == 0)
+        let devices = try cli.ok(["account", "--json"], store: "b").json["devices"] as? [[String: Any]] ?? []
+        #expect(devices.count == 402)
     }
 }
