@@ -24,22 +24,32 @@ extension ReplicaStorage {
 
     /// Sets `account`'s permission in the share of `zone` (a zone of this
     /// replica's account): a local write of the share record, as the owner's.
-    /// Returns false when the account already has that permission.
+    /// A participant may set its own account's to `.removed` (it leaves),
+    /// which writes its leave field. Returns false when the account already
+    /// has that permission.
     @discardableResult
     public func setSharePermission(_ permission: SharePermission, of account: String, in zone: ZoneKey) throws -> Bool {
         let sync = try liveSyncState(of: zone)
         let previous = try record(named: Share.recordName, in: zone)
+        let current = previous.flatMap { Share.held($0, in: zone) }?.currentPermission(of: account)
         // A participant may leave: the one change to the share that is not its owner's.
-        let leaving = permission == .removed && accounts(of: replica).contains(account) && previous?.isAlive == true
+        let ownsZone = accounts(of: replica).contains(zone.zoneID.ownerName)
+        let leaving = permission == .removed && !ownsZone && accounts(of: replica).contains(account) && previous?.isAlive == true
         if !leaving, let refusal = try localWriteRefusal(writing: previous, named: Share.recordName, in: zone) { throw ReplicaError.permission(refusal) }
-        let field = Share.field(of: account)
-        var text: String?
-        if let previous, previous.isAlive, case .string(let held)? = previous.register(named: field)?.value { text = held }
-        if Share.history(text ?? "").last?.permission == permission { return false }
+        if current == permission || (current == nil && permission == .removed) { return false }
         let stamp = nextStamp()
+        let change: (String, FieldValue?)
+        if leaving {
+            change = (Share.leftField(of: account), .string(Share.leftValue))
+        } else {
+            let field = Share.field(of: account)
+            var text: String?
+            if let previous, previous.isAlive, case .string(let held)? = previous.register(named: field)?.value { text = held }
+            change = (field, .string(Share.appending(permission, at: stamp.time, to: text)))
+        }
         let state = LocalWrite.save(
             previous: previous, recordName: Share.recordName, recordType: Share.recordType,
-            changes: [(field, .string(Share.appending(permission, at: stamp.time, to: text)))], replacement: .changedKeys, stamp: stamp)
+            changes: [change], replacement: .changedKeys, stamp: stamp)
         try store(state, previous: previous, in: zone)
         try recordLocalWrite(stamp, in: zone, sync: sync)
         noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)

@@ -12,14 +12,21 @@ public enum SharePermission: String, Sendable, Hashable, CaseIterable {
 /// judges the zone's writes by the same share (`WriteRights`). Only the
 /// owner's account writes it.
 ///
-/// A participant's field holds its permission's history, each change with
-/// the time it was made ("readOnly@T;readWrite@U"), so a write is judged by
-/// the permission its writer had when it made it: writes a participant made
-/// while it could stay, whatever comes after.
+/// A participant's field holds its permission's history as the owner set
+/// it, each change with the time it was made ("readOnly@T;readWrite@U"),
+/// so a write is judged by the permission its writer had when it made it:
+/// writes a participant made while it could stay, whatever comes after.
+/// Only the owner's account writes it. A participant that leaves writes a
+/// field of its own (`left_…`), whose stamp is the time it left: it can say
+/// it left, and nothing else (a participant that could rewrite the owner's
+/// text could make itself read-write).
 public struct Share: Sendable, Hashable {
     public static let recordName = "cloudkit.zoneshare"
     public static let recordType = "cloudkit_share"
     static let fieldPrefix = "participant_"
+    static let leftPrefix = "left_"
+    /// What a leave field holds: its stamp, not its value, says when.
+    static let leftValue = "removed"
 
     public struct Change: Sendable, Hashable {
         public var permission: SharePermission
@@ -41,10 +48,19 @@ public struct Share: Sendable, Hashable {
         guard state.recordName == Self.recordName, state.isAlive else { return nil }
         self.owner = owner
         participants = [:]
-        for (name, value) in state.presentFields {
-            guard name.hasPrefix(Self.fieldPrefix), case .string(let text) = value,
-                  let account = Self.account(fromField: name) else { continue }
-            participants[account] = Self.history(text)
+        var leaves: [String: HLCTimestamp] = [:]
+        for register in state.fields {
+            guard register.value != nil, let (account, isLeave) = Self.participantField(register.name) else { continue }
+            if isLeave {
+                leaves[account] = register.winner.stamp.time
+            } else if case .string(let text)? = register.value {
+                participants[account] = Self.history(text)
+            }
+        }
+        // A leave after the owner's last word ends the participation; the owner's later word starts it again.
+        for (account, time) in leaves {
+            participants[account, default: []].append(Change(permission: .removed, time: time))
+            participants[account]!.sort { $0.time < $1.time }
         }
     }
 
@@ -87,12 +103,20 @@ public struct Share: Sendable, Hashable {
         fieldPrefix + account.filter { $0 != "-" }
     }
 
-    /// An account ID from its field's name: eight groups of seven.
-    static func account(fromField name: String) -> String? {
-        guard name.hasPrefix(fieldPrefix) else { return nil }
-        let plain = Array(name.dropFirst(fieldPrefix.count))
-        guard plain.count == 56 else { return nil }
-        return stride(from: 0, to: 56, by: 7).map { String(plain[$0..<$0 + 7]) }.joined(separator: "-")
+    /// The field in which `account` says it left.
+    public static func leftField(of account: String) -> String {
+        leftPrefix + account.filter { $0 != "-" }
+    }
+
+    /// The account a share field is about, and whether it is the account's
+    /// own leave field (else the owner's history of it); nil for another field.
+    static func participantField(_ name: String) -> (account: String, isLeave: Bool)? {
+        for (prefix, isLeave) in [(fieldPrefix, false), (leftPrefix, true)] where name.hasPrefix(prefix) {
+            let plain = Array(name.dropFirst(prefix.count))
+            guard plain.count == 56 else { return nil }
+            return (stride(from: 0, to: 56, by: 7).map { String(plain[$0..<$0 + 7]) }.joined(separator: "-"), isLeave)
+        }
+        return nil
     }
 
     /// A history as its field holds it; unreadable parts are skipped.

@@ -85,16 +85,19 @@ extension WriteRights {
     public static func sharedRefusal(_ state: RecordState, in zone: ZoneKey, share: Share?, accounts: (ReplicaID) -> Set<String>) -> String? {
         let owner = zone.zoneID.ownerName
         let isShare = state.recordName == Share.recordName
-        // In the share, a participant writes one thing: that it left (its own field, ending in removed).
+        // In the share, a participant writes one thing: its own leave field. The owner's history of
+        // it (its permissions) is the owner's alone, however the participant's version would read.
         var leaves = Set<Stamp>()
         var listed = Set<String>()
         if isShare {
             for register in state.fields {
-                guard let account = Share.account(fromField: register.name) else { continue }
+                guard let (account, isLeave) = Share.participantField(register.name) else { continue }
                 listed.insert(account)
-                for version in [register.winner] + register.losers {
-                    guard case .string(let text)? = version.value, Share.history(text).last?.permission == .removed,
-                          accounts(version.stamp.replica).contains(account) else { continue }
+                guard isLeave else { continue }
+                for version in [register.winner] + register.losers where accounts(version.stamp.replica).contains(account) {
+                    guard case .string(Share.leftValue)? = version.value else {
+                        return "replica \(version.stamp.replica.short) wrote its leave of zone \(zone.zoneID) with a value other than \"\(Share.leftValue)\""
+                    }
                     leaves.insert(version.stamp)
                 }
             }
@@ -108,6 +111,13 @@ extension WriteRights {
             if isShare { return "the share of zone \(zone.zoneID) is its owner's to change; replica \(replica.short) (account \(of.sorted()[0])) may not" }
             if let share, of.contains(where: { share.permission(of: $0, at: time) == .readWrite }) { return nil }
             return "replica \(replica.short) (account \(of.sorted()[0])) may not write record \"\(state.recordName)\" of shared zone \(zone.zoneID): its account was not a read-write participant then"
+        }
+        if isShare {
+            // A leave's stamp excuses its leave field alone: one that also shows elsewhere (the owner's
+            // history, another field, the record's creation) is judged as the owner's write it would be.
+            state.forEachPart { stamp, key, _ in
+                if Share.participantField(key)?.isLeave != true { leaves.remove(stamp) }
+            }
         }
         for stamp in state.liveStamps {
             if let refusal = refusal(stamp.replica, stamp.time, leaving: leaves.contains(stamp)) { return refusal }

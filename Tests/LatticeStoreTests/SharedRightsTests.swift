@@ -152,4 +152,39 @@ import Testing
         #expect(try x1.read { try $0.share(of: zone) }?.currentPermission(of: try account(leaver)) == .removed)
         #expect(throws: ReplicaError.self) { try save(leaver, "after", "After", in: zone) }
     }
+
+    /// A read-only participant rewrites its own history in the share (to
+    /// read-write, back to before its writes), writes, and leaves: the
+    /// owner's history is the owner's alone, so every replica keeps it
+    /// read-only and refuses its writes (issue 38, finding 1).
+    @Test func aParticipantCannotRewriteItsPermissionAndLeaveToKeepItsWrites() throws {
+        let x1 = try open("x1"), x2 = try open("x2"), y1 = try open("y1")
+        try join(x2, to: x1)
+        let zone = try shareLists(of: x1, with: [(y1, .readOnly)])
+        try sync(x1, to: y1, zone)
+        let y = try account(y1)
+        y1.ignoresWriteRights = true
+        try y1.write { try $0.setSharePermission(.readWrite, of: y, in: zone) }
+        clock.now += 5
+        try save(y1, "evil", "Written read-only", in: zone)
+        try y1.write { try $0.setSharePermission(.removed, of: y, in: zone) }
+        clock.now += 5
+        // The owner refuses the rewritten share and the write; so does its other device, relayed or not.
+        let taken = try sync(y1, to: x1, zone)
+        #expect(taken.recordsRefused >= 1, "\(taken)")
+        #expect(try title(x1, "evil", in: zone) == nil)
+        #expect(try x1.read { try $0.share(of: zone) }?.currentPermission(of: y) == .readOnly)
+        try sync(y1, to: x2, zone)
+        try sync(x1, to: x2, zone)
+        #expect(try title(x2, "evil", in: zone) == nil)
+        #expect(try x2.read { try $0.share(of: zone) }?.currentPermission(of: y) == .readOnly)
+        // A participant's leave names its own account only: one written for another is refused.
+        let z1 = try open("z1")
+        let z = try account(z1)
+        try permit(x1, z1, .readWrite, in: zone)
+        try sync(x1, to: y1, zone)
+        try y1.write { try $0.setSharePermission(.removed, of: z, in: zone) }
+        #expect(try sync(y1, to: x1, zone).recordsRefused >= 1)
+        #expect(try x1.read { try $0.share(of: zone) }?.currentPermission(of: z) == .readWrite)
+    }
 }
