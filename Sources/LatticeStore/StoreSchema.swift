@@ -282,6 +282,20 @@ enum StoreSchema {
                 """)
             try rebuildListAndLocationIndexes(db)
         }
+        migrator.registerMigration("v15: asset scopes") { db in
+            try db.execute(sql: """
+                -- The scopes (AssetScope) in which this store serves an asset's content: where
+                -- this device itself referenced it, or where it was referenced when it arrived.
+                -- A reference alone (a stranger's public record naming a private file's hash)
+                -- gets no content.
+                CREATE TABLE asset_scopes (hash BLOB NOT NULL, scope TEXT NOT NULL, PRIMARY KEY (hash, scope)) WITHOUT ROWID;
+                """)
+            // Content an earlier build took: in the scopes of the zones referencing it, its
+            // private or shared ones alone where it has any (as content arriving now is).
+            for hash in try Data.fetchAll(db, sql: "SELECT hash FROM assets") {
+                try AssetScope.grantFromReferences([UInt8](hash), in: db)
+            }
+        }
         return migrator
     }
 

@@ -53,11 +53,7 @@ extension StoreSnapshot {
 
     /// The zones whose live records reference the asset `hash`.
     public func zonesReferencing(asset hash: [UInt8]) throws -> [ZoneKey] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT DISTINCT z.scope, z.name, z.owner FROM asset_refs r JOIN zones z ON z.id = r.zone WHERE r.hash = ?
-            """), arguments: [Data(hash)]).compactMap { row in
-            DatabaseScope(rawValue: row[0]).map { ZoneKey(scope: $0, zoneID: ZoneID(zoneName: row[1], ownerName: row[2])) }
-        }
+        try AssetScope.zonesReferencing(hash, in: db)
     }
 
     /// Content here that no live record references, with the zone of its last

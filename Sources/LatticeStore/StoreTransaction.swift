@@ -28,6 +28,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var indexWriters: [String: TypeIndex.Writer?] = [:]
     /// Whether anything was written: a transaction without changes is not a commit.
     public private(set) var hasChanges = false
+    /// References this transaction added (zone row, record, hash): those of
+    /// its local writes vouch for their content in the zone's scope at commit.
+    private var addedAssetReferences: [(zone: Int64, record: String, hash: [UInt8])] = []
     public var pendingLocalWrites: [PendingLocalWrite] = []
     /// Removed devices' replicas and the marks after which their writes are refused, read once per transaction.
     var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
@@ -199,6 +202,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         for asset in after.subtracting(before) {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO asset_refs (hash, size, zone, source) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [Data(asset.hash), asset.size, zone, state.recordName])
+            addedAssetReferences.append((zone, state.recordName, asset.hash))
             try db.cachedStatement(sql: "DELETE FROM asset_orphans WHERE hash = ?").execute(arguments: [Data(asset.hash)])
         }
     }
@@ -429,9 +433,14 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if wakingNodes { wakesWatchers = true }
     }
 
+    /// Notes that an asset's content is in the store (imported here, fetched,
+    /// or from a bundle), served in the scopes of the zones referencing it
+    /// here (`AssetScope.grantFromReferences`); a reference this device
+    /// writes later vouches for it in that zone's scope.
     public func registerAsset(_ asset: AssetReference) throws {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO assets (hash, size) VALUES (?, ?)").execute(arguments: [Data(asset.hash), asset.size])
         guard db.changesCount > 0 else { return }
+        try AssetScope.grantFromReferences(asset.hash, in: db)
         hasChanges = true
         // Whoever waits for it (`lattice asset fetch` in another process) hears of it.
         try db.cachedStatement(sql: "DELETE FROM asset_wants WHERE hash = ?").execute(arguments: [Data(asset.hash)])
@@ -475,11 +484,28 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     /// Writes the zones' states, their checkpoints, the sequence and the clock.
     /// Returns false when nothing changed: then the transaction rolls back.
+    /// A reference a local write added vouches for its content in the zone's scope.
+    private func grantScopesOfLocalReferences() throws {
+        guard !addedAssetReferences.isEmpty, !pendingLocalWrites.isEmpty else { return }
+        var local = Set<String>()
+        var zones: [Int64: ZoneKey] = [:]
+        for write in pendingLocalWrites {
+            guard let record = write.record, let row = try zoneRow(write.zone) else { continue }
+            zones[row.id] = write.zone
+            local.insert("\(row.id)/\(record)")
+        }
+        for reference in addedAssetReferences where local.contains("\(reference.zone)/\(reference.record)") {
+            guard let zone = zones[reference.zone] else { continue }
+            try AssetScope.grant(reference.hash, zone, in: db)
+        }
+    }
+
     func finish() throws -> Bool {
         guard hasChanges else { return false }
         // A commit that also holds writes of this replica's own (a cascade the
         // batch set off) is not the peer's alone: it is streamed to every peer.
         if !pendingLocalWrites.isEmpty { commitSource = nil }
+        try grantScopesOfLocalReferences()
         try sealLocalWrites()
         if !touchedZones.isEmpty {
             let sequence = try commitSequence

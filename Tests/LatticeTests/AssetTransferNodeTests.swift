@@ -419,6 +419,50 @@ import Testing
         await nodeS.stop()
     }
 
+    /// A stranger that knows (or guesses) the bytes of a file this device
+    /// holds privately names its hash in a public record of its own: the
+    /// reference gets it nothing, and the answer is the one for content this
+    /// device does not hold, so it learns nothing either (issue 38, finding 6).
+    @Test func aPublicRecordNamingAPrivateFilesHashGetsAStrangerNothing() async throws {
+        let directory = TemporaryDirectory()
+        let a = try directory.container("a"), stranger = try directory.container("s")
+        try await a.privateCloudDatabase.save(Zone(zoneName: "Movies"))
+        let secret = try save(a, "diary", poster: try file(directory, "diary.bin", bytes: 70_000, seed: 21))
+        var decoy = secret
+        decoy.hash = Array(secret.hash.reversed())
+        for (name, asset) in [("planted", secret), ("decoy", decoy)] {
+            var record = Record(recordType: "Flyer", recordName: name)
+            record["poster"] = .asset(asset)
+            _ = try await stranger.publicCloudDatabase.save(record)
+        }
+        let nodeS = node(stranger)
+        try await nodeS.start()
+        let nodeA = node(a, peers: [try #require(nodeS.listeningPort)])
+        try await nodeA.start()
+        #expect(await eventually(60) { ((try? a.publicCloudDatabase.record(for: Record.ID(recordName: "decoy"))) != nil) && ((try? a.publicCloudDatabase.record(for: Record.ID(recordName: "planted"))) != nil) })
+        await nodeA.stop()
+        await nodeS.stop()
+        let answers = try answers(of: a, to: stranger, for: [secret, decoy])
+        #expect(answers.count == 4, "a stranger got the private file through its public reference: \(answers)")
+        #expect(answers.count == 4 && answers[0] == answers[2] && answers[1] == answers[3], "the answers tell held content from content not held: \(answers)")
+        #expect(content(a, secret) != nil)
+    }
+
+    /// What `container` answers `peer` for each asset's outline and first
+    /// chunk: the reasons it gives, stopping at the first one it serves.
+    func answers(of container: Container, to peer: Container, for assets: [AssetReference]) throws -> [String] {
+        let adapter = try container.syncDelegate(publicFrom: .anyone)
+        let peerID = try #require(DeviceID(peer.deviceID))
+        var answers: [String] = []
+        for asset in assets {
+            for chunk in [nil, 0] as [Int?] {
+                guard case .unavailable(_, _, let reason) = try adapter.serveAsset(AssetRequest(hash: asset.hash, size: asset.size, chunk: chunk), for: peerID) else { return answers }
+                answers.append(reason)
+            }
+        }
+        return answers
+    }
+
     @Test func aStrangerGetsNoPrivateAssetButThePublicDatabasesOnes() throws {
         let directory = TemporaryDirectory()
         let a = try directory.container("a"), stranger = try directory.container("s")

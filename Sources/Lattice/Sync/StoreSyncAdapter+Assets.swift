@@ -7,18 +7,24 @@ import LatticeStore
 extension StoreSyncAdapter {
     /// A peer gets an asset's content only if a live record of a zone it may
     /// sync references it: a device that may not read a zone gets none of
-    /// its assets (a stranger, those of the public database alone).
+    /// its assets (a stranger, those of the public database alone). And only
+    /// in a scope the content was vouched for here (`AssetScope`): a record
+    /// naming a hash is not enough, or a stranger could name a private file's
+    /// hash in a public record and get the file. Content held but not served
+    /// is answered as content not here, so the answer says nothing of what
+    /// this device holds.
     func serveAsset(_ request: AssetRequest, for peer: DeviceID) throws -> AssetReply {
         let asset = AssetReference(hash: request.hash, size: request.size)
         let refusal = try store.read { snapshot -> String? in
             guard let access = try access(for: peer, in: snapshot) else { throw PeerNoLongerTrusted(peer: peer) }
+            var readable = false
             for zone in try snapshot.zonesReferencing(asset: request.hash) where access.allows(zone) {
                 if zone.scope == .shared, !access.isAccount, let share = try snapshot.share(of: zone),
                    !share.admits(accounts(of: peer, in: snapshot)) { continue }
-                guard try snapshot.hasAsset(request.hash) else { return "its content is not here yet" }
-                return nil
+                readable = true
+                if try snapshot.servesAsset(request.hash, in: zone) { return nil }
             }
-            return "no record this device may read references it here"
+            return readable ? "its content is not here yet" : "no record this device may read references it here"
         }
         if let refusal { return .unavailable(hash: request.hash, chunk: request.chunk, reason: refusal) }
         guard let outline = try outline(of: asset) else {
