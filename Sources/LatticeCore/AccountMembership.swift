@@ -24,7 +24,12 @@ public struct AccountMembership: Hashable, Sendable {
     /// The chain that proves `member` belongs to `roster`'s account, or nil
     /// when the roster does not hold it as a member.
     public init?(of member: [UInt8], in roster: AccountRoster) {
-        let state = roster.state
+        self.init(of: member, in: roster, state: roster.state)
+    }
+
+    /// The same, with the roster's state computed already (a caller that
+    /// proves every member computes it once, not per member).
+    public init?(of member: [UInt8], in roster: AccountRoster, state: AccountRoster.State) {
         var chain: [RosterEntry] = []
         var current = member
         while current != roster.founder {

@@ -5,8 +5,14 @@ import LatticeCrypto
 /// `state`, depends on the set alone, so every device that holds the same
 /// entries trusts the same devices.
 public struct AccountRoster: Sendable, Equatable {
-    /// Entries an account keeps: its order costs up to the square of this to compute.
+    /// Entries the account's members (removed ones not counted) may have
+    /// signed, removals aside: past it, adds wait until members are removed.
     public static let maximumEntries = 1024
+    /// Entries one device may sign: one hostile member fills only its own share.
+    public static let maximumEntriesPerAuthor = 512
+    /// Entries a roster read from a peer may hold: those counted, removals,
+    /// and what removed members signed before they went.
+    public static let maximumStoredEntries = 4 * maximumEntries
 
     /// The founder's public key. A device that never paired is the founder of an account of one.
     public let founder: [UInt8]
@@ -16,26 +22,74 @@ public struct AccountRoster: Sendable, Equatable {
         self.founder = founder
     }
 
-    /// Takes an entry of this account; returns whether it was new. An entry
-    /// must follow entries held here (its parents), and its author must be
-    /// the founder or a device some entry added: an entry naming one that
-    /// does not exist, or signed by a key nobody added, would otherwise
-    /// become a head every later entry waits behind, for good.
+    /// Rosters are equal when they hold the same entries (what is derived from them follows).
+    public static func == (lhs: AccountRoster, rhs: AccountRoster) -> Bool {
+        lhs.founder == rhs.founder && Set(lhs.entries.keys) == Set(rhs.entries.keys)
+    }
+
+    /// Takes an entry of this account; returns whether it was new. Its
+    /// author must be the founder or a device some entry added (an entry
+    /// signed by a key nobody added waits for that add). The entries it
+    /// follows (`parents`) order it; one not held does not hold it back,
+    /// so a removal spreads even past entries a device never got.
+    ///
+    /// Bounds: each author signs at most `maximumEntriesPerAuthor` entries,
+    /// and the members' entries (removed members' not counted) stay within
+    /// `maximumEntries`; a removal is taken whatever the counts (one per
+    /// author and subject), so a member that filled the roster can always be
+    /// removed, which frees its share.
     @discardableResult
     public mutating func insert(_ entry: RosterEntry) throws(RosterError) -> Bool {
         guard entry.account == founder else { throw .otherAccount }
         guard entries[entry.hash] == nil else { return false }
-        guard entry.parents.allSatisfy({ entries[$0] != nil }) else { throw .missingParent }
         guard entry.author == founder || added.contains(entry.author) else { throw .unknownAuthor }
-        guard entries.count < Self.maximumEntries else { throw .tooLarge(entries.count + 1) }
+        if case .remove = entry.action {
+            // Outside every count, so a removal always goes through: one per author and subject,
+            // the one with the least hash where an author signed several (every device keeps the same).
+            let key = entry.author + entry.subject
+            if let held = removals[key] {
+                guard entry.hash.lexicographicallyPrecedes(held) else { return false }
+                entries[held] = nil
+                dropped.insert(held)
+            }
+            removals[key] = entry.hash
+            entries[entry.hash] = entry
+            return true
+        }
+        let signed = signedBy[entry.author, default: 0]
+        guard signed < Self.maximumEntriesPerAuthor else { throw .tooLarge(signed + 1) }
+        guard entries.count < Self.maximumStoredEntries else { throw .tooLarge(entries.count + 1) }
+        if counted >= Self.maximumEntries {
+            // Members removed since the count was taken no longer count.
+            counted = Self.countedEntries(entries.values, removed: Set(state.removed.keys))
+            guard counted < Self.maximumEntries else { throw .tooLarge(counted + 1) }
+        }
         entries[entry.hash] = entry
+        signedBy[entry.author, default: 0] += 1
+        counted += 1
         if case .add = entry.action { added.insert(entry.subject) }
         return true
     }
 
+    /// Entries this roster held and let go (a removal replaced by one of the
+    /// same author and subject with a smaller hash): a store forgets them too.
+    public private(set) var dropped = Set<[UInt8]>()
+    /// Per author and subject, the removal kept.
+    private var removals: [[UInt8]: [UInt8]] = [:]
+
+    /// Entries that count against `maximumEntries`: not removals, and not by a removed member.
+    private static func countedEntries(_ entries: some Collection<RosterEntry>, removed: Set<[UInt8]>) -> Int {
+        entries.filter { entry in
+            if case .remove = entry.action { return false }
+            return !removed.contains(entry.author)
+        }.count
+    }
+
     /// Takes what it can of `incoming` (another copy of this account's
-    /// roster), parents first, whatever order they come in; entries that
-    /// cannot follow any held entry are left out. Returns the entries taken.
+    /// roster), whatever order the entries come in: an entry whose author
+    /// is not added yet waits for its add; one past a bound is left out (the
+    /// roster stays usable, and a later exchange offers it again). Returns
+    /// the entries taken.
     @discardableResult
     public mutating func merge(_ incoming: some Collection<RosterEntry>) throws(RosterError) -> [RosterEntry] {
         var waiting = incoming.filter { entries[$0.hash] == nil }
@@ -48,16 +102,21 @@ public struct AccountRoster: Sendable, Equatable {
                 do {
                     if try insert(entry) { taken.append(entry) }
                     progress = true
-                } catch .missingParent {
-                    still.append(entry)
                 } catch .unknownAuthor {
                     still.append(entry)
+                } catch .tooLarge {
+                    continue
                 }
             }
             waiting = still
         }
         return taken
     }
+
+    /// Entries each author signed, and those counted against `maximumEntries`
+    /// (an upper bound: removals since it was taken are subtracted when it is reached).
+    private var signedBy: [[UInt8]: Int] = [:]
+    private var counted = 0
 
     /// Every device an add entry names: the keys an entry may be signed by (with the founder's).
     private var added = Set<[UInt8]>()
@@ -109,7 +168,10 @@ public struct AccountRoster: Sendable, Equatable {
     /// is taken, so of two members removing each other at once the senior
     /// one stays, and what a removed member signed concurrently with its
     /// removal is void. A removed device cannot be added again (it joins
-    /// with a new identity). Entries naming an entry not held wait for it.
+    /// with a new identity). A parent never received orders nothing: an
+    /// entry taken before its author's add waits for it, and a removal taken
+    /// before its subject's add makes that add void, so a removal spreads to
+    /// a device that never held what its remover held.
     public var state: State {
         var state = State()
         state.members[founder] = Member(publicKey: founder, name: "", addedBy: nil, addedAt: nil, seniority: 0)
@@ -117,8 +179,10 @@ public struct AccountRoster: Sendable, Equatable {
         var missing: [[UInt8]: Int] = [:]
         var followers: [[UInt8]: [RosterEntry]] = [:]
         var ready: [RosterEntry] = []
+        var waiting = Waiting()
         for entry in entries.values {
-            let parents = Set(entry.parents)
+            // Only the parents held order an entry: one never received holds nothing back.
+            let parents = Set(entry.parents).filter { entries[$0] != nil }
             missing[entry.hash] = parents.count
             for parent in parents { followers[parent, default: []].append(entry) }
             if parents.isEmpty { ready.append(entry) }
@@ -128,7 +192,7 @@ public struct AccountRoster: Sendable, Equatable {
             for index in ready.indices.dropFirst() where Self.precedes(ready[index], ready[best], in: state) { best = index }
             ready.swapAt(best, ready.count - 1)
             let entry = ready.removeLast()
-            Self.take(entry, into: &state)
+            Self.take(entry, into: &state, waiting: &waiting)
             for follower in followers[entry.hash] ?? [] {
                 missing[follower.hash]! -= 1
                 if missing[follower.hash] == 0 { ready.append(follower) }
@@ -142,19 +206,43 @@ public struct AccountRoster: Sendable, Equatable {
         return left != right ? left < right : lhs.hash.lexicographicallyPrecedes(rhs.hash)
     }
 
-    private static func take(_ entry: RosterEntry, into state: inout State) {
-        guard let author = state.members[entry.author] else { return }
+    /// Entries taken before what they need: an author's entries before its
+    /// add, a held mark before its removal. Their parents would have ordered
+    /// them after it, but a parent a device never received orders nothing.
+    private struct Waiting {
+        var byAuthor: [[UInt8]: [RosterEntry]] = [:]
+        var heldBySubject: [[UInt8]: [RosterEntry]] = [:]
+    }
+
+    private static func take(_ entry: RosterEntry, into state: inout State, waiting: inout Waiting) {
+        guard let author = state.members[entry.author] else {
+            // Not added yet: it counts once its author is. Removed: void.
+            if state.removed[entry.author] == nil { waiting.byAuthor[entry.author, default: []].append(entry) }
+            return
+        }
         switch entry.action {
         case .add(let name):
             guard state.members[entry.subject] == nil, state.removed[entry.subject] == nil else { return }
             state.members[entry.subject] = Member(
                 publicKey: entry.subject, name: name, addedBy: entry.author, addedAt: entry.time, seniority: author.seniority + 1)
+            for waiter in (waiting.byAuthor.removeValue(forKey: entry.subject) ?? []).sorted(by: { $0.hash.lexicographicallyPrecedes($1.hash) }) {
+                take(waiter, into: &state, waiting: &waiting)
+            }
         case .remove(let writesUpTo):
-            guard let member = state.members.removeValue(forKey: entry.subject) else { return }
+            // A removal of a device not added yet here removes it before it comes: its add is then void.
+            guard state.removed[entry.subject] == nil else { return }
+            let member = state.members.removeValue(forKey: entry.subject)
             state.removed[entry.subject] = Removal(
-                publicKey: entry.subject, name: member.name, removedBy: entry.author, removedAt: entry.time, writesUpTo: writesUpTo)
+                publicKey: entry.subject, name: member?.name ?? "", removedBy: entry.author, removedAt: entry.time, writesUpTo: writesUpTo)
+            waiting.byAuthor[entry.subject] = nil
+            for held in (waiting.heldBySubject.removeValue(forKey: entry.subject) ?? []).sorted(by: { $0.hash.lexicographicallyPrecedes($1.hash) }) {
+                take(held, into: &state, waiting: &waiting)
+            }
         case .held(let writesUpTo):
-            guard var removal = state.removed[entry.subject] else { return }
+            guard var removal = state.removed[entry.subject] else {
+                waiting.heldBySubject[entry.subject, default: []].append(entry)
+                return
+            }
             removal.writesUpTo = max(removal.writesUpTo, writesUpTo)
             state.removed[entry.subject] = removal
         }
@@ -177,12 +265,13 @@ public struct AccountRoster: Sendable, Equatable {
         return writer.bytes
     }
 
-    /// Reads a roster and checks every entry's signature and account.
+    /// Reads a roster and checks every entry's signature and account; entries
+    /// past a bound are left out, as `merge` leaves them.
     public init(decoding bytes: [UInt8]) throws(RosterError) {
         var reader = BinaryReader(bytes)
         do {
             founder = Array(try reader.raw(RosterEntry.keyLength))
-            let count = try reader.count(below: Self.maximumEntries + 1, "roster entries")
+            let count = try reader.count(below: Self.maximumStoredEntries + 1, "roster entries")
             var read: [RosterEntry] = []
             for _ in 0..<count {
                 let entry = try RosterEntry(bytes: try reader.blob())

@@ -130,7 +130,6 @@ public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
     case badSignature
     case otherAccount
     case tooLarge(Int)
-    case missingParent
     case unknownAuthor
 
     public var description: String {
@@ -138,8 +137,8 @@ public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
         case .malformed(let why): return "a malformed roster entry: \(why)"
         case .badSignature: return "a roster entry whose signature does not hold"
         case .otherAccount: return "a roster entry of another account"
-        case .tooLarge(let count): return "a roster of \(count) entries, over the \(AccountRoster.maximumEntries) maximum"
-        case .missingParent: return "a roster entry that follows an entry not held"
+        case .tooLarge(let count):
+            return "the account's roster is full (\(count) entries, or a device's \(AccountRoster.maximumEntriesPerAuthor)): remove devices (`lattice account remove`), which frees their share"
         case .unknownAuthor: return "a roster entry signed by a device no entry added"
         }
     }

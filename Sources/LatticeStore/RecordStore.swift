@@ -34,8 +34,9 @@ public final class RecordStore: Sendable {
         if let cached = ownMembershipsCache.withLock({ $0 }), cached.roster == encoded { return cached.members }
         let roster = try AccountRoster(decoding: encoded)
         var members: [ReplicaID: AccountMembership] = [:]
-        for key in Set(roster.state.members.keys).union([identity.publicKey]) {
-            guard let membership = AccountMembership(of: key, in: roster) else { continue }
+        let state = roster.state
+        for key in Set(state.members.keys).union([identity.publicKey]) {
+            guard let membership = AccountMembership(of: key, in: roster, state: state) else { continue }
             members[try WriteBlock.replica(of: key)] = membership
         }
         ownMembershipsCache.withLock { $0 = (encoded, members) }

@@ -56,6 +56,7 @@ extension StoreTransaction {
         let removedBefore = Set(roster.state.removed.keys)
         let taken = try roster.merge(incoming.entries.values)
         for entry in taken { try insertRosterEntry(entry) }
+        for hash in roster.dropped { try db.cachedStatement(sql: "DELETE FROM roster_entries WHERE hash = ?").execute(arguments: [Data(hash)]) }
         guard !taken.isEmpty || joining else { return false }
         var state = roster.state
         let own = store.identity.publicKey

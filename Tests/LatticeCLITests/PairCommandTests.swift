@@ -1,4 +1,5 @@
 import Foundation
+import LatticeCore
 import LatticeCrypto
 import LatticeStore
 import LatticeTestSupport
@@ -208,5 +209,48 @@ import Testing
         #expect(offer.finish().status == 0)
         let devices = try cli.ok(["account", "--json"], store: "b").json["devices"] as? [[String: Any]] ?? []
         #expect(devices.count == 402)
+    }
+
+    /// A hostile member and the devices it added sign all they can, filling
+    /// the account's roster: `account remove` still removes it, and once it
+    /// and its devices are gone the account pairs a new device (issue 38,
+    /// finding 3).
+    @Test func aMemberThatFilledTheRosterIsRemovedAndPairingWorksAgain() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "h", "b"] { try cli.ok(["init"], store: store) }
+        let a = try RecordStore(directory: URL(fileURLWithPath: cli.path("a")))
+        let hostile = try RecordStore(directory: URL(fileURLWithPath: cli.path("h"))).identity
+        var roster = try a.write { transaction -> AccountRoster in
+            _ = try transaction.signRosterEntry(.add(name: "hostile"), subject: hostile.publicKey)
+            return try transaction.roster()
+        }
+        var added: [Identity] = []
+        var authors = [hostile]
+        filling: while !authors.isEmpty {
+            let author = authors.removeFirst()
+            for _ in 0..<AccountRoster.maximumEntriesPerAuthor {
+                let puppet = try Identity.generate()
+                do { try roster.sign(.add(name: "puppet"), subject: puppet.publicKey, by: author, at: 1) } catch RosterError.tooLarge { break filling }
+                added.append(puppet)
+                if authors.count < 4 { authors.append(puppet) }
+            }
+        }
+        try a.write { _ = try $0.adoptRoster(roster) }
+        let full = try Offer(cli: cli, store: "a")
+        let refused = try cli.run(["pair", full.code, "--peer", "127.0.0.1:\(full.port)"], store: "b")
+        #expect(refused.status != 0 && refused.stderr.contains("remove devices"), "pairing into a full roster: \(refused.status) \(refused.stderr)")
+        kill(full.process.processIdentifier, SIGKILL)
+        full.process.waitUntilExit()
+        // The hostile device goes, and with it its share; those it added go one by one.
+        let hostileID = try DeviceID(publicKey: hostile.publicKey).description
+        let removal = try cli.run(["account", "remove", hostileID], store: "a")
+        #expect(removal.status == 0, "account remove of the device that filled the roster: \(removal.stderr)")
+        for puppet in added.prefix(8) { try cli.ok(["account", "remove", try DeviceID(publicKey: puppet.publicKey).description], store: "a") }
+        let offer = try Offer(cli: cli, store: "a")
+        let joined = try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "b")
+        #expect(joined.status == 0, "pairing once the hostile device was removed: \(joined.stderr)")
+        #expect(offer.finish().status == 0)
+        let removed = try cli.ok(["account", "--json"], store: "b").json["removed"] as? [[String: Any]] ?? []
+        #expect(removed.contains { $0["deviceID"] as? String == hostileID })
     }
 }

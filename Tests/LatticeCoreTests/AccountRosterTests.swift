@@ -24,15 +24,16 @@ import Testing
         #expect(decoded.state == roster.state)
     }
 
-    @Test func anEntryByADeviceNoOneAddedOrAfterAnEntryNotHeldIsRefused() throws {
+    @Test func anEntryByADeviceNoOneAddedWaitsAndOneAfterAnEntryNotHeldIsTaken() throws {
         var roster = AccountRoster(founder: founder.publicKey)
         #expect(throws: RosterError.unknownAuthor) { try roster.sign(.add(name: "mine"), subject: tablet.publicKey, by: phone, at: 1) }
         #expect(throws: RosterError.unknownAuthor) { try roster.sign(.remove(writesUpTo: .zero), subject: founder.publicKey, by: phone, at: 2) }
-        // An entry following one that does not exist would hold every later entry back: refused.
+        #expect(roster.entries.isEmpty && members(roster) == [founder.publicKey])
+        // An entry following one never received is taken: its parents order it, they do not hold it back.
         let dangling = try RosterEntry(account: founder.publicKey, subject: laptop.publicKey, action: .add(name: "x"), time: 3,
                                        parents: [[UInt8](repeating: 7, count: RosterEntry.hashLength)], by: founder)
-        #expect(throws: RosterError.missingParent) { try roster.insert(dangling) }
-        #expect(roster.entries.isEmpty && members(roster) == [founder.publicKey])
+        #expect(try roster.insert(dangling))
+        #expect(members(roster) == [founder.publicKey, laptop.publicKey])
         // A whole roster read in any order is taken parents first.
         var source = AccountRoster(founder: founder.publicKey)
         try source.sign(.add(name: "laptop"), subject: laptop.publicKey, by: founder, at: 1)
@@ -117,5 +118,80 @@ import Testing
         #expect(shuffled.state == union.state)
         #expect(try AccountRoster(decoding: shuffled.encoded).state == union.state)
         #expect(Set(union.state.members.keys).isDisjoint(with: union.state.removed.keys))
+    }
+
+    /// A member that signs all it can (adds of devices of its own) fills the
+    /// roster for everyone: the founder still removes it and the devices it
+    /// added, and pairing works again once they are gone (issue 38, finding 3).
+    @Test func aMemberThatFillsTheRosterIsStillRemovedAndItsShareFreed() throws {
+        var roster = AccountRoster(founder: founder.publicKey)
+        try roster.sign(.add(name: "hostile"), subject: phone.publicKey, by: founder, at: 1)
+        var puppets: [Identity] = []
+        // The phone signs its own share of adds, then its puppets sign theirs, until the roster is full.
+        var authors = [phone]
+        filling: while let author = authors.first {
+            authors.removeFirst()
+            for index in 0..<AccountRoster.maximumEntriesPerAuthor {
+                let puppet = Identity.numbered(UInt64(1000 + puppets.count))
+                do {
+                    try roster.sign(.add(name: "p\(index)"), subject: puppet.publicKey, by: author, at: 2)
+                } catch RosterError.tooLarge {
+                    break filling
+                }
+                puppets.append(puppet)
+                if authors.count < 8 { authors.append(puppet) }
+            }
+        }
+        #expect(roster.entries.count == AccountRoster.maximumEntries)
+        #expect(throws: RosterError.tooLarge(AccountRoster.maximumEntries + 1)) { try roster.sign(.add(name: "laptop"), subject: laptop.publicKey, by: founder, at: 3) }
+        #expect(throws: RosterError.tooLarge(AccountRoster.maximumEntriesPerAuthor + 1)) { try roster.sign(.add(name: "more"), subject: tablet.publicKey, by: phone, at: 3) }
+        // The removal goes through; the phone's entries no longer count, and its puppets' go as they are removed.
+        try roster.sign(.remove(writesUpTo: .zero), subject: phone.publicKey, by: founder, at: 4)
+        #expect(roster.state.removed[phone.publicKey] != nil)
+        try roster.sign(.add(name: "laptop"), subject: laptop.publicKey, by: founder, at: 5)
+        #expect(members(roster).contains(laptop.publicKey))
+        // The roster travels and reads the same elsewhere, removals included.
+        let decoded = try AccountRoster(decoding: roster.encoded)
+        #expect(decoded.state == roster.state)
+    }
+
+    /// The hostile member gives two devices two different fillings, so each
+    /// refuses the other's: their sessions go on, the founder's removal
+    /// reaches the device that never held what it followed, and both end
+    /// with one membership for the honest devices (issue 38, finding 3).
+    @Test func twoDifferentFillingsDoNotSplitTheAccount() throws {
+        var base = AccountRoster(founder: founder.publicKey)
+        try base.sign(.add(name: "hostile"), subject: phone.publicKey, by: founder, at: 1)
+        try base.sign(.add(name: "laptop"), subject: laptop.publicKey, by: founder, at: 1)
+        var x = base, y = base
+        var entries: [RosterEntry] = []
+        for index in 0..<(2 * AccountRoster.maximumEntriesPerAuthor) {
+            // Each entry follows the base alone, as a hostile member signing for two devices would.
+            var fork = base
+            entries.append(try fork.sign(.add(name: "p\(index)"), subject: Identity.numbered(UInt64(5000 + index)).publicKey, by: phone, at: 2))
+        }
+        try x.merge(entries.prefix(AccountRoster.maximumEntriesPerAuthor))
+        try y.merge(entries.suffix(AccountRoster.maximumEntriesPerAuthor))
+        // Each refuses the other's (the phone's share is full), without an error that would end a session.
+        #expect(try x.merge(y.entries.values).isEmpty)
+        // The founder, on x, removes the phone and every device it added there, and adds a tablet.
+        for subject in [phone.publicKey] + x.state.members.values.filter({ $0.addedBy == phone.publicKey }).map(\.publicKey) {
+            try x.sign(.remove(writesUpTo: .zero), subject: subject, by: founder, at: 3)
+        }
+        try x.sign(.add(name: "tablet"), subject: tablet.publicKey, by: founder, at: 4)
+        // y takes all of it, though the removals follow entries it never held.
+        try y.merge(x.entries.values)
+        for roster in [x, y] {
+            #expect(roster.state.members[tablet.publicKey] != nil && roster.state.members[laptop.publicKey] != nil)
+            #expect(roster.state.removed[phone.publicKey] != nil)
+        }
+        // y's own puppets of the phone are removed from y in turn, and then both agree on every member.
+        for subject in y.state.members.values.filter({ $0.addedBy == phone.publicKey }).map(\.publicKey) {
+            try y.sign(.remove(writesUpTo: .zero), subject: subject, by: laptop, at: 5)
+        }
+        try x.merge(y.entries.values)
+        try y.merge(x.entries.values)
+        #expect(Set(x.state.members.keys) == Set(y.state.members.keys))
+        #expect(Set(x.state.members.keys) == [founder.publicKey, laptop.publicKey, tablet.publicKey])
     }
 }

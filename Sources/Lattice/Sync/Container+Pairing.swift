@@ -48,7 +48,11 @@ extension Container {
                 throw PairingFailure.notAllowed("the inviting device was removed from its account and cannot add devices")
             }
             if state.members[joiner.publicKey] == nil {
-                try roster.sign(.add(name: RosterEntry.name(fitting: joiner.name)), subject: joiner.publicKey, by: identity, at: RecordStore.systemWallClock())
+                do {
+                    try roster.sign(.add(name: RosterEntry.name(fitting: joiner.name)), subject: joiner.publicKey, by: identity, at: RecordStore.systemWallClock())
+                } catch let error as RosterError {
+                    throw PairingFailure.notAllowed("this account cannot add a device now: \(error)")
+                }
             }
             signed.withLockedValue { $0 = roster }
             return roster.encoded
