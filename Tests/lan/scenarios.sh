@@ -19,7 +19,9 @@
 #   (i) an asset saved on h1 is fetched by h3 from h2 while h1 is cut off;
 #   (j) the nodes compare digests after syncing; `lattice diff` through a
 #       running node finds a row removed from h3's file behind its back, and
-#       the next sync's comparison sends it to h3 again.
+#       the next sync's comparison sends it to h3 again;
+#   (k) a spoofed pairing offer with the code's hint, advertised before the
+#       real one, does not make `lattice pair CODE` fail.
 # Usage: Tests/lan/scenarios.sh [path/to/lattice]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -196,5 +198,33 @@ repaired=$(now)
 lat 1 record save Movies/after-j --type Movie "title=after (j)" >/dev/null
 wait_until 30 "h3 holds Movies/lost again" has_record 3 Movies/lost
 echo "diff found the removed row; the comparison after the next sync sent it back in $(since "$repaired") s"
+
+step "(k) a spoofed pairing offer carrying the code's hint does not make pair CODE fail"
+# Both offers listen without mDNS and are advertised by hand (avahi-publish), the spoof first, on
+# the joiner's own host: a joiner that tried only the first offer it found would meet its wrong key.
+mkdir -p "$LAN_DIR/h3/pairing"
+on_exec 4 "$L" pair --no-mdns --port 47301 --store "$LAN_DIR/h4/store" > "$LAN_DIR/h4/real.out" 2> "$LAN_DIR/h4/real.err" &
+real=$!
+on 3 "$L" init --store "$LAN_DIR/h3/pairing/spoof" >/dev/null
+on_exec 3 "$L" pair --no-mdns --port 47302 --store "$LAN_DIR/h3/pairing/spoof" > "$LAN_DIR/h3/spoof.out" 2> "$LAN_DIR/h3/spoof.err" &
+spoof=$!
+wait_until 10 "both offers listen" sh -c "grep -q 'on the other device' '$LAN_DIR/h4/real.err' && grep -q 'on the other device' '$LAN_DIR/h3/spoof.err'"
+code=$(head -n 1 "$LAN_DIR/h4/real.out")
+hint=$(python3 -c 'import hashlib, sys; c = sys.argv[1].upper().replace("-", ""); print(hashlib.blake2b(b"lattice pair hint" + c.encode(), digest_size=16).digest()[:1].hex())' "$code")
+on_exec 3 avahi-publish -s "0 spoofed offer" _lattice-pair._tcp 47302 "container=default" "hint=$hint" > /dev/null 2>&1 &
+published_spoof=$!
+on 3 "$L" init --store "$LAN_DIR/h3/pairing-joiner" >/dev/null
+sleep 1
+# The real offer is still being announced (avahi probes a name for about 0.8 s) when the joiner
+# finds the spoof: only a joiner that waits for more offers than the first one meets it.
+on_exec 4 avahi-publish -s "z real offer" _lattice-pair._tcp 47301 "container=default" "hint=$hint" > /dev/null 2>&1 &
+published_real=$!
+sleep 0.4
+status=0; on 3 "$L" pair "$code" --store "$LAN_DIR/h3/pairing-joiner" > "$LAN_DIR/h3/joiner.out" 2>&1 || status=$?
+kill "$published_spoof" "$published_real" "$spoof" 2>/dev/null || true
+wait "$published_spoof" "$published_real" "$spoof" 2>/dev/null || true
+[ "$status" = 0 ] || { kill "$real" 2>/dev/null || true; fail "pair CODE failed beside a spoofed offer (exit $status): $(cat "$LAN_DIR/h3/joiner.out"); the real offer said: $(cat "$LAN_DIR/h4/real.err"); the spoof: $(cat "$LAN_DIR/h3/spoof.err")"; }
+wait "$real" || fail "the real offer did not end paired"
+echo "pair CODE joined h4's account with a spoofed offer of the same hint advertised first"
 
 step "every scenario passed"

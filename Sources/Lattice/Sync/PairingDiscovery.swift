@@ -28,7 +28,7 @@ enum PairingDiscovery {
 
     /// How long the browse goes on after a first offer: others with the same
     /// hint (a second device offering, or one pretending to) are seen by then.
-    static let settleSeconds = 1.0
+    static let settleSeconds = 1.5
 
     /// Where devices offer `code`'s hint for `container`: every offer seen
     /// by `settleSeconds` after the first, in the order found; waits at most
