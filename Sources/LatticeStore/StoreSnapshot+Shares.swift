@@ -30,6 +30,7 @@ extension StoreSnapshot {
         if let known = accountsCache[replica] { return known }
         do {
             var accounts = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT account FROM memberships WHERE replica = ?"), arguments: [Data(replica.bytes)]))
+            for membership in pendingMemberships[replica] ?? [] { accounts.insert(membership.accountID) }
             if let own = try ownMembers()[replica] { accounts.insert(own.accountID) }
             accountsCache[replica] = accounts
             return accounts
@@ -81,19 +82,38 @@ extension StoreTransaction {
     /// one device may show up in several; past this, later ones are not kept.
     public static let maximumAccountsPerReplica = 8
 
+    /// Takes the memberships a shared zone's change set carried (each checked
+    /// already) for this transaction's judgement of its writers; only those
+    /// of writers whose changes it stores are kept (`keepMemberships`), so a
+    /// change set listing made-up devices (a chain of no entries needs no
+    /// signature) leaves nothing behind.
     public func takeMemberships(_ memberships: [AccountMembership]) throws {
         let own = try accountID()
         for membership in memberships {
-            let account = membership.accountID
             // This account's own members come from its roster, which knows removals too.
-            guard account != own else { continue }
-            let replica = Data(membership.replica.bytes)
-            let held = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM memberships WHERE replica = ?"), arguments: [replica]) ?? 0
-            guard held < Self.maximumAccountsPerReplica else { continue }
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO memberships (replica, account, proof) VALUES (?, ?, ?)").execute(arguments: [replica, account, Data(membership.encoded)])
-            if db.changesCount > 0 {
-                markChanged()
-                accountsCache[membership.replica] = nil
+            guard membership.accountID != own else { continue }
+            var pending = pendingMemberships[membership.replica] ?? []
+            guard !pending.contains(membership), pending.count < Self.maximumAccountsPerReplica else { continue }
+            pending.append(membership)
+            pendingMemberships[membership.replica] = pending
+            accountsCache[membership.replica] = nil
+        }
+    }
+
+    /// Keeps the memberships taken for `writers` (those of a stored change),
+    /// at most `maximumAccountsPerReplica` per replica.
+    func keepMemberships(of writers: some Sequence<ReplicaID>) throws {
+        guard !pendingMemberships.isEmpty else { return }
+        for writer in writers where !keptMembershipWriters.contains(writer) {
+            guard let memberships = pendingMemberships[writer] else { continue }
+            keptMembershipWriters.insert(writer)
+            let replica = Data(writer.bytes)
+            for membership in memberships {
+                let held = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM memberships WHERE replica = ?"), arguments: [replica]) ?? 0
+                guard held < Self.maximumAccountsPerReplica else { break }
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO memberships (replica, account, proof) VALUES (?, ?, ?)")
+                    .execute(arguments: [replica, membership.accountID, Data(membership.encoded)])
+                if db.changesCount > 0 { markChanged() }
             }
         }
     }

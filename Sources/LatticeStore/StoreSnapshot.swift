@@ -13,6 +13,10 @@ public class StoreSnapshot {
     }
     /// The accounts each writer belongs to, as `accounts(of:)` read them in this snapshot.
     var accountsCache: [ReplicaID: Set<String>] = [:]
+    /// Memberships a change set brought in this transaction, kept only for
+    /// the writers whose changes the transaction stores (`takeMemberships`).
+    var pendingMemberships: [ReplicaID: [AccountMembership]] = [:]
+    var keptMembershipWriters = Set<ReplicaID>()
 
     init(db: GRDB.Database, store: RecordStore) {
         self.db = db

@@ -91,6 +91,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     }
 
     public func setSyncState(_ state: ZoneSyncState, of key: ZoneKey) throws {
+        if key.scope == .shared, !pendingMemberships.isEmpty { try keepMemberships(of: [state.zoneState.stamp.replica]) }
         if var row = try zoneRow(key) {
             guard row.sync != state else { return }
             row.sync = state
@@ -166,6 +167,10 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     public func store(_ state: RecordState, previous: RecordState?, in key: ZoneKey) throws {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
+        // A shared zone's writers: the memberships their change set proved them by are kept.
+        if key.scope == .shared, !pendingMemberships.isEmpty {
+            try keepMemberships(of: state.liveStamps.map(\.replica) + state.vector.entries.map(\.replica))
+        }
         let blob = RecordBlob.encode(state, replicas: &replicaTable)
         try saveNewReplicas()
         let rid = try writeRecordRow(state, blob: blob, isNew: previous == nil, zone: zone)

@@ -187,4 +187,35 @@ import Testing
         #expect(try sync(y1, to: x1, zone).recordsRefused >= 1)
         #expect(try x1.read { try $0.share(of: zone) }?.currentPermission(of: z) == .readWrite)
     }
+
+    /// A participant's change set lists memberships of devices it made up
+    /// (a chain of no entries needs no signature): the owner keeps only the
+    /// memberships of the writers whose changes it stores (issue 38, finding 7).
+    @Test func madeUpMembershipsInAChangeSetAreNotKept() throws {
+        let x1 = try open("x1"), y1 = try open("y1")
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite)])
+        try sync(x1, to: y1, zone)
+        try save(y1, "bread", "Bread", in: zone)
+        let vector = try x1.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
+        let bytes = try y1.changeSet(for: zone, since: vector)
+        // The same change set, with 300 memberships of devices no one made.
+        var reader = ChangeSetReader(source: ArrayByteSource(bytes))
+        var header = try #require(try reader.readHeader())
+        var records: [RecordState] = []
+        while let record = try reader.nextRecord() { records.append(record) }
+        let blocks = try BlockProof.resolve(reader.proofs, records: records, header: header)
+        let madeUp = (0..<300).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255) } }
+        header.memberships += madeUp.map { $0 + [0] }
+        let padded = try MemoryReplica.encode(header: header, records: records, proofs: ProofCollector(base: header.base, blocks: blocks))
+        let summary = try x1.apply(padded)
+        #expect(summary.recordsRefused == 0)
+        #expect(try title(x1, "bread", in: zone) == "Bread")
+        let kept = try x1.read { snapshot in try snapshot.memberships(of: madeUp.map { try WriteBlock.replica(of: $0) }) }
+        #expect(kept.count == 0, "made-up memberships were kept")
+        // The writer's own is kept: the owner relays its write to a third account's device.
+        let y = try y1.read { try $0.memberships(of: [y1.replica]) }
+        #expect(!y.isEmpty)
+        #expect(try x1.read { try $0.memberships(of: [y1.replica]) }.count == y.count)
+    }
 }
+
