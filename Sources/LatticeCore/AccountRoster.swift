@@ -44,13 +44,19 @@ public struct AccountRoster: Sendable, Equatable {
         guard entries[entry.hash] == nil else { return false }
         guard entry.author == founder || added.contains(entry.author) else { throw .unknownAuthor }
         if case .remove = entry.action {
-            // Outside every count, so a removal always goes through: one per author and subject,
-            // the one with the least hash where an author signed several (every device keeps the same).
+            // Outside the counts, so a removal of a member always goes through: one per author and
+            // subject, the one with the least hash where an author signed several (every device keeps
+            // the same). Its subject must be a device some entry added (else it waits for that add),
+            // and past the stored bound only a removal of a present member is taken, so removals of
+            // devices gone already cannot grow the roster past what a hello carries.
+            guard entry.subject == founder || added.contains(entry.subject) else { throw .unknownSubject }
             let key = entry.author + entry.subject
             if let held = removals[key] {
                 guard entry.hash.lexicographicallyPrecedes(held) else { return false }
                 entries[held] = nil
                 dropped.insert(held)
+            } else if entries.count >= Self.maximumStoredEntries, state.members[entry.subject] == nil {
+                throw .tooLarge(entries.count + 1)
             }
             removals[key] = entry.hash
             entries[entry.hash] = entry
@@ -102,7 +108,7 @@ public struct AccountRoster: Sendable, Equatable {
                 do {
                     if try insert(entry) { taken.append(entry) }
                     progress = true
-                } catch .unknownAuthor {
+                } catch .unknownAuthor, .unknownSubject {
                     still.append(entry)
                 } catch .tooLarge {
                     continue

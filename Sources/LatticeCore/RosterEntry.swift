@@ -131,6 +131,8 @@ public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
     case otherAccount
     case tooLarge(Int)
     case unknownAuthor
+    /// A removal of a device no entry added.
+    case unknownSubject
 
     public var description: String {
         switch self {
@@ -140,6 +142,7 @@ public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
         case .tooLarge(let count):
             return "the account's roster is full (\(count) entries, or a device's \(AccountRoster.maximumEntriesPerAuthor)): remove devices (`lattice account remove`), which frees their share"
         case .unknownAuthor: return "a roster entry signed by a device no entry added"
+        case .unknownSubject: return "a roster entry removing a device no entry added"
         }
     }
 }

@@ -28,6 +28,8 @@ import Testing
         var roster = AccountRoster(founder: founder.publicKey)
         #expect(throws: RosterError.unknownAuthor) { try roster.sign(.add(name: "mine"), subject: tablet.publicKey, by: phone, at: 1) }
         #expect(throws: RosterError.unknownAuthor) { try roster.sign(.remove(writesUpTo: .zero), subject: founder.publicKey, by: phone, at: 2) }
+        // A removal names a device some entry added: one of a key made up would only grow the roster.
+        #expect(throws: RosterError.unknownSubject) { try roster.sign(.remove(writesUpTo: .zero), subject: tablet.publicKey, by: founder, at: 2) }
         #expect(roster.entries.isEmpty && members(roster) == [founder.publicKey])
         // An entry following one never received is taken: its parents order it, they do not hold it back.
         let dangling = try RosterEntry(account: founder.publicKey, subject: laptop.publicKey, action: .add(name: "x"), time: 3,
@@ -106,8 +108,11 @@ import Testing
             clock += 1
             let state = replicas[at].state
             let authors = identities.filter { state.members[$0.publicKey] != nil }
-            guard let author = authors.randomElement(using: &rng), let subject = identities.randomElement(using: &rng) else { continue }
-            let action: RosterEntry.Action = Int.random(in: 0..<3, using: &rng) == 0 ? .remove(writesUpTo: HLCTimestamp(rawValue: clock)) : .add(name: "d")
+            let removing = Int.random(in: 0..<3, using: &rng) == 0
+            // A removal names a device this replica knows was added (or was, and is gone).
+            let known = identities.filter { state.members[$0.publicKey] != nil || state.removed[$0.publicKey] != nil }
+            guard let author = authors.randomElement(using: &rng), let subject = (removing ? known : identities).randomElement(using: &rng) else { continue }
+            let action: RosterEntry.Action = removing ? .remove(writesUpTo: HLCTimestamp(rawValue: clock)) : .add(name: "d")
             try replicas[at].sign(action, subject: subject.publicKey, by: author, at: clock)
         }
         var union = replicas[0]
