@@ -106,6 +106,7 @@ extension ReplicaStorage {
         let stale = header.zoneState.causalLength < zoneState.causalLength
         // Records after the share in this change set are judged by the share it brings.
         var share = try self.share(of: zone)
+        var shareChanged = false
         var deferred = false
         var candidates = Set<String>()
         while let incoming = try reader.nextRecord() {
@@ -169,7 +170,10 @@ extension ReplicaStorage {
             summary.recordsChanged += 1
             summary.conflicts += outcome.newConflicts
             try store(outcome.state, previous: previous, in: zone)
-            if name == Share.recordName { share = Share.held(outcome.state, in: zone) }
+            if name == Share.recordName {
+                share = Share.held(outcome.state, in: zone)
+                shareChanged = true
+            }
             if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: name, in: zone)) }
             if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
         }
@@ -182,6 +186,8 @@ extension ReplicaStorage {
         }
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }
         summary.recordsChanged += try cascade(from: candidates, in: zone).count
+        // A revocation learned here: this device, if the owner's, vouches for what it took before.
+        if shareChanged { try vouchForHeldWrites(in: zone) }
         return summary
     }
 

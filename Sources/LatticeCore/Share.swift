@@ -31,16 +31,21 @@ public struct Share: Sendable, Hashable {
     public struct Change: Sendable, Hashable {
         public var permission: SharePermission
         public var time: HLCTimestamp
+        /// Whether the participant itself made it (it left), not the owner.
+        public var isLeave = false
     }
 
     /// The owner's account ID (the zone ID's owner name).
     public var owner: String
     /// Each participant account's permission history, oldest first.
     public var participants: [String: [Change]]
+    /// The participants' writes the owner's devices vouch for (`VouchedWrites`).
+    public var vouched: VouchedWrites
 
-    public init(owner: String, participants: [String: [Change]] = [:]) {
+    public init(owner: String, participants: [String: [Change]] = [:], vouched: VouchedWrites = VouchedWrites()) {
         self.owner = owner
         self.participants = participants
+        self.vouched = vouched
     }
 
     /// The share a live share record holds; nil for another record or a deleted one.
@@ -48,8 +53,14 @@ public struct Share: Sendable, Hashable {
         guard state.recordName == Self.recordName, state.isAlive else { return nil }
         self.owner = owner
         participants = [:]
+        vouched = VouchedWrites()
         var leaves: [String: HLCTimestamp] = [:]
         for register in state.fields {
+            if VouchedWrites.isField(register.name) {
+                // An unreadable list vouches for nothing: the writes it meant wait for a readable one.
+                if case .bytes(let bytes)? = register.value, let list = try? VouchedWrites(decoding: bytes) { vouched.formUnion(list) }
+                continue
+            }
             guard register.value != nil, let (account, isLeave) = Self.participantField(register.name) else { continue }
             if isLeave {
                 leaves[account] = register.winner.stamp.time
@@ -59,7 +70,7 @@ public struct Share: Sendable, Hashable {
         }
         // A leave after the owner's last word ends the participation; the owner's later word starts it again.
         for (account, time) in leaves {
-            participants[account, default: []].append(Change(permission: .removed, time: time))
+            participants[account, default: []].append(Change(permission: .removed, time: time, isLeave: true))
             participants[account]!.sort { $0.time < $1.time }
         }
     }
@@ -73,6 +84,20 @@ public struct Share: Sendable, Hashable {
     /// The permission `account` had at `time`: its last change at or before then.
     public func permission(of account: String, at time: HLCTimestamp) -> SharePermission? {
         participants[account]?.last(where: { $0.time <= time })?.permission
+    }
+
+    /// Whether a write `account` stamped `time` in its read-write time counts
+    /// only if vouched for: the owner downgraded or removed the account after
+    /// that stamp. A leave does not end it here: its stamp is the
+    /// participant's word, and a leave backdated to before a write would
+    /// otherwise free that write from the owner's revocation.
+    public func requiresVouching(_ account: String, at time: HLCTimestamp) -> Bool {
+        participants[account]?.contains { $0.time > time && !$0.isLeave && $0.permission != .readWrite } ?? false
+    }
+
+    /// Accounts the owner ever downgraded or removed: whose writes may need vouching.
+    public var revokedAccounts: Set<String> {
+        Set(participants.filter { _, history in history.contains { !$0.isLeave && $0.permission != .readWrite } }.keys)
     }
 
     /// The permission `account` has now.

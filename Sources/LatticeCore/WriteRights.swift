@@ -102,15 +102,23 @@ extension WriteRights {
                 }
             }
         }
-        func refusal(_ replica: ReplicaID, _ time: HLCTimestamp, leaving: Bool = false) -> String? {
+        func refusal(_ replica: ReplicaID, _ time: HLCTimestamp, leaving: Bool = false, digest: ((Stamp) -> [UInt8])? = nil) -> String? {
             let of = accounts(replica)
             if of.contains(owner) || leaving { return nil }
             if of.isEmpty {
                 return "replica \(replica.short) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID), and no account it belongs to is known here"
             }
             if isShare { return "the share of zone \(zone.zoneID) is its owner's to change; replica \(replica.short) (account \(of.sorted()[0])) may not" }
-            if let share, of.contains(where: { share.permission(of: $0, at: time) == .readWrite }) { return nil }
-            return "replica \(replica.short) (account \(of.sorted()[0])) may not write record \"\(state.recordName)\" of shared zone \(zone.zoneID): its account was not a read-write participant then"
+            let writable = share.map { share in of.filter { share.permission(of: $0, at: time) == .readWrite } } ?? []
+            guard let share, !writable.isEmpty else {
+                return "replica \(replica.short) (account \(of.sorted()[0])) may not write record \"\(state.recordName)\" of shared zone \(zone.zoneID): its account was not a read-write participant then"
+            }
+            // Inside a read-write time the owner has since ended, the stamp is the writer's word alone:
+            // the write counts only if a device of the owner's account vouches for it.
+            guard let digest, writable.allSatisfy({ share.requiresVouching($0, at: time) }) else { return nil }
+            let stamp = Stamp(time: time, replica: replica)
+            if share.vouched.vouches(for: stamp, digest: digest(stamp)) { return nil }
+            return "replica \(replica.short) (account \(writable.sorted()[0])) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID) stamped inside a read-write time its owner has ended, and no device of the owner's account vouches for that write: it was made after the revocation, with its stamp set back"
         }
         if isShare {
             // A leave's stamp excuses its leave field alone: one that also shows elsewhere (the owner's
@@ -120,7 +128,8 @@ extension WriteRights {
             }
         }
         for stamp in state.liveStamps {
-            if let refusal = refusal(stamp.replica, stamp.time, leaving: leaves.contains(stamp)) { return refusal }
+            let digest = { (stamp: Stamp) in WriteDigest.record(state, stamp: stamp, in: zone) }
+            if let refusal = refusal(stamp.replica, stamp.time, leaving: leaves.contains(stamp), digest: digest) { return refusal }
         }
         for entry in state.vector.entries {
             // A participant's entry in the share's vector stays once its leave was overwritten.

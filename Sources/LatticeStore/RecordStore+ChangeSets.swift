@@ -47,7 +47,12 @@ extension StoreSnapshot {
         if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: vector), sink: sink)
         let start = try deltaStart(zoneID: zone.id, for: vector)
-        try forEachRecord(changedAfter: start, zoneID: zone.id) { try writer.append($0) }
+        // The share goes first: the records after it are judged by the share it brings (the writes an owner device vouches for).
+        let share = key.scope == .shared ? try record(Share.recordName, zoneID: zone.id).flatMap { vector.dominates($0.vector) ? nil : $0 } : nil
+        if let share { try writer.append(share) }
+        try forEachRecord(changedAfter: start, zoneID: zone.id) { state in
+            if share == nil || state.recordName != Share.recordName { try writer.append(state) }
+        }
         try writer.finish()
         return (writer.recordCount, writer.byteCount)
     }

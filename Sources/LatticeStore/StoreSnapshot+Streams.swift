@@ -79,6 +79,8 @@ extension StoreSnapshot {
         told.vector = try vectorToTell(zone.sync, in: key)
         var header = ChangeSetHeader(zone: key, sync: told, base: peerVector, schema: includingSchema ? try schema() : Schema(), claimsTop: reachedEnd)
         if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
+        // The share goes first: the records after it are judged by the share it brings (the writes an owner device vouches for).
+        if let index = states.firstIndex(where: { $0.recordName == Share.recordName }), index > 0 { states.insert(states.remove(at: index), at: 0) }
         var out: [UInt8] = []
         out.reserveCapacity(bytes + 256)
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector)) { out.append(contentsOf: $0) }

@@ -217,5 +217,55 @@ import Testing
         #expect(!y.isEmpty)
         #expect(try x1.read { try $0.memberships(of: [y1.replica]) }.count == y.count)
     }
-}
 
+    /// A removed participant sets its clock back and writes "before" its
+    /// removal: no device of the owner vouches for that write, so every
+    /// replica refuses it. A write the owner's other device took before it
+    /// learned of the removal is vouched for by that device and reaches the
+    /// revoking one, so the owner's devices converge (issue 38, finding 2).
+    @Test func aRemovedParticipantThatSetsItsClockBackIsRefusedWhileWhatTheOwnersDevicesHeldStays() throws {
+        let x1 = try open("x1"), x2 = try open("x2")
+        try join(x2, to: x1)
+        let yClock = ManualClock(clock.now)
+        let y1 = try RecordStore(directory: directory.appendingPathComponent("y1"), wallClock: { [yClock] in yClock.now })
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite)])
+        try sync(x1, to: x2, zone)
+        try sync(x1, to: y1, zone)
+        yClock.now = clock.now
+        try save(y1, "eggs", "Eggs", in: zone)
+        try sync(y1, to: x1, zone)
+        yClock.now = clock.now
+        try save(y1, "pie", "Pie", in: zone)
+        try sync(y1, to: x2, zone)
+        // X1 removes Y, holding "eggs" but not "pie"; X2 took "pie" before it learned of the removal.
+        try permit(x1, y1, .removed, in: zone)
+        let removal = try #require(try x1.read { try $0.share(of: zone) }?.participants[try account(y1)]?.last?.time)
+        try sync(x1, to: y1, zone)
+        try sync(x1, to: x2, zone)
+
+        // Y's modified client sets its clock back and writes, stamped inside its read-write time.
+        y1.ignoresWriteRights = true
+        yClock.now -= 60_000
+        try y1.write { transaction in
+            transaction.clock = HybridLogicalClock()
+            try transaction.save("late", type: "Item", in: zone, changes: [("title", .string("Late"))])
+        }
+        let late = try #require(try y1.read { try $0.record("late", in: zone) })
+        #expect(late.created.time < removal, "the write is backdated to before the removal")
+        for owner in [x1, x2] {
+            let summary = try sync(y1, to: owner, zone)
+            #expect(summary.recordsRefused >= 1 && summary.refusal?.contains("vouches") == true, "\(summary.refusal ?? "none")")
+            #expect(try title(owner, "late", in: zone) == nil)
+        }
+        // What X2 held before the removal reached it is vouched for and reaches X1; the owner's devices agree.
+        #expect(try sync(x2, to: x1, zone).recordsRefused == 0)
+        try sync(x1, to: x2, zone)
+        for owner in [x1, x2] {
+            #expect(try title(owner, "eggs", in: zone) == "Eggs" && title(owner, "pie", in: zone) == "Pie")
+        }
+        let states = try [x1, x2].map { store in
+            try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state).sorted { $0.recordName < $1.recordName } }
+        }
+        #expect(states[0] == states[1])
+    }
+}

@@ -1,0 +1,120 @@
+/// Writes of a participant that a device of the owner's account held when
+/// it learned that the participant's read-write time had ended: what keeps
+/// a revoked participant from backdating (issue 38, finding 2).
+///
+/// A participant's write is judged first by the permission it had at the
+/// write's stamp (`Share.permission(of:at:)`). But a stamp is the writer's
+/// word: a participant removed or downgraded can set its clock back and
+/// stamp new writes inside its read-write time. So once the owner ends that
+/// time, a write stamped inside it counts only if a device of the owner's
+/// account vouches for it: the revoking device names, in the same signed
+/// write as the revocation, every write of the participant's devices its
+/// records show; each other owner device adds those it took before it
+/// learned of the revocation (as the roster's *held* entries do). A write
+/// made after the revocation, whatever its stamp, is in no such list, and
+/// every replica refuses it — the revoked party cannot add to a list the
+/// owner's devices sign (Keyhive's rule: a revocation names what it follows).
+///
+/// Each owner device writes its list in a field of the share of its own
+/// (`held_` and its replica ID), so two devices vouching at once lose
+/// nothing to last-writer-wins. A write is named by its stamp and the first
+/// `digestPrefix` bytes of its digest (`WriteDigest`), so a write signed
+/// again under a vouched stamp with other content is not vouched for.
+public struct VouchedWrites: Hashable, Sendable {
+    /// Bytes of a write's digest kept: a second write matching them takes 2^128 work.
+    public static let digestPrefix = 16
+    /// A list this long still leaves the share record room (1 MB in all): about 24 bytes a write.
+    public static let maximumWrites = 30_000
+    static let fieldPrefix = "held_"
+    static let formatVersion: UInt8 = 1
+
+    public private(set) var digests: [Stamp: [UInt8]]
+
+    public init(_ digests: [Stamp: [UInt8]] = [:]) {
+        self.digests = digests.mapValues { Array($0.prefix(Self.digestPrefix)) }
+    }
+
+    public var count: Int { digests.count }
+    public var isEmpty: Bool { digests.isEmpty }
+
+    /// Whether the write `stamp`, whose digest is `digest`, is vouched for.
+    public func vouches(for stamp: Stamp, digest: [UInt8]) -> Bool {
+        guard let held = digests[stamp] else { return false }
+        return held.elementsEqual(digest.prefix(Self.digestPrefix))
+    }
+
+    public mutating func insert(_ stamp: Stamp, digest: [UInt8]) {
+        digests[stamp] = Array(digest.prefix(Self.digestPrefix))
+    }
+
+    /// Both lists: a stamp both name with different digests keeps neither
+    /// (someone signed two writes under it, and neither is vouched for).
+    public mutating func formUnion(_ other: VouchedWrites) {
+        for (stamp, digest) in other.digests {
+            if let mine = digests[stamp], mine != digest { digests[stamp] = [] } else { digests[stamp] = digest }
+        }
+    }
+
+    /// Keeps the `count` latest writes by time.
+    public mutating func keepLatest(_ count: Int) {
+        guard digests.count > count else { return }
+        let kept = digests.keys.sorted { ($0.time, $0.replica) > ($1.time, $1.replica) }.prefix(count)
+        digests = Dictionary(uniqueKeysWithValues: kept.map { ($0, digests[$0]!) })
+    }
+
+    // MARK: The share's fields
+
+    /// The field in which `replica`, a device of the owner's account, vouches.
+    public static func field(of replica: ReplicaID) -> String { fieldPrefix + replica.description }
+
+    /// Whether a share field is a vouching one.
+    static func isField(_ name: String) -> Bool {
+        name.hasPrefix(fieldPrefix) && ReplicaID(hex: String(name.dropFirst(fieldPrefix.count))) != nil
+    }
+
+    /// The field's bytes: per replica (in order), its writes' times as
+    /// rising deltas, each with its digest prefix.
+    public var encoded: [UInt8] {
+        var writer = BinaryWriter(capacity: digests.count * 24 + 8)
+        writer.byte(Self.formatVersion)
+        let byReplica = Dictionary(grouping: digests.filter { $0.value.count == Self.digestPrefix }.keys, by: \.replica)
+        writer.varint(byReplica.count)
+        for replica in byReplica.keys.sorted() {
+            let times = byReplica[replica]!.map(\.time).sorted()
+            writer.raw(replica.bytes)
+            writer.varint(times.count)
+            var previous: UInt64 = 0
+            for time in times {
+                writer.varint(time.rawValue - previous)
+                previous = time.rawValue
+                writer.raw(digests[Stamp(time: time, replica: replica)]!)
+            }
+        }
+        return writer.bytes
+    }
+
+    /// Reads a field's bytes; throws on anything `encoded` does not write.
+    public init(decoding bytes: [UInt8]) throws {
+        var reader = BinaryReader(bytes)
+        guard try reader.byte() == Self.formatVersion else { throw DecodingError.malformed("unknown vouched-writes format", offset: 0) }
+        var digests: [Stamp: [UInt8]] = [:]
+        let replicas = try reader.count(below: bytes.count / 17 + 1, "replica count")
+        var previousReplica: ReplicaID?
+        for _ in 0..<replicas {
+            let replica = ReplicaID(bytes: try reader.raw(16))
+            guard previousReplica.map({ $0 < replica }) ?? true else { throw DecodingError.malformed("replicas out of order", offset: reader.offset) }
+            previousReplica = replica
+            let count = try reader.count(below: reader.remaining / (Self.digestPrefix + 1) + 1, "write count")
+            var time: UInt64 = 0
+            for index in 0..<count {
+                let delta = try reader.varint()
+                let (next, overflow) = time.addingReportingOverflow(delta)
+                guard !overflow, index == 0 || delta > 0 else { throw DecodingError.malformed("write times out of order", offset: reader.offset) }
+                time = next
+                digests[Stamp(time: HLCTimestamp(rawValue: time), replica: replica)] = Array(try reader.raw(Self.digestPrefix))
+            }
+        }
+        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in vouched writes", offset: reader.offset) }
+        self.digests = digests
+    }
+}
