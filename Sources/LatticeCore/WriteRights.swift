@@ -145,7 +145,11 @@ extension WriteRights {
         if name == Share.recordName { return "the share of zone \(zone.zoneID) is its owner's to change" }
         let permission = accounts.lazy.compactMap { share?.permission(of: $0, at: time) }.first
         switch permission {
-        case .readWrite: return nil
+        case .readWrite:
+            // A clock behind the owner's revocation stamps inside the read-write time it ended: no owner
+            // device vouches for such a write, and every replica would refuse it.
+            guard let share, accounts.allSatisfy({ share.permission(of: $0, at: time) != .readWrite || share.requiresVouching($0, at: time) }) else { return nil }
+            return "this account's read-write time in shared zone \(zone.zoneID) has ended (downgraded or removed by its owner); this device's clock is behind that change, so check the system clock"
         case .readOnly: return "zone \(zone.zoneID) is shared with this account read-only; its owner can make it read-write (`lattice share ZONE --with ACCOUNT`)"
         case .removed, nil: return "this account is not a participant of shared zone \(zone.zoneID) (any more)"
         }

@@ -1,4 +1,7 @@
 import Foundation
+import GRDB
+import LatticeCore
+@_spi(Testing) import LatticeStore
 import Testing
 
 /// A zone shared between two accounts' `lattice serve` processes on
@@ -108,6 +111,49 @@ import Testing
         let third = try cli.run(once, store: "y")
         #expect(third.status == 0, "\(third.stderr)")
         #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+    }
+
+    /// A removed participant sets its wall clock back (faketime) and its
+    /// store's clock (`meta.hlc`): its own `lattice` still refuses to write.
+    /// A modified client writes anyway, stamped inside its read-write time;
+    /// the owner's node refuses it, since no device of the owner's account
+    /// vouches for it, and keeps the participant's earlier write (issue 38, finding 2).
+    @Test func aRemovedParticipantWritingWithItsClockSetBackIsRefused() throws {
+        defer { cli.cleanup() }
+        for store in ["x", "y"] { try cli.ok(["init"], store: store) }
+        let yAccount = try #require(try cli.ok(["id", "--json"], store: "y").json["accountID"] as? String)
+        try cli.ok(["zone", "create", "Lists"], store: "x")
+        try cli.ok(["share", "Lists", "--with", yAccount], store: "x")
+        let x = try NodeProcess(cli: cli, store: "x")
+        defer { _ = x.stop() }
+        let once = ["sync", "--peer", "127.0.0.1:\(x.port)", "--once", "--timeout", "30", "--database", "shared"]
+        try cli.ok(once, store: "y")
+        try cli.ok(["share", "accept", "Lists"], store: "y")
+        try cli.ok(once, store: "y")
+        try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
+        try cli.ok(once, store: "y")
+        #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+
+        try cli.ok(["share", "remove", "Lists", "--with", yAccount], store: "x")
+        try cli.ok(once, store: "y")
+        #expect(try permission("y") == nil || permission("y") == "removed")
+        #expect(try cli.run(["record", "save", "Lists/late", "--type", "Item", "title=Late", "--database", "shared"], store: "y").status == 77)
+        // Both clocks back: Y's own lattice refuses still, as the owner's write said when Y's time ended.
+        let database = URL(fileURLWithPath: cli.path("y")).appendingPathComponent(RecordStore.databaseFileName).path
+        try DatabaseQueue(path: database).write { try $0.execute(sql: "UPDATE meta SET value = 1 WHERE key = 'hlc'") }
+        let past = try FakeTime.wrapper("2020-01-01 00:00:00")
+        let honest = try cli.run(["record", "save", "Lists/late", "--type", "Item", "title=Late", "--database", "shared"], store: "y", wrapper: past)
+        #expect(honest.status == 77 && honest.stderr.contains("clock"), "\(honest.status) \(honest.stderr)")
+        // A modified client writes anyway, its clock back: stamped inside Y's read-write time.
+        let hostile = try RecordStore(directory: URL(fileURLWithPath: cli.path("y")), wallClock: { 1_577_836_800_000 })
+        hostile.ignoresWriteRights = true
+        let zone = try #require(try hostile.read { try $0.zones(in: .shared) }.first?.key)
+        try hostile.write { try $0.save("late", type: "Item", in: zone, changes: [("title", .string("Late"))]) }
+        let removal = try #require(try hostile.read { try $0.share(of: zone) }?.participants[yAccount]?.last?.time)
+        #expect(try #require(try hostile.read { try $0.record("late", in: zone) }).created.time < removal)
+        try cli.ok(once, store: "y")
+        #expect(try title("x", "Lists/late") == nil, "the owner took a write its removed participant backdated")
+        #expect(try title("x", "Lists/eggs") == "Eggs", "the participant's write from before its removal stays")
     }
 }
 
