@@ -120,7 +120,10 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "LatticeTests", dependencies: ["Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child"]),
+        .testTarget(name: "LatticeTests", dependencies: [
+            "Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "LatticeModelTests", dependencies: ["Lattice", "LatticeTestSupport"]),
         .testTarget(name: "LatticeMacroTests", dependencies: [
             "LatticeMacros", .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),

@@ -195,6 +195,10 @@ public final class MemoryReplica: ReplicaStorage {
         slot(zone).flatMap { slots[$0].residues[name] }
     }
 
+    public func residueDeletions(in zone: ZoneKey) -> [Stamp] {
+        slot(zone).map { slots[$0].residues.values.compactMap(\.deletion) } ?? []
+    }
+
     public func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         undo.append(.residue(slot: slot, name: name, slots[slot].residues.updateValue(residue, forKey: name)))

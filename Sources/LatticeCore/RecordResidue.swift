@@ -8,18 +8,37 @@
 /// of the record from a bundle, a restored backup or a late delivery can
 /// never bring a deleted record back, and replicas that collected at
 /// different moments still converge to the same bytes.
+///
+/// It also keeps the stamp of the delete that made the tombstone, and the
+/// replica keeps that write's signed block while the residue stands: a
+/// device back after the tombstone horizon deletes a record it holds live
+/// only on a delete its writer signed (`takeCollected`), never on the word
+/// of the device that tells it.
 public struct RecordResidue: Hashable, Sendable {
     public var causalLength: UInt64
     public var vector: VersionVector
+    /// The tombstone's delete (nil in residues kept before deletes were: they prove nothing to another device).
+    public var deletion: Stamp?
 
-    public init(causalLength: UInt64, vector: VersionVector) {
+    public init(causalLength: UInt64, vector: VersionVector, deletion: Stamp? = nil) {
         self.causalLength = causalLength
         self.vector = vector
+        self.deletion = deletion
     }
 
     /// The residue of a tombstone.
     public init(of tombstone: RecordState) {
-        self.init(causalLength: tombstone.causalLength, vector: tombstone.vector)
+        self.init(causalLength: tombstone.causalLength, vector: tombstone.vector, deletion: tombstone.deleted)
+    }
+
+    /// The digest the deleter signed for the delete of `name` this residue
+    /// stands for (`WriteDigest`): a delete writes the causal length alone.
+    public func deletionDigest(named name: String, in zone: ZoneKey) -> [UInt8]? {
+        guard let deletion else { return nil }
+        let none = Stamp(time: .zero, replica: ReplicaID(high: 0, low: 0))
+        var tombstone = RecordState(recordName: name, causalLength: causalLength, recordType: "", typeStamp: none, created: none, fields: [], vector: VersionVector())
+        tombstone.deleted = deletion
+        return WriteDigest.record(tombstone, stamp: deletion, in: zone)
     }
 
     /// Whether a state of this record arriving now is of a collected

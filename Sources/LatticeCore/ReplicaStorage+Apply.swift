@@ -146,7 +146,7 @@ extension ReplicaStorage {
                     after.vector = vector
                     check.changed(to: after, previous: before, incoming: incoming, writes: writes)
                 }
-                try storeResidue(RecordResidue(causalLength: residue.causalLength, vector: vector), named: name, in: zone)
+                try storeResidue(RecordResidue(causalLength: residue.causalLength, vector: vector, deletion: residue.deletion), named: name, in: zone)
                 sync.knowledge.join(incoming.vector)
                 continue
             }

@@ -10,6 +10,7 @@
 /// - the latest two blocks of each writer stay: the latest bounds the writer's
 ///   vector entries (`ProofCheck`), and a rolling block folds into the one
 ///   before it (`sealLocalWrites`), which must be its true predecessor;
+/// - a residue's delete stays proven (`RecordResidue.deletion`);
 /// - a write that comes back shown (a tombstone's type and creation, see
 ///   `ProofCollector.note`) comes with its block, and the block is kept again;
 /// - this replica's own heads that peers hold are entry times of its blocks
@@ -18,9 +19,11 @@
 public enum WriteBlockCollection {
     /// The stamps a zone shows, by writer: the zone's incarnation's and every
     /// part of every record `records` calls its body with (tombstones too).
-    public static func shownStamps(zoneState: ZoneState?, records: ((RecordState) throws -> Void) throws -> Void) rethrows -> [ReplicaID: Set<HLCTimestamp>] {
+    public static func shownStamps(zoneState: ZoneState?, residueDeletions: [Stamp] = [], records: ((RecordState) throws -> Void) throws -> Void) rethrows -> [ReplicaID: Set<HLCTimestamp>] {
         var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
         if let zoneState { shown[zoneState.stamp.replica, default: []].insert(zoneState.stamp.time) }
+        // A residue's delete is proven to devices back after the horizon (`takeCollected`).
+        for deletion in residueDeletions { shown[deletion.replica, default: []].insert(deletion.time) }
         try records { state in state.forEachPart { stamp, _, _ in shown[stamp.replica, default: []].insert(stamp.time) } }
         return shown
     }
@@ -46,7 +49,7 @@ extension ReplicaStorage {
     @discardableResult
     public func collectWriteBlocks(in zone: ZoneKey) throws -> Int {
         guard let sync = try syncState(of: zone) else { return 0 }
-        let shown = try WriteBlockCollection.shownStamps(zoneState: sync.zoneState) { body in try forEachRecord(in: zone, body) }
+        let shown = try WriteBlockCollection.shownStamps(zoneState: sync.zoneState, residueDeletions: try residueDeletions(in: zone)) { body in try forEachRecord(in: zone, body) }
         var dropped = 0
         for writer in try blockWriters(in: zone) {
             let collectable = WriteBlockCollection.collectable(try writeBlocks(of: writer, in: zone, endingIn: WriteBlockCollection.anyEnd, entries: true), shown: shown[writer] ?? [])

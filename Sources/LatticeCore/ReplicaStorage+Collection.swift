@@ -33,23 +33,34 @@ extension ReplicaStorage {
     /// tombstone the residue stands for, then collected); one held in a newer
     /// incarnation stays, as it would win over the tombstone. Returns how many
     /// records went.
-    public func takeCollected(_ records: [(name: String, residue: RecordResidue)], in zone: ZoneKey) throws -> Int {
+    ///
+    /// The teller's word alone changes only what this replica holds as
+    /// deleted already (a tombstone of the same incarnation goes, a residue's
+    /// vector joins). Anything else — a live record deleted, a residue where
+    /// none was, a newer incarnation of one — needs the delete its writer
+    /// signed: the residue names it, and one of `blocks` (or a block stored
+    /// here) must sign exactly that delete, by a writer this replica accepts.
+    /// What is not so proven is skipped, and nothing of it changes.
+    public func takeCollected(_ records: [(name: String, residue: RecordResidue)], blocks: [WriteBlock] = [], in zone: ZoneKey) throws -> Int {
         guard try syncState(of: zone)?.zoneState.exists == true else { return 0 }
         var taken = 0
         var candidates = Set<String>()
+        var proofs = DeletionProofs(blocks: blocks, zone: zone)
         for (name, told) in records {
             guard let held = try record(named: name, in: zone) else {
                 // Not held: its residue still guards against a stale copy another device may bring.
-                if let mine = try self.residue(named: name, in: zone) {
+                if let mine = try self.residue(named: name, in: zone), mine.causalLength >= told.causalLength {
                     if mine.causalLength == told.causalLength, !mine.vector.dominates(told.vector) {
-                        try storeResidue(RecordResidue(causalLength: mine.causalLength, vector: mine.vector.joined(with: told.vector)), named: name, in: zone)
+                        try storeResidue(RecordResidue(causalLength: mine.causalLength, vector: mine.vector.joined(with: told.vector), deletion: mine.deletion), named: name, in: zone)
                     }
-                } else {
+                } else if try proofs.prove(told, named: name, storage: self) {
                     try storeResidue(told, named: name, in: zone)
                 }
                 continue
             }
             guard held.causalLength <= told.causalLength else { continue }
+            let heldAsDeleted = !held.isAlive && held.causalLength == told.causalLength
+            guard try heldAsDeleted || proofs.prove(told, named: name, storage: self) else { continue }
             // The peer's incarnation, not this record's next one: the record may have been created and
             // deleted again meanwhile, and a save here must start after every incarnation the others ended.
             let residue = told
@@ -57,6 +68,7 @@ extension ReplicaStorage {
             if held.causalLength < residue.causalLength || held.isAlive {
                 // Merged with the tombstone the residue stands for: its incarnation wins, vectors join.
                 tombstone = Merge.merge(local: held, incoming: residue.tombstone(named: name, type: held.recordType)).state
+                tombstone.deleted = residue.deletion
                 try store(tombstone, previous: held, in: zone)
                 candidates.formUnion(try cascadeSources(of: name, in: zone))
             } else {
@@ -65,6 +77,8 @@ extension ReplicaStorage {
             try collect(tombstone, in: zone)
             taken += 1
         }
+        // The deletes' blocks stay with the residues that name them, to prove them to the next device.
+        for block in proofs.used { try storeWriteBlock(block) }
         // What referenced them with deleteSelf goes too, as it went where they were deleted.
         return taken + (try cascade(from: candidates, in: zone).count)
     }
@@ -73,5 +87,36 @@ extension ReplicaStorage {
     func causalLength(of name: String, in zone: ZoneKey) throws -> UInt64 {
         if let version = try recordVersion(named: name, in: zone) { return version.causalLength }
         return try residue(named: name, in: zone)?.causalLength ?? 0
+    }
+}
+
+/// The blocks a `collected` message brings to prove its deletes, each
+/// checked once.
+struct DeletionProofs {
+    private var byReplica: [ReplicaID: [WriteBlock]]
+    private let zone: ZoneKey
+    private var verified: [String: Bool] = [:]
+    private(set) var used: [WriteBlock] = []
+    private var usedKeys = Set<String>()
+
+    init(blocks: [WriteBlock], zone: ZoneKey) {
+        byReplica = Dictionary(grouping: blocks.filter { $0.entries != nil && $0.zone == zone }, by: \.replica)
+        self.zone = zone
+    }
+
+    /// Whether a block signs the delete `residue` names, for `name` in this
+    /// zone, by a writer `storage` accepts writes from at that stamp.
+    mutating func prove(_ residue: RecordResidue, named name: String, storage: some ReplicaStorage) throws -> Bool {
+        guard let deletion = residue.deletion, let digest = residue.deletionDigest(named: name, in: zone),
+              storage.refusal(ofWriter: deletion.replica, at: deletion.time) == nil else { return false }
+        if try storage.writeBlock(of: deletion.replica, in: zone, covering: deletion.time)?.digest(at: deletion.time) == digest { return true }
+        for block in byReplica[deletion.replica] ?? [] where block.digest(at: deletion.time) == digest {
+            let key = "\(block.replica) \(block.last.rawValue) \(block.entriesHash)"
+            if verified[key] == nil { verified[key] = block.isSignatureValid }
+            guard verified[key] == true else { continue }
+            if usedKeys.insert(key).inserted { used.append(block) }
+            return true
+        }
+        return false
     }
 }

@@ -37,6 +37,8 @@ public protocol ReplicaStorage: AnyObject {
     /// Replaces a collected record's residue: a state of it arrived that adds
     /// to its vector (a change, committed as a tombstone's would be).
     func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) throws
+    /// The stamps of the deletes the zone's residues stand for: their blocks stay.
+    func residueDeletions(in zone: ZoneKey) throws -> [Stamp]
     /// Removes a tombstone, keeping its residue: no reader's view changes, so
     /// it takes no commit sequence.
     func collect(_ tombstone: RecordState, in zone: ZoneKey) throws

@@ -69,6 +69,13 @@ public struct WriteBlock: Hashable, Sendable {
         self.entries = entries
     }
 
+    /// A whole block as read from a peer: its replica and entry hash follow
+    /// from the key and the entries. Check it with `isSignatureValid`.
+    public init(zone: ZoneKey, publicKey: [UInt8], last: HLCTimestamp, entries: [Entry], signature: [UInt8]) throws {
+        self.init(zone: zone, publicKey: publicKey, replica: try Self.replica(of: publicKey), last: last, count: entries.count,
+                  entriesHash: Self.hash(of: entries), signature: signature, entries: entries)
+    }
+
     public var isHead: Bool { entries == nil }
 
     /// The same block without its entries.

@@ -207,7 +207,7 @@ public protocol SyncDelegate: Sendable {
     /// `peer` collected these records' tombstones while this device was away:
     /// each held here in an incarnation up to the residue's goes as the
     /// deletion it was; returns how many records were deleted.
-    func applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], from peer: DeviceID) throws -> Int
+    func applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock], from peer: DeviceID) throws -> Int
 }
 
 /// What the store committed since a session last looked (`SyncDelegate.localChanges`).
@@ -244,7 +244,7 @@ extension SyncDelegate {
     public func holdings(for peer: DeviceID) throws -> [ZoneAdvert] {
         try hello(for: peer).zones.map { ZoneAdvert(zone: $0.zone, zoneState: $0.zoneState, vector: $0.vector, resume: nil) }
     }
-    public func applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], from peer: DeviceID) throws -> Int { 0 }
+    public func applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock], from peer: DeviceID) throws -> Int { 0 }
 }
 
 /// The store stopped trusting a device while its session ran: the session

@@ -8,11 +8,14 @@ public enum SyncWire {
     /// comparisons (`reconcile`): a session with a version-1 peer does neither,
     /// and its hello says nothing of them.
     /// Version 3 adds `collected`, for a device back after the tombstone horizon.
-    public static let versions: ClosedRange<UInt8> = 1...3
+    /// Version 4 signs it: each residue names its delete, and the message
+    /// carries the deletes' blocks (a version-3 `collected` still decodes, and
+    /// changes only what the receiver holds as deleted already).
+    public static let versions: ClosedRange<UInt8> = 1...4
     /// The first version whose peers relay and compare digests.
     public static let relayingVersion: UInt8 = 2
-    /// The first version whose peers understand `collected`.
-    public static let collectingVersion: UInt8 = 3
+    /// The first version whose peers understand `collected` with its deletes' blocks.
+    public static let collectingVersion: UInt8 = 4
     /// The largest message (plaintext) a peer may send; frames carry at most this plus the cipher's overhead.
     public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.
@@ -32,11 +35,13 @@ extension SyncMessage {
     public static let maximumNeighbors = 4096
 
     private enum Kind: UInt8 {
-        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply, neighbors, holdsRequest, holds, collected
+        case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply, neighbors, holdsRequest, holds, unsignedCollected, collected
     }
 
     /// Records in one `collected` message: each at most a name of 255 bytes and a vector, well under a megabyte.
     public static let maximumCollectedRecords = 2048
+    /// Blocks in one `collected` message: each at most 256 entries of about 37 bytes.
+    public static let maximumCollectedBlocks = 32
 
     /// The message's bytes inside the channel.
     public func encoded() -> [UInt8] {
@@ -107,7 +112,7 @@ extension SyncMessage {
         case .holds(let zones):
             writer.byte(Kind.holds.rawValue)
             Self.write(zones, into: &writer)
-        case .collected(let zone, let zoneIncarnation, let records):
+        case .collected(let zone, let zoneIncarnation, let records, let blocks):
             writer.byte(Kind.collected.rawValue)
             Self.write(zone, into: &writer)
             writer.varint(zoneIncarnation)
@@ -116,6 +121,26 @@ extension SyncMessage {
                 writer.string(record.name)
                 writer.varint(record.residue.causalLength)
                 Self.write(record.residue.vector, into: &writer)
+                if let deletion = record.residue.deletion {
+                    writer.byte(1)
+                    Self.write(deletion, into: &writer)
+                } else {
+                    writer.byte(0)
+                }
+            }
+            writer.varint(blocks.count)
+            for block in blocks {
+                writer.raw(block.publicKey)
+                writer.varint(block.last.rawValue)
+                writer.raw(block.signature)
+                let entries = block.entries ?? []
+                writer.varint(entries.count)
+                var previous: UInt64 = 0
+                for entry in entries {
+                    writer.varint(entry.time.rawValue - previous)
+                    previous = entry.time.rawValue
+                    writer.raw(entry.digest)
+                }
             }
         }
         return writer.bytes
@@ -206,7 +231,8 @@ extension SyncMessage {
                 let zones = try Self.readAdverts(from: &reader)
                 guard zones.allSatisfy({ $0.resume == nil }) else { throw ProtocolError.malformed("a holds message with resume points") }
                 self = .holds(zones)
-            case .collected:
+            case .collected, .unsignedCollected:
+                let signed = kind == .collected
                 let zone = try Self.readZone(from: &reader)
                 let zoneIncarnation = try reader.varint()
                 // Records are collected only in a zone that exists: an odd incarnation.
@@ -220,9 +246,22 @@ extension SyncMessage {
                     let causalLength = try reader.varint()
                     // A tombstone's causal length is even (and not zero).
                     guard causalLength > 0, causalLength % 2 == 0, causalLength < 1 << 62 else { throw ProtocolError.malformed("a collected record of causal length \(causalLength)") }
-                    records.append(CollectedRecord(name: name, residue: RecordResidue(causalLength: causalLength, vector: try Self.readVector(from: &reader))))
+                    var residue = RecordResidue(causalLength: causalLength, vector: try Self.readVector(from: &reader))
+                    if signed {
+                        switch try reader.byte() {
+                        case 0: break
+                        case 1: residue.deletion = try Self.readStamp(from: &reader)
+                        case let other: throw ProtocolError.malformed("a collected record's deletion flag \(other)")
+                        }
+                    }
+                    records.append(CollectedRecord(name: name, residue: residue))
                 }
-                self = .collected(zone: zone, zoneIncarnation: zoneIncarnation, records: records)
+                var blocks: [WriteBlock] = []
+                if signed {
+                    let count = try reader.count(below: Self.maximumCollectedBlocks + 1, "collected block count")
+                    for _ in 0..<count { blocks.append(try Self.readWholeBlock(from: &reader, in: zone)) }
+                }
+                self = .collected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, blocks: blocks)
             }
             guard reader.isAtEnd else { throw ProtocolError.malformed("\(reader.remaining) trailing bytes after a \(kind) message") }
         } catch let error as ProtocolError {
@@ -360,6 +399,28 @@ extension SyncMessage {
     private static func readStamp(from reader: inout BinaryReader) throws -> Stamp {
         let replica = ReplicaID(bytes: try reader.raw(16))
         return Stamp(time: HLCTimestamp(rawValue: try reader.varint()), replica: replica)
+    }
+
+    /// A whole signed block, as `collected` carries it (times as rising deltas, each with its digest).
+    private static func readWholeBlock(from reader: inout BinaryReader, in zone: ZoneKey) throws -> WriteBlock {
+        let publicKey = Array(try reader.raw(WriteBlock.publicKeyLength))
+        let last = HLCTimestamp(rawValue: try reader.varint())
+        let signature = Array(try reader.raw(WriteBlock.signatureLength))
+        let count = try reader.count(below: WriteBlock.maximumEntries + 1, "block entry count")
+        var entries: [WriteBlock.Entry] = []
+        var time: UInt64 = 0
+        for index in 0..<count {
+            let delta = try reader.varint()
+            let (next, overflow) = time.addingReportingOverflow(delta)
+            guard !overflow, next <= last.rawValue, index == 0 || delta > 0 else { throw ProtocolError.malformed("a block's entries out of order") }
+            time = next
+            entries.append(WriteBlock.Entry(time: HLCTimestamp(rawValue: time), digest: Array(try reader.raw(WriteDigest.length))))
+        }
+        do {
+            return try WriteBlock(zone: zone, publicKey: publicKey, last: last, entries: entries, signature: signature)
+        } catch {
+            throw ProtocolError.malformed("a block's key: \(error)")
+        }
     }
 
     private static func write(_ vector: VersionVector, into writer: inout BinaryWriter) {

@@ -184,7 +184,10 @@ public enum SyncMessage: Hashable, Sendable {
     /// incarnation is deleted there too (`CollectedRecord`).
     /// `zoneIncarnation`: the zone's causal length at the sender; a receiver
     /// holding another incarnation of the zone takes none of it.
-    case collected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord])
+    /// `blocks`: the signed blocks of the deletes the residues name
+    /// (`RecordResidue.deletion`): the receiver deletes a record it holds
+    /// live on a delete its writer signed, never on the sender's word.
+    case collected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock])
 }
 
 /// A record whose tombstone was collected: its name and what is left of the tombstone.

@@ -28,7 +28,7 @@ public struct SyncSession: Sendable {
         case answerHolds
         /// The peer collected these records' tombstones while this device was away: delete here
         /// those still held in an older incarnation (`SyncDelegate.applyCollected`). Nothing answers it.
-        case applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord])
+        case applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock])
         case close(ProtocolError)
         case event(SessionEvent)
     }
@@ -246,7 +246,8 @@ public struct SyncSession: Sendable {
         case .neighbors(let devices): return receiveNeighbors(devices)
         case .holdsRequest: return receiveHoldsRequest()
         case .holds(let zones): return receiveHolds(zones)
-        case .collected(let zone, let zoneIncarnation, let records): return receiveCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records)
+        case .collected(let zone, let zoneIncarnation, let records, let blocks):
+            return receiveCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, blocks: blocks)
         }
     }
 

@@ -296,6 +296,15 @@ enum StoreSchema {
                 try AssetScope.grantFromReferences([UInt8](hash), in: db)
             }
         }
+        migrator.registerMigration("v16: signed residues") { db in
+            try db.execute(sql: """
+                -- The stamp of the delete each residue stands for: its signed block is kept with
+                -- the residue, so a device back after the tombstone horizon deletes a record on a
+                -- delete its writer signed (takeCollected), never on the teller's word. NULL in
+                -- residues kept by an earlier build: those prove nothing to another device.
+                ALTER TABLE residues ADD COLUMN deletion BLOB;
+                """)
+        }
         return migrator
     }
 

@@ -8,10 +8,39 @@ extension StoreSnapshot {
     public func residues(in key: ZoneKey) throws -> [String: RecordResidue] {
         guard let zone = try zoneRow(key) else { return [:] }
         var residues: [String: RecordResidue] = [:]
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, causal_length, vector FROM residues WHERE zone = ?"), arguments: [zone.id]) {
-            residues[row[0]] = RecordResidue(causalLength: UInt64(row[1] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[2] as Data)))
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, causal_length, vector, deletion FROM residues WHERE zone = ?"), arguments: [zone.id]) {
+            residues[row[0]] = try Self.residue(row, from: 1)
         }
         return residues
+    }
+
+    /// A residue row's causal length, vector and deletion, from column `first` on.
+    static func residue(_ row: Row, from first: Int) throws -> RecordResidue {
+        let deletion = (row[first + 2] as Data?).map { [UInt8]($0) }
+        return RecordResidue(
+            causalLength: UInt64(row[first] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[first + 1] as Data)),
+            deletion: try deletion.map { try RecordBlob.decodeStamp($0) })
+    }
+
+    /// The signed blocks of the deletes `residues` name (each once): what
+    /// proves them to a device back after the tombstone horizon.
+    public func deletionBlocks(of residues: [RecordResidue], in key: ZoneKey) throws -> [WriteBlock] {
+        var blocks: [WriteBlock] = []
+        var seen = Set<String>()
+        for deletion in residues.compactMap(\.deletion) {
+            if blocks.contains(where: { $0.replica == deletion.replica && $0.digest(at: deletion.time) != nil }) { continue }
+            guard let block = try writeBlock(of: deletion.replica, in: key, covering: deletion.time), block.entries != nil,
+                  seen.insert("\(block.replica) \(block.last.rawValue)").inserted else { continue }
+            blocks.append(block)
+        }
+        return blocks
+    }
+
+    /// The stamps of the deletes the zone's residues stand for: their blocks stay (`collectWriteBlocks`).
+    public func residueDeletions(in key: ZoneKey) throws -> [Stamp] {
+        guard let zone = try zoneRow(key) else { return [] }
+        return try Data.fetchAll(db.cachedStatement(sql: "SELECT deletion FROM residues WHERE zone = ? AND deletion IS NOT NULL"), arguments: [zone.id])
+            .map { try RecordBlob.decodeStamp([UInt8]($0)) }
     }
 
     /// What is left of the record's collected tombstone, if it was collected.
@@ -21,8 +50,8 @@ extension StoreSnapshot {
     }
 
     func collectedResidue(of name: String, zoneID: Int64) throws -> RecordResidue? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT causal_length, vector FROM residues WHERE zone = ? AND name = ?"), arguments: [zoneID, name]) else { return nil }
-        return RecordResidue(causalLength: UInt64(row[0] as Int64), vector: try RecordBlob.decodeVector([UInt8](row[1] as Data)))
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT causal_length, vector, deletion FROM residues WHERE zone = ? AND name = ?"), arguments: [zoneID, name]) else { return nil }
+        return try Self.residue(row, from: 0)
     }
 
     /// The join of the vectors of the tombstones the zone collected: a device

@@ -39,7 +39,9 @@ extension RecordStore {
             let counts = try snapshot.blockCounts(in: key)
             if ifGrown, counts.now <= 2 * counts.kept + Self.blocksGrowthAllowance { return nil }
             guard let sync = try snapshot.syncState(of: key) else { return nil }
-            let shown = try WriteBlockCollection.shownStamps(zoneState: sync.zoneState) { body in try snapshot.forEachRecord(in: key, body) }
+            let shown = try WriteBlockCollection.shownStamps(zoneState: sync.zoneState, residueDeletions: try snapshot.residueDeletions(in: key)) { body in
+                try snapshot.forEachRecord(in: key, body)
+            }
             let candidates = try snapshot.blockWriters(in: key).flatMap { writer in
                 WriteBlockCollection.collectable(try snapshot.writeBlocks(of: writer, in: key, endingIn: WriteBlockCollection.anyEnd), shown: shown[writer] ?? [])
             }
@@ -48,7 +50,10 @@ extension RecordStore {
         guard let found else { return 0 }
         return try write { transaction in
             // What changed since the snapshot may show some of those writes again: only those records are read.
-            let shownSince = try WriteBlockCollection.shownStamps(zoneState: try transaction.syncState(of: key)?.zoneState) { body in
+            // Tombstones collected since left residues whose deletes stay proven.
+            let shownSince = try WriteBlockCollection.shownStamps(
+                zoneState: try transaction.syncState(of: key)?.zoneState, residueDeletions: try transaction.residueDeletions(in: key)
+            ) { body in
                 for (state, _) in try transaction.records(changedAfter: found.sequence, in: key) { try body(state) }
             }
             var dropped = 0

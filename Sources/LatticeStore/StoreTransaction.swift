@@ -312,8 +312,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     }
 
     private func writeResidue(_ residue: RecordResidue, named name: String, zone: Int64) throws {
-        try db.cachedStatement(sql: "INSERT OR REPLACE INTO residues (zone, name, causal_length, vector) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [zone, name, Int64(residue.causalLength), Data(RecordBlob.encodeVector(residue.vector))])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO residues (zone, name, causal_length, vector, deletion) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [zone, name, Int64(residue.causalLength), Data(RecordBlob.encodeVector(residue.vector)), residue.deletion.map { Data(RecordBlob.encodeStamp($0)) }])
         hasResidues[zone] = true
     }
 

@@ -120,9 +120,9 @@ public struct ConnectionHandle: Sendable, Hashable {
 
     /// Tells the peer, if it understands it, records whose tombstones this
     /// side collected while it was away (`SyncMessage.collected`).
-    public func tellCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord]) {
+    public func tellCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock]) {
         let handler = handler
-        channel.eventLoop.execute { handler.value.tellCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records) }
+        channel.eventLoop.execute { handler.value.tellCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, blocks: blocks) }
     }
 
     /// Asks a relaying peer what it holds; the answer comes as `peerHolds` events.
@@ -581,10 +581,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 runOffLoop({ try delegate.holdings(for: peer) }) { handler, zones in
                     handler.mutateSession { $0.holdingsRead(zones) }
                 }
-            case .applyCollected(let zone, let zoneIncarnation, let records):
+            case .applyCollected(let zone, let zoneIncarnation, let records, let blocks):
                 let delegate = delegate
                 guard let peer else { continue }
-                runOffLoop({ try delegate.applyCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, from: peer) }) { handler, deleted in
+                runOffLoop({ try delegate.applyCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, blocks: blocks, from: peer) }) { handler, deleted in
                     guard deleted > 0 else { return }
                     handler.logger.warning("this device was away longer than the peer's tombstone horizon: records deleted meanwhile, whose tombstones the peer collected, are deleted here too, and change tokens from before now expire", metadata: [
                         "peer": "\(peer)", "zone": "\(zone)", "deleted": "\(deleted)"])
@@ -627,10 +627,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         }
     }
 
-    fileprivate func tellCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord]) {
+    fileprivate func tellCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock]) {
         // An older peer's decoder knows no `collected` message: it keeps the tombstones' residues away.
         guard version >= SyncWire.collectingVersion else { return }
-        mutateSession { $0.sendCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records) }
+        mutateSession { $0.sendCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, blocks: blocks) }
     }
 
     fileprivate func mutateSession(_ body: (inout SyncSession) -> [SyncSession.Action]) {

@@ -187,13 +187,42 @@ import Testing
         var session = caughtUp()
         let sent = session.sendCollected(zone: notes, zoneIncarnation: 1, records: records)
         #expect(sent.count == 3, "in messages of at most \(SyncMessage.maximumCollectedRecords)")
-        #expect(sent.flatMap { action -> [CollectedRecord] in if case .send(.collected(_, _, let part)) = action { return part } else { return [] } } == records)
+        #expect(sent.flatMap { action -> [CollectedRecord] in if case .send(.collected(_, _, let part, _)) = action { return part } else { return [] } } == records)
         #expect(session.sendCollected(zone: ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: "s", ownerName: "o")), zoneIncarnation: 1, records: records).isEmpty)
-        #expect(session.receive(.collected(zone: notes, zoneIncarnation: 1, records: Array(records.prefix(2)))) == [.applyCollected(zone: notes, zoneIncarnation: 1, records: Array(records.prefix(2)))])
+        #expect(session.receive(.collected(zone: notes, zoneIncarnation: 1, records: Array(records.prefix(2)), blocks: [])) == [.applyCollected(zone: notes, zoneIncarnation: 1, records: Array(records.prefix(2)), blocks: [])])
         var stranger = caughtUp(access: .publicOnly)
         #expect(stranger.sendCollected(zone: notes, zoneIncarnation: 1, records: records).isEmpty)
-        #expect(closeReason(stranger.receive(.collected(zone: notes, zoneIncarnation: 1, records: []))) != nil)
+        #expect(closeReason(stranger.receive(.collected(zone: notes, zoneIncarnation: 1, records: [], blocks: []))) != nil)
         var other = caughtUp()
-        #expect(closeReason(other.receive(.collected(zone: ZoneKey(scope: .public, zoneID: ZoneID(zoneName: "_defaultZone")), zoneIncarnation: 1, records: []))) != nil)
+        #expect(closeReason(other.receive(.collected(zone: ZoneKey(scope: .public, zoneID: ZoneID(zoneName: "_defaultZone")), zoneIncarnation: 1, records: [], blocks: []))) != nil)
+    }
+
+    /// Each message carries the blocks of its records' deletes, at most
+    /// `maximumCollectedBlocks`: a record whose block would pass that starts the next message.
+    @Test func collectedRecordsTravelWithTheBlocksOfTheirDeletes() throws {
+        let identity = try Identity.generate()
+        let writer = try WriteBlock.replica(of: identity.publicKey)
+        // 40 blocks of 3 deletes each.
+        var blocks: [WriteBlock] = []
+        var records: [CollectedRecord] = []
+        for index in 0..<40 {
+            let times = (0..<3).map { HLCTimestamp(rawValue: UInt64(index * 10 + $0 + 1)) }
+            blocks.append(try WriteBlock.seal(times.map { WriteBlock.Entry(time: $0, digest: Array(repeating: UInt8(index), count: 32)) }, last: times.last!, in: notes, by: identity))
+            for time in times {
+                records.append(CollectedRecord(name: "r\(time.rawValue)", residue: RecordResidue(causalLength: 2, vector: VersionVector(), deletion: Stamp(time: time, replica: writer))))
+            }
+        }
+        var session = caughtUp()
+        let messages = session.sendCollected(zone: notes, zoneIncarnation: 1, records: records, blocks: blocks.shuffled()).compactMap { action -> ([CollectedRecord], [WriteBlock])? in
+            if case .send(.collected(_, _, let part, let carried)) = action { return (part, carried) } else { return nil }
+        }
+        #expect(messages.count == 2)
+        #expect(messages.flatMap(\.0) == records)
+        for (part, carried) in messages {
+            #expect(carried.count <= SyncMessage.maximumCollectedBlocks)
+            for record in part {
+                #expect(carried.contains { $0.digest(at: record.residue.deletion!.time) != nil }, "\(record.name) travels without its delete's block")
+            }
+        }
     }
 }

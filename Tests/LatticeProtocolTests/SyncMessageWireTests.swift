@@ -49,8 +49,8 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         .hello({ var hello = Hello(container: "app", zones: []); hello.relays = true; return hello }()),
         .collected(zone: notes, zoneIncarnation: 3, records: [
             CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: vector((replicaA, 3)))),
-            CollectedRecord(name: "coco", residue: RecordResidue(causalLength: 4, vector: VersionVector())),
-        ]),
+            CollectedRecord(name: "coco", residue: RecordResidue(causalLength: 4, vector: VersionVector(), deletion: Stamp(time: HLCTimestamp(rawValue: 9), replica: replicaA))),
+        ], blocks: [deletionBlock]),
     ]
 
     @Test func collectedRecordsThatNoTombstoneCouldLeaveAreRefused() {
@@ -62,10 +62,10 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
              CollectedRecord(name: "up", residue: RecordResidue(causalLength: 4, vector: VersionVector()))],
             [CollectedRecord(name: "", residue: RecordResidue(causalLength: 2, vector: VersionVector()))],
         ] {
-            #expect(throws: ProtocolError.self) { try SyncMessage(decoding: SyncMessage.collected(zone: notes, zoneIncarnation: 1, records: records).encoded()) }
+            #expect(throws: ProtocolError.self) { try SyncMessage(decoding: SyncMessage.collected(zone: notes, zoneIncarnation: 1, records: records, blocks: []).encoded()) }
         }
         // Nothing is collected in a deleted zone (an even incarnation).
-        let deletedZone = SyncMessage.collected(zone: notes, zoneIncarnation: 2, records: [CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: VersionVector()))])
+        let deletedZone = SyncMessage.collected(zone: notes, zoneIncarnation: 2, records: [CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: VersionVector()))], blocks: [])
         #expect(throws: ProtocolError.self) { try SyncMessage(decoding: deletedZone.encoded()) }
     }
 
@@ -131,3 +131,10 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         }
     }
 }
+
+/// A signed block of two writes, as a `collected` message carries one.
+let deletionBlock: WriteBlock = {
+    let entries = [WriteBlock.Entry(time: HLCTimestamp(rawValue: 5), digest: Array(repeating: 1, count: 32)),
+                   WriteBlock.Entry(time: HLCTimestamp(rawValue: 9), digest: Array(repeating: 2, count: 32))]
+    return try! WriteBlock.seal(entries, last: HLCTimestamp(rawValue: 9), in: notes, by: try! Identity.generate())
+}()

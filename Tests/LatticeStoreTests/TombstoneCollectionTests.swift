@@ -191,27 +191,65 @@ import Testing
 
     /// A device back after the horizon takes what others collected: records of older incarnations go
     /// (and what references them with deleteSelf), a newer incarnation stays, and change tokens expire.
-    @Test func recordsCollectedElsewhereGoHereAsTheyWentThere() throws {
+    /// Each on a delete its writer signed: the teller's word alone, a forged block or a causal length
+    /// the delete did not write change nothing (issue 38, finding 5).
+    @Test func recordsCollectedElsewhereGoHereAsTheyWentThereOnDeletesTheirWritersSigned() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
+        let a = try store("a")
         let b = try store("b")
-        try b.write { _ = try $0.createZone(zone) }
-        try save(b, "up", "Up")
-        try b.write { _ = try $0.save("poster", type: "Poster", in: zone, changes: [("movie", .reference(RecordReference(recordName: "up", action: .deleteSelf)))], replacement: .changedKeys) }
-        try save(b, "coco", "Coco")
+        try a.write { _ = try $0.createZone(zone) }
+        try save(a, "up", "Up")
+        try a.write { _ = try $0.save("poster", type: "Poster", in: zone, changes: [("movie", .reference(RecordReference(recordName: "up", action: .deleteSelf)))], replacement: .changedKeys) }
+        try save(a, "coco", "Coco")
+        try send(a, to: b)
         try b.write { _ = try $0.delete(["coco"], in: zone) }
         try save(b, "coco", "Coco again") // incarnation 3
-        let before = try b.currentSequence()
-        let other = ReplicaID(high: 9, low: 9)
-        let residue = RecordResidue(causalLength: 2, vector: VersionVector([(other, HLCTimestamp(rawValue: 1 << 40))]))
-        let taken = try b.write { try $0.takeCollected([("up", residue), ("coco", residue), ("never", residue)], in: zone) }
+        // A deletes while B is away, and collects.
+        try save(a, "never", "Never sent")
+        try a.write { _ = try $0.delete(["up", "coco", "never"], in: zone) }
+        #expect(Set(try a.collectTombstones(in: zone, acknowledged: try vector(a))) == ["up", "coco", "never", "poster"])
+        try a.collectWriteBlocks(in: zone)
+        let (told, blocks) = try a.read { snapshot in
+            let residues = try snapshot.residues(in: zone, notCoveredBy: VersionVector()).filter { $0.name != "poster" }
+            return (residues, try snapshot.deletionBlocks(of: residues.map(\.residue), in: zone))
+        }
+        #expect(told.count == 3 && told.allSatisfy { $0.residue.deletion != nil })
+        #expect(!blocks.isEmpty, "the deletes' blocks stay with the residues")
+
+        // The word alone, a block whose writes were changed, or a causal length the delete did not sign: nothing changes.
+        var unsigned = told
+        for index in unsigned.indices { unsigned[index].residue.deletion = nil }
+        var forged = blocks
+        forged[0].entries![0].digest[0] ^= 1
+        var stretched = told
+        for index in stretched.indices { stretched[index].residue.causalLength = 6 }
+        let before = try records(b)
+        for (records, proofs) in [(unsigned, blocks), (told, []), (told, forged), (stretched, blocks)] {
+            #expect(try b.write { try $0.takeCollected(records.map { ($0.name, $0.residue) }, blocks: proofs, in: zone) } == 0)
+        }
+        #expect(try records(b) == before)
+        #expect(try b.read { try $0.residues(in: zone) }.isEmpty, "no residue on an unproven word")
+
+        let sequence = try b.currentSequence()
+        let taken = try b.write { try $0.takeCollected(told.map { ($0.name, $0.residue) }, blocks: blocks, in: zone) }
         #expect(taken == 2, "up and, by its deleteSelf reference, poster")
         #expect(try b.read { try $0.record("up", in: zone) } == nil)
         #expect(try b.read { try $0.record("poster", in: zone) }?.isAlive == false)
         #expect(try b.read { try $0.record("coco", in: zone) }?.causalLength == 3, "a newer incarnation wins over the tombstone")
-        #expect(try b.read { try $0.residues(in: zone) }["never"] == residue, "a name not held keeps the residue, against a stale copy another device may bring")
+        let never = try #require(told.first { $0.name == "never" }?.residue)
+        #expect(try b.read { try $0.residues(in: zone) }["never"] == never, "a name not held keeps the residue, against a stale copy another device may bring")
         let kept = try #require(try b.read { try $0.residues(in: zone) }["up"])
-        #expect(kept.causalLength == 2 && kept.vector.dominates(residue.vector))
-        #expect(try b.read { try $0.collectionHorizon(in: zone) } > before, "the zone's change tokens from before expire")
+        #expect(kept.causalLength == 2 && kept.deletion == told.first { $0.name == "up" }?.residue.deletion)
+        #expect(try b.read { try $0.collectionHorizon(in: zone) } > sequence, "the zone's change tokens from before expire")
         #expect(try b.read { try $0.horizon() } == 0, "other zones' tokens stay")
+        // B keeps the blocks too, through its own block collection: it can prove the deletes to the next device.
+        try b.collectWriteBlocks(in: zone)
+        let residues = try b.read { try $0.residues(in: zone) }
+        #expect(try b.read { try $0.deletionBlocks(of: [residues["up"]!, residues["never"]!], in: zone) }.count >= 1)
+        let c = try store("c")
+        try c.write { _ = try $0.createZone(zone) }
+        try save(c, "never", "A stale copy")
+        let again = try b.read { snapshot in try snapshot.deletionBlocks(of: [residues["never"]!], in: zone) }
+        #expect(try c.write { try $0.takeCollected([("never", residues["never"]!)], blocks: again, in: zone) } == 1)
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
+import GRDB
 @testable import Lattice
+import LatticeCore
 import LatticeTestSupport
 import Testing
 
@@ -129,5 +131,43 @@ import Testing
         }
         await back.stop()
         for node in nodes[0..<2].reversed() { await node.stop() }
+    }
+
+    /// A member's store, edited on disk, says two live records were
+    /// collected — one with no delete behind it, one naming a delete its
+    /// writer never signed — and that its zone collected past what the other
+    /// device holds. Its node tells the other device so when they meet: that
+    /// device deletes nothing on the unsigned word (issue 38, finding 5).
+    @Test func aMemberWhoseStoreSaysLiveRecordsWereCollectedDeletesNothing() async throws {
+        let directory = TemporaryDirectory()
+        let (containers, nodes) = try await loopbackMesh(directory, 2, configure)
+        let (a, liar) = (containers[0], containers[1])
+        try save(a, "kept", "Kept")
+        try save(a, "other", "Other")
+        #expect(await eventually(60) { containers.allSatisfy { holds($0, "kept") && holds($0, "other") } })
+        await nodes[1].stop()
+
+        let replica = liar.replicaID
+        let far = Stamp(time: HLCTimestamp(milliseconds: UInt64(Date().timeIntervalSince1970 * 1000) - 1000, counter: 0), replica: replica)
+        let vector = Data(RecordBlob.encodeVector(VersionVector([(replica, far.time)])))
+        let database = try DatabaseQueue(path: liar.store.directory.appendingPathComponent("lattice.sqlite").path)
+        try await database.write { db in
+            let zone = try #require(try Int64.fetchOne(db, sql: "SELECT zone FROM records WHERE name = 'kept'"))
+            try db.execute(sql: "INSERT OR REPLACE INTO residues (zone, name, causal_length, vector, deletion) VALUES (?, 'kept', 2, ?, NULL)", arguments: [zone, vector])
+            try db.execute(sql: "INSERT OR REPLACE INTO residues (zone, name, causal_length, vector, deletion) VALUES (?, 'other', 2, ?, ?)",
+                           arguments: [zone, vector, Data(RecordBlob.encodeStamp(far))])
+            try db.execute(sql: "INSERT OR REPLACE INTO collected_through (zone, vector, horizon) VALUES (?, ?, 0)", arguments: [zone, vector])
+        }
+        try database.close()
+
+        let back = SyncNode(container: liar, configuration: loopbackConfiguration(peers: nodes[0..<1].compactMap(\.listeningPort), configure))
+        try await back.start()
+        #expect(await eventually(60) { !back.connectedPeers.isEmpty })
+        try save(a, "after", "After")
+        #expect(await eventually(60) { holds(liar, "after") })
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        #expect(holds(a, "kept") && holds(a, "other"), "a record went on an unsigned word")
+        await back.stop()
+        await nodes[0].stop()
     }
 }

@@ -196,12 +196,12 @@ struct StoreSyncAdapter: SyncDelegate {
         }
     }
 
-    func applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], from peer: DeviceID) throws -> Int {
+    func applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock], from peer: DeviceID) throws -> Int {
         try store.write { transaction in
             guard try access(for: peer, in: transaction)?.isAccount == true, zone.scope == .private else { throw PeerNoLongerTrusted(peer: peer) }
             // Another incarnation of the zone here: the zones' own merge settles which one lives, and its records with it.
             guard try transaction.syncState(of: zone)?.zoneState.causalLength == zoneIncarnation else { return 0 }
-            return try transaction.takeCollected(records.map { ($0.name, $0.residue) }, in: zone)
+            return try transaction.takeCollected(records.map { ($0.name, $0.residue) }, blocks: blocks, in: zone)
         }
     }
 

@@ -75,11 +75,12 @@ extension SyncNode {
         // Read here, at the hello, on the connection's thread: the message is then queued before the
         // stream's first batch (read off the thread, after), so the peer takes it before any claim
         // that would cover what was collected.
-        guard let (incarnation, records) = try? container.store.read({ snapshot in
-            (try snapshot.syncState(of: zone)?.zoneState.causalLength ?? 0, try snapshot.residues(in: zone, notCoveredBy: vector))
+        guard let (incarnation, records, blocks) = try? container.store.read({ snapshot in
+            let records = try snapshot.residues(in: zone, notCoveredBy: vector)
+            return (try snapshot.syncState(of: zone)?.zoneState.causalLength ?? 0, records, try snapshot.deletionBlocks(of: records.map(\.residue), in: zone))
         }), !records.isEmpty, incarnation % 2 == 1 else { return }
         logger.notice("a device back after the tombstone horizon is told which records were deleted and collected meanwhile", metadata: [
             "peer": "\(peer)", "zone": "\(zone)", "records": "\(records.count)"])
-        handle.tellCollected(zone: zone, zoneIncarnation: incarnation, records: records.map { CollectedRecord(name: $0.name, residue: $0.residue) })
+        handle.tellCollected(zone: zone, zoneIncarnation: incarnation, records: records.map { CollectedRecord(name: $0.name, residue: $0.residue) }, blocks: blocks)
     }
 }
