@@ -195,6 +195,14 @@ public final class MemoryReplica: ReplicaStorage {
         slot(zone).flatMap { slots[$0].residues[name] }
     }
 
+    public func forget(_ state: RecordState, in zone: ZoneKey) {
+        guard let slot = slot(zone) else { return }
+        var bare = state
+        bare.fields = []
+        store(bare, previous: state, in: zone)
+        undo.append(.record(slot: slot, name: state.recordName, slots[slot].records.removeValue(forKey: state.recordName)))
+    }
+
     public func residueDeletions(in zone: ZoneKey) -> [Stamp] {
         slot(zone).map { slots[$0].residues.values.compactMap(\.deletion) } ?? []
     }

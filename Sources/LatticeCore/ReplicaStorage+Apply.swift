@@ -186,8 +186,8 @@ extension ReplicaStorage {
         }
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }
         summary.recordsChanged += try cascade(from: candidates, in: zone).count
-        // A revocation learned here: this device, if the owner's, vouches for what it took before.
-        if shareChanged { try vouchForHeldWrites(in: zone) }
+        // A revocation learned here: an owner device vouches for what it took before, another drops what is void.
+        if shareChanged { summary.recordsChanged += try settleRevocations(in: zone) }
         return summary
     }
 

@@ -60,14 +60,28 @@ extension ReplicaStorage {
         return true
     }
 
-    /// Vouches for the participants' writes held here that `share` (as just
-    /// taken from a peer) requires vouching for and no owner device vouched
-    /// for yet: what a device of the owner's account took before it learned
-    /// of a revocation another made (`VouchedWrites`). A local write of the
-    /// share; nothing when there is nothing to add or this is not an owner device.
-    func vouchForHeldWrites(in zone: ZoneKey) throws {
+    /// What a replica does on learning of a share change from a peer (and a
+    /// node once at its start, for shares revoked under an earlier build): a
+    /// device of the owner's account vouches for the writes it took before it
+    /// learned of a revocation; any other device drops the writes no owner
+    /// device vouches for, and what was written after the revocation
+    /// (`stripRevokedWrites`). Returns how many records
+    /// it changed.
+    public func settleRevocations(in zone: ZoneKey) throws -> Int {
         guard enforcesWriteRights, zone.scope == .shared, let previous = try record(named: Share.recordName, in: zone),
-              let share = Share.held(previous, in: zone), let vouching = try vouchingField(for: share, in: zone) else { return }
+              let share = Share.held(previous, in: zone), !share.revokedAccounts.isEmpty else { return 0 }
+        guard accounts(of: replica).contains(zone.zoneID.ownerName) else { return try stripRevokedWrites(in: zone, share: share) }
+        try vouchForHeldWrites(in: zone, share: share, previous: previous)
+        // What no vouching saves: writes stamped after the revocation, which this device took before it learned of it.
+        return try stripRevokedWrites(in: zone, share: try self.share(of: zone) ?? share)
+    }
+
+    /// Vouches for the participants' writes held here that `share` requires
+    /// vouching for and no owner device vouched for yet: what a device of the
+    /// owner's account took before it learned of a revocation another made
+    /// (`VouchedWrites`). A local write of the share; nothing when there is nothing to add.
+    private func vouchForHeldWrites(in zone: ZoneKey, share: Share, previous: RecordState) throws {
+        guard let vouching = try vouchingField(for: share, in: zone) else { return }
         let sync = try liveSyncState(of: zone)
         let stamp = nextStamp()
         let state = LocalWrite.save(
@@ -82,16 +96,11 @@ extension ReplicaStorage {
     /// that `share` requires vouching for and does not vouch for yet; nil when
     /// there are none, or this device is not of the owner's account.
     private func vouchingField(for share: Share, in zone: ZoneKey) throws -> (String, FieldValue?)? {
-        let revoked = share.revokedAccounts
-        guard !revoked.isEmpty, accounts(of: replica).contains(zone.zoneID.ownerName) else { return nil }
+        guard accounts(of: replica).contains(zone.zoneID.ownerName) else { return nil }
         var missing = VouchedWrites()
         try forEachRecord(in: zone) { state in
-            guard state.recordName != Share.recordName else { return }
-            for stamp in state.liveStamps {
-                let writable = accounts(of: stamp.replica).filter { revoked.contains($0) && share.permission(of: $0, at: stamp.time) == .readWrite }
-                guard !writable.isEmpty, writable.allSatisfy({ share.requiresVouching($0, at: stamp.time) }) else { continue }
-                let digest = WriteDigest.record(state, stamp: stamp, in: zone)
-                if !share.vouched.vouches(for: stamp, digest: digest) { missing.insert(stamp, digest: digest) }
+            for stamp in WriteRights.revokedWrites(of: state, in: zone, share: share, accounts: accounts(of:)).unvouched {
+                missing.insert(stamp, digest: WriteDigest.record(state, stamp: stamp, in: zone))
             }
         }
         guard !missing.isEmpty else { return nil }
@@ -105,5 +114,66 @@ extension ReplicaStorage {
         // (older ones elsewhere already, most likely), and those left out are refused where they are not held.
         mine.keepLatest(VouchedWrites.maximumWrites)
         return (field, .bytes(mine.encoded))
+    }
+
+    /// A device that learns of a revocation drops the revoked participant's
+    /// writes it took before that the revocation voids — made after it, or
+    /// inside the read-write time it ended and vouched for by no owner device
+    /// — which every other replica refuses (Keyhive's rule: a write
+    /// not in a revocation's past is void everywhere, its writer's devices
+    /// too): a record one created goes whole, otherwise the field versions
+    /// they wrote go. What they had overwritten comes back from the peers:
+    /// the zone's vector is lowered below what those records showed (this
+    /// replica's own writes aside) and its resume points go, so that peers
+    /// stream their versions of the records again. Returns how many records changed.
+    func stripRevokedWrites(in zone: ZoneKey, share: Share) throws -> Int {
+        var found: [(state: RecordState, revoked: WriteRights.RevokedWrites)] = []
+        try forEachRecord(in: zone) { state in
+            let revoked = WriteRights.revokedWrites(of: state, in: zone, share: share, accounts: accounts(of:))
+            if !revoked.isEmpty { found.append((state, revoked)) }
+        }
+        guard !found.isEmpty, var sync = try syncState(of: zone) else { return 0 }
+        for (state, revoked) in found {
+            let refused = revoked.unvouched.union(revoked.afterRevocation)
+            // Peers' versions of the record come again, from its writers' first writes it shows on (the
+            // dropped writes too: an owner device that took them before it learned may vouch for them yet).
+            var earliest: [ReplicaID: HLCTimestamp] = [:]
+            for entry in state.vector.entries { earliest[entry.replica] = entry.time }
+            state.forEachPart { stamp, _, _ in earliest[stamp.replica] = min(earliest[stamp.replica] ?? stamp.time, stamp.time) }
+            for ghost in state.ghosts { earliest[ghost.stamp.replica] = min(earliest[ghost.stamp.replica] ?? ghost.stamp.time, ghost.stamp.time) }
+            for (writer, time) in earliest where writer != replica { sync.vector.lower(writer, below: time) }
+            if refused.contains(state.created) || refused.contains(state.typeStamp) || state.deleted.map(refused.contains) == true {
+                try forget(state, in: zone)
+                continue
+            }
+            var stripped = state.removingWrites(refused)
+            for (writer, limit) in revoked.vectorLimits {
+                stripped.vector.lower(writer, below: HLCTimestamp(rawValue: limit.rawValue + 1))
+            }
+            try store(stripped, previous: state, in: zone)
+        }
+        try setSyncState(sync, of: zone)
+        try forgetResumePoints(in: zone)
+        return found.count
+    }
+}
+
+extension RecordState {
+    /// The state without the field versions and ghosts `stamps` wrote, its
+    /// vector naming their writers no further than the parts left show.
+    func removingWrites(_ stamps: Set<Stamp>) -> RecordState {
+        var state = self
+        state.fields = fields.compactMap { register in
+            let versions = ([register.winner] + register.losers).filter { !stamps.contains($0.stamp) }.sorted { Merge.wins($0, over: $1) }
+            guard let winner = versions.first else { return nil }
+            return FieldRegister(name: register.name, winner: winner, losers: Array(versions.dropFirst()))
+        }
+        state.ghosts = ghosts.filter { !stamps.contains($0.stamp) }
+        let shown = state.liveStamps
+        for writer in Set(stamps.map(\.replica)) {
+            let kept = shown.filter { $0.replica == writer }.map(\.time).max() ?? .zero
+            state.vector.lower(writer, below: HLCTimestamp(rawValue: kept.rawValue + 1))
+        }
+        return state
     }
 }

@@ -37,6 +37,11 @@ public protocol ReplicaStorage: AnyObject {
     /// Replaces a collected record's residue: a state of it arrived that adds
     /// to its vector (a change, committed as a tombstone's would be).
     func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) throws
+    /// Removes a record whole, leaving no tombstone or residue: what a replica
+    /// took that was void (a revoked participant's write no one vouches for).
+    func forget(_ state: RecordState, in zone: ZoneKey) throws
+    /// Drops every peer's resume point in the zone: their next streams start from the vector.
+    func forgetResumePoints(in zone: ZoneKey) throws
     /// The stamps of the deletes the zone's residues stand for: their blocks stay.
     func residueDeletions(in zone: ZoneKey) throws -> [Stamp]
     /// Removes a tombstone, keeping its residue: no reader's view changes, so
@@ -129,6 +134,7 @@ extension ReplicaStorage {
 
     /// Nothing to note where no one asks whether a head was signed (`holdsOwnHead` is the store's).
     public func noteOwnBlocksCollected(through last: HLCTimestamp, in zone: ZoneKey) throws {}
+    public func forgetResumePoints(in zone: ZoneKey) throws {}
 
     public func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
         try record(named: name, in: zone)?.version

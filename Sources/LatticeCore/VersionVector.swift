@@ -34,6 +34,13 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Lowers the entry of `replica` below `time` if it is at or above it
+    /// (an entry that would reach zero goes): what a replica holds no more.
+    public mutating func lower(_ replica: ReplicaID, below time: HLCTimestamp) {
+        guard let index = index(of: replica), entries[index].time >= time else { return }
+        if time.rawValue <= 1 { entries.remove(at: index) } else { entries[index].time = HLCTimestamp(rawValue: time.rawValue - 1) }
+    }
+
     /// Whether `stamp`'s write is accounted for by this vector.
     public func covers(_ stamp: Stamp) -> Bool { self[stamp.replica] >= stamp.time }
 

@@ -138,6 +138,56 @@ extension WriteRights {
         return nil
     }
 
+    /// What a revocation in its share voids in `state`.
+    public struct RevokedWrites: Equatable, Sendable {
+        /// Participants' writes stamped inside a read-write time the owner
+        /// ended since, which no owner device vouches for (`VouchedWrites`).
+        public var unvouched = Set<Stamp>()
+        /// Participants' writes stamped after the owner ended their read-write time.
+        public var afterRevocation = Set<Stamp>()
+        /// Vector entries of participants beyond their read-write time: how
+        /// far each may go (zero: not at all).
+        public var vectorLimits: [ReplicaID: HLCTimestamp] = [:]
+
+        public var isEmpty: Bool { unvouched.isEmpty && afterRevocation.isEmpty && vectorLimits.isEmpty }
+    }
+
+    /// What a revocation in `share` voids in `state`: what an honest replica
+    /// took before it learned of the revocation (its writer had not learned
+    /// of it either), and drops then, as every other replica refuses it.
+    public static func revokedWrites(of state: RecordState, in zone: ZoneKey, share: Share, accounts: (ReplicaID) -> Set<String>) -> RevokedWrites {
+        var result = RevokedWrites()
+        guard state.recordName != Share.recordName else { return result }
+        let revoked = share.revokedAccounts
+        func revokedParticipant(_ replica: ReplicaID) -> Set<String>? {
+            let of = accounts(replica)
+            return of.contains(zone.zoneID.ownerName) || of.isDisjoint(with: revoked) ? nil : of
+        }
+        for stamp in state.liveStamps {
+            guard let of = revokedParticipant(stamp.replica) else { continue }
+            let writable = of.filter { share.permission(of: $0, at: stamp.time) == .readWrite }
+            if writable.isEmpty {
+                result.afterRevocation.insert(stamp)
+                continue
+            }
+            guard writable.allSatisfy({ share.requiresVouching($0, at: stamp.time) }) else { continue }
+            if !share.vouched.vouches(for: stamp, digest: WriteDigest.record(state, stamp: stamp, in: zone)) { result.unvouched.insert(stamp) }
+        }
+        for entry in state.vector.entries {
+            guard let of = revokedParticipant(entry.replica), !of.contains(where: { share.permission(of: $0, at: entry.time) == .readWrite }) else { continue }
+            // The end of its last read-write time before the entry.
+            var limit = HLCTimestamp.zero
+            for account in of {
+                guard let history = share.participants[account] else { continue }
+                for (change, next) in zip(history, history.dropFirst()) where change.permission == .readWrite && next.time <= entry.time && next.time > .zero {
+                    limit = max(limit, HLCTimestamp(rawValue: next.time.rawValue - 1))
+                }
+            }
+            result.vectorLimits[entry.replica] = limit
+        }
+        return result
+    }
+
     /// Why this replica, of `accounts`, may not write record `name` of the
     /// shared zone `zone` now, or nil.
     public static func sharedLocalRefusal(named name: String, in zone: ZoneKey, share: Share?, accounts: Set<String>, at time: HLCTimestamp) -> String? {

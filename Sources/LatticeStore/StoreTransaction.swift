@@ -305,6 +305,23 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         markChanged()
     }
 
+    public func forget(_ state: RecordState, in key: ZoneKey) throws {
+        guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
+        // Its cascades and asset references go as its fields do; then the row and its index row.
+        var bare = state
+        bare.fields = []
+        try store(bare, previous: state, in: key)
+        guard let rid = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM records WHERE zone = ? AND name = ?"), arguments: [zone, state.recordName]) else { return }
+        if let writer = try indexWriter(for: state.recordType) { try writer.remove(rid: rid) }
+        try db.cachedStatement(sql: "DELETE FROM records WHERE id = ?").execute(arguments: [rid])
+        lastRecordRow = nil
+    }
+
+    public func forgetResumePoints(in key: ZoneKey) throws {
+        guard let zone = try zoneID(key) else { return }
+        try db.cachedStatement(sql: "DELETE FROM resume_points WHERE zone = ?").execute(arguments: [zone])
+    }
+
     public func storeResidue(_ residue: RecordResidue, named name: String, in key: ZoneKey) throws {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         try writeResidue(residue, named: name, zone: zone)

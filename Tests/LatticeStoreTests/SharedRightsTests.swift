@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@testable import LatticeCore
 import LatticeCrypto
 @_spi(Testing) @testable import LatticeStore
 import LatticeTestSupport
@@ -267,5 +267,40 @@ import Testing
             try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state).sorted { $0.recordName < $1.recordName } }
         }
         #expect(states[0] == states[1])
+    }
+
+    /// A share revoked under an earlier build names no vouched writes: the
+    /// removed participant's writes would be refused by every device that
+    /// did not hold them. The owner's node settles that at its start, and a
+    /// device that joins later takes them (the upgrade path).
+    @Test func aShareRevokedWithoutVouchedWritesIsSettledByItsOwner() throws {
+        let x1 = try open("x1"), y1 = try open("y1")
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite)])
+        try sync(x1, to: y1, zone)
+        try save(y1, "eggs", "Eggs", in: zone)
+        try sync(y1, to: x1, zone)
+        try permit(x1, y1, .removed, in: zone)
+        // As an earlier build left it: the removal, and no list of what the owner held.
+        let field = VouchedWrites.field(of: x1.replica)
+        try x1.write { transaction in
+            let previous = try #require(try transaction.record(named: Share.recordName, in: zone))
+            let sync = try transaction.liveSyncState(of: zone)
+            let stamp = transaction.nextStamp()
+            let state = LocalWrite.save(previous: previous, recordName: Share.recordName, recordType: Share.recordType, changes: [(field, nil)], replacement: .changedKeys, stamp: stamp)
+            try transaction.store(state, previous: previous, in: zone)
+            try transaction.recordLocalWrite(stamp, in: zone, sync: sync)
+            transaction.noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)
+        }
+        clock.now += 5
+        let late = try open("late")
+        try join(late, to: x1)
+        #expect(try sync(x1, to: late, zone).recordsRefused >= 1, "without vouched writes the participant's write is refused")
+        #expect(try title(late, "eggs", in: zone) == nil)
+        #expect(try x1.write { try $0.settleRevocations(in: zone) } == 0)
+        clock.now += 5
+        let later = try open("later")
+        try join(later, to: x1)
+        #expect(try sync(x1, to: later, zone).recordsRefused == 0)
+        #expect(try title(later, "eggs", in: zone) == "Eggs")
     }
 }

@@ -296,6 +296,14 @@ public final class SyncNode: Sendable {
     public func start() async throws(LatticeError) {
         if configuration.publishesStatus { try lockStore() }
         _ = try LatticeError.wrap { try trustedDevices.reload() }
+        // Shares revoked under an earlier build name no vouched writes: their owner's devices vouch now,
+        // before any participant drops what the revocation would otherwise void.
+        try? container.store.write { transaction in
+            let own = transaction.accounts(of: transaction.replica)
+            for zone in try transaction.zones(in: .shared).map(\.key) where own.contains(zone.zoneID.ownerName) {
+                _ = try transaction.settleRevocations(in: zone)
+            }
+        }
         threadPool.start()
         let endpoint = endpoint
         if let port = configuration.port {
