@@ -22,6 +22,9 @@ public struct ApplySummary: Hashable, Sendable {
     public var recordsRefused = 0
     /// Why the first of them was.
     public var refusal: String?
+    /// Records a revocation the change set brought voided here, in part or whole
+    /// (`settleRevocations`): peers' versions of them must stream again.
+    public var recordsVoided = 0
 
     public init() {}
 
@@ -36,6 +39,7 @@ public struct ApplySummary: Hashable, Sendable {
         zoneIncarnationStale = zoneIncarnationStale || other.zoneIncarnationStale
         recordsRefused += other.recordsRefused
         refusal = refusal ?? other.refusal
+        recordsVoided += other.recordsVoided
     }
 }
 
@@ -106,7 +110,10 @@ extension ReplicaStorage {
         let stale = header.zoneState.causalLength < zoneState.causalLength
         // Records after the share in this change set are judged by the share it brings.
         var share = try self.share(of: zone)
-        var shareChanged = false
+        let historiesBefore = share?.participants
+        /// Records this change set stored before it brought a share change: not vouched for (see `settleRevocations`).
+        var takenBeforeShare: Set<String>?
+        var taken = Set<String>()
         var deferred = false
         var candidates = Set<String>()
         while let incoming = try reader.nextRecord() {
@@ -172,7 +179,9 @@ extension ReplicaStorage {
             try store(outcome.state, previous: previous, in: zone)
             if name == Share.recordName {
                 share = Share.held(outcome.state, in: zone)
-                shareChanged = true
+                if takenBeforeShare == nil { takenBeforeShare = taken }
+            } else {
+                taken.insert(name)
             }
             if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: name, in: zone)) }
             if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
@@ -187,7 +196,10 @@ extension ReplicaStorage {
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }
         summary.recordsChanged += try cascade(from: candidates, in: zone).count
         // A revocation learned here: an owner device vouches for what it took before, another drops what is void.
-        if shareChanged { summary.recordsChanged += try settleRevocations(in: zone) }
+        if let takenBeforeShare, share?.participants != historiesBefore {
+            summary.recordsVoided = try settleRevocations(in: zone, notVouching: takenBeforeShare)
+            summary.recordsChanged += summary.recordsVoided
+        }
         return summary
     }
 

@@ -50,8 +50,11 @@ extension ReplicaStorage {
             guard let held = try record(named: name, in: zone) else {
                 // Not held: its residue still guards against a stale copy another device may bring.
                 if let mine = try self.residue(named: name, in: zone), mine.causalLength >= told.causalLength {
-                    if mine.causalLength == told.causalLength, !mine.vector.dominates(told.vector) {
-                        try storeResidue(RecordResidue(causalLength: mine.causalLength, vector: mine.vector.joined(with: told.vector), deletion: mine.deletion), named: name, in: zone)
+                    // One kept before deletes were named takes a proven one, to prove it to the next device.
+                    var deletion = mine.deletion
+                    if deletion == nil, mine.causalLength == told.causalLength, try proofs.prove(told, named: name, storage: self) { deletion = told.deletion }
+                    if mine.causalLength == told.causalLength, !mine.vector.dominates(told.vector) || deletion != mine.deletion {
+                        try storeResidue(RecordResidue(causalLength: mine.causalLength, vector: mine.vector.joined(with: told.vector), deletion: deletion), named: name, in: zone)
                     }
                 } else if try proofs.prove(told, named: name, storage: self) {
                     try storeResidue(told, named: name, in: zone)
@@ -111,7 +114,7 @@ struct DeletionProofs {
               storage.refusal(ofWriter: deletion.replica, at: deletion.time) == nil else { return false }
         if try storage.writeBlock(of: deletion.replica, in: zone, covering: deletion.time)?.digest(at: deletion.time) == digest { return true }
         for block in byReplica[deletion.replica] ?? [] where block.digest(at: deletion.time) == digest {
-            let key = "\(block.replica) \(block.last.rawValue) \(block.entriesHash)"
+            let key = "\(block.replica) \(block.last.rawValue) \(block.entriesHash) \(block.signature)"
             if verified[key] == nil { verified[key] = block.isSignatureValid }
             guard verified[key] == true else { continue }
             if usedKeys.insert(key).inserted { used.append(block) }

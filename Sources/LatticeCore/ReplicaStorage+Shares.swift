@@ -49,7 +49,12 @@ extension ReplicaStorage {
             // A downgrade or removal names, in the same signed write, the participant's writes held here.
             var next = previous.flatMap { Share.held($0, in: zone) } ?? Share(owner: zone.zoneID.ownerName)
             next.participants[account, default: []].append(Share.Change(permission: permission, time: stamp.time))
-            if permission != .readWrite, let vouching = try vouchingField(for: next, in: zone) { changes.append(vouching) }
+            if permission != .readWrite, let vouching = try vouchingField(for: next, in: zone) {
+                guard let vouching = vouching.field else {
+                    throw ReplicaError.permission("the participants whose read-write time ended in zone \(zone.zoneID) wrote \(vouching.count) writes this device holds, more than one share can vouch for (\(VouchedWrites.maximumWrites)); nothing was changed. Copy the zone's records to a new zone and share that instead")
+                }
+                changes.append(vouching)
+            }
         }
         let state = LocalWrite.save(
             previous: previous, recordName: Share.recordName, recordType: Share.recordType,
@@ -67,11 +72,17 @@ extension ReplicaStorage {
     /// device vouches for, and what was written after the revocation
     /// (`stripRevokedWrites`). Returns how many records
     /// it changed.
-    public func settleRevocations(in zone: ZoneKey) throws -> Int {
+    /// `notVouching`: records that came in the same change set as the share
+    /// change, ahead of it: a modified client's order, not what this device
+    /// held before it learned of the revocation.
+    public func settleRevocations(in zone: ZoneKey, notVouching: Set<String> = []) throws -> Int {
         guard enforcesWriteRights, zone.scope == .shared, let previous = try record(named: Share.recordName, in: zone),
               let share = Share.held(previous, in: zone), !share.revokedAccounts.isEmpty else { return 0 }
         guard accounts(of: replica).contains(zone.zoneID.ownerName) else { return try stripRevokedWrites(in: zone, share: share) }
-        try vouchForHeldWrites(in: zone, share: share, previous: previous)
+        if try vouchForHeldWrites(in: zone, share: share, previous: previous, notVouching: notVouching) == false {
+            // Past what one share can vouch for: this device keeps what it holds, and drops nothing it could not vouch for.
+            return try stripRevokedWrites(in: zone, share: share, keepingUnvouched: true)
+        }
         // What no vouching saves: writes stamped after the revocation, which this device took before it learned of it.
         return try stripRevokedWrites(in: zone, share: try self.share(of: zone) ?? share)
     }
@@ -80,8 +91,10 @@ extension ReplicaStorage {
     /// vouching for and no owner device vouched for yet: what a device of the
     /// owner's account took before it learned of a revocation another made
     /// (`VouchedWrites`). A local write of the share; nothing when there is nothing to add.
-    private func vouchForHeldWrites(in zone: ZoneKey, share: Share, previous: RecordState) throws {
-        guard let vouching = try vouchingField(for: share, in: zone) else { return }
+    /// Returns false when the writes to vouch for are more than a share holds.
+    private func vouchForHeldWrites(in zone: ZoneKey, share: Share, previous: RecordState, notVouching: Set<String>) throws -> Bool {
+        guard let vouching = try vouchingField(for: share, in: zone, notVouching: notVouching) else { return true }
+        guard let vouching = vouching.field else { return false }
         let sync = try liveSyncState(of: zone)
         let stamp = nextStamp()
         let state = LocalWrite.save(
@@ -90,17 +103,29 @@ extension ReplicaStorage {
         try store(state, previous: previous, in: zone)
         try recordLocalWrite(stamp, in: zone, sync: sync)
         noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)
+        return true
     }
 
     /// This device's vouching field once it adds the writes its records show
     /// that `share` requires vouching for and does not vouch for yet; nil when
-    /// there are none, or this device is not of the owner's account.
-    private func vouchingField(for share: Share, in zone: ZoneKey) throws -> (String, FieldValue?)? {
+    /// there are none, or this device is not of the owner's account; a nil
+    /// field, with how many writes it would vouch for, past the bound.
+    private func vouchingField(for share: Share, in zone: ZoneKey, notVouching: Set<String> = []) throws -> (field: (String, FieldValue?)?, count: Int)? {
         guard accounts(of: replica).contains(zone.zoneID.ownerName) else { return nil }
         var missing = VouchedWrites()
+        let revoked = share.revokedAccounts
         try forEachRecord(in: zone) { state in
-            for stamp in WriteRights.revokedWrites(of: state, in: zone, share: share, accounts: accounts(of:)).unvouched {
+            guard !notVouching.contains(state.recordName) else { return }
+            let voided = WriteRights.revokedWrites(of: state, in: zone, share: share, accounts: accounts(of:))
+            for stamp in voided.unvouched {
                 missing.insert(stamp, digest: WriteDigest.record(state, stamp: stamp, in: zone))
+            }
+            // How far this device saw each revoked participant's writes (inside its read-write time).
+            for entry in state.vector.entries where voided.vectorLimits[entry.replica] != nil {
+                let of = accounts(of: entry.replica)
+                guard !of.contains(zone.zoneID.ownerName), !of.isDisjoint(with: revoked),
+                      of.contains(where: { share.permission(of: $0, at: entry.time) == .readWrite }) else { continue }
+                missing.noteHead(entry.replica, at: entry.time)
             }
         }
         guard !missing.isEmpty else { return nil }
@@ -110,10 +135,9 @@ extension ReplicaStorage {
             mine = (try? VouchedWrites(decoding: bytes)) ?? VouchedWrites()
         }
         mine.formUnion(missing)
-        // A revocation always goes through: past the bound, the latest writes are the ones vouched for
-        // (older ones elsewhere already, most likely), and those left out are refused where they are not held.
-        mine.keepLatest(VouchedWrites.maximumWrites)
-        return (field, .bytes(mine.encoded))
+        // Never cut short: a write left out would be void everywhere it is not held.
+        guard mine.count <= VouchedWrites.maximumWrites else { return (nil, mine.count) }
+        return ((field, .bytes(mine.encoded)), mine.count)
     }
 
     /// A device that learns of a revocation drops the revoked participant's
@@ -126,10 +150,11 @@ extension ReplicaStorage {
     /// the zone's vector is lowered below what those records showed (this
     /// replica's own writes aside) and its resume points go, so that peers
     /// stream their versions of the records again. Returns how many records changed.
-    func stripRevokedWrites(in zone: ZoneKey, share: Share) throws -> Int {
+    func stripRevokedWrites(in zone: ZoneKey, share: Share, keepingUnvouched: Bool = false) throws -> Int {
         var found: [(state: RecordState, revoked: WriteRights.RevokedWrites)] = []
         try forEachRecord(in: zone) { state in
-            let revoked = WriteRights.revokedWrites(of: state, in: zone, share: share, accounts: accounts(of:))
+            var revoked = WriteRights.revokedWrites(of: state, in: zone, share: share, accounts: accounts(of:))
+            if keepingUnvouched { revoked.unvouched = [] }
             if !revoked.isEmpty { found.append((state, revoked)) }
         }
         guard !found.isEmpty, var sync = try syncState(of: zone) else { return 0 }
@@ -141,12 +166,27 @@ extension ReplicaStorage {
             for entry in state.vector.entries { earliest[entry.replica] = entry.time }
             state.forEachPart { stamp, _, _ in earliest[stamp.replica] = min(earliest[stamp.replica] ?? stamp.time, stamp.time) }
             for ghost in state.ghosts { earliest[ghost.stamp.replica] = min(earliest[ghost.stamp.replica] ?? ghost.stamp.time, ghost.stamp.time) }
-            for (writer, time) in earliest where writer != replica { sync.vector.lower(writer, below: time) }
-            if refused.contains(state.created) || refused.contains(state.typeStamp) || state.deleted.map(refused.contains) == true {
+            // A void writer's valid writes on the record, which the void state replaced, are stamped since its
+            // first read-write grant: from there its writes stream again.
+            for writer in Set(refused.map(\.replica)).union(revoked.vectorLimits.keys) {
+                let grants = accounts(of: writer).compactMap { share.participants[$0]?.first { $0.permission == .readWrite }?.time }
+                if let granted = grants.min() { earliest[writer] = min(earliest[writer] ?? granted, granted) }
+            }
+            // This device's own entry too when its own writes were void: it writes nothing more here now
+            // (read-only or removed), so nothing raises the entry again before its valid writes come back.
+            let ownVoid = refused.contains { $0.replica == replica } || revoked.vectorLimits[replica] != nil
+            for (writer, time) in earliest where writer != replica || ownVoid { sync.vector.lower(writer, below: time) }
+            var stripped = state.removingWrites(refused)
+            // A field whose every version was void lost what they overwrote, which no peer resends over a
+            // vector covering it: the record goes whole and comes back whole from the peers (with this device's
+            // own writes to it that they hold: one not sent yet goes with it).
+            let lostField = stripped.fields.count < state.fields.count
+            if lostField || refused.contains(state.created) || refused.contains(state.typeStamp) || state.deleted.map(refused.contains) == true {
+                // No residue stays: the delete that ended an earlier incarnation may be void too. The peers'
+                // versions come again (the vector is lowered above), and a tombstone among them wins as it should.
                 try forget(state, in: zone)
                 continue
             }
-            var stripped = state.removingWrites(refused)
             for (writer, limit) in revoked.vectorLimits {
                 stripped.vector.lower(writer, below: HLCTimestamp(rawValue: limit.rawValue + 1))
             }
@@ -160,7 +200,7 @@ extension ReplicaStorage {
 
 extension RecordState {
     /// The state without the field versions and ghosts `stamps` wrote, its
-    /// vector naming their writers no further than the parts left show.
+    /// vector naming each of their writers only below its first of them.
     func removingWrites(_ stamps: Set<Stamp>) -> RecordState {
         var state = self
         state.fields = fields.compactMap { register in
@@ -169,10 +209,9 @@ extension RecordState {
             return FieldRegister(name: register.name, winner: winner, losers: Array(versions.dropFirst()))
         }
         state.ghosts = ghosts.filter { !stamps.contains($0.stamp) }
-        let shown = state.liveStamps
+        // Below the first void write of each writer: its earlier writes, overwritten or not, stay seen.
         for writer in Set(stamps.map(\.replica)) {
-            let kept = shown.filter { $0.replica == writer }.map(\.time).max() ?? .zero
-            state.vector.lower(writer, below: HLCTimestamp(rawValue: kept.rawValue + 1))
+            state.vector.lower(writer, below: stamps.filter { $0.replica == writer }.map(\.time).min()!)
         }
         return state
     }

@@ -95,9 +95,13 @@ public struct Share: Sendable, Hashable {
         participants[account]?.contains { $0.time > time && !$0.isLeave && $0.permission != .readWrite } ?? false
     }
 
-    /// Accounts the owner ever downgraded or removed: whose writes may need vouching.
+    /// Accounts whose read-write time the owner ended (a downgrade or a
+    /// removal after a read-write grant): whose writes may need vouching.
     public var revokedAccounts: Set<String> {
-        Set(participants.filter { _, history in history.contains { !$0.isLeave && $0.permission != .readWrite } }.keys)
+        Set(participants.filter { _, history in
+            guard let granted = history.first(where: { $0.permission == .readWrite })?.time else { return false }
+            return history.contains { !$0.isLeave && $0.permission != .readWrite && $0.time > granted }
+        }.keys)
     }
 
     /// The permission `account` has now.

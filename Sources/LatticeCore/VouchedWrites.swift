@@ -24,18 +24,28 @@ public struct VouchedWrites: Hashable, Sendable {
     /// Bytes of a write's digest kept: a second write matching them takes 2^128 work.
     public static let digestPrefix = 16
     /// A list this long still leaves the share record room (1 MB in all): about 24 bytes a write.
+    /// Past it a revocation is refused, never cut short (a write left out would be void).
     public static let maximumWrites = 30_000
     static let fieldPrefix = "held_"
     static let formatVersion: UInt8 = 1
 
     public private(set) var digests: [Stamp: [UInt8]]
+    /// Per participant replica, the latest of its writes the voucher's
+    /// records had seen (their vectors' entries): a state may say it saw that
+    /// replica's writes up to there, and no further, inside the time the owner ended.
+    public private(set) var heads: [ReplicaID: HLCTimestamp] = [:]
 
     public init(_ digests: [Stamp: [UInt8]] = [:]) {
         self.digests = digests.mapValues { Array($0.prefix(Self.digestPrefix)) }
     }
 
     public var count: Int { digests.count }
-    public var isEmpty: Bool { digests.isEmpty }
+    public var isEmpty: Bool { digests.isEmpty && heads.isEmpty }
+
+    /// Raises the head of `replica` to `time`.
+    public mutating func noteHead(_ replica: ReplicaID, at time: HLCTimestamp) {
+        heads[replica] = max(heads[replica] ?? .zero, time)
+    }
 
     /// Whether the write `stamp`, whose digest is `digest`, is vouched for.
     public func vouches(for stamp: Stamp, digest: [UInt8]) -> Bool {
@@ -53,13 +63,7 @@ public struct VouchedWrites: Hashable, Sendable {
         for (stamp, digest) in other.digests {
             if let mine = digests[stamp], mine != digest { digests[stamp] = [] } else { digests[stamp] = digest }
         }
-    }
-
-    /// Keeps the `count` latest writes by time.
-    public mutating func keepLatest(_ count: Int) {
-        guard digests.count > count else { return }
-        let kept = digests.keys.sorted { ($0.time, $0.replica) > ($1.time, $1.replica) }.prefix(count)
-        digests = Dictionary(uniqueKeysWithValues: kept.map { ($0, digests[$0]!) })
+        for (replica, time) in other.heads { noteHead(replica, at: time) }
     }
 
     // MARK: The share's fields
@@ -73,7 +77,7 @@ public struct VouchedWrites: Hashable, Sendable {
     }
 
     /// The field's bytes: per replica (in order), its writes' times as
-    /// rising deltas, each with its digest prefix.
+    /// rising deltas, each with its digest prefix; then the heads.
     public var encoded: [UInt8] {
         var writer = BinaryWriter(capacity: digests.count * 24 + 8)
         writer.byte(Self.formatVersion)
@@ -89,6 +93,11 @@ public struct VouchedWrites: Hashable, Sendable {
                 previous = time.rawValue
                 writer.raw(digests[Stamp(time: time, replica: replica)]!)
             }
+        }
+        writer.varint(heads.count)
+        for replica in heads.keys.sorted() {
+            writer.raw(replica.bytes)
+            writer.varint(heads[replica]!.rawValue)
         }
         return writer.bytes
     }
@@ -114,7 +123,17 @@ public struct VouchedWrites: Hashable, Sendable {
                 digests[Stamp(time: HLCTimestamp(rawValue: time), replica: replica)] = Array(try reader.raw(Self.digestPrefix))
             }
         }
+        let headCount = try reader.count(below: reader.remaining / 17 + 1, "head count")
+        var heads: [ReplicaID: HLCTimestamp] = [:]
+        var previousHead: ReplicaID?
+        for _ in 0..<headCount {
+            let replica = ReplicaID(bytes: try reader.raw(16))
+            guard previousHead.map({ $0 < replica }) ?? true else { throw DecodingError.malformed("heads out of order", offset: reader.offset) }
+            previousHead = replica
+            heads[replica] = HLCTimestamp(rawValue: try reader.varint())
+        }
         guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in vouched writes", offset: reader.offset) }
         self.digests = digests
+        self.heads = heads
     }
 }

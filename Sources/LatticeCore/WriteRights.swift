@@ -115,8 +115,13 @@ extension WriteRights {
             }
             // Inside a read-write time the owner has since ended, the stamp is the writer's word alone:
             // the write counts only if a device of the owner's account vouches for it.
-            guard let digest, writable.allSatisfy({ share.requiresVouching($0, at: time) }) else { return nil }
+            guard writable.allSatisfy({ share.requiresVouching($0, at: time) }) else { return nil }
             let stamp = Stamp(time: time, replica: replica)
+            guard let digest else {
+                // A vector entry: a state may say it saw that writer's writes up to what the owner's devices saw.
+                if time <= share.vouched.heads[replica] ?? .zero { return nil }
+                return "a state of record \"\(state.recordName)\" of shared zone \(zone.zoneID) says it saw writes of replica \(replica.short) up to \(time), inside a read-write time its owner has ended and beyond what any device of the owner's account vouches for"
+            }
             if share.vouched.vouches(for: stamp, digest: digest(stamp)) { return nil }
             return "replica \(replica.short) (account \(writable.sorted()[0])) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID) stamped inside a read-write time its owner has ended, and no device of the owner's account vouches for that write: it was made after the revocation, with its stamp set back"
         }
@@ -174,13 +179,22 @@ extension WriteRights {
             if !share.vouched.vouches(for: stamp, digest: WriteDigest.record(state, stamp: stamp, in: zone)) { result.unvouched.insert(stamp) }
         }
         for entry in state.vector.entries {
-            guard let of = revokedParticipant(entry.replica), !of.contains(where: { share.permission(of: $0, at: entry.time) == .readWrite }) else { continue }
-            // The end of its last read-write time before the entry.
+            guard let of = revokedParticipant(entry.replica) else { continue }
+            let writable = of.filter { share.permission(of: $0, at: entry.time) == .readWrite }
+            if !writable.isEmpty {
+                // Inside the read-write time: no further than what the owner's devices saw.
+                let head = share.vouched.heads[entry.replica] ?? .zero
+                if writable.allSatisfy({ share.requiresVouching($0, at: entry.time) }), entry.time > head { result.vectorLimits[entry.replica] = head }
+                continue
+            }
+            // The end of its last read-write time before the entry, and within it what the owner's devices saw.
             var limit = HLCTimestamp.zero
             for account in of {
                 guard let history = share.participants[account] else { continue }
                 for (change, next) in zip(history, history.dropFirst()) where change.permission == .readWrite && next.time <= entry.time && next.time > .zero {
-                    limit = max(limit, HLCTimestamp(rawValue: next.time.rawValue - 1))
+                    var end = HLCTimestamp(rawValue: next.time.rawValue - 1)
+                    if share.requiresVouching(account, at: end) { end = min(end, share.vouched.heads[entry.replica] ?? .zero) }
+                    limit = max(limit, end)
                 }
             }
             result.vectorLimits[entry.replica] = limit

@@ -42,6 +42,8 @@ extension SyncMessage {
     public static let maximumCollectedRecords = 2048
     /// Blocks in one `collected` message: each at most 256 entries of about 37 bytes.
     public static let maximumCollectedBlocks = 32
+    /// What a sender puts in one `collected` message at most, well under `SyncWire.maximumMessageSize`.
+    public static let maximumCollectedBytes = 512 * 1024
 
     /// The message's bytes inside the channel.
     public func encoded() -> [UInt8] {

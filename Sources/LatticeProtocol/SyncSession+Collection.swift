@@ -14,19 +14,31 @@ extension SyncSession {
         var part: [CollectedRecord] = []
         var partBlocks: [WriteBlock] = []
         var partKeys = Set<WriteBlockKey>()
+        var partBytes = 0
         func flush() {
             guard !part.isEmpty else { return }
             messages.append(.collected(zone: zone, zoneIncarnation: zoneIncarnation, records: part, blocks: partBlocks))
             part = []
             partBlocks = []
             partKeys = []
+            partBytes = 0
         }
         for record in records {
             let proof = record.residue.deletion.flatMap { deletion in byReplica[deletion.replica]?.first { $0.digest(at: deletion.time) != nil } }
             let key = proof.map(WriteBlockKey.init)
             let adds = key.map { !partKeys.contains($0) } ?? false
-            if part.count == SyncMessage.maximumCollectedRecords || (adds && partBlocks.count == SyncMessage.maximumCollectedBlocks) { flush() }
-            if let proof, let key, partKeys.insert(key).inserted { partBlocks.append(proof) }
+            // Upper bounds of what the record and its block add to the message: it stays under the frame.
+            let recordBytes = record.name.utf8.count + 48 + record.residue.vector.entries.count * 26
+            let blockBytes = 120 + (proof?.count ?? 0) * 42
+            if part.count == SyncMessage.maximumCollectedRecords || (adds && partBlocks.count == SyncMessage.maximumCollectedBlocks)
+                || partBytes + recordBytes + (adds ? blockBytes : 0) > SyncMessage.maximumCollectedBytes {
+                flush()
+            }
+            partBytes += recordBytes
+            if let proof, let key, partKeys.insert(key).inserted {
+                partBlocks.append(proof)
+                partBytes += blockBytes
+            }
             part.append(record)
         }
         flush()

@@ -27,9 +27,6 @@ import Testing
             #expect(!read.vouches(for: stamp, digest: other), "another write signed under a vouched stamp")
         }
         #expect(!read.vouches(for: Stamp(time: HLCTimestamp(rawValue: 1 << 61), replica: ReplicaID(high: 0, low: 7)), digest: written.first!.value))
-        list.keepLatest(100)
-        #expect(list.count == 100)
-        #expect(list.digests.keys.map(\.time).min()! >= written.keys.map(\.time).sorted().suffix(100).first!)
     }
 
     @Test func twoListsNamingOneStampWithTwoDigestsVouchForNeither() {

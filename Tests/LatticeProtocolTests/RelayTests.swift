@@ -218,6 +218,21 @@ import Testing
         }
         #expect(messages.count == 2)
         #expect(messages.flatMap(\.0) == records)
+        // Long names, wide vectors and full blocks still fit a frame.
+        var wide = VersionVector()
+        for index in 0..<8 { wide.advance(ReplicaID(high: UInt64(index), low: 1), to: HLCTimestamp(rawValue: 1 << 40)) }
+        var big: [WriteBlock] = []
+        var many: [CollectedRecord] = []
+        for index in 0..<40 {
+            let times = (0..<256).map { HLCTimestamp(rawValue: UInt64(index * 1000 + $0 + 1)) }
+            big.append(try WriteBlock.seal(times.map { WriteBlock.Entry(time: $0, digest: Array(repeating: 7, count: 32)) }, last: times.last!, in: notes, by: identity))
+            for time in times.prefix(60) {
+                many.append(CollectedRecord(name: String(repeating: "n", count: 240) + "\(time.rawValue)", residue: RecordResidue(causalLength: 2, vector: wide, deletion: Stamp(time: time, replica: writer))))
+            }
+        }
+        let sent = session.sendCollected(zone: notes, zoneIncarnation: 1, records: many, blocks: big)
+        #expect(sent.count > 1)
+        for case .send(let message) in sent { #expect(message.encoded().count <= SyncWire.maximumMessageSize) }
         for (part, carried) in messages {
             #expect(carried.count <= SyncMessage.maximumCollectedBlocks)
             for record in part {

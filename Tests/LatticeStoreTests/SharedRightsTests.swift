@@ -297,10 +297,48 @@ import Testing
         #expect(try sync(x1, to: late, zone).recordsRefused >= 1, "without vouched writes the participant's write is refused")
         #expect(try title(late, "eggs", in: zone) == nil)
         #expect(try x1.write { try $0.settleRevocations(in: zone) } == 0)
+        #expect(try x1.read { try $0.share(of: zone) }?.vouched.count == 1, "the owner vouches for the write it holds")
         clock.now += 5
         let later = try open("later")
         try join(later, to: x1)
         #expect(try sync(x1, to: later, zone).recordsRefused == 0)
         #expect(try title(later, "eggs", in: zone) == "Eggs")
+        // The device that refused it before takes it now.
+        #expect(try sync(x1, to: late, zone).recordsRefused == 0)
+        #expect(try title(late, "eggs", in: zone) == "Eggs")
+    }
+
+    /// A third account took a participant's edit before either learned that
+    /// the owner removed that participant, holding no such edit: on learning
+    /// of the removal it drops the edit, its vector goes back, and the
+    /// owner's version of the record streams again, so the replicas converge
+    /// (Keyhive's rule: a write not in a revocation's past is void everywhere).
+    @Test func aWriteVoidedByARevocationIsDroppedWhereItWasTakenAndTheOwnersVersionComesBack() throws {
+        let x1 = try open("x1"), y1 = try open("y1"), z1 = try open("z1")
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite), (z1, .readWrite)])
+        try sync(x1, to: y1, zone)
+        try sync(x1, to: z1, zone)
+        try save(y1, "milk", "Sour", in: zone)
+        try save(y1, "bread", "Bread", in: zone)
+        try sync(y1, to: z1, zone)
+        #expect(try title(z1, "milk", in: zone) == "Sour")
+        try save(z1, "jam", "Jam", in: zone)
+        // The owner removes Y before anything of Y's reached it.
+        try permit(x1, y1, .removed, in: zone)
+        let learned = try sync(x1, to: z1, zone)
+        #expect(learned.recordsVoided == 2, "\(learned)")
+        #expect(try title(z1, "bread", in: zone) == nil, "a record the void write created goes")
+        try sync(x1, to: z1, zone)
+        #expect(try title(z1, "milk", in: zone) == "Milk", "the owner's version came back")
+        #expect(try title(z1, "jam", in: zone) == "Jam", "Z's own write stays")
+        try sync(z1, to: x1, zone)
+        let states = try [x1, z1].map { store in
+            try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state).sorted { $0.recordName < $1.recordName } }
+        }
+        #expect(states[0] == states[1])
+        // Y, told of its removal, drops them too.
+        try sync(x1, to: y1, zone)
+        try sync(x1, to: y1, zone)
+        #expect(try title(y1, "milk", in: zone) == "Milk" && title(y1, "bread", in: zone) == nil)
     }
 }

@@ -301,7 +301,8 @@ struct StoreSyncAdapter: SyncDelegate {
             let deferred = alreadyDeferred || summary.recordsDeferred > 0 || summary.zoneDeferred || summary.recordsRefused > 0
             // Strangers get no resume point (a row each, and anyone can make identities): their next
             // stream starts from their vector, which costs what they lack, by the checkpoints.
-            if !deferred, try transaction.peer(peer.description)?.trusted == true {
+            // Nor after a revocation voided records here: the peer's next stream starts from the vector, lowered for them.
+            if !deferred, summary.recordsVoided == 0, try transaction.peer(peer.description)?.trusted == true {
                 try transaction.setResumePoint(ChangeCursor(batch.cursor), of: peer.description, for: batch.zone)
             }
             let vector = try transaction.syncState(of: batch.zone)?.vector ?? VersionVector()
