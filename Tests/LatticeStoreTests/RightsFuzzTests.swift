@@ -119,9 +119,11 @@ struct RightsFuzzer {
         let store = (replicas[owner] as! StoreFuzzReplica).store
         let zone = zone
         guard let share = try store.read({ try $0.share(of: zone) }) else { return }
-        // The modified clients: an honest participant revoked while writing is the open case (docs/threat-model.md).
+        // The modified clients; LATTICE_RIGHTS_REVOKE_HONEST=1 revokes honest participants too, whose writes
+        // concurrent with their revocation are the open case (docs/threat-model.md, "Share limits").
+        let honestToo = ProcessInfo.processInfo.environment["LATTICE_RIGHTS_REVOKE_HONEST"] == "1"
         let candidates = try replicas.indices.filter { index in
-            guard !owners.contains(index), modified.contains(index) else { return false }
+            guard !owners.contains(index), modified.contains(index) || honestToo else { return false }
             return share.currentPermission(of: try (replicas[index] as! StoreFuzzReplica).store.read { try $0.accountID() }) == .readWrite
         }
         guard let index = candidates.randomElement(using: &rng) else { return }
