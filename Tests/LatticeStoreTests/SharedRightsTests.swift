@@ -341,4 +341,22 @@ import Testing
         try sync(x1, to: y1, zone)
         #expect(try title(y1, "milk", in: zone) == "Milk" && title(y1, "bread", in: zone) == nil)
     }
+
+    /// Offers from other accounts' devices are kept at most 64 (the newest):
+    /// a flood of offers cannot grow the store, and an invitation accepted
+    /// is never pushed out by them.
+    @Test func aFloodOfInvitationsKeepsTheNewestSixtyFourAndTheAcceptedOne() throws {
+        let y1 = try open("y1")
+        try y1.write { try $0.noteShareInvitation(ZoneID(zoneName: "Wanted", ownerName: "OWNER"), offeredBy: "friend", at: 1) }
+        try y1.write { try $0.acceptShareInvitation(ZoneID(zoneName: "Wanted", ownerName: "OWNER")) }
+        try y1.write { transaction in
+            for index in 0..<500 {
+                try transaction.noteShareInvitation(ZoneID(zoneName: "spam\(index)", ownerName: "STRANGER"), offeredBy: "stranger", at: UInt64(10 + index))
+            }
+        }
+        let kept = try y1.read { try $0.shareInvitations() }
+        #expect(kept.count == StoreTransaction.maximumInvitations)
+        #expect(Set(kept.map(\.zone.zoneName)) == Set((436..<500).map { "spam\($0)" }), "the newest are kept")
+        #expect(try y1.read { try $0.shareInvitations(accepted: true) }.map(\.zone.zoneName) == ["Wanted"])
+    }
 }

@@ -42,6 +42,42 @@ import Testing
         while ended.value == nil { Thread.sleep(forTimeInterval: 0.01) }
         #expect((try ended.value?.get())?.peer.name == "joiner")
     }
+
+    /// A stranger announces a message over the inviter's 64 KiB: the
+    /// connection ends at the length prefix, before anything is buffered, and
+    /// spends no guess (a joiner takes up to 1 MiB from the inviter alone).
+    @Test func anOversizedMessageToTheInviterEndsItsAttemptAtTheLengthPrefix() throws {
+        let identity = try Identity.generate()
+        let code = try PairingCode.generate()
+        let offer = PairingOffer(code: code, now: RecordClock.now(), lifetimeMilliseconds: 20_000, maximumFailures: 1)
+        let port = Locked(0)
+        let failures = Locked<[PairingFailure]>([])
+        let ended = Locked<Result<PairingOutcome, Error>?>(nil)
+        let thread = Thread {
+            let outcome = Result {
+                try PairingEndpoint.invite(
+                    offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: "inviter", container: "c") },
+                    host: "127.0.0.1", port: 0, wallClock: RecordClock.now, listening: { port.set($0) },
+                    attemptFailed: { failure in failures.update { $0.append(failure) } })
+            }
+            ended.set(outcome)
+        }
+        thread.start()
+        while port.value == 0 { Thread.sleep(forTimeInterval: 0.01) }
+        for length in [PairingMessage.maximumLength + 1, PairingMessage.maximumIntroductionLength] {
+            let hostile = try #require(RawConnection(port: port.value, timeoutSeconds: 5))
+            // The prefix and a few bytes, not the body: the inviter must not wait for it.
+            _ = hostile.send(withUnsafeBytes(of: UInt32(length).bigEndian, Array.init) + [1, 2, 3])
+            let start = Date()
+            #expect(hostile.closedByServer(), "a \(length)-byte message was not refused")
+            #expect(Date().timeIntervalSince(start) < 4, "the inviter waited for the body")
+        }
+        #expect(failures.value.count == 2, "\(failures.value)")
+        let joiner = try PairingJoiner(code: code, identity: try Identity.generate(), name: "joiner", container: "c")
+        #expect(try PairingEndpoint.join(joiner, host: "127.0.0.1", port: port.value).peer.name == "inviter")
+        while ended.value == nil { Thread.sleep(forTimeInterval: 0.01) }
+        #expect((try ended.value?.get())?.peer.name == "joiner")
+    }
 }
 
 /// Milliseconds since 1970.
