@@ -180,7 +180,7 @@ extension ReplicaStorage {
             if name == Share.recordName {
                 share = Share.held(outcome.state, in: zone)
                 if takenBeforeShare == nil { takenBeforeShare = taken }
-            } else {
+            } else if zone.scope == .shared, takenBeforeShare == nil {
                 taken.insert(name)
             }
             if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: name, in: zone)) }

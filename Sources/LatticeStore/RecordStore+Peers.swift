@@ -102,7 +102,17 @@ extension StoreTransaction {
     }
 
     /// Counts a batch of `deviceID` refused because its writes were not what their writers signed.
-    public func noteRefusedWrites(of deviceID: String, reason: String) throws {
+    /// Devices outside the account with refused writes noted here, at most.
+    public static let maximumRefusingStrangers = 256
+
+    /// With `outsideAccount`, a device of another account (a share's
+    /// participant): a row is made for it only while fewer than
+    /// `maximumRefusingStrangers` such rows exist (an account can make devices at will).
+    public func noteRefusedWrites(of deviceID: String, reason: String, outsideAccount: Bool = false) throws {
+        if outsideAccount, try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM peers WHERE device_id = ?"), arguments: [deviceID]) != true {
+            let refusing = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM peers WHERE trusted = 0 AND refused_writes > 0")) ?? 0
+            guard refusing < Self.maximumRefusingStrangers else { return }
+        }
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [deviceID])
         try db.cachedStatement(sql: "UPDATE peers SET refused_writes = refused_writes + 1, last_refused_write = ? WHERE device_id = ?").execute(arguments: [reason, deviceID])
         markChanged()

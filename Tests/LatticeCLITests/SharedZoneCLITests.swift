@@ -153,6 +153,13 @@ import Testing
         #expect(try #require(try hostile.read { try $0.record("late", in: zone) }).created.time < removal)
         try cli.ok(once, store: "y")
         #expect(try title("x", "Lists/late") == nil, "the owner took a write its removed participant backdated")
+        // The owner's `peers` and `doctor` say which device tried, and why.
+        let yDevice = try #require(try cli.ok(["id", "--json"], store: "y").json["deviceID"] as? String)
+        let peers = try cli.ok(["peers", "--json"], store: "x").json["peers"] as? [[String: Any]] ?? []
+        let refused = peers.first { $0["deviceID"] as? String == yDevice }?["refusedWrites"] as? [String: Any]
+        #expect((refused?["count"] as? Int ?? 0) >= 1 && (refused?["last"] as? String)?.contains("vouches") == true, "x's peers: \(peers)")
+        let doctor = try cli.run(["doctor"], store: "x")
+        #expect((doctor.stdout + doctor.stderr).contains("vouches"), "doctor: \(doctor.stdout) \(doctor.stderr)")
         #expect(try title("x", "Lists/eggs") == "Eggs", "the participant's write from before its removal stays")
     }
 }

@@ -359,4 +359,20 @@ import Testing
         #expect(Set(kept.map(\.zone.zoneName)) == Set((436..<500).map { "spam\($0)" }), "the newest are kept")
         #expect(try y1.read { try $0.shareInvitations(accepted: true) }.map(\.zone.zoneName) == ["Wanted"])
     }
+
+    /// Refusals of devices outside the account (a share's participants) are
+    /// noted for `peers` and `doctor`, in a bounded number of rows: an
+    /// account can make devices at will. A device already listed is always counted.
+    @Test func refusalsOfDevicesOutsideTheAccountAreNotedWithinABound() throws {
+        let x1 = try open("x1")
+        try x1.write { transaction in
+            for index in 0..<(StoreTransaction.maximumRefusingStrangers + 50) {
+                try transaction.noteRefusedWrites(of: "device\(index)", reason: "made up", outsideAccount: true)
+            }
+            try transaction.noteRefusedWrites(of: "device0", reason: "again", outsideAccount: true)
+        }
+        let rows = try x1.read { try $0.peers() }
+        #expect(rows.count == StoreTransaction.maximumRefusingStrangers)
+        #expect(try x1.read { try $0.peer("device0") }?.refusedWrites == 2)
+    }
 }

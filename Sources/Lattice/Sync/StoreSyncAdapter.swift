@@ -274,15 +274,17 @@ struct StoreSyncAdapter: SyncDelegate {
             try allowances.spend(batch.bytes.count, by: host)
         }
         let applied: AppliedBatch
+        // What a peer tried is kept for `peers` and `doctor`: an account device's, and a share participant's
+        // (a bounded number of those); a stranger's in the node's status alone (a row each would let strangers grow the store).
+        let notes = isAccount || batch.zone.scope == .shared
         do { applied = try applyChecked(batch, from: peer, takingSchema: isAccount) } catch let error as WriteProofError {
-            // The batch changed nothing; what it tried is kept for `peers` and `doctor` (a
-            // stranger's in the node's status alone: a row each would let strangers grow the store).
-            if isAccount { try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: error.description) } }
+            // The batch changed nothing.
+            if notes { try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: error.description, outsideAccount: !isAccount) } }
             throw error
         }
-        if applied.recordsRefused > 0, isAccount {
-            // The rest of the batch is applied; the refused records are counted for `peers` and `doctor`.
-            try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: applied.refusal ?? "records refused") }
+        if applied.recordsRefused > 0, notes {
+            // The rest of the batch is applied; the refused records are counted.
+            try? store.write { try $0.noteRefusedWrites(of: peer.description, reason: applied.refusal ?? "records refused", outsideAccount: !isAccount) }
         }
         return applied
     }
