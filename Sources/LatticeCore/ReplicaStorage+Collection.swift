@@ -98,9 +98,9 @@ extension ReplicaStorage {
 struct DeletionProofs {
     private var byReplica: [ReplicaID: [WriteBlock]]
     private let zone: ZoneKey
-    private var verified: [String: Bool] = [:]
+    private var verified: [WriteBlock.Key: Bool] = [:]
     private(set) var used: [WriteBlock] = []
-    private var usedKeys = Set<String>()
+    private var usedKeys = Set<WriteBlock.Key>()
 
     init(blocks: [WriteBlock], zone: ZoneKey) {
         byReplica = Dictionary(grouping: blocks.filter { $0.entries != nil && $0.zone == zone }, by: \.replica)
@@ -114,7 +114,7 @@ struct DeletionProofs {
               storage.refusal(ofWriter: deletion.replica, at: deletion.time) == nil else { return false }
         if try storage.writeBlock(of: deletion.replica, in: zone, covering: deletion.time)?.digest(at: deletion.time) == digest { return true }
         for block in byReplica[deletion.replica] ?? [] where block.digest(at: deletion.time) == digest {
-            let key = "\(block.replica) \(block.last.rawValue) \(block.entriesHash) \(block.signature)"
+            let key = block.key
             if verified[key] == nil { verified[key] = block.isSignatureValid }
             guard verified[key] == true else { continue }
             if usedKeys.insert(key).inserted { used.append(block) }

@@ -56,22 +56,26 @@ extension ReplicaStorage {
                 changes.append(vouching)
             }
         }
+        try writeShare(changes, previous: previous, stamp: stamp, sync: sync, in: zone)
+        return true
+    }
+
+    /// A local write of the share record: `changes` under `stamp`.
+    private func writeShare(_ changes: [(String, FieldValue?)], previous: RecordState?, stamp: Stamp, sync: ZoneSyncState, in zone: ZoneKey) throws {
         let state = LocalWrite.save(
             previous: previous, recordName: Share.recordName, recordType: Share.recordType,
             changes: changes, replacement: .changedKeys, stamp: stamp)
         try store(state, previous: previous, in: zone)
         try recordLocalWrite(stamp, in: zone, sync: sync)
         noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)
-        return true
     }
 
     /// What a replica does on learning of a share change from a peer (and a
     /// node once at its start, for shares revoked under an earlier build): a
     /// device of the owner's account vouches for the writes it took before it
-    /// learned of a revocation; any other device drops the writes no owner
-    /// device vouches for, and what was written after the revocation
-    /// (`stripRevokedWrites`). Returns how many records
-    /// it changed.
+    /// learned of a revocation, then, like any other device, drops what the
+    /// revocation voids (`stripRevokedWrites`). Returns how many records it changed.
+    ///
     /// `notVouching`: records that came in the same change set as the share
     /// change, ahead of it: a modified client's order, not what this device
     /// held before it learned of the revocation.
@@ -96,13 +100,7 @@ extension ReplicaStorage {
         guard let vouching = try vouchingField(for: share, in: zone, notVouching: notVouching) else { return true }
         guard let vouching = vouching.field else { return false }
         let sync = try liveSyncState(of: zone)
-        let stamp = nextStamp()
-        let state = LocalWrite.save(
-            previous: previous, recordName: Share.recordName, recordType: Share.recordType,
-            changes: [vouching], replacement: .changedKeys, stamp: stamp)
-        try store(state, previous: previous, in: zone)
-        try recordLocalWrite(stamp, in: zone, sync: sync)
-        noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)
+        try writeShare([vouching], previous: previous, stamp: nextStamp(), sync: sync, in: zone)
         return true
     }
 
@@ -113,7 +111,6 @@ extension ReplicaStorage {
     private func vouchingField(for share: Share, in zone: ZoneKey, notVouching: Set<String> = []) throws -> (field: (String, FieldValue?)?, count: Int)? {
         guard accounts(of: replica).contains(zone.zoneID.ownerName) else { return nil }
         var missing = VouchedWrites()
-        let revoked = share.revokedAccounts
         try forEachRecord(in: zone) { state in
             guard !notVouching.contains(state.recordName) else { return }
             let voided = WriteRights.revokedWrites(of: state, in: zone, share: share, accounts: accounts(of:))
@@ -121,12 +118,7 @@ extension ReplicaStorage {
                 missing.insert(stamp, digest: WriteDigest.record(state, stamp: stamp, in: zone))
             }
             // How far this device saw each revoked participant's writes (inside its read-write time).
-            for entry in state.vector.entries where voided.vectorLimits[entry.replica] != nil {
-                let of = accounts(of: entry.replica)
-                guard !of.contains(zone.zoneID.ownerName), !of.isDisjoint(with: revoked),
-                      of.contains(where: { share.permission(of: $0, at: entry.time) == .readWrite }) else { continue }
-                missing.noteHead(entry.replica, at: entry.time)
-            }
+            for (replica, time) in voided.unvouchedHeads { missing.noteHead(replica, at: time) }
         }
         guard !missing.isEmpty else { return nil }
         let field = VouchedWrites.field(of: replica)

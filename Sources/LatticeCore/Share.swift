@@ -95,6 +95,21 @@ public struct Share: Sendable, Hashable {
         participants[account]?.contains { $0.time > time && !$0.isLeave && $0.permission != .readWrite } ?? false
     }
 
+    /// How a write stamped `time` by a device of `accounts` stands.
+    public enum Standing: Equatable, Sendable {
+        /// None of them was read-write then.
+        case notReadWrite
+        case readWrite
+        /// Read-write then, in a time the owner has since ended: it counts only if vouched for.
+        case readWriteSinceEnded
+    }
+
+    public func standing(of accounts: Set<String>, at time: HLCTimestamp) -> Standing {
+        let writable = accounts.filter { permission(of: $0, at: time) == .readWrite }
+        if writable.isEmpty { return .notReadWrite }
+        return writable.allSatisfy { requiresVouching($0, at: time) } ? .readWriteSinceEnded : .readWrite
+    }
+
     /// Accounts whose read-write time the owner ended (a downgrade or a
     /// removal after a read-write grant): whose writes may need vouching.
     public var revokedAccounts: Set<String> {

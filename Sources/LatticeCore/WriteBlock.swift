@@ -153,3 +153,56 @@ public struct WriteBlock: Hashable, Sendable {
         return WriteDigest.hash(writer.bytes)
     }
 }
+
+extension WriteBlock {
+    /// A block's identity where blocks are gathered (its signature too: a
+    /// forged copy of a block is another one).
+    package struct Key: Hashable, Sendable {
+        var replica: ReplicaID
+        var last: HLCTimestamp
+        var entriesHash: [UInt8]
+        var signature: [UInt8]
+    }
+
+    package var key: Key { Key(replica: replica, last: last, entriesHash: entriesHash, signature: signature) }
+}
+
+/// A block's entries as the store keeps them and `collected` carries them:
+/// their count, then each time as a rising delta with its digest.
+package enum WriteBlockEntries {
+    package static func encode(_ entries: [WriteBlock.Entry], into writer: inout BinaryWriter) {
+        writer.varint(entries.count)
+        var previous: UInt64 = 0
+        for entry in entries {
+            writer.varint(entry.time.rawValue - previous)
+            previous = entry.time.rawValue
+            writer.raw(entry.digest)
+        }
+    }
+
+    package static func encode(_ entries: [WriteBlock.Entry]) -> [UInt8] {
+        var writer = BinaryWriter(capacity: entries.count * 36 + 4)
+        encode(entries, into: &writer)
+        return writer.bytes
+    }
+
+    /// Throws on entries out of order or past the clock's range.
+    package static func decode(from reader: inout BinaryReader) throws -> [WriteBlock.Entry] {
+        var entries: [WriteBlock.Entry] = []
+        var previous: UInt64 = 0
+        for index in 0..<(try reader.count(below: WriteBlock.maximumEntries + 1, "block entries")) {
+            let delta = try reader.varint()
+            let (time, overflow) = previous.addingReportingOverflow(delta)
+            guard !overflow else { throw DecodingError.malformed("a block entry's time past the clock's range", offset: reader.offset) }
+            guard index == 0 || delta > 0 else { throw DecodingError.malformed("block entries out of order", offset: reader.offset) }
+            previous = time
+            entries.append(WriteBlock.Entry(time: HLCTimestamp(rawValue: time), digest: Array(try reader.raw(WriteDigest.length))))
+        }
+        return entries
+    }
+
+    package static func decode(_ bytes: [UInt8]) throws -> [WriteBlock.Entry] {
+        var reader = BinaryReader(bytes)
+        return try decode(from: &reader)
+    }
+}

@@ -109,13 +109,13 @@ extension WriteRights {
                 return "replica \(replica.short) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID), and no account it belongs to is known here"
             }
             if isShare { return "the share of zone \(zone.zoneID) is its owner's to change; replica \(replica.short) (account \(of.sorted()[0])) may not" }
-            let writable = share.map { share in of.filter { share.permission(of: $0, at: time) == .readWrite } } ?? []
-            guard let share, !writable.isEmpty else {
+            let standing = share?.standing(of: of, at: time) ?? .notReadWrite
+            guard let share, standing != .notReadWrite else {
                 return "replica \(replica.short) (account \(of.sorted()[0])) may not write record \"\(state.recordName)\" of shared zone \(zone.zoneID): its account was not a read-write participant then"
             }
             // Inside a read-write time the owner has since ended, the stamp is the writer's word alone:
             // the write counts only if a device of the owner's account vouches for it.
-            guard writable.allSatisfy({ share.requiresVouching($0, at: time) }) else { return nil }
+            guard standing == .readWriteSinceEnded else { return nil }
             let stamp = Stamp(time: time, replica: replica)
             guard let digest else {
                 // A vector entry: a state may say it saw that writer's writes up to what the owner's devices saw.
@@ -123,7 +123,7 @@ extension WriteRights {
                 return "a state of record \"\(state.recordName)\" of shared zone \(zone.zoneID) says it saw writes of replica \(replica.short) up to \(time), inside a read-write time its owner has ended and beyond what any device of the owner's account vouches for"
             }
             if share.vouched.vouches(for: stamp, digest: digest(stamp)) { return nil }
-            return "replica \(replica.short) (account \(writable.sorted()[0])) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID) stamped inside a read-write time its owner has ended, and no device of the owner's account vouches for that write: it was made after the revocation, with its stamp set back"
+            return "replica \(replica.short) (account \(of.sorted()[0])) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID) stamped inside a read-write time its owner has ended, and no device of the owner's account vouches for that write: it was made after the revocation, with its stamp set back"
         }
         if isShare {
             // A leave's stamp excuses its leave field alone: one that also shows elsewhere (the owner's
@@ -153,6 +153,9 @@ extension WriteRights {
         /// Vector entries of participants beyond their read-write time: how
         /// far each may go (zero: not at all).
         public var vectorLimits: [ReplicaID: HLCTimestamp] = [:]
+        /// Of those, the ones inside the read-write time the owner ended: how
+        /// far the state saw the participant's writes (what an owner device vouches for as its head).
+        public var unvouchedHeads: [ReplicaID: HLCTimestamp] = [:]
 
         public var isEmpty: Bool { unvouched.isEmpty && afterRevocation.isEmpty && vectorLimits.isEmpty }
     }
@@ -170,22 +173,26 @@ extension WriteRights {
         }
         for stamp in state.liveStamps {
             guard let of = revokedParticipant(stamp.replica) else { continue }
-            let writable = of.filter { share.permission(of: $0, at: stamp.time) == .readWrite }
-            if writable.isEmpty {
-                result.afterRevocation.insert(stamp)
-                continue
+            switch share.standing(of: of, at: stamp.time) {
+            case .notReadWrite: result.afterRevocation.insert(stamp)
+            case .readWrite: break
+            case .readWriteSinceEnded:
+                if !share.vouched.vouches(for: stamp, digest: WriteDigest.record(state, stamp: stamp, in: zone)) { result.unvouched.insert(stamp) }
             }
-            guard writable.allSatisfy({ share.requiresVouching($0, at: stamp.time) }) else { continue }
-            if !share.vouched.vouches(for: stamp, digest: WriteDigest.record(state, stamp: stamp, in: zone)) { result.unvouched.insert(stamp) }
         }
         for entry in state.vector.entries {
             guard let of = revokedParticipant(entry.replica) else { continue }
-            let writable = of.filter { share.permission(of: $0, at: entry.time) == .readWrite }
-            if !writable.isEmpty {
+            switch share.standing(of: of, at: entry.time) {
+            case .readWrite: continue
+            case .readWriteSinceEnded:
                 // Inside the read-write time: no further than what the owner's devices saw.
                 let head = share.vouched.heads[entry.replica] ?? .zero
-                if writable.allSatisfy({ share.requiresVouching($0, at: entry.time) }), entry.time > head { result.vectorLimits[entry.replica] = head }
+                if entry.time > head {
+                    result.vectorLimits[entry.replica] = head
+                    result.unvouchedHeads[entry.replica] = entry.time
+                }
                 continue
+            case .notReadWrite: break
             }
             // The end of its last read-write time before the entry, and within it what the owner's devices saw.
             var limit = HLCTimestamp.zero
@@ -212,7 +219,7 @@ extension WriteRights {
         case .readWrite:
             // A clock behind the owner's revocation stamps inside the read-write time it ended: no owner
             // device vouches for such a write, and every replica would refuse it.
-            guard let share, accounts.allSatisfy({ share.permission(of: $0, at: time) != .readWrite || share.requiresVouching($0, at: time) }) else { return nil }
+            guard share?.standing(of: accounts, at: time) == .readWriteSinceEnded else { return nil }
             return "this account's read-write time in shared zone \(zone.zoneID) has ended (downgraded or removed by its owner); this device's clock is behind that change, so check the system clock"
         case .readOnly: return "zone \(zone.zoneID) is shared with this account read-only; its owner can make it read-write (`lattice share ZONE --with ACCOUNT`)"
         case .removed, nil: return "this account is not a participant of shared zone \(zone.zoneID) (any more)"

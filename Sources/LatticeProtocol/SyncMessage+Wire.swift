@@ -135,14 +135,7 @@ extension SyncMessage {
                 writer.raw(block.publicKey)
                 writer.varint(block.last.rawValue)
                 writer.raw(block.signature)
-                let entries = block.entries ?? []
-                writer.varint(entries.count)
-                var previous: UInt64 = 0
-                for entry in entries {
-                    writer.varint(entry.time.rawValue - previous)
-                    previous = entry.time.rawValue
-                    writer.raw(entry.digest)
-                }
+                WriteBlockEntries.encode(block.entries ?? [], into: &writer)
             }
         }
         return writer.bytes
@@ -408,16 +401,8 @@ extension SyncMessage {
         let publicKey = Array(try reader.raw(WriteBlock.publicKeyLength))
         let last = HLCTimestamp(rawValue: try reader.varint())
         let signature = Array(try reader.raw(WriteBlock.signatureLength))
-        let count = try reader.count(below: WriteBlock.maximumEntries + 1, "block entry count")
-        var entries: [WriteBlock.Entry] = []
-        var time: UInt64 = 0
-        for index in 0..<count {
-            let delta = try reader.varint()
-            let (next, overflow) = time.addingReportingOverflow(delta)
-            guard !overflow, next <= last.rawValue, index == 0 || delta > 0 else { throw ProtocolError.malformed("a block's entries out of order") }
-            time = next
-            entries.append(WriteBlock.Entry(time: HLCTimestamp(rawValue: time), digest: Array(try reader.raw(WriteDigest.length))))
-        }
+        let entries = try WriteBlockEntries.decode(from: &reader)
+        guard entries.last.map({ $0.time <= last }) ?? true else { throw ProtocolError.malformed("a block's entries past its last stamp") }
         do {
             return try WriteBlock(zone: zone, publicKey: publicKey, last: last, entries: entries, signature: signature)
         } catch {

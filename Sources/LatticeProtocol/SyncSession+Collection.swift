@@ -13,7 +13,7 @@ extension SyncSession {
         var messages: [SyncMessage] = []
         var part: [CollectedRecord] = []
         var partBlocks: [WriteBlock] = []
-        var partKeys = Set<WriteBlockKey>()
+        var partKeys = Set<WriteBlock.Key>()
         var partBytes = 0
         func flush() {
             guard !part.isEmpty else { return }
@@ -25,7 +25,7 @@ extension SyncSession {
         }
         for record in records {
             let proof = record.residue.deletion.flatMap { deletion in byReplica[deletion.replica]?.first { $0.digest(at: deletion.time) != nil } }
-            let key = proof.map(WriteBlockKey.init)
+            let key = proof?.key
             let adds = key.map { !partKeys.contains($0) } ?? false
             // Upper bounds of what the record and its block add to the message: it stays under the frame.
             let recordBytes = record.name.utf8.count + 48 + record.residue.vector.entries.count * 26
@@ -50,18 +50,5 @@ extension SyncSession {
         guard access.isAccount else { return close(.forbidden("only a device of this account may say which records it collected (\(access))")) }
         guard zone.scope == .private, access.allows(zone) else { return close(.forbidden("the peer says it collected records of zone \(zone), which only a private zone's devices may")) }
         return [.applyCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, blocks: blocks)]
-    }
-}
-
-/// One block's identity within a message.
-private struct WriteBlockKey: Hashable {
-    var replica: ReplicaID
-    var last: HLCTimestamp
-    var entriesHash: [UInt8]
-
-    init(_ block: WriteBlock) {
-        replica = block.replica
-        last = block.last
-        entriesHash = block.entriesHash
     }
 }

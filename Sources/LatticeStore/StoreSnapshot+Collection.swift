@@ -26,11 +26,11 @@ extension StoreSnapshot {
     /// proves them to a device back after the tombstone horizon.
     public func deletionBlocks(of residues: [RecordResidue], in key: ZoneKey) throws -> [WriteBlock] {
         var blocks: [WriteBlock] = []
-        var seen = Set<String>()
+        var seen = Set<WriteBlock.Key>()
         for deletion in residues.compactMap(\.deletion) {
             if blocks.contains(where: { $0.replica == deletion.replica && $0.digest(at: deletion.time) != nil }) { continue }
             guard let block = try writeBlock(of: deletion.replica, in: key, covering: deletion.time), block.entries != nil,
-                  seen.insert("\(block.replica) \(block.last.rawValue)").inserted else { continue }
+                  seen.insert(block.key).inserted else { continue }
             blocks.append(block)
         }
         return blocks

@@ -95,34 +95,6 @@ extension StoreTransaction {
     }
 }
 
-/// A block's entries as the store keeps them: times as deltas, then digests.
-enum WriteBlockEntries {
-    static func encode(_ entries: [WriteBlock.Entry]) -> [UInt8] {
-        var writer = BinaryWriter(capacity: entries.count * 36 + 4)
-        writer.varint(entries.count)
-        var previous: UInt64 = 0
-        for entry in entries {
-            writer.varint(entry.time.rawValue - previous)
-            previous = entry.time.rawValue
-            writer.raw(entry.digest)
-        }
-        return writer.bytes
-    }
-
-    static func decode(_ bytes: [UInt8]) throws -> [WriteBlock.Entry] {
-        var reader = BinaryReader(bytes)
-        var entries: [WriteBlock.Entry] = []
-        var previous: UInt64 = 0
-        for _ in 0..<(try reader.count(below: WriteBlock.maximumEntries + 1, "block entries")) {
-            let (time, overflow) = previous.addingReportingOverflow(try reader.varint())
-            guard !overflow else { throw LatticeCore.DecodingError.malformed("a block entry's time past the clock's range", offset: reader.offset) }
-            previous = time
-            entries.append(WriteBlock.Entry(time: HLCTimestamp(rawValue: previous), digest: Array(try reader.raw(WriteDigest.length))))
-        }
-        return entries
-    }
-}
-
 // MARK: A store restored from an older copy
 
 extension StoreSnapshot {

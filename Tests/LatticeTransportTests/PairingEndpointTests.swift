@@ -9,24 +9,44 @@ import Testing
 /// The inviter's endpoint on a real socket: an attempt that idles is closed
 /// at its deadline and spends none of the code's guesses.
 @Suite struct PairingEndpointTests {
-    @Test func anIdleAttemptIsClosedAtItsDeadlineAndSpendsNoGuess() throws {
-        let identity = try Identity.generate()
-        let code = try PairingCode.generate()
-        let offer = PairingOffer(code: code, now: RecordClock.now(), lifetimeMilliseconds: 20_000, maximumFailures: 1)
+    /// An inviter on a thread of its own, allowing one wrong guess: its port, the
+    /// attempts that failed, and (once it ends) its outcome.
+    struct Inviter {
+        let code: PairingCode
         let port = Locked(0)
         let failures = Locked<[PairingFailure]>([])
         let ended = Locked<Result<PairingOutcome, Error>?>(nil)
-        let thread = Thread {
-            let outcome = Result {
-                try PairingEndpoint.invite(
-                    offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: "inviter", container: "c") },
-                    host: "127.0.0.1", port: 0, wallClock: RecordClock.now, listening: { port.set($0) },
-                    attemptFailed: { failure in failures.update { $0.append(failure) } }, attemptDeadline: .milliseconds(300))
-            }
-            ended.set(outcome)
+
+        init(attemptDeadline: TimeAmount = PairingEndpoint.defaultAttemptDeadline) throws {
+            let identity = try Identity.generate()
+            let code = try PairingCode.generate()
+            self.code = code
+            let offer = PairingOffer(code: code, now: RecordClock.now(), lifetimeMilliseconds: 20_000, maximumFailures: 1)
+            let (port, failures, ended) = (port, failures, ended)
+            Thread {
+                let outcome = Result {
+                    try PairingEndpoint.invite(
+                        offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: "inviter", container: "c") },
+                        host: "127.0.0.1", port: 0, wallClock: RecordClock.now, listening: { port.set($0) },
+                        attemptFailed: { failure in failures.update { $0.append(failure) } }, attemptDeadline: attemptDeadline)
+                }
+                ended.set(outcome)
+            }.start()
+            while port.value == 0 { Thread.sleep(forTimeInterval: 0.01) }
         }
-        thread.start()
-        while port.value == 0 { Thread.sleep(forTimeInterval: 0.01) }
+
+        /// The right code still pairs: the attempts before spent no guess.
+        func expectPairs() throws {
+            let joiner = try PairingJoiner(code: code, identity: try Identity.generate(), name: "joiner", container: "c")
+            #expect(try PairingEndpoint.join(joiner, host: "127.0.0.1", port: port.value).peer.name == "inviter")
+            while ended.value == nil { Thread.sleep(forTimeInterval: 0.01) }
+            #expect((try ended.value?.get())?.peer.name == "joiner")
+        }
+    }
+
+    @Test func anIdleAttemptIsClosedAtItsDeadlineAndSpendsNoGuess() throws {
+        let inviter = try Inviter(attemptDeadline: .milliseconds(300))
+        let (port, failures) = (inviter.port, inviter.failures)
         // Two idle connections in turn: each is closed by its deadline, well before the socket's own 15 s.
         for _ in 0..<2 {
             let idle = try #require(RawConnection(port: port.value, timeoutSeconds: 5))
@@ -36,34 +56,15 @@ import Testing
         }
         #expect(failures.value.count == 2 && failures.value.allSatisfy { $0 == .timedOut }, "\(failures.value)")
         // With one guess allowed, the right code still pairs: the idle attempts spent none.
-        let joiner = try PairingJoiner(code: code, identity: try Identity.generate(), name: "joiner", container: "c")
-        let outcome = try PairingEndpoint.join(joiner, host: "127.0.0.1", port: port.value)
-        #expect(outcome.peer.name == "inviter")
-        while ended.value == nil { Thread.sleep(forTimeInterval: 0.01) }
-        #expect((try ended.value?.get())?.peer.name == "joiner")
+        try inviter.expectPairs()
     }
 
     /// A stranger announces a message over the inviter's 64 KiB: the
     /// connection ends at the length prefix, before anything is buffered, and
     /// spends no guess (a joiner takes up to 1 MiB from the inviter alone).
     @Test func anOversizedMessageToTheInviterEndsItsAttemptAtTheLengthPrefix() throws {
-        let identity = try Identity.generate()
-        let code = try PairingCode.generate()
-        let offer = PairingOffer(code: code, now: RecordClock.now(), lifetimeMilliseconds: 20_000, maximumFailures: 1)
-        let port = Locked(0)
-        let failures = Locked<[PairingFailure]>([])
-        let ended = Locked<Result<PairingOutcome, Error>?>(nil)
-        let thread = Thread {
-            let outcome = Result {
-                try PairingEndpoint.invite(
-                    offer: offer, makeInviter: { PairingInviter(code: code, identity: identity, name: "inviter", container: "c") },
-                    host: "127.0.0.1", port: 0, wallClock: RecordClock.now, listening: { port.set($0) },
-                    attemptFailed: { failure in failures.update { $0.append(failure) } })
-            }
-            ended.set(outcome)
-        }
-        thread.start()
-        while port.value == 0 { Thread.sleep(forTimeInterval: 0.01) }
+        let inviter = try Inviter()
+        let (port, failures) = (inviter.port, inviter.failures)
         for length in [PairingMessage.maximumLength + 1, PairingMessage.maximumIntroductionLength] {
             let hostile = try #require(RawConnection(port: port.value, timeoutSeconds: 5))
             // The prefix and a few bytes, not the body: the inviter must not wait for it.
@@ -73,10 +74,7 @@ import Testing
             #expect(Date().timeIntervalSince(start) < 4, "the inviter waited for the body")
         }
         #expect(failures.value.count == 2, "\(failures.value)")
-        let joiner = try PairingJoiner(code: code, identity: try Identity.generate(), name: "joiner", container: "c")
-        #expect(try PairingEndpoint.join(joiner, host: "127.0.0.1", port: port.value).peer.name == "inviter")
-        while ended.value == nil { Thread.sleep(forTimeInterval: 0.01) }
-        #expect((try ended.value?.get())?.peer.name == "joiner")
+        try inviter.expectPairs()
     }
 }
 
