@@ -60,15 +60,16 @@ extension Database {
     public func recordZoneChanges(inZoneWith zoneID: Zone.ID, since token: ChangeToken?, resultsLimit: Int = 10_000) throws(LatticeError) -> ZoneChanges {
         try LatticeError.wrap {
             try store.read { snapshot in
-                let sync = try snapshot.syncState(of: key(zoneID))
+                let zone = try key(zoneID, in: snapshot)
+                let sync = try snapshot.syncState(of: zone)
                 guard zoneID.isDefault || sync?.zoneState.exists == true else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
                 let incarnation = sync?.zoneState.causalLength ?? 1
                 if let token {
                     guard token.storeID == store.storeID else {
                         throw LatticeError(.changeTokenExpired, "the change token comes from another store; fetch all changes again (no token)")
                     }
-                    guard token.zone == key(zoneID).description else {
-                        throw LatticeError(.invalidArguments, "the change token belongs to zone \(token.zone), not \(key(zoneID))")
+                    guard token.zone == zone.description else {
+                        throw LatticeError(.invalidArguments, "the change token belongs to zone \(token.zone), not \(zone)")
                     }
                     guard token.zoneIncarnation == incarnation else {
                         throw LatticeError(.changeTokenExpired, "zone \(zoneID) was deleted and re-created since the token; fetch all changes again")
@@ -76,12 +77,12 @@ extension Database {
                     guard token.sequence >= (try snapshot.horizon()) else {
                         throw LatticeError(.changeTokenExpired, "the store was compacted after the token was issued; fetch all changes again, without a token")
                     }
-                    guard token.sequence >= (try snapshot.collectionHorizon(in: key(zoneID))) else {
+                    guard token.sequence >= (try snapshot.collectionHorizon(in: zone)) else {
                         throw LatticeError(.changeTokenExpired, "records deleted after the token was issued had their tombstones collected, so their deletions cannot be listed; fetch all changes of zone \(zoneID.zoneName) again, without a token")
                     }
                 }
                 let since = token?.sequence ?? 0
-                let changed = try snapshot.records(changedAfter: since, in: key(zoneID), limit: resultsLimit + 1)
+                let changed = try snapshot.records(changedAfter: since, in: zone, limit: resultsLimit + 1)
                 let more = changed.count > resultsLimit
                 let page = changed.prefix(resultsLimit)
                 // Rows share a sequence per commit: never cut a commit in half.
@@ -89,13 +90,13 @@ extension Database {
                 var complete = Array(page.filter { $0.sequence < boundary })
                 if more, complete.isEmpty {
                     // One commit larger than the limit: deliver it whole rather than cut it or fail.
-                    complete = try snapshot.records(committedAt: changed[0].sequence, in: key(zoneID))
+                    complete = try snapshot.records(committedAt: changed[0].sequence, in: zone)
                 }
                 let end = more ? complete.last!.sequence : max(since, try snapshot.sequence())
                 return ZoneChanges(
                     modifications: complete.filter { $0.state.isAlive }.map { Record(state: $0.state, zoneID: zoneID) },
                     deletions: complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: $0.state.recordName, zoneID: zoneID), $0.state.recordType) },
-                    changeToken: ChangeToken(storeID: store.storeID, zone: key(zoneID), zoneIncarnation: incarnation, sequence: end),
+                    changeToken: ChangeToken(storeID: store.storeID, zone: zone, zoneIncarnation: incarnation, sequence: end),
                     moreComing: more)
             }
         }
@@ -105,9 +106,10 @@ extension Database {
     public func currentChangeToken(inZoneWith zoneID: Zone.ID) throws(LatticeError) -> ChangeToken {
         try LatticeError.wrap {
             try store.read { snapshot in
-                let sync = try snapshot.syncState(of: key(zoneID))
+                let zone = try key(zoneID, in: snapshot)
+                let sync = try snapshot.syncState(of: zone)
                 guard zoneID.isDefault || sync?.zoneState.exists == true else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
-                return ChangeToken(storeID: store.storeID, zone: key(zoneID), zoneIncarnation: sync?.zoneState.causalLength ?? 1, sequence: try snapshot.sequence())
+                return ChangeToken(storeID: store.storeID, zone: zone, zoneIncarnation: sync?.zoneState.causalLength ?? 1, sequence: try snapshot.sequence())
             }
         }
     }
@@ -118,7 +120,7 @@ extension Database {
     /// of the record, the same on every replica holding it, and stay until a
     /// write to the field or `clearConflicts` resolves them.
     public func conflicts(for recordID: Record.ID) throws(LatticeError) -> [FieldConflict] {
-        try LatticeError.wrap { try store.read { try $0.conflicts(of: recordID.recordName, in: key(recordID.zoneID)) } }
+        try LatticeError.wrap { try store.read { try $0.conflicts(of: recordID.recordName, in: key(recordID.zoneID, in: $0)) } }
     }
 
     /// Resolves the record's conflicts as they stand: a write that reaches
@@ -130,10 +132,10 @@ extension Database {
                 guard try zoneExists(recordID.zoneID, in: transaction) else {
                     throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
                 }
-                guard try transaction.record(named: recordID.recordName, in: key(recordID.zoneID))?.isAlive == true else {
+                guard try transaction.record(named: recordID.recordName, in: key(recordID.zoneID, in: transaction))?.isAlive == true else {
                     throw LatticeError(.unknownItem, "record \(recordID) does not exist")
                 }
-                return try transaction.clearConflicts(of: recordID.recordName, in: key(recordID.zoneID))
+                return try transaction.clearConflicts(of: recordID.recordName, in: key(recordID.zoneID, in: transaction))
             }
         }
     }

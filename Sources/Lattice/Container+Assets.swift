@@ -54,7 +54,7 @@ extension Database {
     /// 256 KiB, when asked for (`lazy`, the default). A choice of this device
     /// alone: it does not sync.
     public func assetPolicy(ofZone zoneID: Zone.ID) throws(LatticeError) -> AssetPolicy {
-        try container.assetPolicy(of: key(try resolveZoneID(zoneID)))
+        try container.assetPolicy(of: storedZoneKey(try resolveZoneID(zoneID)))
     }
 
     public func setAssetPolicy(_ policy: AssetPolicy, ofZone zoneID: Zone.ID) throws(LatticeError) {
@@ -62,6 +62,6 @@ extension Database {
         guard try allRecordZones().contains(where: { $0.zoneID == resolved }) else {
             throw LatticeError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
         }
-        try container.setAssetPolicy(policy, of: key(resolved))
+        try container.setAssetPolicy(policy, of: storedZoneKey(resolved))
     }
 }

@@ -78,8 +78,9 @@ extension Database {
             }
             return tag
         }
-        func checkTag(_ tag: String) throws(LatticeError) {
-            let current = try LatticeError.wrap { try transaction.record(id.recordName, in: key(id.zoneID)) }
+        func checkTag(_ tag: String, writer: inout RecordWriter) throws(LatticeError) {
+            let zone = try writer.key(id.zoneID)
+            let current = try LatticeError.wrap { try transaction.record(id.recordName, in: zone) }
             guard let current, current.isAlive else { throw LatticeError(.unknownItem, "record \(id) does not exist") }
             guard current.changeTag == tag else {
                 throw LatticeError(.serverRecordChanged, "record \(id) changed since tag \(tag) (now \(current.changeTag)); fetch it and decide again",
@@ -97,7 +98,7 @@ extension Database {
                 _ = try requireTag()
                 writer.savePolicy = .ifServerRecordUnchanged
             case .replace:
-                try checkTag(try requireTag())
+                try checkTag(try requireTag(), writer: &writer)
                 writer.savePolicy = .allKeys
             case .forceReplace:
                 writer.savePolicy = .allKeys
@@ -108,7 +109,7 @@ extension Database {
             return try writer.write(saved, previous: previous)
         case .delete, .forceDelete:
             try writer.checkDelete(id)
-            if write.operation == .delete, let tag = record.recordChangeTag { try checkTag(tag) }
+            if write.operation == .delete, let tag = record.recordChangeTag { try checkTag(tag, writer: &writer) }
             try writer.delete(id)
             return nil
         }

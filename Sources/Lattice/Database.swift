@@ -26,7 +26,23 @@ public struct Database: Sendable {
 
     var store: RecordStore { container.store }
 
-    func key(_ zoneID: Zone.ID) -> ZoneKey { ZoneKey(scope: databaseScope, zoneID: zoneID) }
+    /// Where the store keeps a zone of this database. A zone this account
+    /// shares is kept once, in the shared database as `NAME:ACCOUNT` (the
+    /// identity every participant knows it by), yet its owner sees it in its
+    /// private database under its own name, as CloudKit's owner does: a
+    /// private zone ID naming no private zone resolves to it.
+    func key(_ zoneID: Zone.ID, in snapshot: StoreSnapshot) throws -> ZoneKey {
+        let plain = ZoneKey(scope: databaseScope, zoneID: zoneID)
+        guard databaseScope == .private, !zoneID.isDefault, zoneID.ownerName == Zone.ID.defaultOwnerName,
+              try snapshot.syncState(of: plain)?.zoneState.exists != true else { return plain }
+        let shared = ZoneKey(scope: .shared, zoneID: ZoneID(zoneName: zoneID.zoneName, ownerName: try snapshot.accountID()))
+        return try snapshot.syncState(of: shared)?.zoneState.exists == true ? shared : plain
+    }
+
+    /// Where the store keeps a zone of this database (see `key(_:in:)`).
+    package func storedZoneKey(_ zoneID: Zone.ID) throws(LatticeError) -> ZoneKey {
+        try LatticeError.wrap { try store.read { try key(zoneID, in: $0) } }
+    }
 
     // MARK: Zones
 
@@ -40,7 +56,7 @@ public struct Database: Sendable {
         guard databaseScope != .public || zone.zoneID.isDefault else {
             throw LatticeError(.invalidArguments, "the public database has only the default zone (\(Zone.ID.defaultZoneName)), as in CloudKit: custom zones are for the private database")
         }
-        try LatticeError.wrap { try store.write { _ = try $0.createZone(key(zone.zoneID)) } }
+        try LatticeError.wrap { try store.write { _ = try $0.createZone(key(zone.zoneID, in: $0)) } }
         return zone
     }
 
@@ -54,15 +70,28 @@ public struct Database: Sendable {
                 if databaseScope == .shared, zoneID.ownerName != (try transaction.accountID()) {
                     throw LatticeError(.permissionFailure, "zone \(zoneID) is another account's: only its owner deletes it (leave it with `lattice share leave \(zoneID.zoneName)`)")
                 }
-                try transaction.deleteZone(key(zoneID))
+                try transaction.deleteZone(key(zoneID, in: transaction))
             }
         }
     }
 
-    /// The zones that exist, the default zone first.
+    /// The zones that exist, the default zone first. The private database
+    /// lists the zones this account shares too, under their own names.
     public func allRecordZones() throws(LatticeError) -> [Zone] {
-        let known = try LatticeError.wrap { try store.read { try $0.zones(in: databaseScope) } }
-        let others = known.filter { $0.sync.zoneState.exists && !$0.key.zoneID.isDefault }.map { Zone(zoneID: $0.key.zoneID) }
+        let known = try LatticeError.wrap { () throws -> [ZoneKey] in
+            try store.read { snapshot in
+                var keys = try snapshot.zones(in: databaseScope).filter { $0.sync.zoneState.exists }.map(\.key)
+                if databaseScope == .private {
+                    let own = try snapshot.accountID()
+                    let shared = try snapshot.zones(in: .shared).filter { $0.sync.zoneState.exists && $0.key.zoneID.ownerName == own }
+                    let names = Set(keys.map(\.zoneID.zoneName))
+                    keys += shared.map(\.key).filter { !names.contains($0.zoneID.zoneName) }
+                        .map { ZoneKey(scope: .private, zoneID: ZoneID(zoneName: $0.zoneID.zoneName)) }
+                }
+                return keys
+            }
+        }
+        let others = known.filter { !$0.zoneID.isDefault }.map { Zone(zoneID: $0.zoneID) }.sorted { $0.zoneID.zoneName < $1.zoneID.zoneName }
         return databaseScope == .shared ? others : [Zone.default] + others
     }
 
@@ -92,7 +121,7 @@ public struct Database: Sendable {
     /// Whether records can be written to the zone now.
     func zoneExists(_ zoneID: Zone.ID, in snapshot: StoreSnapshot) throws -> Bool {
         if zoneID.isDefault { return true }
-        return try snapshot.syncState(of: key(zoneID))?.zoneState.exists ?? false
+        return try snapshot.syncState(of: key(zoneID, in: snapshot))?.zoneState.exists ?? false
     }
 
     // MARK: Records
@@ -104,7 +133,7 @@ public struct Database: Sendable {
                 guard try zoneExists(recordID.zoneID, in: snapshot) else {
                     throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
                 }
-                return try snapshot.record(recordID.recordName, in: key(recordID.zoneID))
+                return try snapshot.record(recordID.recordName, in: key(recordID.zoneID, in: snapshot))
             }
         }
         guard let state, state.isAlive else { throw LatticeError(.unknownItem, "record \(recordID) does not exist") }
@@ -125,7 +154,7 @@ public struct Database: Sendable {
             try store.write { transaction in
                 var writer = try RecordWriter(database: self, transaction: transaction, savePolicy: .ifServerRecordUnchanged)
                 try writer.checkDelete(recordID)
-                let current = try transaction.record(recordID.recordName, in: key(recordID.zoneID))!
+                let current = try transaction.record(recordID.recordName, in: key(recordID.zoneID, in: transaction))!
                 guard current.changeTag == tag else {
                     throw LatticeError(.serverRecordChanged, "record \(recordID) changed since tag \(tag) (now \(current.changeTag)); fetch it and decide again",
                                        serverRecord: Record(state: current, zoneID: recordID.zoneID))
@@ -138,7 +167,7 @@ public struct Database: Sendable {
 
     /// How many live records a zone holds.
     public func recordCount(inZoneWith zoneID: Zone.ID) throws(LatticeError) -> Int {
-        try LatticeError.wrap { try store.read { try $0.liveRecordCount(in: key(zoneID)) } }
+        try LatticeError.wrap { try store.read { try $0.liveRecordCount(in: key(zoneID, in: $0)) } }
     }
 
     /// Deletes one record (and what references it with deleteSelf).

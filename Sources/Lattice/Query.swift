@@ -109,7 +109,7 @@ extension Database {
         return try LatticeError.wrap {
             try store.read { snapshot in
                 guard try zoneExists(zoneID, in: snapshot) else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
-                return try snapshot.queryPage(engine, in: key(zoneID), after: after, limit: limit)
+                return try snapshot.queryPage(engine, in: key(zoneID, in: snapshot), after: after, limit: limit)
             }
         }
     }

@@ -18,9 +18,20 @@ struct RecordWriter {
         schema = try transaction.schema()
     }
 
-    private func requireZone(_ zoneID: Zone.ID) throws(LatticeError) {
-        let exists = try LatticeError.wrap { try database.zoneExists(zoneID, in: transaction) }
+    private mutating func requireZone(_ zoneID: Zone.ID) throws(LatticeError) {
+        let zone = try key(zoneID)
+        let exists = try LatticeError.wrap { try zoneID.isDefault || transaction.syncState(of: zone)?.zoneState.exists == true }
         guard exists else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist; create it first") }
+    }
+
+    /// Where each zone of the batch is stored, looked up once per zone.
+    private var keys: [Zone.ID: ZoneKey] = [:]
+
+    mutating func key(_ zoneID: Zone.ID) throws(LatticeError) -> ZoneKey {
+        if let key = keys[zoneID] { return key }
+        let key = try LatticeError.wrap { try database.key(zoneID, in: transaction) }
+        keys[zoneID] = key
+        return key
     }
 
     /// States read ahead for a batch, by zone then name: a name of a zone
@@ -32,14 +43,16 @@ struct RecordWriter {
     mutating func readAhead(_ ids: [Record.ID]) throws(LatticeError) {
         let byZone = Dictionary(grouping: ids, by: \.zoneID)
         for (zoneID, ids) in byZone {
-            let states = try LatticeError.wrap { try transaction.records(named: ids.map(\.recordName), in: database.key(zoneID)) }
+            let zone = try key(zoneID)
+            let states = try LatticeError.wrap { try transaction.records(named: ids.map(\.recordName), in: zone) }
             readAhead[zoneID] = states
         }
     }
 
-    private func current(_ id: Record.ID) throws(LatticeError) -> RecordState? {
+    private mutating func current(_ id: Record.ID) throws(LatticeError) -> RecordState? {
         if let states = readAhead[id.zoneID] { return states[id.recordName] }
-        return try LatticeError.wrap { try transaction.record(id.recordName, in: database.key(id.zoneID)) }
+        let zone = try key(id.zoneID)
+        return try LatticeError.wrap { try transaction.record(id.recordName, in: zone) }
     }
 
     /// Checks a save before anything is written; returns the record's stored
@@ -79,7 +92,7 @@ struct RecordWriter {
 
     /// Saves a checked record; `previous` is what `check` returned for it.
     mutating func write(_ record: Record, previous: RecordState?) throws -> Record {
-        let key = database.key(record.recordID.zoneID)
+        let key = try key(record.recordID.zoneID)
         if record.recordID.zoneID.isDefault, !defaultZoneReady {
             try transaction.createZone(key)
             defaultZoneReady = true
@@ -117,6 +130,6 @@ struct RecordWriter {
     }
 
     mutating func delete(_ id: Record.ID) throws {
-        try transaction.delete([id.recordName], in: database.key(id.zoneID))
+        try transaction.delete([id.recordName], in: try key(id.zoneID))
     }
 }

@@ -35,7 +35,7 @@ struct DiffCommand: ParsableCommand {
         let zones = peer == nil ? Array(arguments.dropFirst()) : arguments
         let keys = try zones.map { name -> ZoneKey in
             let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: name)) }
-            return ZoneKey(scope: scope, zoneID: zoneID)
+            return try library { try database.storedZoneKey(zoneID) }
         }
         guard let peer else {
             let device = arguments[0]

@@ -20,7 +20,7 @@ struct ShareCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add", abstract: "Share a zone of this account with another account (again: change its permission).",
             discussion: """
-                A private zone moves into the shared database when first shared: its records are written there again, and the private zone is deleted on every device of the account.
+                The owner keeps the zone in its private database under its own name, as in CloudKit; participants see it in their shared database as NAME:OWNER.
                 ID is the other account's ID (its first device's ID: `lattice account` prints it as founder), or a device ID this store has seen write in a shared zone.
                 Example: lattice share Lists --with ABCDEFG-... --read-only
                 """)

@@ -37,9 +37,16 @@ import Testing
         #expect(try cli.run(["share", "accept", "Lists"], store: "y").status != 0)
         let shared = try cli.ok(["share", "Lists", "--with", yAccount, "--read-only", "--json"], store: "x").json["shares"] as? [[String: Any]]
         #expect(((shared?.first?["zoneID"] as? [String: Any])?["ownerName"] as? String) == xAccount)
-        // The zone moved into the shared database: the owner addresses it there by its name.
+        // The owner keeps the zone in its private database under its own name,
+        // as CloudKit's owner does (it is also `Lists:OWNER` in its shared database).
         #expect(try title("x", "Lists/milk") == "Milk")
-        #expect(try cli.run(["record", "get", "Lists/milk"], store: "x").status != 0)
+        #expect(try cli.run(["record", "get", "Lists/milk"], store: "x").stdout.contains("Milk"))
+        let ownerZones = try cli.ok(["zone", "list"], store: "x").stdout
+        #expect(ownerZones.split(separator: "\n").contains { $0.hasPrefix("Lists\t") }, "\(ownerZones)")
+        try cli.ok(["record", "save", "Lists/tea", "--type", "Item", "title=Tea"], store: "x")
+        #expect(try title("x", "Lists/tea") == "Tea")
+        #expect(try cli.ok(["query", "Item", "--zone", "Lists"], store: "x").stdout.contains("2 records"))
+        #expect(try cli.ok(["changes", "Lists"], store: "x").stdout.contains("Lists/tea"))
 
         let x = try NodeProcess(cli: cli, store: "x")
         defer { _ = x.stop() }
@@ -49,6 +56,8 @@ import Testing
         #expect(try eventually(30) { (try cli.ok(["share", "invitations", "--json"], store: "y").json["invitations"] as? [Any])?.count == 1 })
         try cli.ok(["share", "accept", "Lists"], store: "y")
         #expect(try eventually(30) { try title("y", "Lists/milk") == "Milk" })
+        #expect(try title("y", "Lists/tea") == "Tea", "written through the owner's private database")
+        #expect(try cli.run(["record", "get", "Lists/milk"], store: "y").status == 66, "a participant's private database has no such zone")
         #expect(try title("y", "Lists:\(xAccount.prefix(7))/milk") == "Milk")
         let zones = try cli.ok(["--database", "shared", "zone", "list"], store: "y").stdout
         #expect(zones.contains("Lists:\(xAccount)"), "\(zones)")
@@ -64,6 +73,7 @@ import Testing
         #expect(try eventually(30) { try permission("y") == "readWrite" })
         try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
         #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+        #expect(try cli.ok(["record", "get", "Lists/eggs"], store: "x").stdout.contains("Eggs"))
         // A participant neither deletes the zone nor writes the share.
         #expect(try cli.run(["zone", "delete", "Lists", "--database", "shared"], store: "y").status == 77)
         #expect(try title("x", "Lists/milk") == "Milk")

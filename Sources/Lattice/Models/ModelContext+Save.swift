@@ -109,7 +109,7 @@ extension ModelContext {
         let database = database
         return try LatticeError.wrap {
             try database.store.read { snapshot in
-                Set(try ids.filter { id in try snapshot.record(id.recordName, in: database.key(id.zoneID))?.isAlive == true })
+                Set(try ids.filter { id in try snapshot.record(id.recordName, in: database.key(id.zoneID, in: snapshot))?.isAlive == true })
             }
         }
     }

@@ -33,11 +33,13 @@ extension Container {
     }
 
     /// Shares the zone `zoneName` with another account, read-write or
-    /// read-only; sharing again changes the permission. A private zone is
-    /// moved into the shared database when first shared (its records are
-    /// written there again by this device, and the private zone deleted on
-    /// every device of the account): a zone has one owner and one identity,
-    /// `zoneName:ACCOUNT` in every participant's shared database.
+    /// read-only; sharing again changes the permission. A zone has one owner
+    /// and one identity, `zoneName:ACCOUNT` in every participant's shared
+    /// database; the owner's devices keep seeing it in their private database
+    /// under its own name, as CloudKit's owner does (the store holds it once,
+    /// in the shared database: its records are written there again by this
+    /// device when first shared, and the private copy deleted on every device
+    /// of the account).
     ///
     /// `participant` is an account ID, or a device ID this store has seen
     /// write in a shared zone (its account is then taken).
