@@ -30,6 +30,25 @@ extension Container {
         }
     }
 
+    /// Asset content held and missing per source: this account, each other
+    /// account whose writers' records reference assets here, each writer of
+    /// unknown account.
+    public func assetUsage() throws(LatticeError) -> AssetUsageReport {
+        try LatticeError.wrap { try store.read { try $0.assetUsage() } }
+    }
+
+    /// The bound on asset content a node fetches by itself for records
+    /// written outside this account (`AssetQuota.default` unless set).
+    public func assetQuota() throws(LatticeError) -> AssetQuota {
+        try LatticeError.wrap { try store.read { AssetQuota.read(in: $0) } }
+    }
+
+    public func setAssetQuota(_ quota: AssetQuota) throws(LatticeError) {
+        guard quota.perSource >= 0, quota.total >= 0 else { throw LatticeError(.invalidArguments, "an asset quota is 0 bytes or more") }
+        // A running node hears of it, and fetches what now fits.
+        try LatticeError.wrap { try store.write { try $0.setSetting(AssetQuota.settingKey, to: quota.settingValue, wakingNodes: true) } }
+    }
+
     /// Whether the assets of `zone` come with its records (`eager`) or, above
     /// 256 KiB, when asked for (`lazy`, the default). A choice of this device
     /// alone: it does not sync.

@@ -30,6 +30,11 @@ public typealias DatabaseScope = LatticeCore.DatabaseScope
 public typealias SharePermission = LatticeCore.SharePermission
 /// A share another account's device offered this account (`Container.shareInvitations`).
 public typealias ShareInvitation = LatticeStore.ShareInvitation
+/// Asset content held and missing per source (`Container.assetUsage`).
+public typealias AssetUsageReport = LatticeStore.AssetUsageReport
+public typealias AssetUsage = LatticeStore.AssetUsage
+/// Who made this device hold an asset: this account, another account, or a writer of unknown account.
+public typealias AssetSource = LatticeStore.AssetSource
 /// What comparing zones with a peer found (`SyncNode.compare`), and what it cost.
 public typealias ZoneComparison = LatticeTransport.ReconcileOutcome
 /// A record (or a zone's own state) two devices hold differently.

@@ -49,6 +49,10 @@ struct DoctorCommand: ParsableCommand {
         if let strangers = status?.strangers, let summary = PeersCommand.summary(strangers) {
             findings.append(Finding(subject: "refusals", kind: .note, detail: summary))
         }
+        for hold in status?.assetsOverQuota ?? [] {
+            let quota = try library { try container.assetQuota() }
+            findings.append(Finding(subject: "assets", kind: .note, detail: "the quota on content written outside this account (\(AssetQuota.describe(quota.perSource)) per writer, \(AssetQuota.describe(quota.total)) in all) keeps \(Output.count(hold.assets, "asset")) (\(AssetQuota.describe(hold.bytes))) of \(hold.source) from being fetched; `lattice asset fetch` gets them anyway, `lattice serve --asset-quota-per-writer SIZE --asset-quota SIZE` raises it"))
+        }
         for row in try PeerRow.all(container) {
             let subject = "\(row.name ?? "device") \(row.deviceID)"
             guard let problem = Self.problem(row, status: status, ourID: container.deviceID) else {

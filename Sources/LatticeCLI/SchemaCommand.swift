@@ -125,12 +125,15 @@ struct StatusCommand: ParsableCommand {
         let name = try library { try container.deviceName() }
         let nodeStatus = NodeStatus.read(store: container.directory)
         let tombstones = options.scope == .private ? try library { try container.tombstoneReports() } : []
+        let usage = try library { try container.assetUsage() }
+        let quota = try library { try container.assetQuota() }
         if options.json {
             Output.json(StatusOutput(
                 store: container.directory.path, deviceID: container.deviceID, name: name, database: options.scope.description, commitSequence: sequence,
                 environment: schema.isProduction ? "production" : "development",
                 zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) },
                 tombstones: tombstones.map(StatusOutput.Tombstones.init),
+                assets: StatusOutput.Assets(usage, quota: quota),
                 sync: StatusOutput.Sync(nodeStatus)))
         } else {
             Output.line("store      \(container.directory.path)")
@@ -143,6 +146,7 @@ struct StatusCommand: ParsableCommand {
                 let away = report.away.isEmpty ? "" : "; away past the tombstone horizon, holding none back: \(report.away.joined(separator: ", "))"
                 Output.line("tombstones \(report.zoneID.zoneName): \(report.held) held\(why), \(report.collected) collected\(away)")
             }
+            for line in Self.assetLines(usage, quota: quota) { Output.line("assets     \(line)") }
             guard let nodeStatus else {
                 Output.line("sync       no node runs on this store (start one with `lattice serve`)")
                 return
@@ -168,11 +172,31 @@ struct StatusCommand: ParsableCommand {
                 }
                 if let mismatch = peer.lastMismatch { Output.line("  digests: \(mismatch)") }
             }
+            for hold in nodeStatus.assetsOverQuota ?? [] {
+                Output.line("assets     \(hold.source): \(Output.count(hold.assets, "asset")) (\(AssetQuota.describe(hold.bytes))) wait over the quota; `lattice asset fetch` gets them anyway")
+            }
             for asset in nodeStatus.assets ?? [] {
                 let peers = asset.bytesByPeer.sorted { $0.key < $1.key }.map { "\($0.key.prefix(8)) \($0.value / 1024) KiB" }.joined(separator: ", ")
                 Output.line("asset      \(asset.hash.prefix(16))…  \(asset.state)  \(asset.bytesDone / 1024)/\(asset.size / 1024) KiB\(peers.isEmpty ? "" : "  from \(peers)")\(asset.problem.map { "  last problem: \($0)" } ?? "")")
             }
         }
+    }
+}
+
+extension StatusCommand {
+    /// Asset content per source, and the quota on content from outside the account.
+    static func assetLines(_ usage: AssetUsageReport, quota: AssetQuota) -> [String] {
+        guard !usage.sources.isEmpty else { return [] }
+        var lines = usage.sources.map { row in
+            let held = "\(Output.count(row.heldAssets, "asset")) held (\(AssetQuota.describe(row.heldBytes)))"
+            let missing = row.missingAssets > 0 ? ", \(row.missingAssets) not here (\(AssetQuota.describe(row.missingBytes)))" : ""
+            let bound = row.source.isOutsideAccount ? ", quota \(AssetQuota.describe(quota.perSource))" : ""
+            return "\(row.source): \(held)\(missing)\(bound)"
+        }
+        if usage.sources.contains(where: \.source.isOutsideAccount) {
+            lines.append("outside this account: \(AssetQuota.describe(usage.outsideHeldBytes)) held of a \(AssetQuota.describe(quota.total)) quota (`lattice serve --asset-quota`, `--asset-quota-per-writer`)")
+        }
+        return lines
     }
 }
 
@@ -253,6 +277,7 @@ struct StatusOutput: Encodable {
         var discovery: Discovery?
         var peers: [Peer]?
         var assets: [NodeStatus.AssetTransfer]?
+        var assetsOverQuota: [NodeStatus.QuotaHold]?
 
         init(_ status: NodeStatus?) {
             guard let status else { running = false; return }
@@ -261,6 +286,7 @@ struct StatusOutput: Encodable {
             listeningPort = status.listeningPort
             commitWatch = status.commitWatch
             assets = status.assets ?? []
+            assetsOverQuota = status.assetsOverQuota ?? []
             discovery = status.discovery.map(Discovery.published) ?? .off
             peers = status.peers.map { peer in
                 Peer(deviceID: peer.deviceID, connected: peer.connected, address: peer.address, lastError: peer.lastError, zones: peer.zones.map { zone in
@@ -270,7 +296,7 @@ struct StatusOutput: Encodable {
             }
         }
 
-        private enum CodingKeys: String, CodingKey { case running, pid, listeningPort, commitWatch, discovery, peers, assets }
+        private enum CodingKeys: String, CodingKey { case running, pid, listeningPort, commitWatch, discovery, peers, assets, assetsOverQuota }
 
         func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -283,6 +309,7 @@ struct StatusOutput: Encodable {
             try container.encode(discovery, forKey: .discovery)
             try container.encode(peers, forKey: .peers)
             try container.encode(assets, forKey: .assets)
+            try container.encode(assetsOverQuota, forKey: .assetsOverQuota)
         }
     }
 
@@ -295,7 +322,34 @@ struct StatusOutput: Encodable {
     var zones: [WebServicesZone]
     /// Per private zone: deleted records' tombstones held and collected, and who holds them back.
     var tombstones: [Tombstones]
+    var assets: Assets
     var sync: Sync
+
+    /// Asset content per source, with the quota on what comes from outside the account.
+    struct Assets: Encodable {
+        struct Source: Encodable {
+            /// "this account", "account ID" or "device ID".
+            var source: String
+            var heldAssets: Int
+            var heldBytes: Int64
+            var missingAssets: Int
+            var missingBytes: Int64
+        }
+
+        var quotaPerSource: Int64
+        var quotaTotal: Int64
+        var outsideHeldBytes: Int64
+        var sources: [Source]
+
+        init(_ usage: AssetUsageReport, quota: AssetQuota) {
+            quotaPerSource = quota.perSource
+            quotaTotal = quota.total
+            outsideHeldBytes = usage.outsideHeldBytes
+            sources = usage.sources.map {
+                Source(source: $0.source.description, heldAssets: $0.heldAssets, heldBytes: $0.heldBytes, missingAssets: $0.missingAssets, missingBytes: $0.missingBytes)
+            }
+        }
+    }
 
     struct Tombstones: Encodable {
         struct Waiting: Encodable {

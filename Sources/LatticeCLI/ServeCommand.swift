@@ -139,6 +139,10 @@ struct ServeCommand: ParsableCommand {
     var tombstoneHorizon: String?
     @Option(help: "Look for tombstones and unreferenced assets to remove every this many seconds.")
     var collectEvery: Double = 60
+    @Option(help: ArgumentHelp("Asset content fetched by itself for the records of one account outside this one (or one writer of unknown account): 512M, 2G. Kept in the store. Default 1G.", valueName: "SIZE"))
+    var assetQuotaPerWriter: String?
+    @Option(help: ArgumentHelp("Asset content fetched by itself for records written outside this account, in all. Kept in the store. Default 4G. `lattice asset fetch` gets content whatever the quota.", valueName: "SIZE"))
+    var assetQuota: String?
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
@@ -148,9 +152,21 @@ struct ServeCommand: ParsableCommand {
             guard let seconds = TombstoneHorizon.parse(text) else { throw CLIError.usage("--tombstone-horizon takes a duration such as 30d, 12h, 15m or 90s, not \"\(text)\"") }
             return seconds
         }
+        func size(_ text: String?, _ flag: String) throws -> Int64? {
+            try text.map { text in
+                guard let bytes = AssetQuota.parseSize(text) else { throw CLIError.usage("\(flag) takes a size such as 512M, 2G or 1048576 (bytes), not \"\(text)\"") }
+                return bytes
+            }
+        }
+        let perWriter = try size(assetQuotaPerWriter, "--asset-quota-per-writer")
+        let total = try size(assetQuota, "--asset-quota")
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
         if let horizon { try library { try container.setTombstoneHorizon(seconds: horizon) } }
+        if perWriter != nil || total != nil {
+            let current = try library { try container.assetQuota() }
+            try library { try container.setAssetQuota(AssetQuota(perSource: perWriter ?? current.perSource, total: total ?? current.total)) }
+        }
         let logger = options.bootstrapLogging()
         var configuration = SyncNode.Configuration()
         configuration.port = port

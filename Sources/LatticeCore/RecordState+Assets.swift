@@ -14,7 +14,7 @@ extension RecordState {
 }
 
 extension Optional where Wrapped == FieldValue {
-    func collectAssets(into assets: inout Set<AssetReference>) {
+    package func collectAssets(into assets: inout Set<AssetReference>) {
         switch self {
         case .asset(let asset)?: assets.insert(asset)
         case .list(let items)?: for case .asset(let asset) in items { assets.insert(asset) }

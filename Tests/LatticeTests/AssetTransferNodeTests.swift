@@ -511,4 +511,46 @@ import Testing
         await nodeY.stop()
         await nodeX.stop()
     }
+
+    /// A read-write participant references more content than the owner's
+    /// quota for one other account allows: the owner's node fetches what fits
+    /// (smallest first), shows the rest as held back, fetches it when asked,
+    /// and the remainder once the quota is raised (issue 38, finding 4).
+    @Test func aParticipantsAssetsComeWithinTheQuotaForItsAccount() async throws {
+        let directory = TemporaryDirectory()
+        let x = try directory.container("x"), y = try directory.container("y")
+        try x.setAssetQuota(AssetQuota(perSource: 150_000, total: 10_000_000))
+        try await x.privateCloudDatabase.save(Zone(zoneName: "Lists"))
+        let share = try x.share(zone: "Lists", with: try y.accountID)
+        let own = try save(x, "mine", poster: try file(directory, "mine.bin", bytes: 200_000, seed: 30), zone: share.zoneID, database: x.sharedCloudDatabase)
+        let nodeX = node(x)
+        try await nodeX.start()
+        let nodeY = node(y, peers: [try #require(nodeX.listeningPort)])
+        try await nodeY.start()
+        #expect(await eventually(30) { (try? y.shareInvitations().count) == 1 })
+        _ = try y.acceptShare("Lists")
+        #expect(await eventually(30) { (try? y.sharedCloudDatabase.record(for: Record.ID(recordName: "mine", zoneID: share.zoneID))) != nil })
+        #expect(await eventually(30) { content(y, own) != nil }, "the owner's asset is fetched by the participant")
+        var theirs: [AssetReference] = []
+        for (index, size) in [120_000, 100_000, 110_000].enumerated() {
+            theirs.append(try save(y, "p\(index)", poster: try file(directory, "p\(index).bin", bytes: size, seed: 40 + UInt64(index)), zone: share.zoneID, database: y.sharedCloudDatabase))
+        }
+        let yAccount = try y.accountID
+        #expect(await eventually(30) { nodeX.status.assetsOverQuota == [NodeStatus.QuotaHold(source: "account \(yAccount)", assets: 2, bytes: 230_000)] },
+                "\(String(describing: nodeX.status.assetsOverQuota))")
+        await nodeX.waitForAssetFetches(timeout: .seconds(10))
+        #expect(content(x, theirs[1]) != nil && content(x, theirs[0]) == nil && content(x, theirs[2]) == nil)
+        let usage = try x.assetUsage()
+        let row = try #require(usage.sources.first { $0.source == .account(yAccount) })
+        #expect(row.heldAssets == 1 && row.heldBytes == 100_000 && row.missingAssets == 2 && row.missingBytes == 230_000)
+        #expect(usage.sources.first { $0.source == .thisAccount }?.heldBytes == 200_000 && usage.outsideHeldBytes == 100_000)
+        // Asked for, it comes whatever the quota.
+        try await nodeX.fetchAssets([theirs[0]], timeout: .seconds(60))
+        #expect(content(x, theirs[0]) == content(y, theirs[0]))
+        // Raised, the rest comes by itself.
+        try x.setAssetQuota(AssetQuota(perSource: 1_000_000, total: 10_000_000))
+        #expect(await eventually(30) { content(x, theirs[2]) != nil && nodeX.status.assetsOverQuota == nil })
+        await nodeY.stop()
+        await nodeX.stop()
+    }
 }

@@ -29,6 +29,8 @@ final class AssetFetcher: @unchecked Sendable {
         var retryAfterMissing: TimeInterval = 2
         /// A request not answered in this time is asked of another peer (and its peer avoided as a bad one).
         var replyTimeout: TimeInterval = 20
+        /// The bound on content written outside this account; nil: the store's (`AssetQuota`).
+        var quota: AssetQuota?
     }
 
     /// What the fetcher tells the node.
@@ -36,7 +38,7 @@ final class AssetFetcher: @unchecked Sendable {
         case progress(asset: AssetReference, peer: String, bytesDone: Int64)
         case fetched(asset: AssetReference, fetchedBytes: Int64, resumedBytes: Int64)
         case chunkRejected(asset: AssetReference, peer: String, chunk: Int, reason: String)
-        case status([NodeStatus.AssetTransfer])
+        case status([NodeStatus.AssetTransfer], overQuota: [NodeStatus.QuotaHold])
     }
 
     private struct Want {
@@ -114,19 +116,14 @@ final class AssetFetcher: @unchecked Sendable {
 
     private func refresh() {
         guard !stopped else { return }
-        let found: [(AssetEntry, Bool)]
+        let found: [AssetEntry]
         do {
-            found = try store.read { snapshot in
-                let eager = Self.eagerZones(in: snapshot)
-                return try snapshot.assetEntries(missingOnly: true, limit: 10_000).map { entry in
-                    (entry, entry.isWanted || !entry.zones.isDisjoint(with: eager) || (entry.asset.size <= settings.eagerThreshold && entry.zones.contains(where: Self.fetchesSmallAssetsEagerly)))
-                }
-            }
+            (found, overQuota) = try store.read { snapshot in try fetchable(in: snapshot) }
         } catch {
             return
         }
         var current = Set<AssetReference>()
-        for (entry, fetchNow) in found where fetchNow {
+        for entry in found {
             current.insert(entry.asset)
             if wants[entry.asset] == nil {
                 wants[entry.asset] = Want(asset: entry.asset, zones: entry.zones)
@@ -146,6 +143,38 @@ final class AssetFetcher: @unchecked Sendable {
         pump()
         publish()
     }
+
+    /// The missing assets to fetch now: those asked for, then those of eager
+    /// zones and small ones, within the quota for content written outside
+    /// this account (the ones being fetched first, then smallest first); and
+    /// what the quota holds back, per source.
+    private func fetchable(in snapshot: StoreSnapshot) throws -> ([AssetEntry], [NodeStatus.QuotaHold]) {
+        let eager = Self.eagerZones(in: snapshot)
+        var chosen: [AssetEntry] = []
+        var automatic: [AssetEntry] = []
+        for entry in try snapshot.assetEntries(missingOnly: true, limit: 10_000) {
+            if entry.isWanted {
+                chosen.append(entry)
+            } else if !entry.zones.isDisjoint(with: eager) || (entry.asset.size <= settings.eagerThreshold && entry.zones.contains(where: Self.fetchesSmallAssetsEagerly)) {
+                automatic.append(entry)
+            }
+        }
+        var admission: AssetQuotaAdmission?
+        for entry in automatic.sorted(by: { (wants[$0.asset] == nil ? 1 : 0, $0.asset.size, $0.asset.hexHash) < (wants[$1.asset] == nil ? 1 : 0, $1.asset.size, $1.asset.hexHash) }) {
+            let sources = try snapshot.sources(of: entry)
+            if sources.contains(AssetSource.thisAccount) || sources.isEmpty {
+                chosen.append(entry)
+                continue
+            }
+            if admission == nil { admission = AssetQuotaAdmission(quota: settings.quota ?? AssetQuota.read(in: snapshot), usage: try snapshot.assetUsage()) }
+            if admission!.admit(entry.asset.size, from: sources) { chosen.append(entry) }
+        }
+        let held = (admission?.refused ?? [:]).map { NodeStatus.QuotaHold(source: $0.key.description, assets: $0.value.assets, bytes: $0.value.bytes) }
+        return (chosen, held.sorted { $0.source < $1.source })
+    }
+
+    /// What the quota held back at the last refresh.
+    private var overQuota: [NodeStatus.QuotaHold] = []
 
     /// Whether small assets of `zone` come with its records by default: not
     /// in the public database, where any device on the LAN can write records
@@ -369,7 +398,7 @@ final class AssetFetcher: @unchecked Sendable {
                 hash: want.asset.hexHash, size: want.asset.size, bytesDone: want.partial?.bytesDone ?? 0,
                 state: want.partial == nil ? "waiting" : "fetching", bytesByPeer: want.bytesByPeer, problem: want.problem)
         }
-        report(.status(transfers))
+        report(.status(transfers, overQuota: overQuota))
     }
 }
 

@@ -107,6 +107,15 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         public var problem: String?
     }
 
+    /// Assets of one source outside the account that the quota keeps from
+    /// being fetched by themselves (`AssetQuota`).
+    public struct QuotaHold: Codable, Sendable, Hashable {
+        /// "account ID" or "device ID".
+        public var source: String
+        public var assets: Int
+        public var bytes: Int64
+    }
+
     public var pid: Int32
     public var startedAt: UInt64
     public var listeningPort: Int?
@@ -118,6 +127,8 @@ public struct NodeStatus: Codable, Sendable, Hashable {
     public var strangers: StrangerLog?
     /// Assets being fetched.
     public var assets: [AssetTransfer]?
+    /// Assets the quota on content written outside the account holds back, per source.
+    public var assetsOverQuota: [QuotaHold]?
 
     public static let fileName = "node-status.json"
 

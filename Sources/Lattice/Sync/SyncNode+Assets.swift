@@ -16,8 +16,11 @@ extension SyncNode {
             logger.warning("asset content refused: it does not check against the asset's hash", metadata: [
                 "asset": "\(asset.hexHash.prefix(16))", "peer": "\(peer)", "chunk": "\(chunk)", "reason": "\(reason)"])
             continuation.yield(.assetRejected(asset: asset.hexHash, peer: peer, chunk: chunk, reason: reason))
-        case .status(let transfers):
-            state.withLockedValue { $0.status.assets = transfers.isEmpty ? nil : transfers }
+        case .status(let transfers, let overQuota):
+            state.withLockedValue {
+                $0.status.assets = transfers.isEmpty ? nil : transfers
+                $0.status.assetsOverQuota = overQuota.isEmpty ? nil : overQuota
+            }
             publishStatus()
         }
     }
