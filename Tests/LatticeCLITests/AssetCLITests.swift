@@ -129,6 +129,33 @@ import Testing
         #expect(refused.status == 69 && refused.stderr.contains("lattice serve"), "\(refused.stderr)")
     }
 
+    /// The quota on other accounts' assets: set with `serve`, kept in the
+    /// store, shown by `status` with the content held per source.
+    @Test func theQuotaOnOtherAccountsAssetsIsSetWithServeAndShownInStatus() throws {
+        defer { cli.cleanup() }
+        try cli.ok(["init"], store: "a")
+        func quota() throws -> (Int?, Int?) {
+            let assets = try cli.ok(["status", "--json"], store: "a").json["assets"] as? [String: Any]
+            return (assets?["quotaPerSource"] as? Int, assets?["quotaTotal"] as? Int)
+        }
+        #expect(try quota() == (1 << 30, 4 << 30))
+        for bad in [["--asset-quota", "lots"], ["--asset-quota-per-writer=-1M"]] {
+            let refused = try cli.run(["serve", "--port", "0", "--no-mdns"] + bad, store: "a")
+            #expect(refused.status == 64 && refused.stderr.contains("takes a size"), "\(refused.stderr)")
+        }
+        #expect(try quota() == (1 << 30, 4 << 30), "a refused flag changes nothing")
+        let node = try NodeProcess(cli: cli, store: "a", extra: ["--asset-quota-per-writer", "2M", "--asset-quota", "1.5G"])
+        _ = node.stop()
+        #expect(try quota() == (2 << 20, 3 << 29))
+        try cli.ok(["zone", "create", "Movies"], store: "a")
+        let source = try randomFile("small.bin", bytes: 3000)
+        try cli.ok(["record", "save", "Movies/film", "--type", "Movie", "poster:asset=\(source.path)"], store: "a")
+        let status = try cli.ok(["status"], store: "a").stdout
+        #expect(status.contains("assets     this account: 1 asset held (2.9 KiB)"), "\(status)")
+        let sources = (try cli.ok(["status", "--json"], store: "a").json["assets"] as? [String: Any])?["sources"] as? [[String: Any]]
+        #expect(sources?.first?["source"] as? String == "this account" && sources?.first?["heldBytes"] as? Int == 3000)
+    }
+
     @Test func bundlesCarryAssetsWhenAskedAndABadOneChangesNothing() throws {
         defer { cli.cleanup() }
         for store in ["a", "b", "c", "d"] { try cli.ok(["init"], store: store) }
