@@ -91,7 +91,7 @@ extension ReplicaStorage {
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState
         if zoneState != before?.zoneState {
-            if enforcesWriteRights, let refusal = WriteRights.zoneRefusal(header.zoneState, of: zone, accounts: accounts(of:)) { throw WriteProofError.forbidden(refusal) }
+            if enforcesWriteRights, let refusal = WriteRights.zoneRefusal(header.zoneState, of: zone, share: try share(of: zone), accounts: accounts(of:)) { throw WriteProofError.forbidden(refusal) }
             guard acceptable(header.zoneState.stamp.time) else {
                 // A deletion or re-creation from the future: all of it waits, none of it half-applies.
                 while try reader.nextRecord() != nil { summary.recordsReceived += 1 }
@@ -111,6 +111,7 @@ extension ReplicaStorage {
         // Records after the share in this change set are judged by the share it brings.
         var share = try self.share(of: zone)
         let historiesBefore = share?.participants
+        let removalsBefore = share?.removedOwnerDevices
         /// Records this change set stored before it brought a share change: not vouched for (see `settleRevocations`).
         var takenBeforeShare: Set<String>?
         var taken = Set<String>()
@@ -196,7 +197,7 @@ extension ReplicaStorage {
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }
         summary.recordsChanged += try cascade(from: candidates, in: zone).count
         // A revocation learned here: an owner device vouches for what it took before, another drops what is void.
-        if let takenBeforeShare, share?.participants != historiesBefore {
+        if let takenBeforeShare, share?.participants != historiesBefore || share?.removedOwnerDevices != removalsBefore {
             summary.recordsVoided = try settleRevocations(in: zone, notVouching: takenBeforeShare)
             summary.recordsChanged += summary.recordsVoided
         }

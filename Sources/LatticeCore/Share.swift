@@ -41,6 +41,11 @@ public struct Share: Sendable, Hashable {
     public var participants: [String: [Change]]
     /// The participants' writes the owner's devices vouch for (`VouchedWrites`).
     public var vouched: VouchedWrites
+    /// Devices the owner's account removed from itself, each with its
+    /// removal's mark (the roster's `writesUpTo`): an owner device writes
+    /// them here, so that other accounts, which never hold the owner's
+    /// roster, stop taking the removed device's later writes as the owner's.
+    public var removedOwnerDevices: [ReplicaID: HLCTimestamp] = [:]
 
     public init(owner: String, participants: [String: [Change]] = [:], vouched: VouchedWrites = VouchedWrites()) {
         self.owner = owner
@@ -56,6 +61,10 @@ public struct Share: Sendable, Hashable {
         vouched = VouchedWrites()
         var leaves: [String: HLCTimestamp] = [:]
         for register in state.fields {
+            if let removed = Self.removedDevice(register.name) {
+                if case .string(let text)? = register.value, let raw = UInt64(text) { removedOwnerDevices[removed] = HLCTimestamp(rawValue: raw) }
+                continue
+            }
             if VouchedWrites.isField(register.name) {
                 // An unreadable list vouches for nothing: the writes it meant wait for a readable one.
                 if case .bytes(let bytes)? = register.value, let list = try? VouchedWrites(decoding: bytes) { vouched.formUnion(list) }
@@ -79,6 +88,11 @@ public struct Share: Sendable, Hashable {
     public static func held(_ state: RecordState?, in zone: ZoneKey) -> Share? {
         guard zone.scope == .shared, let state else { return nil }
         return Share(state, owner: zone.zoneID.ownerName)
+    }
+
+    /// Whether a write `replica` stamped `time` is past its removal from the owner's account.
+    public func isRemovedOwnerDevice(_ replica: ReplicaID, at time: HLCTimestamp) -> Bool {
+        removedOwnerDevices[replica].map { time > $0 } ?? false
     }
 
     /// The permission `account` had at `time`: its last change at or before then.
@@ -145,6 +159,17 @@ public struct Share: Sendable, Hashable {
     /// The field that holds `account`'s history: account IDs have dashes, which field names do not.
     public static func field(of account: String) -> String {
         fieldPrefix + account.filter { $0 != "-" }
+    }
+
+    static let removedPrefix = "removed_"
+
+    /// The field that holds the mark of `replica`'s removal from the owner's account.
+    public static func removedField(of replica: ReplicaID) -> String { removedPrefix + replica.description }
+
+    /// The device a removal field names, or nil for another field.
+    static func removedDevice(_ name: String) -> ReplicaID? {
+        guard name.hasPrefix(removedPrefix) else { return nil }
+        return ReplicaID(hex: String(name.dropFirst(removedPrefix.count)))
     }
 
     /// The field in which `account` says it left.

@@ -63,9 +63,13 @@ public enum WriteRights {
 
     /// Why a change set may not move `zone` to `zoneState`, or nil. A shared
     /// zone is made and deleted by its owner's account alone.
-    public static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey, accounts: (ReplicaID) -> Set<String> = { _ in [] }) -> String? {
+    public static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey, share: Share? = nil, accounts: (ReplicaID) -> Set<String> = { _ in [] }) -> String? {
         if zone.scope == .shared {
-            guard !accounts(zoneState.stamp.replica).contains(zone.zoneID.ownerName) else { return nil }
+            let writer = zoneState.stamp
+            if share?.isRemovedOwnerDevice(writer.replica, at: writer.time) == true {
+                return "replica \(writer.replica.short) was removed from account \(zone.zoneID.ownerName), the owner of shared zone \(zone.zoneID); it may not delete or re-create the zone any more"
+            }
+            guard !accounts(writer.replica).contains(zone.zoneID.ownerName) else { return nil }
             return "shared zone \(zone.zoneID) is made and deleted by its owner's account; replica \(zoneState.stamp.replica.short) is not of it"
         }
         guard zone.scope == .public else { return nil }
@@ -103,7 +107,14 @@ extension WriteRights {
             }
         }
         func refusal(_ replica: ReplicaID, _ time: HLCTimestamp, leaving: Bool = false, digest: ((Stamp) -> [UInt8])? = nil) -> String? {
-            let of = accounts(replica)
+            var of = accounts(replica)
+            if of.contains(owner), share?.isRemovedOwnerDevice(replica, at: time) == true {
+                // Removed from the owner's account since: after its mark, it is the owner's no more.
+                of.remove(owner)
+                if of.isEmpty {
+                    return "replica \(replica.short) was removed from account \(owner), the owner of shared zone \(zone.zoneID); its writes after \(share!.removedOwnerDevices[replica]!) are refused"
+                }
+            }
             if of.contains(owner) || leaving { return nil }
             if of.isEmpty {
                 return "replica \(replica.short) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID), and no account it belongs to is known here"
@@ -126,6 +137,13 @@ extension WriteRights {
             return "replica \(replica.short) (account \(of.sorted()[0])) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID) stamped inside a read-write time its owner has ended, and no device of the owner's account vouches for that write: it was made after the revocation, with its stamp set back"
         }
         if isShare {
+            // A removal's field is never its subject's to write: a removed device would undo its own removal.
+            for register in state.fields {
+                guard let removed = Share.removedDevice(register.name) else { continue }
+                for version in [register.winner] + register.losers where version.stamp.replica == removed {
+                    return "replica \(removed.short) wrote the field that records its own removal from account \(owner); a device cannot undo its removal"
+                }
+            }
             // A leave's stamp excuses its leave field alone: one that also shows elsewhere (the owner's
             // history, another field, the record's creation) is judged as the owner's write it would be.
             state.forEachPart { stamp, key, _ in
@@ -165,6 +183,18 @@ extension WriteRights {
     /// of it either), and drops then, as every other replica refuses it.
     public static func revokedWrites(of state: RecordState, in zone: ZoneKey, share: Share, accounts: (ReplicaID) -> Set<String>) -> RevokedWrites {
         var result = RevokedWrites()
+        // Writes of devices removed from the owner's account, after their marks: the share's too.
+        let owner = zone.zoneID.ownerName
+        func removedOwnerDevice(_ replica: ReplicaID) -> HLCTimestamp? {
+            guard let mark = share.removedOwnerDevices[replica], accounts(replica) == [owner] else { return nil }
+            return mark
+        }
+        for stamp in state.liveStamps {
+            if let mark = removedOwnerDevice(stamp.replica), stamp.time > mark { result.afterRevocation.insert(stamp) }
+        }
+        for entry in state.vector.entries {
+            if let mark = removedOwnerDevice(entry.replica), entry.time > mark { result.vectorLimits[entry.replica] = mark }
+        }
         guard state.recordName != Share.recordName else { return result }
         let revoked = share.revokedAccounts
         func revokedParticipant(_ replica: ReplicaID) -> Set<String>? {

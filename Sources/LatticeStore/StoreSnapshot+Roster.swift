@@ -109,8 +109,23 @@ extension StoreTransaction {
         }
         refusedWritersCache = nil
         ownMembersCache = nil
+        accountsCache = [:]
+        if state.members[own] != nil { try recordOwnerRemovalsInShares(state) }
         markChanged()
         wakesWatchers = true
+    }
+
+    /// Writes the account's removals into the share of every zone it shares
+    /// (`recordOwnerRemovals`), from `state` or the roster held here.
+    public func recordOwnerRemovalsInShares(_ state: AccountRoster.State? = nil) throws {
+        let state = try state ?? roster().state
+        guard state.members[store.identity.publicKey] != nil, !state.removed.isEmpty else { return }
+        var marks: [ReplicaID: HLCTimestamp] = [:]
+        for removal in state.removed.values { marks[try WriteBlock.replica(of: removal.publicKey)] = removal.writesUpTo }
+        let own = try accountID()
+        for zone in try zones(in: .shared) where zone.key.zoneID.ownerName == own && zone.sync.zoneState.exists {
+            try recordOwnerRemovals(marks, in: zone.key)
+        }
     }
 
     /// Why writes of `replica` stamped `time` are refused: its device was

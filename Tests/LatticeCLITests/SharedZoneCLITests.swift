@@ -172,6 +172,54 @@ import Testing
         #expect((doctor.stdout + doctor.stderr).contains("vouches"), "doctor: \(doctor.stdout) \(doctor.stderr)")
         #expect(try title("x", "Lists/eggs") == "Eggs", "the participant's write from before its removal stays")
     }
+
+    /// The owner removes one of its devices (`account remove`); the removed
+    /// device, through a modified client, removes the participant from the
+    /// share and writes a record, then syncs with the participant's node:
+    /// the participant, which never holds the owner's roster, refuses both
+    /// from what the owner's device wrote into the share (issue 38, finding 7).
+    @Test func aDeviceRemovedFromTheOwnersAccountIsRefusedByTheParticipant() throws {
+        defer { cli.cleanup() }
+        for store in ["x1", "x2", "y"] { try cli.ok(["init"], store: store) }
+        let offer = try PairCommandTests.Offer(cli: cli, store: "x1")
+        #expect(try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "x2").status == 0)
+        #expect(offer.finish().status == 0)
+        let yAccount = try #require(try cli.ok(["id", "--json"], store: "y").json["accountID"] as? String)
+        let x2Device = try #require(try cli.ok(["id", "--json"], store: "x2").json["deviceID"] as? String)
+        try cli.ok(["zone", "create", "Lists"], store: "x1")
+        try cli.ok(["record", "save", "Lists/milk", "--type", "Item", "title=Milk"], store: "x1")
+        try cli.ok(["share", "Lists", "--with", yAccount], store: "x1")
+        let x1 = try NodeProcess(cli: cli, store: "x1")
+        defer { _ = x1.stop() }
+        for database in ["private", "shared"] {
+            try cli.ok(["sync", "--peer", "127.0.0.1:\(x1.port)", "--once", "--timeout", "30", "--database", database], store: "x2")
+        }
+        #expect(try cli.ok(["record", "get", "Lists/milk"], store: "x2").stdout.contains("Milk"))
+        let once = ["sync", "--peer", "127.0.0.1:\(x1.port)", "--once", "--timeout", "30", "--database", "shared"]
+        try cli.ok(once, store: "y")
+        try cli.ok(["share", "accept", "Lists"], store: "y")
+        try cli.ok(once, store: "y")
+        #expect(try title("y", "Lists/milk") == "Milk")
+
+        try cli.ok(["account", "remove", x2Device], store: "x1")
+        try cli.ok(once, store: "y")
+        // x2 has not heard of it; a modified client on it ignores the rights anyway.
+        let hostile = try RecordStore(directory: URL(fileURLWithPath: cli.path("x2")))
+        hostile.ignoresWriteRights = true
+        let zone = try #require(try hostile.read { try $0.zones(in: .shared) }.first?.key)
+        try hostile.write { transaction in
+            try transaction.save("late", type: "Item", in: zone, changes: [("title", .string("Late"))])
+            try transaction.setSharePermission(.removed, of: yAccount, in: zone)
+        }
+        let y = try NodeProcess(cli: cli, store: "y")
+        defer { _ = y.stop() }
+        _ = try cli.run(["sync", "--peer", "127.0.0.1:\(y.port)", "--once", "--timeout", "15", "--database", "shared"], store: "x2")
+        #expect(try title("y", "Lists/late") == nil, "the participant took a removed owner device's write")
+        #expect(try permission("y") == "readWrite")
+        let peers = try cli.ok(["peers", "--json"], store: "y").json["peers"] as? [[String: Any]] ?? []
+        let refused = peers.first { $0["deviceID"] as? String == x2Device }?["refusedWrites"] as? [String: Any]
+        #expect((refused?["count"] as? Int ?? 0) >= 1 && (refused?["last"] as? String)?.contains("was removed from account") == true, "y's peers: \(peers)")
+    }
 }
 
 enum ZoneName {

@@ -158,6 +158,64 @@ import Testing
         #expect(throws: ReplicaError.self) { try save(leaver, "after", "After", in: zone) }
     }
 
+    /// A device the owner's account removed from itself keeps no owner
+    /// rights at the participants, which never hold the owner's roster: an
+    /// owner device writes the removal and its mark into the share, and a
+    /// participant refuses the removed device's later writes to the share,
+    /// the zone and its records; one that took them before it learned drops
+    /// them, and every replica ends alike (issue 38, finding 7).
+    @Test func aDeviceRemovedFromTheOwnersAccountLosesOwnerRightsAtParticipants() throws {
+        let x1 = try open("x1"), x2 = try open("x2"), y1 = try open("y1"), y2 = try open("y2")
+        try join(x2, to: x1)
+        try join(y2, to: y1)
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite)])
+        try sync(x1, to: x2, zone)
+        // Control: before its removal, x2 writes as the owner, the share too.
+        try save(x2, "before", "Before", in: zone)
+        try x2.write { try $0.setSharePermission(.readOnly, of: try account(y1), in: zone) }
+        clock.now += 5
+        try x2.write { try $0.setSharePermission(.readWrite, of: try account(y1), in: zone) }
+        clock.now += 5
+        try sync(x2, to: x1, zone)
+        for participant in [y1, y2] { #expect(try sync(x2, to: participant, zone).recordsRefused == 0) }
+        #expect(try title(y1, "before", in: zone) == "Before")
+
+        try x1.write { transaction in
+            let held = try transaction.heldWrites(of: x2.replica)
+            _ = try transaction.signRosterEntry(.remove(writesUpTo: held), subject: x2.identity.publicKey)
+        }
+        clock.now += 5
+        let mark = try #require(try x1.read { try $0.share(of: zone) }?.removedOwnerDevices[x2.replica])
+        #expect(mark > .zero)
+
+        // x2, removed, runs a modified client: it removes Y from the share, writes a record, and would delete the zone.
+        x2.ignoresWriteRights = true
+        try x2.write { try $0.setSharePermission(.removed, of: try account(y1), in: zone) }
+        clock.now += 5
+        try save(x2, "late", "Late", in: zone)
+        // y2 takes them before it learns of the removal; y1 after.
+        #expect(try sync(x2, to: y2, zone).recordsRefused == 0)
+        #expect(try y2.read { try $0.share(of: zone) }?.currentPermission(of: try account(y1)) == .removed)
+        try sync(x1, to: y1, zone)
+        let refused = try sync(x2, to: y1, zone)
+        #expect(refused.recordsRefused == 2, "\(String(describing: refused.refusal))")
+        #expect(refused.refusal?.contains("was removed from account") == true, "\(String(describing: refused.refusal))")
+        #expect(try title(y1, "late", in: zone) == nil && title(y1, "before", in: zone) == "Before")
+        #expect(try y1.read { try $0.share(of: zone) }?.currentPermission(of: try account(y1)) == .readWrite)
+        // Learning of the removal, y2 drops what it took, and gets the owner's share back.
+        try sync(x1, to: y2, zone)
+        try sync(x1, to: y2, zone)
+        #expect(try title(y2, "late", in: zone) == nil && title(y2, "before", in: zone) == "Before")
+        #expect(try y2.read { try $0.share(of: zone) }?.currentPermission(of: try account(y1)) == .readWrite)
+        try sync(y1, to: y2, zone)
+        try sync(y2, to: y1, zone)
+        #expect(try records(y1, in: zone) == records(y2, in: zone))
+        // Nor may it delete the zone, or undo its removal in the share.
+        try x2.write { try $0.deleteZone(zone) }
+        #expect(throws: WriteProofError.self) { try sync(x2, to: y1, zone) }
+        #expect(try title(y1, "milk", in: zone) == "Milk")
+    }
+
     /// A read-only participant rewrites its own history in the share (to
     /// read-write, back to before its writes), writes, and leaves: the
     /// owner's history is the owner's alone, so every replica keeps it
