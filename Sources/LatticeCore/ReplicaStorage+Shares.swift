@@ -190,7 +190,11 @@ extension ReplicaStorage {
             // vector covering it: the record goes whole and comes back whole from the peers (with this device's
             // own writes to it that they hold: one not sent yet goes with it).
             let lostField = stripped.fields.count < state.fields.count
-            if lostField || refused.contains(state.created) || refused.contains(state.typeStamp) || state.deleted.map(refused.contains) == true {
+            // A void version that overwrote a valid one here leaves only that one's ghost: its value, a
+            // loser where the void write was never seen, comes back whole from the peers alone.
+            let voidFields = Set(state.fields.filter { register in ([register.winner] + register.losers).contains { refused.contains($0.stamp) } }.map(\.name))
+            let overwroteValid = state.ghosts.contains { voidFields.contains($0.key) && !refused.contains($0.stamp) }
+            if lostField || overwroteValid || refused.contains(state.created) || refused.contains(state.typeStamp) || state.deleted.map(refused.contains) == true {
                 // No residue stays: the delete that ended an earlier incarnation may be void too. The peers'
                 // versions come again (the vector is lowered above), and a tombstone among them wins as it should.
                 try forget(state, in: zone)

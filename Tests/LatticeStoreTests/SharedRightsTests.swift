@@ -216,6 +216,32 @@ import Testing
         #expect(try title(y1, "milk", in: zone) == "Milk")
     }
 
+    /// The rights fuzzer's seed 72 (with honest participants revoked),
+    /// minimised: a revoked participant's void edit had overwritten, on its
+    /// own store, a write of its own that an owner device holds as a losing
+    /// version. Dropping the void edit left only the overwritten version's
+    /// ghost, so the participant held the record without that loser; it now
+    /// forgets the record and gets it back whole.
+    @Test func droppingAVoidEditThatOverwroteAValidOneBringsTheValidOneBackAsTheOthersHoldIt() throws {
+        let x1 = try open("x1"), p = try open("p"), q = try open("q")
+        let zone = try shareLists(of: x1, with: [(p, .readWrite), (q, .readWrite)])
+        try sync(x1, to: p, zone)
+        try sync(x1, to: q, zone)
+        try save(p, "x0", "t5", in: zone)
+        try sync(p, to: q, zone)
+        try save(p, "x0", "t6", in: zone)
+        try save(x1, "x0", "t79", in: zone)
+        try sync(q, to: x1, zone)
+        let owners = try #require(try x1.read { try $0.record("x0", in: zone) })
+        #expect(owners.fields.first { $0.name == "title" }?.losers.map(\.value) == [.string("t5")])
+        try permit(x1, p, .readOnly, in: zone)
+        try sync(x1, to: p, zone)
+        try sync(x1, to: p, zone)
+        try sync(x1, to: q, zone)
+        #expect(try records(p, in: zone) == records(x1, in: zone))
+        #expect(try records(q, in: zone) == records(x1, in: zone))
+    }
+
     /// A read-only participant rewrites its own history in the share (to
     /// read-write, back to before its writes), writes, and leaves: the
     /// owner's history is the owner's alone, so every replica keeps it
