@@ -101,10 +101,13 @@ public struct AccountRoster: Sendable, Equatable {
         var waiting = incoming.filter { entries[$0.hash] == nil }
         var taken: [RosterEntry] = []
         var progress = true
-        while progress, !waiting.isEmpty {
-            progress = false
+        // In rounds: the founder's entries, then removals, then the rest. Removals are outside the counts
+        // and free what removed members signed, so taking them before the entries they discount keeps
+        // the bounds from dropping an entry that the signer's order took (whatever order entries come in).
+        func round(_ take: (RosterEntry) -> Bool) throws(RosterError) {
             var still: [RosterEntry] = []
             for entry in waiting {
+                guard take(entry) else { still.append(entry); continue }
                 do {
                     if try insert(entry) { taken.append(entry) }
                     progress = true
@@ -115,6 +118,13 @@ public struct AccountRoster: Sendable, Equatable {
                 }
             }
             waiting = still
+        }
+        let founder = founder
+        while progress, !waiting.isEmpty {
+            progress = false
+            try round { $0.author == founder }
+            try round { if case .remove = $0.action { return true } else { return false } }
+            try round { _ in true }
         }
         return taken
     }

@@ -21,8 +21,10 @@ public enum PairingMessage: Hashable, Sendable {
     /// The largest message an inviter takes: anyone on the LAN can send one.
     public static let maximumLength = 64 * 1024
     /// The largest a joiner takes from the device it chose to dial: the
-    /// inviter's introduction carries the account's whole roster
-    /// (`AccountRoster.maximumEntries` entries of up to a few hundred bytes).
+    /// inviter's introduction carries the account's roster, or as much of it
+    /// as fits with the joiner's and the inviter's chains and every removal
+    /// first (`AccountRoster.encoded(fitting:first:)`); the rest comes in
+    /// pieces at the joiner's first sync.
     public static let maximumIntroductionLength = 1 << 20
 
     public var bytes: [UInt8] {

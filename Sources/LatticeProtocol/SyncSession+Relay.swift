@@ -27,8 +27,10 @@ extension SyncSession {
         var actions: [Action] = []
         var reopened = false
         if let roster, roster != toldRoster {
+            // What the peer was told lacks: the new entries, in pieces.
+            let pieces = AccountRoster.newPieces(from: toldRoster, to: roster) ?? []
             toldRoster = roster
-            actions.append(.send(.roster(roster)))
+            actions.append(contentsOf: pieces.map { .send(.roster($0)) })
             reopened = true
         }
         let relayed = relayedSources(changes)

@@ -201,14 +201,22 @@ public struct SyncSession: Sendable {
         localZones = localHello.zones.map(\.zone)
     }
 
-    /// Opens the session: our hello goes first.
+    /// Opens the session: our hello goes first, with the roster's first
+    /// piece; the other pieces follow it (`AccountRoster.pieces`).
     public mutating func start() -> [Action] {
-        let size = SyncMessage.hello(localHello).encoded().count
+        var hello = localHello
+        let pieces = AccountRoster.pieces(of: hello.roster)
+        hello.roster = pieces[0]
+        let size = SyncMessage.hello(hello).encoded().count
         guard size <= SyncWire.maximumMessageSize else {
-            return close(.limitExceeded("this store's hello (\(localHello.zones.count) zones, \(size) bytes) is over the \(SyncWire.maximumMessageSize)-byte message maximum: too many zones to sync"))
+            return close(.limitExceeded("this store's hello (\(hello.zones.count) zones, \(size) bytes) is over the \(SyncWire.maximumMessageSize)-byte message maximum: too many zones to sync"))
         }
-        return [.send(.hello(localHello))]
+        return [.send(.hello(hello))] + pieces.dropFirst().map { .send(.roster($0)) }
     }
+
+    /// Rosters (or pieces of one) that may wait to be taken: a whole roster
+    /// of the most entries a store keeps, in pieces, and a few changes.
+    static let maximumQueuedRosters = 24
 
     /// Whether both directions are done for now (for `sync --once`).
     public var isQuiescent: Bool {
@@ -337,8 +345,8 @@ public struct SyncSession: Sendable {
     }
 
     private mutating func receiveRoster(_ bytes: [UInt8]) -> [Action] {
-        // An honest peer sends a roster per change of its own; a few may wait behind a batch.
-        guard rosters.count < 4 else { return close(.limitExceeded("more than 4 rosters waiting: the peer floods them")) }
+        // An honest peer sends its roster in pieces, then a roster per change of its own; a few may wait behind a batch.
+        guard rosters.count < Self.maximumQueuedRosters else { return close(.limitExceeded("more than \(Self.maximumQueuedRosters) rosters waiting: the peer floods them")) }
         rosters.append(bytes)
         return startApplying()
     }

@@ -46,15 +46,23 @@ extension StoreTransaction {
     /// Returns whether anything changed.
     @discardableResult
     public func adoptRoster(_ incoming: AccountRoster, joining: Bool = false) throws -> Bool {
+        try adoptRoster(founder: incoming.founder, entries: Array(incoming.entries.values), joining: joining)
+    }
+
+    /// The same with entries checked one by one but not merged yet: a piece
+    /// of a roster (`AccountRoster.checkedEntries`), whose entries may need
+    /// those of earlier pieces, which this store holds.
+    @discardableResult
+    public func adoptRoster(founder: [UInt8], entries incoming: [RosterEntry], joining: Bool = false) throws -> Bool {
         var roster = try roster()
-        if incoming.founder != roster.founder {
+        if founder != roster.founder {
             guard joining else { return false }
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('account', ?)").execute(arguments: [Data(incoming.founder)])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('account', ?)").execute(arguments: [Data(founder)])
             try db.cachedStatement(sql: "DELETE FROM roster_entries").execute()
-            roster = AccountRoster(founder: incoming.founder)
+            roster = AccountRoster(founder: founder)
         }
         let removedBefore = Set(roster.state.removed.keys)
-        let taken = try roster.merge(incoming.entries.values)
+        let taken = try roster.merge(incoming)
         for entry in taken { try insertRosterEntry(entry) }
         for hash in roster.dropped { try db.cachedStatement(sql: "DELETE FROM roster_entries WHERE hash = ?").execute(arguments: [Data(hash)]) }
         guard !taken.isEmpty || joining else { return false }

@@ -211,6 +211,35 @@ import Testing
         #expect(devices.count == 402)
     }
 
+    /// An account whose roster is larger than a message (thousands of
+    /// entries: devices added and removed over the years) still pairs a new
+    /// device, and the new device's first sync brings the whole roster, in
+    /// pieces (issue 38, finding 8).
+    @Test func anAccountWhoseRosterIsLargerThanAMessagePairsAndSyncsItWhole() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "b"] { try cli.ok(["init"], store: store) }
+        let a = try RecordStore(directory: URL(fileURLWithPath: cli.path("a")))
+        var roster = try a.read { try $0.roster() }
+        try LargeRoster.grow(&roster, founder: a.identity)
+        #expect(roster.encoded.count > 1 << 20)
+        try a.write { _ = try $0.adoptRoster(roster) }
+        let offer = try Offer(cli: cli, store: "a")
+        let joined = try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "b")
+        #expect(joined.status == 0, "joining: \(joined.stderr)")
+        #expect(offer.finish().status == 0)
+        let node = try NodeProcess(cli: cli, store: "a")
+        defer { node.stop() }
+        let synced = try cli.run(["sync", "--peer", "127.0.0.1:\(node.port)", "--once", "--timeout", "60"], store: "b")
+        #expect(synced.status == 0, "\(synced.stderr)")
+        func account(_ store: String) throws -> (devices: Int, removed: Int) {
+            let json = try cli.ok(["account", "--json"], store: store).json
+            return ((json["devices"] as? [Any])?.count ?? 0, (json["removed"] as? [Any])?.count ?? 0)
+        }
+        let whole = try account("a")
+        #expect(whole.devices > 400 && whole.removed == 4)
+        #expect(try account("b") == whole)
+    }
+
     /// A hostile member and the devices it added sign all they can, filling
     /// the account's roster: `account remove` still removes it, and once it
     /// and its devices are gone the account pairs a new device (issue 38,

@@ -55,7 +55,8 @@ extension Container {
                 }
             }
             signed.withLockedValue { $0 = roster }
-            return roster.encoded
+            // The joiner's chain and the inviter's first; the rest, past a message, comes when the joiner first syncs.
+            return roster.encoded(fitting: PairingMessage.maximumIntroductionLength - 16 * 1024, first: [joiner.publicKey, identity.publicKey])
         }
         let advertisement = NIOLockedValueBox<ServiceDiscovery?>(nil)
         defer { advertisement.withLockedValue { $0 }?.stop() }

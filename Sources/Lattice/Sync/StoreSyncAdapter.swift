@@ -157,10 +157,11 @@ struct StoreSyncAdapter: SyncDelegate {
         guard bytes != trusted.roster else { return }
         // A stranger's roster changes nothing here: trust comes from the account's own members.
         guard access(for: peer)?.isAccount == true else { return }
-        let roster = try AccountRoster(decoding: bytes)
+        // Whole or a piece: its entries may need those of earlier pieces, which the store holds.
+        let piece = try AccountRoster.checkedEntries(of: bytes)
         try store.write { transaction in
             try requireTrusted(peer, in: transaction)
-            try transaction.adoptRoster(roster)
+            try transaction.adoptRoster(founder: piece.founder, entries: piece.entries)
         }
     }
 
