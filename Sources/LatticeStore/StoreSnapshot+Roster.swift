@@ -132,7 +132,12 @@ extension StoreTransaction {
         for removal in state.removed.values { marks[try WriteBlock.replica(of: removal.publicKey)] = removal.writesUpTo }
         let own = try accountID()
         for zone in try zones(in: .shared) where zone.key.zoneID.ownerName == own && zone.sync.zoneState.exists {
-            try recordOwnerRemovals(marks, in: zone.key)
+            // A share that cannot take the fields (past a record's megabyte) must not stop the roster
+            // change itself: a removal always goes through; the participants of that zone miss the mark.
+            try? db.inSavepoint {
+                try recordOwnerRemovals(marks, in: zone.key)
+                return .commit
+            }
         }
     }
 
