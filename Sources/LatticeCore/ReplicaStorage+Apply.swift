@@ -117,6 +117,10 @@ extension ReplicaStorage {
         var taken = Set<String>()
         var deferred = false
         var candidates = Set<String>()
+        var arrived = Set<String>()
+        // Records this replica dropped with writes of its own in them: a state it wrote since may claim
+        // (by its vector) what it no longer holds, so a peer's state of them merges whatever the vectors say.
+        let refetching = zone.scope == .shared ? try ownRefetchNames(in: zone) : []
         while let incoming = try reader.nextRecord() {
             summary.recordsReceived += 1
             let writes = try check?.received(incoming)
@@ -128,6 +132,7 @@ extension ReplicaStorage {
                 continue
             }
             let name = incoming.recordName
+            if zone.scope == .shared { arrived.insert(name) }
             let previous: RecordState?
             var residue: RecordResidue?
             if zone.scope == .public {
@@ -137,7 +142,9 @@ extension ReplicaStorage {
                 previous = try record(named: name, in: zone)
             } else {
                 switch try recordToMerge(named: name, in: zone, incoming: incoming) {
-                case .covers: continue
+                case .covers:
+                    guard refetching.contains(name), let state = try record(named: name, in: zone) else { continue }
+                    previous = state
                 case .absent:
                     previous = nil
                     residue = try self.residue(named: name, in: zone)
@@ -161,6 +168,7 @@ extension ReplicaStorage {
             // The incoming state is judged whole, whatever the merge keeps of it: a claim taken
             // with a state that showed another's writes would say those writes are held here.
             if let refusal = rightsRefusal(incoming, in: zone, share: share) {
+                arrived.remove(name)
                 summary.recordsRefused += 1
                 summary.refusal = summary.refusal ?? refusal
                 deferred = true
@@ -196,6 +204,7 @@ extension ReplicaStorage {
         }
         if sync != (try syncState(of: zone)) { try setSyncState(sync, of: zone) }
         summary.recordsChanged += try cascade(from: candidates, in: zone).count
+        if !arrived.isEmpty { try noteRefetched(arrived, in: zone) }
         // A revocation learned here: an owner device vouches for what it took before, another drops what is void.
         if let takenBeforeShare, share?.participants != historiesBefore || share?.removedOwnerDevices != removalsBefore {
             summary.recordsVoided = try settleRevocations(in: zone, notVouching: takenBeforeShare)

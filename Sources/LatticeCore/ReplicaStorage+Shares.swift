@@ -167,6 +167,8 @@ extension ReplicaStorage {
             if !revoked.isEmpty { found.append((state, revoked)) }
         }
         guard !found.isEmpty, var sync = try syncState(of: zone) else { return 0 }
+        var ownToRefetch = Set<String>()
+        var ownEarliest: HLCTimestamp?
         for (state, revoked) in found {
             let refused = revoked.unvouched.union(revoked.afterRevocation)
             // Peers' versions of the record come again, from its writers' first writes it shows on (the
@@ -197,6 +199,13 @@ extension ReplicaStorage {
             if lostField || overwroteValid || refused.contains(state.created) || refused.contains(state.typeStamp) || state.deleted.map(refused.contains) == true {
                 // No residue stays: the delete that ended an earlier incarnation may be void too. The peers'
                 // versions come again (the vector is lowered above), and a tombstone among them wins as it should.
+                // Valid writes of this replica's own in it come again only if it tells peers it lacks them.
+                var own: [HLCTimestamp] = state.ghosts.filter { $0.stamp.replica == replica && !refused.contains($0.stamp) }.map(\.stamp.time)
+                state.forEachPart { stamp, _, _ in if stamp.replica == replica, !refused.contains(stamp) { own.append(stamp.time) } }
+                if let first = own.min() {
+                    ownToRefetch.insert(state.recordName)
+                    ownEarliest = min(ownEarliest ?? first, first)
+                }
                 try forget(state, in: zone)
                 continue
             }
@@ -207,6 +216,7 @@ extension ReplicaStorage {
         }
         try setSyncState(sync, of: zone)
         try forgetResumePoints(in: zone)
+        if let ownEarliest { try noteOwnWritesToRefetch(ownToRefetch, from: ownEarliest, in: zone) }
         return found.count
     }
 }

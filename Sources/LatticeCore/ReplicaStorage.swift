@@ -42,6 +42,15 @@ public protocol ReplicaStorage: AnyObject {
     func forget(_ state: RecordState, in zone: ZoneKey) throws
     /// Drops every peer's resume point in the zone: their next streams start from the vector.
     func forgetResumePoints(in zone: ZoneKey) throws
+    /// Records this replica dropped that held valid writes of its own, and
+    /// the earliest of those writes: until the records come back from a
+    /// peer, it tells peers its own entry below that (`vectorToTell`), which
+    /// its later writes would otherwise raise past them.
+    func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in zone: ZoneKey) throws
+    /// Those records arrived from a peer.
+    func noteRefetched(_ names: Set<String>, in zone: ZoneKey) throws
+    /// The records noted to fetch again and not arrived yet.
+    func ownRefetchNames(in zone: ZoneKey) throws -> Set<String>
     /// The stamps of the deletes the zone's residues stand for: their blocks stay.
     func residueDeletions(in zone: ZoneKey) throws -> [Stamp]
     /// Removes a tombstone, keeping its residue: no reader's view changes, so
@@ -135,6 +144,10 @@ extension ReplicaStorage {
     /// Nothing to note where no one asks whether a head was signed (`holdsOwnHead` is the store's).
     public func noteOwnBlocksCollected(through last: HLCTimestamp, in zone: ZoneKey) throws {}
     public func forgetResumePoints(in zone: ZoneKey) throws {}
+    /// Nothing to note where nothing tells peers its vector (`vectorToTell` is the store's).
+    public func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in zone: ZoneKey) throws {}
+    public func noteRefetched(_ names: Set<String>, in zone: ZoneKey) throws {}
+    public func ownRefetchNames(in zone: ZoneKey) throws -> Set<String> { [] }
 
     public func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
         try record(named: name, in: zone)?.version

@@ -126,10 +126,32 @@ extension StoreSnapshot {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.gapKey(key)]).map { HLCTimestamp(rawValue: UInt64(bitPattern: $0)) }
     }
 
+    static func refetchKey(_ key: ZoneKey) -> String { zoneMetaKey("own_refetch", key) }
+
+    public func ownRefetchNames(in key: ZoneKey) throws -> Set<String> { try ownRefetch(in: key)?.names ?? [] }
+
+    /// Records this store dropped that held valid writes of its own, and the
+    /// earliest of those writes (`noteOwnWritesToRefetch`).
+    public func ownRefetch(in key: ZoneKey) throws -> (from: HLCTimestamp, names: Set<String>)? {
+        guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.refetchKey(key)]) else { return nil }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let raw = UInt64(lines.removeFirst()) else { return nil }
+        return (HLCTimestamp(rawValue: raw), Set(lines))
+    }
+
     /// The vector to tell peers for `key`: with a gap, this replica's own
     /// entry goes back to the last head it holds below the gap, so peers send
-    /// its lost writes back.
+    /// its lost writes back; with records of its own to fetch again, below
+    /// the earliest of their writes.
     public func vectorToTell(_ sync: ZoneSyncState, in key: ZoneKey) throws -> VersionVector {
+        var told = try vectorToTellForGap(sync, in: key)
+        if let refetch = try ownRefetch(in: key), refetch.from > .zero, told[store.replica] >= refetch.from {
+            told = VersionVector(told.entries.map { ($0.replica, $0.replica == store.replica ? HLCTimestamp(rawValue: refetch.from.rawValue - 1) : $0.time) })
+        }
+        return told
+    }
+
+    private func vectorToTellForGap(_ sync: ZoneSyncState, in key: ZoneKey) throws -> VersionVector {
         guard let gap = try ownGap(in: key) else { return sync.vector }
         let floor = try HLCTimestamp(rawValue: UInt64(bitPattern: Int64.fetchOne(db.cachedStatement(sql: """
             SELECT last FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last < ? ORDER BY last DESC LIMIT 1
@@ -139,6 +161,28 @@ extension StoreSnapshot {
 }
 
 extension StoreTransaction {
+    public func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in key: ZoneKey) throws {
+        let held = try ownRefetch(in: key)
+        let from = min(held?.from ?? earliest, earliest)
+        try setOwnRefetch(from: from, names: names.union(held?.names ?? []), in: key)
+    }
+
+    public func noteRefetched(_ names: Set<String>, in key: ZoneKey) throws {
+        guard let held = try ownRefetch(in: key), !held.names.isDisjoint(with: names) else { return }
+        try setOwnRefetch(from: held.from, names: held.names.subtracting(names), in: key)
+    }
+
+    private func setOwnRefetch(from: HLCTimestamp, names: Set<String>, in key: ZoneKey) throws {
+        guard !names.isEmpty else {
+            try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: [Self.refetchKey(key)])
+            markChanged()
+            return
+        }
+        let text = ([String(from.rawValue)] + names.sorted()).joined(separator: "\n")
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: [Self.refetchKey(key), text])
+        markChanged()
+    }
+
     /// Remembers that a peer holds `head`, a head of this store's own it lacks.
     public func noteOwnGap(_ head: HLCTimestamp, in key: ZoneKey) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: [Self.gapKey(key), Int64(bitPattern: head.rawValue)])

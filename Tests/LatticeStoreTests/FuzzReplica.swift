@@ -17,6 +17,8 @@ protocol FuzzReplica: AnyObject {
     func apply(_ bytes: [UInt8]) throws -> ApplySummary
     func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8]
     func syncState(of zone: ZoneKey) throws -> ZoneSyncState?
+    /// The vector a node tells peers: a store's own entry lowered while it fetches writes of its own again.
+    func vectorToTell(of zone: ZoneKey) throws -> VersionVector
     func records(in zone: ZoneKey) throws -> [RecordState]
     /// The zone's digest (its whole set's sum), as `lattice diff` compares it.
     func digest(of zone: ZoneKey) throws -> DigestSum
@@ -58,6 +60,7 @@ final class MemoryFuzzReplica: FuzzReplica {
     func apply(_ bytes: [UInt8]) throws -> ApplySummary { try replica.apply(bytes) }
     func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8] { try replica.makeChangeSet(for: zone, since: vector) }
     func syncState(of zone: ZoneKey) -> ZoneSyncState? { replica.syncState(of: zone) }
+    func vectorToTell(of zone: ZoneKey) -> VersionVector { replica.syncState(of: zone)?.vector ?? VersionVector() }
     func records(in zone: ZoneKey) -> [RecordState] { replica.records(in: zone) }
     func digest(of zone: ZoneKey) throws -> DigestSum {
         try MemoryDigestSet(zone: replica.syncState(of: zone)?.zoneState, records: replica.records(in: zone)).sum(in: .all)
@@ -102,6 +105,9 @@ final class StoreFuzzReplica: FuzzReplica {
     func apply(_ bytes: [UInt8]) throws -> ApplySummary { try store.apply(bytes) }
     func changeSet(for zone: ZoneKey, since vector: VersionVector) throws -> [UInt8] { try store.changeSet(for: zone, since: vector) }
     func syncState(of zone: ZoneKey) throws -> ZoneSyncState? { try store.read { try $0.syncState(of: zone) } }
+    func vectorToTell(of zone: ZoneKey) throws -> VersionVector {
+        try store.read { snapshot in try snapshot.syncState(of: zone).map { try snapshot.vectorToTell($0, in: zone) } ?? VersionVector() }
+    }
     func records(in zone: ZoneKey) throws -> [RecordState] {
         try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }
     }

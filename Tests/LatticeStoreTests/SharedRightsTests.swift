@@ -53,7 +53,8 @@ import Testing
 
     @discardableResult
     func sync(_ from: RecordStore, to: RecordStore, _ zone: ZoneKey) throws -> ApplySummary {
-        let vector = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
+        // What a node tells its peers (`vectorToTell`).
+        let vector = try to.read { snapshot in try snapshot.syncState(of: zone).map { try snapshot.vectorToTell($0, in: zone) } } ?? VersionVector()
         return try to.apply(try from.changeSet(for: zone, since: vector))
     }
 
@@ -240,6 +241,39 @@ import Testing
         try sync(x1, to: q, zone)
         #expect(try records(p, in: zone) == records(x1, in: zone))
         #expect(try records(q, in: zone) == records(x1, in: zone))
+    }
+
+    /// The rights fuzzer's seeds 230 and 5096, minimised: a removed
+    /// participant deletes, after its removal, a record an honest
+    /// participant created; the creator takes the delete before it learns of
+    /// the removal, and dropping it then drops its own record. Its own
+    /// vector entry covers the creation, and its later writes raise that
+    /// entry further, so it tells peers an entry below the record's writes
+    /// until the record comes back (`vectorToTell`); a state it wrote since
+    /// of that name merges with the peer's whatever their vectors say.
+    @Test func aDeviceThatDroppedARecordOfItsOwnGetsItBackFromThePeers() throws {
+        let x1 = try open("x1"), p = try open("p"), c = try open("c")
+        let zone = try shareLists(of: x1, with: [(p, .readWrite), (c, .readWrite)])
+        for participant in [p, c] { try sync(x1, to: participant, zone) }
+        try save(c, "x0", "Mine", in: zone)
+        try sync(c, to: x1, zone)
+        try sync(c, to: p, zone)
+        try permit(x1, p, .removed, in: zone)
+        p.ignoresWriteRights = true
+        try p.write { _ = try $0.delete(["x0"], in: zone) }
+        clock.now += 5
+        try sync(p, to: c, zone)
+        #expect(try title(c, "x0", in: zone) == nil)
+        try sync(x1, to: c, zone)
+        #expect(try c.read { try $0.record("x0", in: zone) } == nil, "the void delete goes, and the record with it")
+        // c writes on (its own entry rises), and writes x0 anew before the owner's copy comes back.
+        try save(c, "other", "Other", in: zone)
+        try save(c, "x0", "Again", in: zone)
+        try sync(x1, to: c, zone)
+        try sync(c, to: x1, zone)
+        #expect(try c.read { try $0.ownRefetchNames(in: zone) }.isEmpty)
+        #expect(try records(c, in: zone) == records(x1, in: zone))
+        #expect(try title(c, "x0", in: zone) == "Again")
     }
 
     /// A read-only participant rewrites its own history in the share (to

@@ -143,9 +143,10 @@ struct StoreSyncAdapter: SyncDelegate {
     private func adverts(of zones: [(key: ZoneKey, sync: ZoneSyncState)], for peer: DeviceID, in snapshot: StoreSnapshot) throws -> [ZoneAdvert] {
         let resume = try snapshot.resumePoints(of: peer.description)
         return try zones.filter { Self.syncable($0.key) }.map { zone in
-            // A store that lost writes of its own asks for them from the peer's vector, not from
-            // where the peer's stream stopped: that stream skipped them while this store claimed them.
-            let gap = try snapshot.ownGap(in: zone.key) != nil
+            // A store that lost writes of its own (a restored copy, or records a revocation made it drop)
+            // asks for them from the peer's vector, not from where the peer's stream stopped: that stream
+            // skipped them while this store claimed them.
+            let gap = try snapshot.ownGap(in: zone.key) != nil || snapshot.ownRefetch(in: zone.key) != nil
             return ZoneAdvert(
                 zone: zone.key, zoneState: zone.sync.zoneState, vector: try snapshot.vectorToTell(zone.sync, in: zone.key),
                 resume: gap ? nil : resume[zone.key].map(StreamCursor.init))
