@@ -120,8 +120,12 @@ public struct Database: Sendable {
 
     /// Whether records can be written to the zone now.
     func zoneExists(_ zoneID: Zone.ID, in snapshot: StoreSnapshot) throws -> Bool {
-        if zoneID.isDefault { return true }
-        return try snapshot.syncState(of: key(zoneID, in: snapshot))?.zoneState.exists ?? false
+        try Self.zoneExists(at: key(zoneID, in: snapshot), in: snapshot)
+    }
+
+    /// Whether records can be written to the zone stored at `key` now (the default zone always).
+    static func zoneExists(at key: ZoneKey, in snapshot: StoreSnapshot) throws -> Bool {
+        try key.zoneID.isDefault || snapshot.syncState(of: key)?.zoneState.exists == true
     }
 
     // MARK: Records
@@ -130,10 +134,11 @@ public struct Database: Sendable {
     public func record(for recordID: Record.ID) throws(LatticeError) -> Record {
         let state = try LatticeError.wrap { () throws -> RecordState? in
             try store.read { snapshot in
-                guard try zoneExists(recordID.zoneID, in: snapshot) else {
+                let zone = try key(recordID.zoneID, in: snapshot)
+                guard try Self.zoneExists(at: zone, in: snapshot) else {
                     throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
                 }
-                return try snapshot.record(recordID.recordName, in: key(recordID.zoneID, in: snapshot))
+                return try snapshot.record(recordID.recordName, in: zone)
             }
         }
         guard let state, state.isAlive else { throw LatticeError(.unknownItem, "record \(recordID) does not exist") }

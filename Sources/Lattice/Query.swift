@@ -108,8 +108,9 @@ extension Database {
         let engine = QueryEngine(recordType: query.recordType, predicate: query.predicate, sorts: query.sortDescriptors)
         return try LatticeError.wrap {
             try store.read { snapshot in
-                guard try zoneExists(zoneID, in: snapshot) else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
-                return try snapshot.queryPage(engine, in: key(zoneID, in: snapshot), after: after, limit: limit)
+                let zone = try key(zoneID, in: snapshot)
+                guard try Self.zoneExists(at: zone, in: snapshot) else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
+                return try snapshot.queryPage(engine, in: zone, after: after, limit: limit)
             }
         }
     }

@@ -20,7 +20,7 @@ struct RecordWriter {
 
     private mutating func requireZone(_ zoneID: Zone.ID) throws(LatticeError) {
         let zone = try key(zoneID)
-        let exists = try LatticeError.wrap { try zoneID.isDefault || transaction.syncState(of: zone)?.zoneState.exists == true }
+        let exists = try LatticeError.wrap { try Database.zoneExists(at: zone, in: transaction) }
         guard exists else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist; create it first") }
     }
 

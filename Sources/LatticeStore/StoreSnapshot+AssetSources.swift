@@ -56,14 +56,17 @@ extension StoreSnapshot {
     /// naming the asset counts for its writer's account.
     public func sources(of entry: AssetEntry) throws -> Set<AssetSource> {
         var sources = Set<AssetSource>()
+        var own: String?
         for (zone, name) in entry.records {
             guard zone.scope != .private else { sources.insert(.thisAccount); continue }
             guard let state = try record(name, in: zone), state.isAlive else { continue }
             for register in state.fields {
-                for version in [FieldVersion(value: register.value, stamp: register.stamp)] + register.losers {
+                for version in [register.winner] + register.losers {
                     var assets = Set<AssetReference>()
                     version.value.collectAssets(into: &assets)
-                    if assets.contains(entry.asset) { sources.insert(try source(of: version.stamp.replica)) }
+                    guard assets.contains(entry.asset) else { continue }
+                    if own == nil { own = try accountID() }
+                    sources.insert(source(of: version.stamp.replica, ownAccount: own!))
                 }
             }
         }
@@ -71,9 +74,9 @@ extension StoreSnapshot {
     }
 
     /// The source a writer stands for.
-    func source(of writer: ReplicaID) throws -> AssetSource {
+    func source(of writer: ReplicaID, ownAccount: String) -> AssetSource {
         let accounts = accounts(of: writer)
-        if accounts.contains(try accountID()) { return .thisAccount }
+        if accounts.contains(ownAccount) { return .thisAccount }
         return accounts.min().map(AssetSource.account) ?? .device(writer.description)
     }
 

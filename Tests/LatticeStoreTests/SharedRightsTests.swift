@@ -51,6 +51,20 @@ import Testing
         clock.now += 5
     }
 
+    /// A field of the share written as a modified client (or an earlier build) writes it, past every check.
+    func writeShareField(_ store: RecordStore, _ field: String, _ value: FieldValue?, in zone: ZoneKey) throws {
+        try store.write { transaction in
+            let previous = try #require(try transaction.record(named: Share.recordName, in: zone))
+            let sync = try transaction.liveSyncState(of: zone)
+            let stamp = transaction.nextStamp()
+            let state = LocalWrite.save(previous: previous, recordName: Share.recordName, recordType: Share.recordType, changes: [(field, value)], replacement: .changedKeys, stamp: stamp)
+            try transaction.store(state, previous: previous, in: zone)
+            try transaction.recordLocalWrite(stamp, in: zone, sync: sync)
+            transaction.noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)
+        }
+        clock.now += 5
+    }
+
     @discardableResult
     func sync(_ from: RecordStore, to: RecordStore, _ zone: ZoneKey) throws -> ApplySummary {
         // What a node tells its peers (`vectorToTell`).
@@ -211,10 +225,14 @@ import Testing
         try sync(y1, to: y2, zone)
         try sync(y2, to: y1, zone)
         #expect(try records(y1, in: zone) == records(y2, in: zone))
-        // Nor may it delete the zone, or undo its removal in the share.
+        // Nor may it delete the zone.
         try x2.write { try $0.deleteZone(zone) }
         #expect(throws: WriteProofError.self) { try sync(x2, to: y1, zone) }
         #expect(try title(y1, "milk", in: zone) == "Milk")
+        // No device writes the field of its own removal, an owner device that is not removed either.
+        try writeShareField(x1, Share.removedField(of: x1.replica), .string("1"), in: zone)
+        let own = try sync(x1, to: y1, zone)
+        #expect(own.recordsRefused == 1 && own.refusal?.contains("cannot undo its removal") == true, "\(String(describing: own.refusal))")
     }
 
     /// The rights fuzzer's seed 72 (with honest participants revoked),
@@ -402,16 +420,7 @@ import Testing
         try permit(x1, y1, .removed, in: zone)
         // As an earlier build left it: the removal, and no list of what the owner held.
         let field = VouchedWrites.field(of: x1.replica)
-        try x1.write { transaction in
-            let previous = try #require(try transaction.record(named: Share.recordName, in: zone))
-            let sync = try transaction.liveSyncState(of: zone)
-            let stamp = transaction.nextStamp()
-            let state = LocalWrite.save(previous: previous, recordName: Share.recordName, recordType: Share.recordType, changes: [(field, nil)], replacement: .changedKeys, stamp: stamp)
-            try transaction.store(state, previous: previous, in: zone)
-            try transaction.recordLocalWrite(stamp, in: zone, sync: sync)
-            transaction.noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)
-        }
-        clock.now += 5
+        try writeShareField(x1, field, nil, in: zone)
         let late = try open("late")
         try join(late, to: x1)
         #expect(try sync(x1, to: late, zone).recordsRefused >= 1, "without vouched writes the participant's write is refused")

@@ -492,6 +492,19 @@ import Testing
         #expect(try AssetOutline.problem(withChunk: 0, leaves: leaves, bytes: bytes, expected: chunks[0], size: published.size) == nil)
     }
 
+    /// The owner's node and the participant's, dialing it; once the
+    /// participant accepted the share and holds record `name` of it.
+    func nodes(owner x: Container, participant y: Container, accepting share: ZoneShare, holding name: String) async throws -> (SyncNode, SyncNode) {
+        let nodeX = node(x)
+        try await nodeX.start()
+        let nodeY = node(y, peers: [try #require(nodeX.listeningPort)])
+        try await nodeY.start()
+        #expect(await eventually(30) { (try? y.shareInvitations().count) == 1 })
+        _ = try y.acceptShare(share.zoneID.zoneName)
+        #expect(await eventually(30) { (try? y.sharedCloudDatabase.record(for: Record.ID(recordName: name, zoneID: share.zoneID))) != nil })
+        return (nodeX, nodeY)
+    }
+
     @Test func aReadOnlyParticipantOfASharedZoneGetsItsAssets() async throws {
         let directory = TemporaryDirectory()
         let x = try directory.container("x"), y = try directory.container("y")
@@ -499,13 +512,7 @@ import Testing
         let share = try x.share(zone: "Lists", with: try y.accountID, permission: .readOnly)
         let photo = try save(x, "milk", poster: try file(directory, "milk.jpg", bytes: AssetOutline.chunkSize + 7, seed: 7),
                              zone: share.zoneID, database: x.sharedCloudDatabase)
-        let nodeX = node(x)
-        try await nodeX.start()
-        let nodeY = node(y, peers: [try #require(nodeX.listeningPort)])
-        try await nodeY.start()
-        #expect(await eventually(30) { (try? y.shareInvitations().count) == 1 })
-        _ = try y.acceptShare("Lists")
-        #expect(await eventually(30) { (try? y.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: share.zoneID))) != nil })
+        let (nodeX, nodeY) = try await nodes(owner: x, participant: y, accepting: share, holding: "milk")
         try await nodeY.fetchAssets([photo], timeout: .seconds(60))
         #expect(content(y, photo) == content(x, photo))
         await nodeY.stop()
@@ -523,13 +530,7 @@ import Testing
         try await x.privateCloudDatabase.save(Zone(zoneName: "Lists"))
         let share = try x.share(zone: "Lists", with: try y.accountID)
         let own = try save(x, "mine", poster: try file(directory, "mine.bin", bytes: 200_000, seed: 30), zone: share.zoneID, database: x.sharedCloudDatabase)
-        let nodeX = node(x)
-        try await nodeX.start()
-        let nodeY = node(y, peers: [try #require(nodeX.listeningPort)])
-        try await nodeY.start()
-        #expect(await eventually(30) { (try? y.shareInvitations().count) == 1 })
-        _ = try y.acceptShare("Lists")
-        #expect(await eventually(30) { (try? y.sharedCloudDatabase.record(for: Record.ID(recordName: "mine", zoneID: share.zoneID))) != nil })
+        let (nodeX, nodeY) = try await nodes(owner: x, participant: y, accepting: share, holding: "mine")
         #expect(await eventually(30) { content(y, own) != nil }, "the owner's asset is fetched by the participant")
         var theirs: [AssetReference] = []
         for (index, size) in [120_000, 100_000, 110_000].enumerated() {

@@ -29,8 +29,6 @@ final class AssetFetcher: @unchecked Sendable {
         var retryAfterMissing: TimeInterval = 2
         /// A request not answered in this time is asked of another peer (and its peer avoided as a bad one).
         var replyTimeout: TimeInterval = 20
-        /// The bound on content written outside this account; nil: the store's (`AssetQuota`).
-        var quota: AssetQuota?
     }
 
     /// What the fetcher tells the node.
@@ -166,7 +164,7 @@ final class AssetFetcher: @unchecked Sendable {
                 chosen.append(entry)
                 continue
             }
-            if admission == nil { admission = AssetQuotaAdmission(quota: settings.quota ?? AssetQuota.read(in: snapshot), usage: try snapshot.assetUsage()) }
+            if admission == nil { admission = AssetQuotaAdmission(quota: AssetQuota.read(in: snapshot), usage: try snapshot.assetUsage()) }
             if admission!.admit(entry.asset.size, from: sources) { chosen.append(entry) }
         }
         let held = (admission?.refused ?? [:]).map { NodeStatus.QuotaHold(source: $0.key.description, assets: $0.value.assets, bytes: $0.value.bytes) }
