@@ -95,7 +95,7 @@ extension Database {
                 let end = more ? complete.last!.sequence : max(since, try snapshot.sequence())
                 return ZoneChanges(
                     modifications: complete.filter { $0.state.isAlive }.map { Record(state: $0.state, zoneID: zoneID) },
-                    deletions: complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: $0.state.recordName, zoneID: zoneID), $0.state.recordType) },
+                    deletions: complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: PublicRecordName.plain($0.state.recordName), zoneID: zoneID), $0.state.recordType) },
                     changeToken: ChangeToken(storeID: store.storeID, zone: zone, zoneIncarnation: incarnation, sequence: end),
                     moreComing: more)
             }
@@ -120,7 +120,12 @@ extension Database {
     /// of the record, the same on every replica holding it, and stay until a
     /// write to the field or `clearConflicts` resolves them.
     public func conflicts(for recordID: Record.ID) throws(LatticeError) -> [FieldConflict] {
-        try LatticeError.wrap { try store.read { try $0.conflicts(of: recordID.recordName, in: key(recordID.zoneID, in: $0)) } }
+        try LatticeError.wrap {
+            try store.read { snapshot in
+                let zone = try key(recordID.zoneID, in: snapshot)
+                return try snapshot.conflicts(of: snapshot.storedRecordName(recordID.recordName, in: zone, writing: false), in: zone)
+            }
+        }
     }
 
     /// Resolves the record's conflicts as they stand: a write that reaches
@@ -132,10 +137,12 @@ extension Database {
                 guard try zoneExists(recordID.zoneID, in: transaction) else {
                     throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
                 }
-                guard try transaction.record(named: recordID.recordName, in: key(recordID.zoneID, in: transaction))?.isAlive == true else {
+                let zone = try key(recordID.zoneID, in: transaction)
+                let name = try transaction.storedRecordName(recordID.recordName, in: zone, writing: true)
+                guard try transaction.record(named: name, in: zone)?.isAlive == true else {
                     throw LatticeError(.unknownItem, "record \(recordID) does not exist")
                 }
-                return try transaction.clearConflicts(of: recordID.recordName, in: key(recordID.zoneID, in: transaction))
+                return try transaction.clearConflicts(of: name, in: zone)
             }
         }
     }

@@ -55,7 +55,7 @@ public struct Record: Hashable, Sendable {
     }
 
     init(state: RecordState, zoneID: Zone.ID) {
-        self.init(recordType: state.recordType, recordID: ID(recordName: state.recordName, zoneID: zoneID))
+        self.init(recordType: state.recordType, recordID: ID(recordName: PublicRecordName.plain(state.recordName), zoneID: zoneID))
         values.reserveCapacity(state.fields.count)
         for field in state.fields { if let value = field.value { values[field.name] = value } }
         recordChangeTag = state.changeTag

@@ -44,6 +44,8 @@ struct RecordWriter {
         let byZone = Dictionary(grouping: ids, by: \.zoneID)
         for (zoneID, ids) in byZone {
             let zone = try key(zoneID)
+            // A public record's stored name is found one by one (`storedName`).
+            guard zone.scope != .public else { continue }
             let states = try LatticeError.wrap { try transaction.records(named: ids.map(\.recordName), in: zone) }
             readAhead[zoneID] = states
         }
@@ -52,7 +54,22 @@ struct RecordWriter {
     private mutating func current(_ id: Record.ID) throws(LatticeError) -> RecordState? {
         if let states = readAhead[id.zoneID] { return states[id.recordName] }
         let zone = try key(id.zoneID)
-        return try LatticeError.wrap { try transaction.record(id.recordName, in: zone) }
+        let name = try storedName(id)
+        return try LatticeError.wrap { try transaction.record(name, in: zone) }
+    }
+
+    /// The stored names of this batch's public records, found once each.
+    private var storedNames: [Record.ID: String] = [:]
+
+    /// The name a write of `id` takes in the store: its own outside the
+    /// public database; there, the one `PublicRecordName.resolve` picks.
+    private mutating func storedName(_ id: Record.ID) throws(LatticeError) -> String {
+        let zone = try key(id.zoneID)
+        guard zone.scope == .public else { return id.recordName }
+        if let name = storedNames[id] { return name }
+        let name = try LatticeError.wrap { try transaction.storedRecordName(id.recordName, in: zone, writing: true) }
+        storedNames[id] = name
+        return name
     }
 
     /// Checks a save before anything is written; returns the record's stored
@@ -98,7 +115,7 @@ struct RecordWriter {
             defaultZoneReady = true
         }
         let outcome = try transaction.save(
-            record.recordID.recordName, type: record.recordType, in: key, changes: changes(of: record),
+            try storedName(record.recordID), type: record.recordType, in: key, changes: changes(of: record),
             replacement: savePolicy == .allKeys ? .allKeys : .changedKeys, knownPrevious: .some(previous))
         return Record(state: outcome.state, zoneID: record.recordID.zoneID)
     }
@@ -130,6 +147,6 @@ struct RecordWriter {
     }
 
     mutating func delete(_ id: Record.ID) throws {
-        try transaction.delete([id.recordName], in: try key(id.zoneID))
+        try transaction.delete([try storedName(id)], in: try key(id.zoneID))
     }
 }

@@ -9,7 +9,7 @@ extension RecordState {
     public func queryValue(_ key: QueryKey) -> FieldValue? {
         switch key {
         case .field(let name): return self[field: name]
-        case .recordName: return .string(recordName)
+        case .recordName: return .string(PublicRecordName.plain(recordName))
         case .creationDate: return .date(Int64(created.time.milliseconds))
         case .modificationDate: return .date(Int64(lastModified.time.milliseconds))
         case .allTokens: return nil

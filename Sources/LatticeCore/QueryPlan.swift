@@ -27,6 +27,22 @@ public indirect enum IndexFilter: Hashable, Sendable {
     case and([IndexFilter])
     case or([IndexFilter])
 
+    /// The filter without its conditions on record names, which the
+    /// public database's stored names do not hold as apps write them
+    /// (`PublicRecordName`): weaker, so the engine's own check decides.
+    package var withoutRecordNames: IndexFilter? {
+        switch self {
+        case .compare(.recordName, _, _), .oneOf(.recordName, _), .prefix(.recordName, _): return nil
+        case .compare, .oneOf, .prefix, .tokens, .members, .memberPrefix, .within: return self
+        case .and(let parts):
+            let kept = parts.compactMap(\.withoutRecordNames)
+            return kept.isEmpty ? nil : kept.count == 1 ? kept[0] : .and(kept)
+        case .or(let parts):
+            let kept = parts.compactMap(\.withoutRecordNames)
+            return kept.count < parts.count ? nil : .or(kept)
+        }
+    }
+
     /// How many conditions the filter holds.
     public var conditionCount: Int {
         switch self {

@@ -234,7 +234,7 @@ struct RecordCodec {
         let flags = try reader.byte()
         guard flags & ~(compact ? Flags.knownCompact : Flags.known) == 0 else { throw DecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
         let recordName = try readName(from: &reader)
-        guard Limits.isRecordName(recordName) else { throw DecodingError.malformed("\"\(recordName)\" is not a record name", offset: reader.offset) }
+        guard Limits.isStoredRecordName(recordName) else { throw DecodingError.malformed("\"\(recordName)\" is not a record name", offset: reader.offset) }
         let causalLength = try reader.varint()
         guard causalLength > 0, causalLength <= Limits.maximumCausalLength, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
             throw DecodingError.malformed("causal length \(causalLength) disagrees with the record's liveness", offset: reader.offset)

@@ -7,7 +7,10 @@
 /// creation stamp, and every write it shows must be that writer's. Two
 /// devices that create one name without seeing each other do not share it:
 /// the state created first keeps the name whole and the other is dropped, on
-/// every replica, in any order. For that order to stay fixed, a name's
+/// every replica, in any order. That rule holds for names stored plain by
+/// builds before this one; a name now carries its creator
+/// (`PublicRecordName`), so two creations of one name are two records, and
+/// no stamp lets one device take over another's. For that order to stay fixed, a name's
 /// creation stamp never changes: a deleted public record is not created
 /// again (its tombstone keeps the name), so no one takes a name over by
 /// deleting and re-creating it, and replicas that saw the delete and those
@@ -38,6 +41,9 @@ public enum WriteRights {
     /// creator's state from being sent where it should win.
     public static func publicRefusal(_ state: RecordState, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
         let owner = state.created.replica
+        if let named = PublicRecordName.parts(of: state.recordName).creator, named != owner {
+            return "record \"\(PublicRecordName.plain(state.recordName))\" of the public database is named for replica \(named.short), which created it; a creation by replica \(owner.short) cannot hold that name"
+        }
         guard state.causalLength <= 2 else {
             return "record \"\(state.recordName)\" of the public database was created again after its deletion (incarnation \(state.causalLength)); a public record's name is not reused"
         }

@@ -59,6 +59,50 @@ import Testing
         #expect(try cli.run(["zone", "create", "Family", "--database", "shared"], store: "a").status == 65)
     }
 
+    /// A device whose wall clock is set years back (faketime) creates a name
+    /// another account's device created: it gets a record of its own, and
+    /// the first creator's stays whole everywhere. Each device reads its
+    /// own, or the one it held first, by the plain name; a query shows both
+    /// with their creators (issue 38, finding 2).
+    @Test func aCreationStampedYearsEarlierTakesNoRecordOver() throws {
+        defer { cli.cleanup() }
+        for store in ["a", "c", "m"] { try cli.ok(["init"], store: store) }
+        try cli.ok(["record", "save", "lamp", "--type", "Item", "title=Lamp", "--database", "public"], store: "a")
+        let a = try NodeProcess(cli: cli, store: "a")
+        defer { _ = a.stop() }
+        let c = try NodeProcess(cli: cli, store: "c", peers: [a.port])
+        defer { _ = c.stop() }
+        #expect(try eventually(30) { try publicTitle("c", "lamp") == "Lamp" })
+        let past = try FakeTime.wrapper("2020-01-01 00:00:00")
+        let created = try cli.run(["record", "save", "lamp", "--type", "Item", "title=Mine", "--database", "public"], store: "m", wrapper: past)
+        #expect(created.status == 0, "\(created.stderr)")
+        let m = try NodeProcess(cli: cli, store: "m", peers: [a.port, c.port])
+        defer { _ = m.stop() }
+        func creators(_ store: String) throws -> [String: String] {
+            let records = try cli.ok(["query", "Item", "--database", "public", "--json"], store: store).json["records"] as? [[String: Any]] ?? []
+            var titles: [String: String] = [:]
+            for record in records where record["recordName"] as? String == "lamp" {
+                let creator = (record["created"] as? [String: Any])?["deviceID"] as? String ?? "?"
+                titles[creator] = ((record["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String
+            }
+            return titles
+        }
+        #expect(try eventually(60) { try ["a", "c", "m"].allSatisfy { try creators($0).count == 2 } })
+        let everywhere = try creators("a")
+        #expect(Set(everywhere.values) == ["Lamp", "Mine"], "\(everywhere)")
+        #expect(try creators("c") == everywhere && creators("m") == everywhere)
+        #expect(try publicTitle("a", "lamp") == "Lamp")
+        #expect(try publicTitle("c", "lamp") == "Lamp")
+        #expect(try publicTitle("m", "lamp") == "Mine")
+        // A query by the plain name finds both.
+        let named = try cli.ok(["query", "Item", "--database", "public", "--where", "recordName == \"lamp\"", "--json"], store: "c").json["records"] as? [Any]
+        #expect(named?.count == 2)
+        // A's record is still A's alone: its edit spreads, M's edit of it is refused at once.
+        try cli.ok(["record", "save", "lamp", "--type", "Item", "title=Desk lamp", "--database", "public"], store: "a")
+        #expect(try eventually(30) { try publicTitle("c", "lamp") == "Desk lamp" })
+        #expect(try publicTitle("m", "lamp") == "Mine")
+    }
+
     @Test func aNodeThatKeepsThePublicDatabaseToItsAccountSharesNothing() throws {
         defer { cli.cleanup() }
         for store in ["a", "s"] { try cli.ok(["init"], store: store) }

@@ -134,6 +134,60 @@ import Testing
         #expect(throws: ReplicaError.self) { try save(b, "x", [("size", .int64(5))]) }
     }
 
+    /// Names qualified by their creator (issue 38): a device that creates a
+    /// name another device holds, stamped before it, makes a record of its
+    /// own; the first creator's stays whole on every replica, its creator
+    /// and the replicas that held it first read it by its plain name, and a
+    /// creation under another device's qualified name is refused.
+    @Test func aCreationStampedBeforeAnotherDevicesTakesNothingOver() throws {
+        let a = try open("a"), c = try open("c"), m = try open("m")
+        func resolved(_ store: RecordStore, _ name: String) throws -> RecordState? {
+            try store.read { try $0.record($0.storedRecordName(name, in: zone, writing: false), in: zone) }
+        }
+        func create(_ store: RecordStore, _ name: String, _ title: String) throws {
+            try store.write { transaction in
+                _ = try transaction.createZone(zone)
+                try transaction.save(try transaction.storedRecordName(name, in: zone, writing: true), type: "Item", in: zone, changes: [("title", .string(title))])
+            }
+        }
+        clock.now += 60_000
+        try create(a, "lamp", "Lamp")
+        try sync(a, to: c)
+        // M's clock is a minute behind: its creation is stamped before A's.
+        clock.now -= 120_000
+        try create(m, "lamp", "Mine")
+        clock.now += 120_000
+        let own = PublicRecordName.qualified("lamp", by: a.replica), stranger = PublicRecordName.qualified("lamp", by: m.replica)
+        let mine = try #require(try record(m, stranger)), theirs = try #require(try record(a, own))
+        #expect(mine.created < theirs.created)
+        try sync(m, to: c)
+        try sync(m, to: a)
+        try sync(a, to: m)
+        for store in [a, c, m] {
+            #expect(try record(store, own)?[field: "title"] == "Lamp")
+            #expect(try record(store, stranger)?[field: "title"] == "Mine")
+        }
+        #expect(try resolved(a, "lamp")?[field: "title"] == "Lamp")
+        #expect(try resolved(c, "lamp")?[field: "title"] == "Lamp")
+        #expect(try resolved(m, "lamp")?[field: "title"] == "Mine")
+        // A new device that gets M's first reads M's by the plain name, and holds A's whole beside it.
+        let d = try open("d")
+        try sync(m, to: d)
+        try sync(a, to: d)
+        #expect(try resolved(d, "lamp")?[field: "title"] == "Mine")
+        #expect(try record(d, own)?[field: "title"] == "Lamp")
+        // A modified client that creates a record under A's qualified name, stamped earlier, is refused everywhere.
+        let e = try open("e")
+        e.ignoresWriteRights = true
+        clock.now -= 300_000
+        try save(e, own, [("title", "Forged")])
+        clock.now += 300_000
+        #expect(try sync(e, to: c).recordsRefused == 1)
+        #expect(try record(c, own)?[field: "title"] == "Lamp")
+        // An honest device's write of a name another device created is refused at once, as before.
+        #expect(throws: ReplicaError.self) { try create(c, "lamp", "Taken") }
+    }
+
     @Test func thePublicDatabaseHasOneZoneThatNoChangeSetDeletes() throws {
         let a = try open("a"), b = try open("b")
         try save(a, "p1", [("title", "Lamp")])

@@ -1,0 +1,31 @@
+import GRDB
+import LatticeCore
+
+extension StoreSnapshot {
+    /// The stored names of public record `name` in `key` (`PublicRecordName`):
+    /// the plain name of an earlier build and those qualified by a creator,
+    /// in the order this store first held them, with their states.
+    public func storedRecordNames(qualifying name: String, in key: ZoneKey) throws -> [(name: String, state: RecordState?)] {
+        guard let zone = try zoneRow(key) else { return [] }
+        let range = PublicRecordName.qualifiedRange(of: name)
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT name, state FROM records WHERE zone = ? AND (name = ? OR (name >= ? AND name < ?)) ORDER BY id
+            """), arguments: [zone.id, name, range.lower, range.upper])
+        return try rows.compactMap { row in
+            let stored: String = row[0]
+            // The range also holds longer plain names that start with `name/`; none is stored, but a
+            // qualified name of another plain name (`name/x/REPLICA`) would be.
+            guard stored == name || PublicRecordName.parts(of: stored).name == name else { return nil }
+            return (stored, try decode(row[1]))
+        }
+    }
+
+    /// The stored name a local read or write (`writing`) of record `name`
+    /// of `key` takes (`PublicRecordName.resolve`); outside the public
+    /// database, `name` itself.
+    public func storedRecordName(_ name: String, in key: ZoneKey, writing: Bool) throws -> String {
+        guard key.scope == .public, PublicRecordName.parts(of: name).creator == nil else { return name }
+        let own = store.replica
+        return PublicRecordName.resolve(name, among: try storedRecordNames(qualifying: name, in: key), writer: own, isOwn: { $0 == own }, writing: writing)
+    }
+}
