@@ -12,7 +12,11 @@ import Testing
 /// no honest replica ever holds a write its writer had no right to (a
 /// refused write changes nothing), every honest replica accepts what an
 /// honest one sends, and at the end the honest replicas hold byte-identical
-/// records, whatever the modified clients sent and in whatever order.
+/// records, whatever the modified clients sent and in whatever order. Half
+/// the writes use plain names that are stored qualified by their creator
+/// (`PublicRecordName`); modified clients also create records under other
+/// replicas' qualified names, their clocks set far back, and no honest
+/// replica may hold one.
 ///
 /// In a shared zone (`scope: .shared`): every replica a store of an account
 /// of its own, the first the owner (with, at random, a second device of the
@@ -110,6 +114,10 @@ struct RightsFuzzer {
                     (try? (replicas[index] as! StoreFuzzReplica).store.read { $0.accounts(of: replica) }) ?? []
                 })
             #expect(refusal == nil, context("replica \(index) holds \(state): \(refusal ?? "")"))
+            // A qualified public name is its creator's, whatever stamp another device gave its own creation.
+            if let named = PublicRecordName.parts(of: state.recordName).creator {
+                #expect(named == state.created.replica, context("replica \(index) holds \(state.recordName) created by \(state.created.replica)"))
+            }
         }
     }
 
@@ -136,8 +144,40 @@ struct RightsFuzzer {
         traced(owner, "revoked \(index)")
     }
 
+    /// Plain names apps write in the public database, stored qualified by their creator (`PublicRecordName`).
+    static let plainNames = ["q0", "q1"]
+
+    /// The stored name a write of public record `plain` by replica `index`
+    /// takes, as `StoreSnapshot.storedRecordName` finds it (an in-memory
+    /// replica keeps no order of arrival, which matters only for reads).
+    func storedName(_ plain: String, by index: Int) throws -> String {
+        let writer = replicas[index].replicaID
+        let held = try replicas[index].records(in: zone).filter { PublicRecordName.plain($0.recordName) == plain && $0.recordName != plain }
+        return PublicRecordName.resolve(plain, among: held.map { ($0.recordName, Optional($0)) }, writer: writer, isOwn: { $0 == writer }, writing: true)
+    }
+
+    /// A name for a write: in the public database, as often one of the
+    /// plain names an app writes by (stored qualified); a modified client
+    /// may write under another replica's qualified name with its clock set
+    /// far back, to take the record over.
+    mutating func nameToWrite(_ index: Int) throws -> String {
+        guard zone.scope == .public, Bool.random(using: &rng) else { return Self.names.randomElement(using: &rng)! }
+        let plain = Self.plainNames.randomElement(using: &rng)!
+        guard modified.contains(index), Bool.random(using: &rng), let store = (replicas[index] as? StoreFuzzReplica)?.store else {
+            return try storedName(plain, by: index)
+        }
+        let other = replicas.indices.filter { $0 != index }.randomElement(using: &rng)!
+        clocks[index].now -= min(clocks[index].now - 1_600_000_000_000, UInt64.random(in: 0...100_000, using: &rng))
+        try store.write { $0.clock = HybridLogicalClock() }
+        return PublicRecordName.qualified(plain, by: replicas[other].replicaID)
+    }
+
     mutating func write(_ index: Int) {
-        let name = Self.names.randomElement(using: &rng)!
+        let name: String
+        do { name = try nameToWrite(index) } catch {
+            Issue.record(context("replica \(index) found no name to write: \(error)"))
+            return
+        }
         clocks[index].now += UInt64.random(in: 1...5, using: &rng)
         if modified.contains(index), revoked.contains(index), let store = (replicas[index] as? StoreFuzzReplica)?.store {
             // Its clock set back, into the read-write time the owner ended (as far as its own writes allow).
