@@ -111,7 +111,7 @@ extension ReplicaStorage {
         // Records after the share in this change set are judged by the share it brings.
         var share = try self.share(of: zone)
         let historiesBefore = share?.participants
-        let removalsBefore = share?.removedOwnerDevices
+        let removalsBefore = share?.removedDevices
         /// Records this change set stored before it brought a share change: not vouched for (see `settleRevocations`).
         var takenBeforeShare: Set<String>?
         var taken = Set<String>()
@@ -206,7 +206,7 @@ extension ReplicaStorage {
         summary.recordsChanged += try cascade(from: candidates, in: zone).count
         if !arrived.isEmpty { try noteRefetched(arrived, in: zone) }
         // A revocation learned here: an owner device vouches for what it took before, another drops what is void.
-        if let takenBeforeShare, share?.participants != historiesBefore || share?.removedOwnerDevices != removalsBefore {
+        if let takenBeforeShare, share?.participants != historiesBefore || share?.removedDevices != removalsBefore {
             summary.recordsVoided = try settleRevocations(in: zone, notVouching: takenBeforeShare)
             summary.recordsChanged += summary.recordsVoided
         }

@@ -60,16 +60,17 @@ extension ReplicaStorage {
         return true
     }
 
-    /// Writes into the share of `zone` (a zone of this replica's account)
-    /// the devices its account removed, each with its removal's mark, where
-    /// the share lacks one or holds another: other accounts never hold the
-    /// owner's roster, and judge the removed device's later writes by this
-    /// (`Share.removedOwnerDevices`). Returns whether it wrote.
+    /// Writes into the share of `zone` (a zone this replica's account owns
+    /// or takes part in) the devices its account removed, each with its
+    /// removal's mark, where the share lacks one or holds another: other
+    /// accounts never hold this account's roster, and judge the removed
+    /// device's later writes by this (`Share.removedDevices`). Returns
+    /// whether it wrote.
     @discardableResult
-    public func recordOwnerRemovals(_ removals: [ReplicaID: HLCTimestamp], in zone: ZoneKey) throws -> Bool {
-        guard enforcesWriteRights, zone.scope == .shared, accounts(of: replica).contains(zone.zoneID.ownerName),
+    public func recordAccountRemovals(_ removals: [ReplicaID: HLCTimestamp], in zone: ZoneKey) throws -> Bool {
+        guard enforcesWriteRights, zone.scope == .shared,
               let previous = try record(named: Share.recordName, in: zone), let share = Share.held(previous, in: zone) else { return false }
-        let changes: [(String, FieldValue?)] = removals.filter { $0.key != replica && share.removedOwnerDevices[$0.key] != $0.value }
+        let changes: [(String, FieldValue?)] = removals.filter { $0.key != replica && share.removedDevices[$0.key]?.mark != $0.value }
             .sorted { $0.key.description < $1.key.description }
             .map { (Share.removedField(of: $0.key), .string(String($0.value.rawValue))) }
         guard !changes.isEmpty else { return false }
@@ -98,7 +99,7 @@ extension ReplicaStorage {
     /// held before it learned of the revocation.
     public func settleRevocations(in zone: ZoneKey, notVouching: Set<String> = []) throws -> Int {
         guard enforcesWriteRights, zone.scope == .shared, let previous = try record(named: Share.recordName, in: zone),
-              let share = Share.held(previous, in: zone), !share.revokedAccounts.isEmpty || !share.removedOwnerDevices.isEmpty else { return 0 }
+              let share = Share.held(previous, in: zone), !share.revokedAccounts.isEmpty || !share.removedDevices.isEmpty else { return 0 }
         guard accounts(of: replica).contains(zone.zoneID.ownerName) else { return try stripRevokedWrites(in: zone, share: share) }
         if try vouchForHeldWrites(in: zone, share: share, previous: previous, notVouching: notVouching) == false {
             // Past what one share can vouch for: this device keeps what it holds, and drops nothing it could not vouch for.

@@ -41,11 +41,20 @@ public struct Share: Sendable, Hashable {
     public var participants: [String: [Change]]
     /// The participants' writes the owner's devices vouch for (`VouchedWrites`).
     public var vouched: VouchedWrites
-    /// Devices the owner's account removed from itself, each with its
-    /// removal's mark (the roster's `writesUpTo`): an owner device writes
-    /// them here, so that other accounts, which never hold the owner's
-    /// roster, stop taking the removed device's later writes as the owner's.
-    public var removedOwnerDevices: [ReplicaID: HLCTimestamp] = [:]
+    /// Devices an account of the zone (the owner's or a participant's)
+    /// removed from itself, each with its removal's mark (the roster's
+    /// `writesUpTo`) and the device that wrote it here: other accounts never
+    /// hold that account's roster, and stop taking the removed device's
+    /// later writes as that account's by this.
+    public var removedDevices: [ReplicaID: DeviceRemoval] = [:]
+
+    /// A device's removal from its account, as a share records it.
+    public struct DeviceRemoval: Hashable, Sendable {
+        /// The removed device's writes stamped after this are not its account's.
+        public var mark: HLCTimestamp
+        /// The device that wrote the removal here: a device of the account it removed the device from.
+        public var remover: ReplicaID
+    }
 
     public init(owner: String, participants: [String: [Change]] = [:], vouched: VouchedWrites = VouchedWrites()) {
         self.owner = owner
@@ -62,7 +71,9 @@ public struct Share: Sendable, Hashable {
         var leaves: [String: HLCTimestamp] = [:]
         for register in state.fields {
             if let removed = Self.removedDevice(register.name) {
-                if case .string(let text)? = register.value, let raw = UInt64(text) { removedOwnerDevices[removed] = HLCTimestamp(rawValue: raw) }
+                if case .string(let text)? = register.value, let raw = UInt64(text) {
+                    removedDevices[removed] = DeviceRemoval(mark: HLCTimestamp(rawValue: raw), remover: register.winner.stamp.replica)
+                }
                 continue
             }
             if VouchedWrites.isField(register.name) {
@@ -90,9 +101,12 @@ public struct Share: Sendable, Hashable {
         return Share(state, owner: zone.zoneID.ownerName)
     }
 
-    /// Whether a write `replica` stamped `time` is past its removal from the owner's account.
-    public func isRemovedOwnerDevice(_ replica: ReplicaID, at time: HLCTimestamp) -> Bool {
-        removedOwnerDevices[replica].map { time > $0 } ?? false
+    /// The accounts (of `replica`'s, `of`) a write `replica` stamped
+    /// `time` is no longer of: those its remover shares with it, once past
+    /// its removal's mark.
+    public func accountsLeft(by replica: ReplicaID, at time: HLCTimestamp, of: Set<String>, accounts: (ReplicaID) -> Set<String>) -> Set<String> {
+        guard let removal = removedDevices[replica], time > removal.mark else { return [] }
+        return of.intersection(accounts(removal.remover))
     }
 
     /// The permission `account` had at `time`: its last change at or before then.
@@ -163,7 +177,7 @@ public struct Share: Sendable, Hashable {
 
     static let removedPrefix = "removed_"
 
-    /// The field that holds the mark of `replica`'s removal from the owner's account.
+    /// The field that holds the mark of `replica`'s removal from its account (the owner's or a participant's).
     public static func removedField(of replica: ReplicaID) -> String { removedPrefix + replica.description }
 
     /// The device a removal field names, or nil for another field.

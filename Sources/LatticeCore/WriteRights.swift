@@ -72,7 +72,7 @@ public enum WriteRights {
     public static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey, share: Share? = nil, accounts: (ReplicaID) -> Set<String> = { _ in [] }) -> String? {
         if zone.scope == .shared {
             let writer = zoneState.stamp
-            if share?.isRemovedOwnerDevice(writer.replica, at: writer.time) == true {
+            if let share, share.accountsLeft(by: writer.replica, at: writer.time, of: accounts(writer.replica), accounts: accounts).contains(zone.zoneID.ownerName) {
                 return "replica \(writer.replica.short) was removed from account \(zone.zoneID.ownerName), the owner of shared zone \(zone.zoneID); it may not delete or re-create the zone any more"
             }
             guard !accounts(writer.replica).contains(zone.zoneID.ownerName) else { return nil }
@@ -114,11 +114,12 @@ extension WriteRights {
         }
         func refusal(_ replica: ReplicaID, _ time: HLCTimestamp, leaving: Bool = false, digest: ((Stamp) -> [UInt8])? = nil) -> String? {
             var of = accounts(replica)
-            if of.contains(owner), share?.isRemovedOwnerDevice(replica, at: time) == true {
-                // Removed from the owner's account since: after its mark, it is the owner's no more.
-                of.remove(owner)
+            if let share, case let left = share.accountsLeft(by: replica, at: time, of: of, accounts: accounts), let account = left.sorted().first {
+                // Removed from its account (the owner's or a participant's) since: after its mark, it is that account's no more.
+                of.subtract(left)
                 if of.isEmpty {
-                    return "replica \(replica.short) was removed from account \(owner), the owner of shared zone \(zone.zoneID); its writes after \(share!.removedOwnerDevices[replica]!) are refused"
+                    let whose = account == owner ? "the owner of" : "a participant of"
+                    return "replica \(replica.short) was removed from account \(account), \(whose) shared zone \(zone.zoneID); its writes after \(share.removedDevices[replica]!.mark) are refused"
                 }
             }
             if of.contains(owner) || leaving { return nil }
@@ -143,17 +144,22 @@ extension WriteRights {
             return "replica \(replica.short) (account \(of.sorted()[0])) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID) stamped inside a read-write time its owner has ended, and no device of the owner's account vouches for that write: it was made after the revocation, with its stamp set back"
         }
         if isShare {
-            // A removal's field is never its subject's to write: a removed device would undo its own removal.
             for register in state.fields {
                 guard let removed = Share.removedDevice(register.name) else { continue }
-                for version in [register.winner] + register.losers where version.stamp.replica == removed {
-                    return "replica \(removed.short) wrote the field that records its own removal from account \(owner); a device cannot undo its removal"
+                for version in [register.winner] + register.losers {
+                    // A removal's field is never its subject's to write: a removed device would undo its own removal.
+                    if version.stamp.replica == removed {
+                        return "replica \(removed.short) wrote the field that records its own removal from its account; a device cannot undo its removal"
+                    }
+                    // A participant's device writes the removals of its own account's devices, as the owner's does.
+                    let of = accounts(version.stamp.replica)
+                    if !of.contains(owner), !of.isDisjoint(with: accounts(removed)) { leaves.insert(version.stamp) }
                 }
             }
-            // A leave's stamp excuses its leave field alone: one that also shows elsewhere (the owner's
-            // history, another field, the record's creation) is judged as the owner's write it would be.
+            // A leave's (or a participant's removal's) stamp excuses that field alone: one that also shows elsewhere
+            // (the owner's history, another field, the record's creation) is judged as the owner's write it would be.
             state.forEachPart { stamp, key, _ in
-                if Share.participantField(key)?.isLeave != true { leaves.remove(stamp) }
+                if Share.participantField(key)?.isLeave != true, Share.removedDevice(key) == nil { leaves.remove(stamp) }
             }
         }
         for stamp in state.liveStamps {
@@ -189,17 +195,18 @@ extension WriteRights {
     /// of it either), and drops then, as every other replica refuses it.
     public static func revokedWrites(of state: RecordState, in zone: ZoneKey, share: Share, accounts: (ReplicaID) -> Set<String>) -> RevokedWrites {
         var result = RevokedWrites()
-        // Writes of devices removed from the owner's account, after their marks: the share's too.
-        let owner = zone.zoneID.ownerName
-        func removedOwnerDevice(_ replica: ReplicaID) -> HLCTimestamp? {
-            guard let mark = share.removedOwnerDevices[replica], accounts(replica) == [owner] else { return nil }
-            return mark
+        // Writes of devices removed from their account (every account they are of), after their marks: the share's too.
+        func removedDevice(_ replica: ReplicaID) -> HLCTimestamp? {
+            guard let removal = share.removedDevices[replica] else { return nil }
+            let of = accounts(replica)
+            guard !of.isEmpty, of.isSubset(of: accounts(removal.remover)) else { return nil }
+            return removal.mark
         }
         for stamp in state.liveStamps {
-            if let mark = removedOwnerDevice(stamp.replica), stamp.time > mark { result.afterRevocation.insert(stamp) }
+            if let mark = removedDevice(stamp.replica), stamp.time > mark { result.afterRevocation.insert(stamp) }
         }
         for entry in state.vector.entries {
-            if let mark = removedOwnerDevice(entry.replica), entry.time > mark { result.vectorLimits[entry.replica] = mark }
+            if let mark = removedDevice(entry.replica), entry.time > mark { result.vectorLimits[entry.replica] = mark }
         }
         guard state.recordName != Share.recordName else { return result }
         let revoked = share.revokedAccounts

@@ -118,24 +118,24 @@ extension StoreTransaction {
         refusedWritersCache = nil
         ownMembersCache = nil
         accountsCache = [:]
-        if state.members[own] != nil { try recordOwnerRemovalsInShares(state) }
+        if state.members[own] != nil { try recordAccountRemovalsInShares(state) }
         markChanged()
         wakesWatchers = true
     }
 
-    /// Writes the account's removals into the share of every zone it shares
-    /// (`recordOwnerRemovals`), from `state` or the roster held here.
-    public func recordOwnerRemovalsInShares(_ state: AccountRoster.State? = nil) throws {
+    /// Writes the account's removals into the share of every shared zone it
+    /// owns or takes part in (`recordAccountRemovals`), from `state` or the
+    /// roster held here.
+    public func recordAccountRemovalsInShares(_ state: AccountRoster.State? = nil) throws {
         let state = try state ?? roster().state
         guard state.members[store.identity.publicKey] != nil, !state.removed.isEmpty else { return }
         var marks: [ReplicaID: HLCTimestamp] = [:]
         for removal in state.removed.values { marks[try WriteBlock.replica(of: removal.publicKey)] = removal.writesUpTo }
-        let own = try accountID()
-        for zone in try zones(in: .shared) where zone.key.zoneID.ownerName == own && zone.sync.zoneState.exists {
+        for zone in try zones(in: .shared) where zone.sync.zoneState.exists {
             // A share that cannot take the fields (past a record's megabyte) must not stop the roster
             // change itself: a removal always goes through; the participants of that zone miss the mark.
             try? db.inSavepoint {
-                try recordOwnerRemovals(marks, in: zone.key)
+                try recordAccountRemovals(marks, in: zone.key)
                 return .commit
             }
         }

@@ -11,8 +11,8 @@ import Testing
 @Suite(.serialized) struct SharedZoneCLITests {
     let cli = CLI()
 
-    func title(_ store: String, _ path: String) throws -> String? {
-        let result = try cli.run(["record", "get", path, "--database", "shared", "--json"], store: store)
+    func title(_ store: String, _ path: String, database: String = "shared") throws -> String? {
+        let result = try cli.run(["record", "get", path, "--database", database, "--json"], store: store)
         guard result.status == 0 else { return nil }
         let record = (result.json["records"] as? [[String: Any]])?.first
         return ((record?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String
@@ -219,6 +219,57 @@ import Testing
         let peers = try cli.ok(["peers", "--json"], store: "y").json["peers"] as? [[String: Any]] ?? []
         let refused = peers.first { $0["deviceID"] as? String == x2Device }?["refusedWrites"] as? [String: Any]
         #expect((refused?["count"] as? Int ?? 0) >= 1 && (refused?["last"] as? String)?.contains("was removed from account") == true, "y's peers: \(peers)")
+    }
+
+    /// A participant's account removes one of its devices (`account
+    /// remove`); the removed device, through a modified client, writes into
+    /// the shared zone and syncs with the owner's node: the owner, which
+    /// never holds the participant's roster, refuses the write from what the
+    /// participant's other device wrote into the share (issue 38).
+    @Test func aDeviceRemovedFromAParticipantsAccountIsRefusedByTheOwner() throws {
+        defer { cli.cleanup() }
+        for store in ["x", "y1", "y2"] { try cli.ok(["init"], store: store) }
+        let offer = try PairCommandTests.Offer(cli: cli, store: "y1")
+        #expect(try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "y2").status == 0)
+        #expect(offer.finish().status == 0)
+        let yAccount = try #require(try cli.ok(["id", "--json"], store: "y1").json["accountID"] as? String)
+        let y2Device = try #require(try cli.ok(["id", "--json"], store: "y2").json["deviceID"] as? String)
+        try cli.ok(["zone", "create", "Lists"], store: "x")
+        try cli.ok(["record", "save", "Lists/milk", "--type", "Item", "title=Milk"], store: "x")
+        try cli.ok(["share", "Lists", "--with", yAccount], store: "x")
+        let x = try NodeProcess(cli: cli, store: "x")
+        defer { _ = x.stop() }
+        let once = ["sync", "--peer", "127.0.0.1:\(x.port)", "--once", "--timeout", "30", "--database", "shared"]
+        for device in ["y1", "y2"] {
+            try cli.ok(once, store: device)
+            _ = try cli.run(["share", "accept", "Lists"], store: device)
+            try cli.ok(once, store: device)
+            #expect(try title(device, "Lists/milk") == "Milk")
+        }
+        // The owner reads the zone in its private database.
+        func owners(_ name: String) throws -> String? { try title("x", "Lists/\(name)", database: "private") }
+        // Control: y2 writes as its account, a read-write participant, and the owner takes it.
+        try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y2")
+        try cli.ok(once, store: "y2")
+        #expect(try owners("eggs") == "Eggs")
+
+        let y1 = try NodeProcess(cli: cli, store: "y1")
+        defer { _ = y1.stop() }
+        try cli.ok(["sync", "--peer", "127.0.0.1:\(y1.port)", "--once", "--timeout", "30"], store: "y2")
+        _ = y1.stop()
+        try cli.ok(["account", "remove", y2Device], store: "y1")
+        try cli.ok(once, store: "y1")
+        // y2 has not heard of it; a modified client on it ignores the rights anyway.
+        let hostile = try RecordStore(directory: URL(fileURLWithPath: cli.path("y2")))
+        hostile.ignoresWriteRights = true
+        let zone = try #require(try hostile.read { try $0.zones(in: .shared) }.first?.key)
+        try hostile.write { try $0.save("late", type: "Item", in: zone, changes: [("title", .string("Late"))]) }
+        _ = try cli.run(once, store: "y2")
+        #expect(try owners("late") == nil, "the owner took a removed participant device's write")
+        #expect(try owners("eggs") == "Eggs")
+        let peers = try cli.ok(["peers", "--json"], store: "x").json["peers"] as? [[String: Any]] ?? []
+        let refused = peers.first { $0["deviceID"] as? String == y2Device }?["refusedWrites"] as? [String: Any]
+        #expect((refused?["count"] as? Int ?? 0) >= 1 && (refused?["last"] as? String)?.contains("was removed from account") == true, "x's peers: \(peers)")
     }
 }
 

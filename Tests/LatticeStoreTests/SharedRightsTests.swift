@@ -200,7 +200,7 @@ import Testing
             _ = try transaction.signRosterEntry(.remove(writesUpTo: held), subject: x2.identity.publicKey)
         }
         clock.now += 5
-        let mark = try #require(try x1.read { try $0.share(of: zone) }?.removedOwnerDevices[x2.replica])
+        let mark = try #require(try x1.read { try $0.share(of: zone) }?.removedDevices[x2.replica]?.mark)
         #expect(mark > .zero)
 
         // x2, removed, runs a modified client: it removes Y from the share, writes a record, and would delete the zone.
@@ -233,6 +233,54 @@ import Testing
         try writeShareField(x1, Share.removedField(of: x1.replica), .string("1"), in: zone)
         let own = try sync(x1, to: y1, zone)
         #expect(own.recordsRefused == 1 && own.refusal?.contains("cannot undo its removal") == true, "\(String(describing: own.refusal))")
+    }
+
+    /// A device removed from a participant's account loses that account's
+    /// rights at the owner and every other account: a device of the
+    /// participant's account writes the removal and its mark into the
+    /// share, as the owner's devices do for theirs; the owner refuses the
+    /// removed device's later writes, drops those it took before it
+    /// learned, and every replica ends alike (issue 38).
+    @Test func aDeviceRemovedFromAParticipantsAccountLosesItsRightsEverywhere() throws {
+        let x1 = try open("x1"), y1 = try open("y1"), y2 = try open("y2"), z1 = try open("z1")
+        try join(y2, to: y1)
+        let zone = try shareLists(of: x1, with: [(y1, .readWrite), (z1, .readWrite)])
+        for device in [y1, y2, z1] { try sync(x1, to: device, zone) }
+        // Control: before its removal, y2 writes as its account, a read-write participant.
+        try save(y2, "before", "Before", in: zone)
+        #expect(try sync(y2, to: x1, zone).recordsRefused == 0)
+        #expect(try title(x1, "before", in: zone) == "Before")
+        try sync(y2, to: y1, zone)
+
+        try y1.write { transaction in
+            let held = try transaction.heldWrites(of: y2.replica)
+            _ = try transaction.signRosterEntry(.remove(writesUpTo: held), subject: y2.identity.publicKey)
+        }
+        clock.now += 5
+        let removal = try #require(try y1.read { try $0.share(of: zone) }?.removedDevices[y2.replica])
+        #expect(removal.remover == y1.replica)
+        // y2, removed, runs a modified client and keeps writing; z1 takes it before it learns of the removal.
+        y2.ignoresWriteRights = true
+        try save(y2, "late", "Late", in: zone)
+        #expect(try sync(y2, to: z1, zone).recordsRefused == 0)
+        #expect(try title(z1, "late", in: zone) == "Late")
+        // The owner learns of the removal from y1's write to the share, then refuses y2's late write.
+        #expect(try sync(y1, to: x1, zone).recordsRefused == 0)
+        let refused = try sync(y2, to: x1, zone)
+        #expect(refused.recordsRefused == 1, "\(String(describing: refused.refusal))")
+        #expect(refused.refusal?.contains("was removed from account") == true, "\(String(describing: refused.refusal))")
+        #expect(try title(x1, "late", in: zone) == nil && title(x1, "before", in: zone) == "Before")
+        // z1 drops what it took once it learns; y1 refuses it by its roster; all end alike.
+        try sync(x1, to: z1, zone)
+        #expect(try title(z1, "late", in: zone) == nil && title(z1, "before", in: zone) == "Before")
+        #expect(throws: (any Error).self) { try sync(y2, to: y1, zone) }
+        for (from, to) in [(x1, y1), (y1, x1), (x1, z1), (z1, x1), (x1, y1)] { try sync(from, to: to, zone) }
+        #expect(try records(x1, in: zone) == records(y1, in: zone))
+        #expect(try records(x1, in: zone) == records(z1, in: zone))
+        // Another participant's device may not write a removal of a device outside its account.
+        try writeShareField(z1, Share.removedField(of: y1.replica), .string("1"), in: zone)
+        let forged = try sync(z1, to: x1, zone)
+        #expect(forged.recordsRefused == 1, "\(String(describing: forged.refusal))")
     }
 
     /// The rights fuzzer's seed 72 (with honest participants revoked),

@@ -300,7 +300,7 @@ public final class SyncNode: Sendable {
         // before any participant drops what the revocation would otherwise void.
         try? container.store.write { transaction in
             // Removals made under an earlier build are not in the shares yet: other accounts learn of them from there.
-            try transaction.recordOwnerRemovalsInShares()
+            try transaction.recordAccountRemovalsInShares()
             let own = transaction.accounts(of: transaction.replica)
             for zone in try transaction.zones(in: .shared).map(\.key) where own.contains(zone.zoneID.ownerName) {
                 _ = try transaction.settleRevocations(in: zone)
