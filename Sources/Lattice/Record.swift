@@ -26,6 +26,15 @@ public struct Record: Hashable, Sendable {
             self.zoneID = zoneID
         }
 
+        /// The public database's record `recordName` that `creator` created
+        /// (`Record.creatorReplica`): there, devices that create one name
+        /// each have a record of their own, and a plain name reads this
+        /// device's own, else the one it held first. For reads; a write
+        /// goes by the plain name.
+        public init(recordName: String, createdBy creator: ReplicaID, zoneID: Zone.ID = .default) {
+            self.init(recordName: PublicRecordName.qualified(recordName, by: creator), zoneID: zoneID)
+        }
+
         public var description: String { "\(zoneID)/\(recordName)" }
     }
 

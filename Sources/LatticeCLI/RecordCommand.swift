@@ -84,25 +84,36 @@ struct RecordCommand: ParsableCommand {
         @Flag(name: .customLong("fetch-assets"), help: "Fetch the record's asset content first (see `lattice asset fetch`).") var fetchAssets = false
         @Option(help: "With --fetch-assets: a device to fetch from when no node runs on this store, HOST:PORT.") var peer: [String] = []
         @Option(help: "With --fetch-assets: give up after this many seconds.") var timeout: Double = 600
+        @Option(help: "Public database: the record of this creator (the replica `created.deviceID` shows in --json), where several devices created the name.")
+        var creator: String?
+
+        func validate() throws {
+            if creator != nil, options.scope != .public { throw ValidationError("--creator names a record of the public database (add --database public)") }
+            if let creator, Self.replica(creator) == nil { throw ValidationError("--creator \(creator) is not a replica (32 hex digits, as created.deviceID shows in --json)") }
+        }
+
+        /// The replica a `--creator` names, by its 32 hex digits.
+        static func replica(_ text: String) -> ReplicaID? { ReplicaID(hex: text.lowercased()) }
 
         func run() throws {
-            guard fetchAssets else { return try Self.get(options.values, path: path) }
+            guard fetchAssets else { return try Self.get(options.values, path: path, creator: creator.flatMap(Self.replica)) }
             let container = try options.openContainer()
-            let record = try Self.read(path, in: container.database(with: options.scope))
+            let record = try Self.read(path, creator: creator.flatMap(Self.replica), in: container.database(with: options.scope))
             if let assets = try? AssetCommand.assets(of: record, field: nil, path: path) {
                 try AssetCommand.fetch(assets.map(\.asset), container: container, options: options, peers: try parsePeers(peer), timeout: timeout)
             }
             RecordCommand.print(record, container: container, json: options.json)
         }
 
-        static func get(_ options: StoreOptions, path: String) throws {
+        static func get(_ options: StoreOptions, path: String, creator: ReplicaID? = nil) throws {
             let container = try options.openContainer(forOneCommand: true)
-            RecordCommand.print(try read(path, in: container.database(with: options.scope)), container: container, json: options.json)
+            RecordCommand.print(try read(path, creator: creator, in: container.database(with: options.scope)), container: container, json: options.json)
         }
 
-        private static func read(_ path: String, in database: Database) throws -> Record {
+        private static func read(_ path: String, creator: ReplicaID? = nil, in database: Database) throws -> Record {
             let target = try RecordPath(parsing: path).resolved(in: database)
-            return try library { try database.record(for: target.recordID) }
+            let id = creator.map { Record.ID(recordName: target.recordName, createdBy: $0, zoneID: target.zoneID) } ?? target.recordID
+            return try library { try database.record(for: id) }
         }
     }
 

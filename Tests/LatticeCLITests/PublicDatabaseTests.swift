@@ -94,6 +94,12 @@ import Testing
         #expect(try publicTitle("a", "lamp") == "Lamp")
         #expect(try publicTitle("c", "lamp") == "Lamp")
         #expect(try publicTitle("m", "lamp") == "Mine")
+        // Either is read by naming its creator.
+        for (creator, title) in everywhere {
+            let named = try cli.ok(["record", "get", "lamp", "--database", "public", "--creator", creator, "--json"], store: "c").json["records"] as? [[String: Any]]
+            #expect(((named?.first?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String == title)
+        }
+        #expect(try cli.run(["record", "get", "lamp", "--database", "public", "--creator", "nobody"], store: "c").status == 64)
         // A query by the plain name finds both.
         let named = try cli.ok(["query", "Item", "--database", "public", "--where", "recordName == \"lamp\"", "--json"], store: "c").json["records"] as? [Any]
         #expect(named?.count == 2)
