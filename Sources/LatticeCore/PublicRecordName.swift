@@ -49,15 +49,16 @@ extension PublicRecordName {
     /// holds, in the order it first held them, with their states): the
     /// replica's own record of that name first (`isOwn` of its creator);
     /// for a read, else the live record of that name held first (then any);
-    /// for a write, else another creator's record (which the creator rule
-    /// then refuses, as CloudKit refuses it), or a new name qualified by
-    /// `writer`. A name already qualified is taken as it is.
+    /// for a write, else another creator's live record (which the creator
+    /// rule then refuses, as CloudKit refuses it), or a new name qualified
+    /// by `writer`. A name already qualified is taken as it is.
     package static func resolve(_ name: String, among stored: [(name: String, state: RecordState?)], writer: ReplicaID, isOwn: (ReplicaID) -> Bool, writing: Bool) -> String {
         guard parts(of: name).creator == nil else { return name }
         for candidate in stored {
             if let creator = parts(of: candidate.name).creator ?? candidate.state?.created.replica, isOwn(creator) { return candidate.name }
         }
-        if writing { return stored.first?.name ?? qualified(name, by: writer) }
+        // Another device's deleted record takes no name from this one: a creation of its own is another record.
+        if writing { return stored.first { $0.state?.isAlive == true }?.name ?? qualified(name, by: writer) }
         return (stored.first { $0.state?.isAlive == true } ?? stored.first)?.name ?? name
     }
 }

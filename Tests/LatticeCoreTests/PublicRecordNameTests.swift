@@ -45,6 +45,8 @@ import Testing
         let deletedFirst = [(name: theirs, state: Optional(state(theirs, by: m, alive: false))), (name: third, state: Optional(state(third, by: other)))]
         #expect(PublicRecordName.resolve("lamp", among: deletedFirst, writer: a, isOwn: { $0 == a }, writing: false) == third)
         #expect(PublicRecordName.resolve(theirs, among: held, writer: a, isOwn: { $0 == a }, writing: false) == theirs)
+        // Another device's deleted record leaves the plain name to a creation of this device's own.
+        #expect(PublicRecordName.resolve("lamp", among: [deletedFirst[0]], writer: a, isOwn: { $0 == a }, writing: true) == mine)
     }
 
     @Test func aStateNamedForAnotherCreatorIsRefused() {

@@ -186,6 +186,14 @@ import Testing
         #expect(try record(c, own)?[field: "title"] == "Lamp")
         // An honest device's write of a name another device created is refused at once, as before.
         #expect(throws: ReplicaError.self) { try create(c, "lamp", "Taken") }
+        // Another device's deleted record of a name leaves it to a creation of one's own.
+        let g = try open("g"), h = try open("h")
+        try create(g, "vase", "Vase")
+        try g.write { _ = try $0.delete([PublicRecordName.qualified("vase", by: g.replica)], in: zone) }
+        try sync(g, to: h)
+        try create(h, "vase", "Mine")
+        #expect(try resolved(h, "vase")?[field: "title"] == "Mine")
+        #expect(try record(h, PublicRecordName.qualified("vase", by: g.replica))?.isAlive == false)
     }
 
     @Test func thePublicDatabaseHasOneZoneThatNoChangeSetDeletes() throws {
