@@ -60,17 +60,10 @@ public struct AccountRoster: Sendable, Equatable {
             }
             removals[key] = entry.hash
             entries[entry.hash] = entry
-            dropped.remove(entry.hash)
             return true
         }
         let signed = signedBy[entry.author, default: 0]
-        if signed >= Self.maximumEntriesPerAuthor {
-            // The author's share is full: its entries first in (time, hash) order keep it, whatever order
-            // they come in, so two devices given two different fillings keep the same one once they meet.
-            // An honest author's newest entry comes last, so its own full share refuses it.
-            guard let last = lastEntry(by: entry.author), Self.signerOrder(entry, before: last) else { throw .tooLarge(signed + 1) }
-            evict(last.hash)
-        }
+        guard signed < Self.maximumEntriesPerAuthor else { throw .tooLarge(signed + 1) }
         guard entries.count < Self.maximumStoredEntries else { throw .tooLarge(entries.count + 1) }
         if counted >= Self.maximumEntries {
             // Members removed since the count was taken no longer count.
@@ -78,7 +71,6 @@ public struct AccountRoster: Sendable, Equatable {
             guard counted < Self.maximumEntries else { throw .tooLarge(counted + 1) }
         }
         entries[entry.hash] = entry
-        dropped.remove(entry.hash)
         signedBy[entry.author, default: 0] += 1
         counted += 1
         if case .add = entry.action { added.insert(entry.subject) }
@@ -86,47 +78,8 @@ public struct AccountRoster: Sendable, Equatable {
     }
 
     /// Entries this roster held and let go (a removal replaced by one of the
-    /// same author and subject with a smaller hash, an entry past its author's
-    /// share that one earlier in its order replaced, and what a device it
-    /// added signed): a store forgets them too.
+    /// same author and subject with a smaller hash): a store forgets them too.
     public private(set) var dropped = Set<[UInt8]>()
-
-    /// The order in which an author's entries keep its share: by the time it
-    /// signed them, then by hash. The author picks its own times, so it only
-    /// orders its own entries.
-    private static func signerOrder(_ lhs: RosterEntry, before rhs: RosterEntry) -> Bool {
-        lhs.time != rhs.time ? lhs.time < rhs.time : lhs.hash.lexicographicallyPrecedes(rhs.hash)
-    }
-
-    /// The author's counted entry (not a removal) last in `signerOrder`.
-    private func lastEntry(by author: [UInt8]) -> RosterEntry? {
-        var last: RosterEntry?
-        for entry in entries.values where entry.author == author {
-            if case .remove = entry.action { continue }
-            if last.map({ Self.signerOrder($0, before: entry) }) ?? true { last = entry }
-        }
-        return last
-    }
-
-    /// Lets an entry go; an add whose subject no other entry adds takes with
-    /// it what that subject signed (it could not have been taken without the add).
-    private mutating func evict(_ hash: [UInt8]) {
-        guard let entry = entries.removeValue(forKey: hash) else { return }
-        dropped.insert(hash)
-        if case .remove = entry.action {
-            removals[entry.author + entry.subject] = nil
-            return
-        }
-        // `counted` stays an upper bound, taken again when it reaches the cap.
-        signedBy[entry.author, default: 1] -= 1
-        guard case .add = entry.action, entry.subject != founder else { return }
-        let stillAdded = entries.values.contains { other in
-            if case .add = other.action { return other.subject == entry.subject } else { return false }
-        }
-        guard !stillAdded else { return }
-        added.remove(entry.subject)
-        for signed in entries.values where signed.author == entry.subject { evict(signed.hash) }
-    }
     /// Per author and subject, the removal kept.
     private var removals: [[UInt8]: [UInt8]] = [:]
 

@@ -240,50 +240,6 @@ import Testing
         #expect(try account("b") == whole)
     }
 
-    /// A hostile member gives two devices of the account two different
-    /// fillings of its share of the roster: once their nodes sync, both
-    /// stores hold the same entries and list the same devices (issue 38,
-    /// finding 3).
-    @Test func twoFillingsOfAHostileMembersShareEndTheSameOnBothDevices() throws {
-        defer { cli.cleanup() }
-        for store in ["a", "b"] { try cli.ok(["init"], store: store) }
-        let offer = try Offer(cli: cli, store: "a")
-        let joined = try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "b")
-        #expect(joined.status == 0, "joining: \(joined.stderr)")
-        #expect(offer.finish().status == 0)
-        let a = try RecordStore(directory: URL(fileURLWithPath: cli.path("a")))
-        let b = try RecordStore(directory: URL(fileURLWithPath: cli.path("b")))
-        let hostile = try Identity.generate()
-        let base = try a.write { transaction -> AccountRoster in
-            _ = try transaction.signRosterEntry(.add(name: "hostile"), subject: hostile.publicKey)
-            return try transaction.roster()
-        }
-        try b.write { _ = try $0.adoptRoster(base) }
-        var fillings: [[RosterEntry]] = [[], []]
-        for index in 0..<(2 * AccountRoster.maximumEntriesPerAuthor) {
-            var fork = base
-            fillings[index % 2].append(try fork.sign(.add(name: "puppet"), subject: try Identity.generate().publicKey, by: hostile, at: UInt64(index % 5)))
-        }
-        try a.write { _ = try $0.adoptRoster(founder: base.founder, entries: fillings[0]) }
-        try b.write { _ = try $0.adoptRoster(founder: base.founder, entries: fillings[1]) }
-        func devices(_ store: String) throws -> Set<String> {
-            let json = try cli.ok(["account", "--json"], store: store).json
-            return Set((json["devices"] as? [[String: Any]] ?? []).compactMap { $0["deviceID"] as? String })
-        }
-        #expect(try devices("a") != devices("b"))
-        let node = try NodeProcess(cli: cli, store: "a")
-        defer { _ = node.stop() }
-        let synced = try cli.run(["sync", "--peer", "127.0.0.1:\(node.port)", "--once", "--timeout", "60"], store: "b")
-        #expect(synced.status == 0, "\(synced.stderr)")
-        _ = node.stop()
-        let onA = try devices("a"), onB = try devices("b")
-        #expect(onA == onB)
-        #expect(onA.count == 3 + AccountRoster.maximumEntriesPerAuthor)
-        let stored = try [a, b].map { store in try store.read { try $0.encodedRoster() } }
-        let sameEntries = stored[0] == stored[1]
-        #expect(sameEntries, "the two stores hold different roster entries")
-    }
-
     /// A hostile member and the devices it added sign all they can, filling
     /// the account's roster: `account remove` still removes it, and once it
     /// and its devices are gone the account pairs a new device (issue 38,
