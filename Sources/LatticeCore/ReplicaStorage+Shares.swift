@@ -67,12 +67,12 @@ extension ReplicaStorage {
     /// device's later writes by this (`Share.removedDevices`). Returns
     /// whether it wrote.
     @discardableResult
-    public func recordAccountRemovals(_ removals: [ReplicaID: HLCTimestamp], in zone: ZoneKey) throws -> Bool {
+    public func recordAccountRemovals(_ removals: [ReplicaID: HLCTimestamp], of account: String, in zone: ZoneKey) throws -> Bool {
         guard enforcesWriteRights, zone.scope == .shared,
               let previous = try record(named: Share.recordName, in: zone), let share = Share.held(previous, in: zone) else { return false }
-        let changes: [(String, FieldValue?)] = removals.filter { $0.key != replica && share.removedDevices[$0.key]?.mark != $0.value }
+        let changes: [(String, FieldValue?)] = removals.filter { $0.key != replica && share.removedDevices[$0.key]?[account] != $0.value }
             .sorted { $0.key.description < $1.key.description }
-            .map { (Share.removedField(of: $0.key), .string(String($0.value.rawValue))) }
+            .map { (Share.removedField(of: $0.key, from: account), .string(String($0.value.rawValue))) }
         guard !changes.isEmpty else { return false }
         try writeShare(changes, previous: previous, stamp: nextStamp(), sync: try liveSyncState(of: zone), in: zone)
         return true

@@ -42,19 +42,11 @@ public struct Share: Sendable, Hashable {
     /// The participants' writes the owner's devices vouch for (`VouchedWrites`).
     public var vouched: VouchedWrites
     /// Devices an account of the zone (the owner's or a participant's)
-    /// removed from itself, each with its removal's mark (the roster's
-    /// `writesUpTo`) and the device that wrote it here: other accounts never
-    /// hold that account's roster, and stop taking the removed device's
-    /// later writes as that account's by this.
-    public var removedDevices: [ReplicaID: DeviceRemoval] = [:]
-
-    /// A device's removal from its account, as a share records it.
-    public struct DeviceRemoval: Hashable, Sendable {
-        /// The removed device's writes stamped after this are not its account's.
-        public var mark: HLCTimestamp
-        /// The device that wrote the removal here: a device of the account it removed the device from.
-        public var remover: ReplicaID
-    }
+    /// removed from itself, by device then account, each with its removal's
+    /// mark (the roster's `writesUpTo`): a device of that account writes
+    /// it here, since other accounts never hold that account's roster; past
+    /// the mark, the removed device's writes are not that account's.
+    public var removedDevices: [ReplicaID: [String: HLCTimestamp]] = [:]
 
     public init(owner: String, participants: [String: [Change]] = [:], vouched: VouchedWrites = VouchedWrites()) {
         self.owner = owner
@@ -70,9 +62,11 @@ public struct Share: Sendable, Hashable {
         vouched = VouchedWrites()
         var leaves: [String: HLCTimestamp] = [:]
         for register in state.fields {
-            if let removed = Self.removedDevice(register.name) {
+            if let removal = Self.removalField(register.name) {
                 if case .string(let text)? = register.value, let raw = UInt64(text) {
-                    removedDevices[removed] = DeviceRemoval(mark: HLCTimestamp(rawValue: raw), remover: register.winner.stamp.replica)
+                    // A field of an earlier build (no account named) and this build's may both name the owner's removal: the later mark.
+                    let account = removal.account ?? owner
+                    removedDevices[removal.device, default: [:]][account] = max(removedDevices[removal.device]?[account] ?? .zero, HLCTimestamp(rawValue: raw))
                 }
                 continue
             }
@@ -102,11 +96,10 @@ public struct Share: Sendable, Hashable {
     }
 
     /// The accounts (of `replica`'s, `of`) a write `replica` stamped
-    /// `time` is no longer of: those its remover shares with it, once past
-    /// its removal's mark.
-    public func accountsLeft(by replica: ReplicaID, at time: HLCTimestamp, of: Set<String>, accounts: (ReplicaID) -> Set<String>) -> Set<String> {
-        guard let removal = removedDevices[replica], time > removal.mark else { return [] }
-        return of.intersection(accounts(removal.remover))
+    /// `time` is no longer of: those that removed it before then.
+    public func accountsLeft(by replica: ReplicaID, at time: HLCTimestamp, of: Set<String>) -> Set<String> {
+        guard let marks = removedDevices[replica] else { return [] }
+        return of.filter { account in marks[account].map { time > $0 } ?? false }
     }
 
     /// The permission `account` had at `time`: its last change at or before then.
@@ -177,13 +170,23 @@ public struct Share: Sendable, Hashable {
 
     static let removedPrefix = "removed_"
 
-    /// The field that holds the mark of `replica`'s removal from its account (the owner's or a participant's).
-    public static func removedField(of replica: ReplicaID) -> String { removedPrefix + replica.description }
+    /// The field that holds the mark of `replica`'s removal from
+    /// `account` (the owner's or a participant's): only a device of that
+    /// account (or the owner's) writes it.
+    public static func removedField(of replica: ReplicaID, from account: String) -> String {
+        removedPrefix + account.filter { $0 != "-" } + "_" + replica.description
+    }
 
-    /// The device a removal field names, or nil for another field.
-    static func removedDevice(_ name: String) -> ReplicaID? {
+    /// The device and account a removal field names, or nil for another
+    /// field. The field a build before accounts were named in it wrote,
+    /// `removed_REPLICA`, names no account: the owner's.
+    static func removalField(_ name: String) -> (device: ReplicaID, account: String?)? {
         guard name.hasPrefix(removedPrefix) else { return nil }
-        return ReplicaID(hex: String(name.dropFirst(removedPrefix.count)))
+        let rest = name.dropFirst(removedPrefix.count)
+        if let device = ReplicaID(hex: String(rest)) { return (device, nil) }
+        guard rest.count == 56 + 1 + 32, let device = ReplicaID(hex: String(rest.suffix(32))), rest.dropLast(32).last == "_",
+              let account = participantField(fieldPrefix + rest.prefix(56))?.account else { return nil }
+        return (device, account)
     }
 
     /// The field in which `account` says it left.

@@ -72,7 +72,7 @@ public enum WriteRights {
     public static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey, share: Share? = nil, accounts: (ReplicaID) -> Set<String> = { _ in [] }) -> String? {
         if zone.scope == .shared {
             let writer = zoneState.stamp
-            if let share, share.accountsLeft(by: writer.replica, at: writer.time, of: accounts(writer.replica), accounts: accounts).contains(zone.zoneID.ownerName) {
+            if let share, share.accountsLeft(by: writer.replica, at: writer.time, of: accounts(writer.replica)).contains(zone.zoneID.ownerName) {
                 return "replica \(writer.replica.short) was removed from account \(zone.zoneID.ownerName), the owner of shared zone \(zone.zoneID); it may not delete or re-create the zone any more"
             }
             guard !accounts(writer.replica).contains(zone.zoneID.ownerName) else { return nil }
@@ -95,12 +95,25 @@ extension WriteRights {
     public static func sharedRefusal(_ state: RecordState, in zone: ZoneKey, share: Share?, accounts: (ReplicaID) -> Set<String>) -> String? {
         let owner = zone.zoneID.ownerName
         let isShare = state.recordName == Share.recordName
-        // In the share, a participant writes one thing: its own leave field. The owner's history of
-        // it (its permissions) is the owner's alone, however the participant's version would read.
-        var leaves = Set<Stamp>()
+        // In the share, a participant writes two things: its own leave field, and the removals of its
+        // own account's devices. The owner's history of it (its permissions) is the owner's alone,
+        // however the participant's version would read. Each such stamp is excused for those fields alone.
+        var excused: [Stamp: Set<String>] = [:]
         var listed = Set<String>()
         if isShare {
             for register in state.fields {
+                if let removal = Share.removalField(register.name) {
+                    for version in [register.winner] + register.losers {
+                        // A removal's field is never its subject's to write: a removed device would undo its own removal.
+                        if version.stamp.replica == removal.device {
+                            return "replica \(removal.device.short) wrote the field that records its own removal from its account; a device cannot undo its removal"
+                        }
+                        if let account = removal.account, account != owner, accounts(version.stamp.replica).contains(account) {
+                            excused[version.stamp, default: []].insert(register.name)
+                        }
+                    }
+                    continue
+                }
                 guard let (account, isLeave) = Share.participantField(register.name) else { continue }
                 listed.insert(account)
                 guard isLeave else { continue }
@@ -108,18 +121,23 @@ extension WriteRights {
                     guard case .string(Share.leftValue)? = version.value else {
                         return "replica \(version.stamp.replica.short) wrote its leave of zone \(zone.zoneID) with a value other than \"\(Share.leftValue)\""
                     }
-                    leaves.insert(version.stamp)
+                    excused[version.stamp, default: []].insert(register.name)
                 }
+            }
+            // A stamp that also shows elsewhere (the owner's history, another field, the record's creation)
+            // is judged as the owner's write it would be.
+            state.forEachPart { stamp, key, _ in
+                if excused[stamp]?.contains(key) == false { excused[stamp] = nil }
             }
         }
         func refusal(_ replica: ReplicaID, _ time: HLCTimestamp, leaving: Bool = false, digest: ((Stamp) -> [UInt8])? = nil) -> String? {
             var of = accounts(replica)
-            if let share, case let left = share.accountsLeft(by: replica, at: time, of: of, accounts: accounts), let account = left.sorted().first {
+            if let share, case let left = share.accountsLeft(by: replica, at: time, of: of), let account = left.sorted().first {
                 // Removed from its account (the owner's or a participant's) since: after its mark, it is that account's no more.
                 of.subtract(left)
                 if of.isEmpty {
                     let whose = account == owner ? "the owner of" : "a participant of"
-                    return "replica \(replica.short) was removed from account \(account), \(whose) shared zone \(zone.zoneID); its writes after \(share.removedDevices[replica]!.mark) are refused"
+                    return "replica \(replica.short) was removed from account \(account), \(whose) shared zone \(zone.zoneID); its writes after \(share.removedDevices[replica]![account]!) are refused"
                 }
             }
             if of.contains(owner) || leaving { return nil }
@@ -143,28 +161,9 @@ extension WriteRights {
             if share.vouched.vouches(for: stamp, digest: digest(stamp)) { return nil }
             return "replica \(replica.short) (account \(of.sorted()[0])) wrote record \"\(state.recordName)\" of shared zone \(zone.zoneID) stamped inside a read-write time its owner has ended, and no device of the owner's account vouches for that write: it was made after the revocation, with its stamp set back"
         }
-        if isShare {
-            for register in state.fields {
-                guard let removed = Share.removedDevice(register.name) else { continue }
-                for version in [register.winner] + register.losers {
-                    // A removal's field is never its subject's to write: a removed device would undo its own removal.
-                    if version.stamp.replica == removed {
-                        return "replica \(removed.short) wrote the field that records its own removal from its account; a device cannot undo its removal"
-                    }
-                    // A participant's device writes the removals of its own account's devices, as the owner's does.
-                    let of = accounts(version.stamp.replica)
-                    if !of.contains(owner), !of.isDisjoint(with: accounts(removed)) { leaves.insert(version.stamp) }
-                }
-            }
-            // A leave's (or a participant's removal's) stamp excuses that field alone: one that also shows elsewhere
-            // (the owner's history, another field, the record's creation) is judged as the owner's write it would be.
-            state.forEachPart { stamp, key, _ in
-                if Share.participantField(key)?.isLeave != true, Share.removedDevice(key) == nil { leaves.remove(stamp) }
-            }
-        }
         for stamp in state.liveStamps {
             let digest = { (stamp: Stamp) in WriteDigest.record(state, stamp: stamp, in: zone) }
-            if let refusal = refusal(stamp.replica, stamp.time, leaving: leaves.contains(stamp), digest: digest) { return refusal }
+            if let refusal = refusal(stamp.replica, stamp.time, leaving: excused[stamp] != nil, digest: digest) { return refusal }
         }
         for entry in state.vector.entries {
             // A participant's entry in the share's vector stays once its leave was overwritten.
@@ -196,11 +195,12 @@ extension WriteRights {
     public static func revokedWrites(of state: RecordState, in zone: ZoneKey, share: Share, accounts: (ReplicaID) -> Set<String>) -> RevokedWrites {
         var result = RevokedWrites()
         // Writes of devices removed from their account (every account they are of), after their marks: the share's too.
+        // (Of a device removed from several, the last of their marks: past it, it is none of them.)
         func removedDevice(_ replica: ReplicaID) -> HLCTimestamp? {
-            guard let removal = share.removedDevices[replica] else { return nil }
+            guard let marks = share.removedDevices[replica] else { return nil }
             let of = accounts(replica)
-            guard !of.isEmpty, of.isSubset(of: accounts(removal.remover)) else { return nil }
-            return removal.mark
+            guard !of.isEmpty, of.allSatisfy({ marks[$0] != nil }) else { return nil }
+            return of.compactMap { marks[$0] }.max()
         }
         for stamp in state.liveStamps {
             if let mark = removedDevice(stamp.replica), stamp.time > mark { result.afterRevocation.insert(stamp) }

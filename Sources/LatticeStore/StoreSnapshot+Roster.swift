@@ -131,11 +131,12 @@ extension StoreTransaction {
         guard state.members[store.identity.publicKey] != nil, !state.removed.isEmpty else { return }
         var marks: [ReplicaID: HLCTimestamp] = [:]
         for removal in state.removed.values { marks[try WriteBlock.replica(of: removal.publicKey)] = removal.writesUpTo }
+        let own = try accountID()
         for zone in try zones(in: .shared) where zone.sync.zoneState.exists {
             // A share that cannot take the fields (past a record's megabyte) must not stop the roster
             // change itself: a removal always goes through; the participants of that zone miss the mark.
             try? db.inSavepoint {
-                try recordAccountRemovals(marks, in: zone.key)
+                try recordAccountRemovals(marks, of: own, in: zone.key)
                 return .commit
             }
         }

@@ -53,11 +53,16 @@ import Testing
 
     /// A field of the share written as a modified client (or an earlier build) writes it, past every check.
     func writeShareField(_ store: RecordStore, _ field: String, _ value: FieldValue?, in zone: ZoneKey) throws {
+        try writeShareFields(store, [(field, value)], in: zone)
+    }
+
+    /// Several fields of the share in one write (one stamp), as a modified client would.
+    func writeShareFields(_ store: RecordStore, _ changes: [(String, FieldValue?)], in zone: ZoneKey) throws {
         try store.write { transaction in
             let previous = try #require(try transaction.record(named: Share.recordName, in: zone))
             let sync = try transaction.liveSyncState(of: zone)
             let stamp = transaction.nextStamp()
-            let state = LocalWrite.save(previous: previous, recordName: Share.recordName, recordType: Share.recordType, changes: [(field, value)], replacement: .changedKeys, stamp: stamp)
+            let state = LocalWrite.save(previous: previous, recordName: Share.recordName, recordType: Share.recordType, changes: changes, replacement: .changedKeys, stamp: stamp)
             try transaction.store(state, previous: previous, in: zone)
             try transaction.recordLocalWrite(stamp, in: zone, sync: sync)
             transaction.noteLocalWrite(record: Share.recordName, stamp: stamp, in: zone)
@@ -200,7 +205,7 @@ import Testing
             _ = try transaction.signRosterEntry(.remove(writesUpTo: held), subject: x2.identity.publicKey)
         }
         clock.now += 5
-        let mark = try #require(try x1.read { try $0.share(of: zone) }?.removedDevices[x2.replica]?.mark)
+        let mark = try #require(try x1.read { try $0.share(of: zone) }?.removedDevices[x2.replica]?[try account(x1)])
         #expect(mark > .zero)
 
         // x2, removed, runs a modified client: it removes Y from the share, writes a record, and would delete the zone.
@@ -230,7 +235,7 @@ import Testing
         #expect(throws: WriteProofError.self) { try sync(x2, to: y1, zone) }
         #expect(try title(y1, "milk", in: zone) == "Milk")
         // No device writes the field of its own removal, an owner device that is not removed either.
-        try writeShareField(x1, Share.removedField(of: x1.replica), .string("1"), in: zone)
+        try writeShareField(x1, Share.removedField(of: x1.replica, from: try account(x1)), .string("1"), in: zone)
         let own = try sync(x1, to: y1, zone)
         #expect(own.recordsRefused == 1 && own.refusal?.contains("cannot undo its removal") == true, "\(String(describing: own.refusal))")
     }
@@ -257,8 +262,7 @@ import Testing
             _ = try transaction.signRosterEntry(.remove(writesUpTo: held), subject: y2.identity.publicKey)
         }
         clock.now += 5
-        let removal = try #require(try y1.read { try $0.share(of: zone) }?.removedDevices[y2.replica])
-        #expect(removal.remover == y1.replica)
+        #expect(try y1.read { try $0.share(of: zone) }?.removedDevices[y2.replica]?[try account(y1)] != nil)
         // y2, removed, runs a modified client and keeps writing; z1 takes it before it learns of the removal.
         y2.ignoresWriteRights = true
         try save(y2, "late", "Late", in: zone)
@@ -277,10 +281,17 @@ import Testing
         for (from, to) in [(x1, y1), (y1, x1), (x1, z1), (z1, x1), (x1, y1)] { try sync(from, to: to, zone) }
         #expect(try records(x1, in: zone) == records(y1, in: zone))
         #expect(try records(x1, in: zone) == records(z1, in: zone))
-        // Another participant's device may not write a removal of a device outside its account.
-        try writeShareField(z1, Share.removedField(of: y1.replica), .string("1"), in: zone)
+        // A participant's device may not write a removal from another account, even in the same write as one
+        // from its own (the stamp excuses its own account's fields alone).
+        try writeShareField(z1, Share.removedField(of: y1.replica, from: try account(y1)), .string("1"), in: zone)
         let forged = try sync(z1, to: x1, zone)
         #expect(forged.recordsRefused == 1, "\(String(describing: forged.refusal))")
+        try writeShareFields(y1, [
+            (Share.removedField(of: y2.replica, from: try account(y1)), .string("2")),
+            (Share.removedField(of: x1.replica, from: try account(x1)), .string("1")),
+        ], in: zone)
+        let bundled = try sync(y1, to: x1, zone)
+        #expect(bundled.recordsRefused == 1, "\(String(describing: bundled.refusal))")
     }
 
     /// The rights fuzzer's seed 72 (with honest participants revoked),
