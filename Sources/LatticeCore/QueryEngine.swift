@@ -79,7 +79,9 @@ public struct QueryEngine: Sendable {
             let order = compareKey(index, index < a.values.count ? a.values[index] : nil, index < b.values.count ? b.values[index] : nil)
             if order != 0 { return order }
         }
-        return ValueComparison.textOrder(a.recordName, b.recordName)
+        // By the names apps know: a public record's stored name carries its creator (`PublicRecordName`).
+        let order = ValueComparison.textOrder(PublicRecordName.plain(a.recordName), PublicRecordName.plain(b.recordName))
+        return order != 0 ? order : ValueComparison.textOrder(a.recordName, b.recordName)
     }
 
     /// The order of two values of sort key `index`: missing values last,

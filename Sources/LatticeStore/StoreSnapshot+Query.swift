@@ -50,7 +50,15 @@ extension StoreSnapshot {
     public func queryPage(_ engine: QueryEngine, in key: ZoneKey, after cursor: QueryPosition?, limit: Int, forcing: QueryAccess? = nil) throws -> QueryPageResult {
         let schema = try schema()
         var plan = QueryPlanner.plan(engine, schema: schema)
-        if key.scope == .public { plan.filter = plan.filter?.withoutRecordNames }
+        if key.scope == .public {
+            plan.filter = plan.filter?.withoutRecordNames
+            // Stored names carry their creator, so their order is not the plain names' (`a-b/…` before `a/…`):
+            // the engine orders the candidates itself.
+            if case .recordName = plan.order {
+                plan.order = .none
+                plan.orderIsComplete = false
+            }
+        }
         guard let zone = try zoneRow(key) else {
             return QueryPageResult(records: [], next: nil, plan: plan, strategy: "the zone does not exist here", recordsRead: 0, rowsRead: 0, estimates: [])
         }

@@ -109,6 +109,27 @@ import Testing
         #expect(try publicTitle("m", "lamp") == "Mine")
     }
 
+    /// Stored public names carry their creator, so `a-b/…` sorts before
+    /// `a/…` where the plain names sort the other way: pages of a query in
+    /// record-name order still hold every record once, in the plain names' order.
+    @Test func pagesOfAPublicQueryInNameOrderHoldEveryRecordOnce() throws {
+        defer { cli.cleanup() }
+        try cli.ok(["init"])
+        let names = ["a", "a-b", "a.c", "b", "a0"]
+        for name in names { try cli.ok(["record", "save", name, "--type", "Item", "title=\(name)", "--database", "public"]) }
+        for sort in [[], ["--sort", "recordName"], ["--sort", "-recordName"]] {
+            var seen: [String] = []
+            var cursor: String?
+            repeat {
+                let page = try cli.ok(["query", "Item", "--database", "public", "--limit", "1", "--json"] + sort + (cursor.map { ["--cursor", $0] } ?? [])).json
+                seen += (page["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
+                cursor = page["continuationMarker"] as? String
+            } while cursor != nil && seen.count <= names.count
+            let expected = sort.last == "-recordName" ? names.sorted().reversed() : names.sorted()
+            #expect(seen == Array(expected), "\(sort): \(seen)")
+        }
+    }
+
     @Test func aNodeThatKeepsThePublicDatabaseToItsAccountSharesNothing() throws {
         defer { cli.cleanup() }
         for store in ["a", "s"] { try cli.ok(["init"], store: store) }
