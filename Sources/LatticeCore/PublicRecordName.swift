@@ -33,6 +33,25 @@ package enum PublicRecordName {
     }
 }
 
+extension PublicRecordName {
+    /// The name references use for the record stored as `stored` in `zone`:
+    /// a reference holds an app's (plain) name.
+    package static func referenced(_ stored: String, in zone: ZoneKey) -> String {
+        zone.scope == .public ? plain(stored) : stored
+    }
+
+    /// The stored name a `deleteSelf` reference to `target` in `source`
+    /// follows: in the public database, the record of that name its
+    /// source's creator made (a cascade deletes only the deleting device's
+    /// own records, so it follows its own), plain for a source stored plain
+    /// by an earlier build. A tombstone of another creator's record of that
+    /// name, or of a plain one sent by a modified client, cascades nothing.
+    package static func target(of target: String, fromSource source: String, in zone: ZoneKey) -> String {
+        guard zone.scope == .public, let creator = parts(of: source).creator else { return target }
+        return qualified(target, by: creator)
+    }
+}
+
 extension Limits {
     /// A record name as stored and sent: an app's record name, or one
     /// qualified by its creator (`PublicRecordName`).

@@ -192,7 +192,7 @@ extension ReplicaStorage {
             } else if zone.scope == .shared, takenBeforeShare == nil {
                 taken.insert(name)
             }
-            if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: name, in: zone)) }
+            if outcome.state.causalLength != previous?.causalLength { candidates.formUnion(try cascadeSources(of: PublicRecordName.referenced(name, in: zone), in: zone)) }
             if outcome.state.isAlive, outcome.state.hasCascadeReferences { candidates.insert(name) }
         }
         summary.zoneIncarnationStale = stale

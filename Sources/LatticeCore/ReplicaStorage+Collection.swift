@@ -73,7 +73,7 @@ extension ReplicaStorage {
                 tombstone = Merge.merge(local: held, incoming: residue.tombstone(named: name, type: held.recordType)).state
                 tombstone.deleted = residue.deletion
                 try store(tombstone, previous: held, in: zone)
-                candidates.formUnion(try cascadeSources(of: name, in: zone))
+                candidates.formUnion(try cascadeSources(of: PublicRecordName.referenced(name, in: zone), in: zone))
             } else {
                 tombstone.vector.join(residue.vector)
             }

@@ -27,7 +27,7 @@ extension ReplicaStorage {
         let schema = try self.schema()
         let undefined: [(name: String, type: FieldType)]
         do { undefined = try schema.check(recordType: type, values: changes) } catch { throw ReplicaError.schema(error) }
-        let incarnations = try targetIncarnations(of: changes, in: zone)
+        let incarnations = try targetIncarnations(of: changes, from: name, in: zone)
         let incarnation = { (target: String) in incarnations[target] ?? 1 }
         if LocalWrite.changesNothing(previous: previous, recordType: type, changes: changes, replacement: replacement, targetIncarnation: incarnation) {
             return SaveOutcome(state: previous!, changed: false)
@@ -52,11 +52,11 @@ extension ReplicaStorage {
 
     /// For each `deleteSelf` target the changes name: the incarnation a reference
     /// to it is written against — the live one, else the next one to be created.
-    private func targetIncarnations(of changes: [(name: String, value: FieldValue?)], in zone: ZoneKey) throws -> [String: UInt64] {
+    private func targetIncarnations(of changes: [(name: String, value: FieldValue?)], from source: String, in zone: ZoneKey) throws -> [String: UInt64] {
         var incarnations: [String: UInt64] = [:]
         for change in changes {
             for target in change.value.cascadeTargets where incarnations[target] == nil {
-                let length = try causalLength(of: target, in: zone)
+                let length = try causalLength(of: PublicRecordName.target(of: target, fromSource: source, in: zone), in: zone)
                 incarnations[target] = length % 2 == 1 ? length : length + 1
             }
         }
@@ -88,7 +88,7 @@ extension ReplicaStorage {
         try store(LocalWrite.delete(previous: previous, stamp: stamp), previous: previous, in: zone)
         sync.recordLocalWrite(stamp)
         noteLocalWrite(record: previous.recordName, stamp: stamp, in: zone)
-        return try cascadeSources(of: previous.recordName, in: zone)
+        return try cascadeSources(of: PublicRecordName.referenced(previous.recordName, in: zone), in: zone)
     }
 
     /// Resolves the record's conflicts as they stand (a write that syncs).
@@ -121,7 +121,7 @@ extension ReplicaStorage {
                 // A participant without the right to write leaves a shared zone's cascades to those with it.
                 if zone.scope == .shared, try localWriteRefusal(writing: state, named: name, in: zone) != nil { continue }
                 for (target, incarnation) in state.cascadeReferences
-                where try causalLength(of: target, in: zone) > incarnation {
+                where try causalLength(of: PublicRecordName.target(of: target, fromSource: state.recordName, in: zone), in: zone) > incarnation {
                     victims.append(state)
                     break
                 }

@@ -196,6 +196,41 @@ import Testing
         #expect(try record(h, PublicRecordName.qualified("vase", by: g.replica))?.isAlive == false)
     }
 
+    /// A `deleteSelf` reference in a public record follows its creator's
+    /// record of that name: deleting it cascades, and a tombstone of the
+    /// plain name (a modified client's) or of another creator's record of
+    /// that name cascades nothing.
+    @Test func aCascadeFollowsTheCreatorsOwnRecordAndNoOneElses() throws {
+        let a = try open("a"), m = try open("m")
+        func create(_ store: RecordStore, _ name: String, _ changes: [(name: String, value: FieldValue?)]) throws {
+            try store.write { transaction in
+                _ = try transaction.createZone(zone)
+                try transaction.save(try transaction.storedRecordName(name, in: zone, writing: true), type: "Item", in: zone, changes: changes)
+            }
+            clock.now += 5
+        }
+        func alive(_ store: RecordStore, _ stored: String) throws -> Bool { try record(store, stored)?.isAlive == true }
+        let list = FieldValue.reference(RecordReference(recordName: "list", action: .deleteSelf))
+        try create(a, "list", [("title", "List")])
+        try create(a, "milk", [("list", list)])
+        try create(a, "eggs", [("list", list)])
+        let ownList = PublicRecordName.qualified("list", by: a.replica)
+        // Another creator's "list", deleted, and a plain "list" a modified client creates and deletes: neither cascades.
+        try create(m, "list", [("title", "Theirs")])
+        try m.write { _ = try $0.delete([PublicRecordName.qualified("list", by: m.replica)], in: zone) }
+        let n = try open("n")
+        n.ignoresWriteRights = true
+        try save(n, "list", [("title", "Plain")])
+        try n.write { _ = try $0.delete(["list"], in: zone) }
+        #expect(try sync(m, to: a).recordsRefused == 0)
+        #expect(try sync(n, to: a).recordsRefused == 0)
+        #expect(try record(a, "list")?.causalLength == 2)
+        for name in ["milk", "eggs"] { #expect(try alive(a, PublicRecordName.qualified(name, by: a.replica))) }
+        // A's delete of its own list cascades to its items.
+        try a.write { _ = try $0.delete([ownList], in: zone) }
+        for name in ["milk", "eggs"] { #expect(try !alive(a, PublicRecordName.qualified(name, by: a.replica))) }
+    }
+
     @Test func thePublicDatabaseHasOneZoneThatNoChangeSetDeletes() throws {
         let a = try open("a"), b = try open("b")
         try save(a, "p1", [("title", "Lamp")])
