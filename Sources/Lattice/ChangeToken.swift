@@ -93,9 +93,11 @@ extension Database {
                     complete = try snapshot.records(committedAt: changed[0].sequence, in: zone)
                 }
                 let end = more ? complete.last!.sequence : max(since, try snapshot.sequence())
+                // In the public database, another creator's record of a name this device reads elsewhere keeps its stored name.
+                let name = { (state: RecordState) throws in try snapshot.appRecordName(of: state.recordName, in: zone) }
                 return ZoneChanges(
-                    modifications: complete.filter { $0.state.isAlive }.map { Record(state: $0.state, zoneID: zoneID) },
-                    deletions: complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: PublicRecordName.plain($0.state.recordName), zoneID: zoneID), $0.state.recordType) },
+                    modifications: try complete.filter { $0.state.isAlive }.map { Record(state: $0.state, zoneID: zoneID, recordName: try name($0.state)) },
+                    deletions: try complete.filter { !$0.state.isAlive }.map { (Record.ID(recordName: try name($0.state), zoneID: zoneID), $0.state.recordType) },
                     changeToken: ChangeToken(storeID: store.storeID, zone: zone, zoneIncarnation: incarnation, sequence: end),
                     moreComing: more)
             }

@@ -142,7 +142,7 @@ public struct Database: Sendable {
             }
         }
         guard let state, state.isAlive else { throw LatticeError(.unknownItem, "record \(recordID) does not exist") }
-        return Record(state: state, zoneID: recordID.zoneID)
+        return Record(state: state, zoneID: recordID.zoneID, recordName: recordID.recordName)
     }
 
     /// Saves one record with the ifServerRecordUnchanged policy, as `CKDatabase.save`.

@@ -89,7 +89,7 @@ extension Database {
 
     /// Runs `query` as `records(matching:)` would, and says how it was read.
     public func explain(_ query: Query, inZoneWith zoneID: Zone.ID = .default, after cursor: Query.Cursor? = nil, resultsLimit: Int = Database.maximumResults) throws(LatticeError) -> QueryExplanation {
-        let result = try run(query, zoneID: zoneID, after: cursor?.position, limit: resultsLimit)
+        let result = try run(query, zoneID: zoneID, after: cursor?.position, limit: resultsLimit).result
         let suggestions = result.plan.suggestions.map { "lattice schema index \(query.recordType) \($0.field) --\($0.kind.names.joined(separator: " --"))" }
         return QueryExplanation(
             plan: result.strategy, recordsRead: result.recordsRead, recordsReturned: result.records.count, rowsRead: result.rowsRead,
@@ -97,11 +97,13 @@ extension Database {
     }
 
     private func page(_ query: Query, zoneID: Zone.ID, after: QueryPosition?, limit: Int) throws(LatticeError) -> (matchResults: [Record], queryCursor: Query.Cursor?) {
-        let result = try run(query, zoneID: zoneID, after: after, limit: limit)
-        return (result.records.map { Record(state: $0, zoneID: zoneID) }, result.next.map { Query.Cursor(query: query, zoneID: zoneID, position: $0) })
+        let (result, names) = try run(query, zoneID: zoneID, after: after, limit: limit)
+        let records = result.records.indices.map { Record(state: result.records[$0], zoneID: zoneID, recordName: names?[$0]) }
+        return (records, result.next.map { Query.Cursor(query: query, zoneID: zoneID, position: $0) })
     }
 
-    private func run(_ query: Query, zoneID: Zone.ID, after: QueryPosition?, limit: Int) throws(LatticeError) -> QueryPageResult {
+    /// A page, and in the public database the names apps know its records by (`StoreSnapshot.appRecordName`).
+    private func run(_ query: Query, zoneID: Zone.ID, after: QueryPosition?, limit: Int) throws(LatticeError) -> (result: QueryPageResult, names: [String]?) {
         guard limit > 0 else { throw LatticeError(.invalidArguments, "resultsLimit must be at least 1, got \(limit)") }
         try RecordValidation.checkIdentifier(query.recordType, what: "record type")
         if let problem = query.predicate.validationError() { throw LatticeError(.invalidArguments, "invalid predicate: \(problem)") }
@@ -110,7 +112,9 @@ extension Database {
             try store.read { snapshot in
                 let zone = try key(zoneID, in: snapshot)
                 guard try Self.zoneExists(at: zone, in: snapshot) else { throw LatticeError(.zoneNotFound, "zone \(zoneID) does not exist") }
-                return try snapshot.queryPage(engine, in: zone, after: after, limit: limit)
+                let result = try snapshot.queryPage(engine, in: zone, after: after, limit: limit)
+                guard zone.scope == .public else { return (result, nil) }
+                return (result, try result.records.map { try snapshot.appRecordName(of: $0.recordName, in: zone) })
             }
         }
     }

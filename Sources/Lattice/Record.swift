@@ -63,8 +63,9 @@ public struct Record: Hashable, Sendable {
         self.init(recordType: recordType, recordID: ID(recordName: recordName, zoneID: zoneID))
     }
 
-    init(state: RecordState, zoneID: Zone.ID) {
-        self.init(recordType: state.recordType, recordID: ID(recordName: PublicRecordName.plain(state.recordName), zoneID: zoneID))
+    /// `recordName`: the name the app knows it by (`StoreSnapshot.appRecordName`), where it differs from the plain one.
+    init(state: RecordState, zoneID: Zone.ID, recordName: String? = nil) {
+        self.init(recordType: state.recordType, recordID: ID(recordName: recordName ?? PublicRecordName.plain(state.recordName), zoneID: zoneID))
         values.reserveCapacity(state.fields.count)
         for field in state.fields { if let value = field.value { values[field.name] = value } }
         recordChangeTag = state.changeTag

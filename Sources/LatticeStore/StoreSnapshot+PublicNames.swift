@@ -20,6 +20,15 @@ extension StoreSnapshot {
         }
     }
 
+    /// The name an app knows the record stored as `stored` by: its plain
+    /// name where that reads this record here (`storedRecordName`), else
+    /// the stored name itself (another creator's record of a name this
+    /// device reads elsewhere), which reads it back.
+    public func appRecordName(of stored: String, in key: ZoneKey) throws -> String {
+        guard key.scope == .public, case let plain = String(PublicRecordName.parts(of: stored).name), plain != stored else { return stored }
+        return try storedRecordName(plain, in: key, writing: false) == stored ? plain : stored
+    }
+
     /// The stored name a local read or write (`writing`) of record `name`
     /// of `key` takes (`PublicRecordName.resolve`); outside the public
     /// database, `name` itself.

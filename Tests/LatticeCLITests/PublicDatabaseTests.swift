@@ -81,7 +81,7 @@ import Testing
         func creators(_ store: String) throws -> [String: String] {
             let records = try cli.ok(["query", "Item", "--database", "public", "--json"], store: store).json["records"] as? [[String: Any]] ?? []
             var titles: [String: String] = [:]
-            for record in records where record["recordName"] as? String == "lamp" {
+            for record in records where (record["recordName"] as? String).map({ $0 == "lamp" || $0.hasPrefix("lamp/") }) == true {
                 let creator = (record["created"] as? [String: Any])?["deviceID"] as? String ?? "?"
                 titles[creator] = ((record["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String
             }
@@ -94,6 +94,17 @@ import Testing
         #expect(try publicTitle("a", "lamp") == "Lamp")
         #expect(try publicTitle("c", "lamp") == "Lamp")
         #expect(try publicTitle("m", "lamp") == "Mine")
+        // Each device knows the record its plain name reads by that name, the other by its stored name (creator
+        // and all), in queries and change feeds alike, so an app's cache never mixes the two.
+        for (store, title) in [("a", "Lamp"), ("c", "Lamp"), ("m", "Mine")] {
+            let records = try cli.ok(["query", "Item", "--database", "public", "--json"], store: store).json["records"] as? [[String: Any]] ?? []
+            let plain = records.first { $0["recordName"] as? String == "lamp" }
+            #expect(((plain?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String == title, "\(store): \(records)")
+            #expect(records.filter { ($0["recordName"] as? String)?.hasPrefix("lamp/") == true }.count == 1, "\(store): \(records)")
+            let changed = try cli.ok(["changes", "_defaultZone", "--database", "public", "--json"], store: store).json["records"] as? [[String: Any]] ?? []
+            let names = changed.compactMap { $0["recordName"] as? String }.filter { $0 == "lamp" || $0.hasPrefix("lamp/") }
+            #expect(names.count == 2 && names.contains("lamp"), "\(store): \(names)")
+        }
         // Either is read by naming its creator.
         for (creator, title) in everywhere {
             let named = try cli.ok(["record", "get", "lamp", "--database", "public", "--creator", creator, "--json"], store: "c").json["records"] as? [[String: Any]]
