@@ -61,12 +61,15 @@ public struct Share: Sendable, Hashable {
         participants = [:]
         vouched = VouchedWrites()
         var leaves: [String: HLCTimestamp] = [:]
+        var earlierBuildRemovals: [ReplicaID: HLCTimestamp] = [:]
         for register in state.fields {
             if let removal = Self.removalField(register.name) {
                 if case .string(let text)? = register.value, let raw = UInt64(text) {
-                    // A field of an earlier build (no account named) and this build's may both name the owner's removal: the later mark.
-                    let account = removal.account ?? owner
-                    removedDevices[removal.device, default: [:]][account] = max(removedDevices[removal.device]?[account] ?? .zero, HLCTimestamp(rawValue: raw))
+                    if let account = removal.account {
+                        removedDevices[removal.device, default: [:]][account] = HLCTimestamp(rawValue: raw)
+                    } else {
+                        earlierBuildRemovals[removal.device] = HLCTimestamp(rawValue: raw)
+                    }
                 }
                 continue
             }
@@ -81,6 +84,11 @@ public struct Share: Sendable, Hashable {
             } else if case .string(let text)? = register.value {
                 participants[account] = Self.history(text)
             }
+        }
+        // An earlier build's field of the owner's removal of a device counts where this build's does not name it:
+        // the owner's devices write this build's, whose register alone keeps its last writer's mark.
+        for (device, mark) in earlierBuildRemovals where removedDevices[device]?[owner] == nil {
+            removedDevices[device, default: [:]][owner] = mark
         }
         // A leave after the owner's last word ends the participation; the owner's later word starts it again.
         for (account, time) in leaves {
@@ -178,14 +186,16 @@ public struct Share: Sendable, Hashable {
     }
 
     /// The device and account a removal field names, or nil for another
-    /// field. The field a build before accounts were named in it wrote,
-    /// `removed_REPLICA`, names no account: the owner's.
+    /// field or another spelling than `removedField`'s (one device's removal
+    /// has one field per account). The field a build before accounts were
+    /// named in it wrote, `removed_REPLICA`, names no account: the owner's.
     static func removalField(_ name: String) -> (device: ReplicaID, account: String?)? {
         guard name.hasPrefix(removedPrefix) else { return nil }
         let rest = name.dropFirst(removedPrefix.count)
-        if let device = ReplicaID(hex: String(rest)) { return (device, nil) }
+        if let device = ReplicaID(hex: String(rest)) { return device.description == rest ? (device, nil) : nil }
         guard rest.count == 56 + 1 + 32, let device = ReplicaID(hex: String(rest.suffix(32))), rest.dropLast(32).last == "_",
-              let account = participantField(fieldPrefix + rest.prefix(56))?.account else { return nil }
+              let account = participantField(fieldPrefix + rest.prefix(56))?.account,
+              removedField(of: device, from: account) == name else { return nil }
         return (device, account)
     }
 

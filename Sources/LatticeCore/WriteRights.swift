@@ -100,9 +100,15 @@ extension WriteRights {
         // however the participant's version would read. Each such stamp is excused for those fields alone.
         var excused: [Stamp: Set<String>] = [:]
         var listed = Set<String>()
+        var removals: [String: Int] = [:]
         if isShare {
             for register in state.fields {
                 if let removal = Share.removalField(register.name) {
+                    // An account removes no more devices than its roster holds: a participant cannot fill the share.
+                    removals[removal.account ?? owner, default: 0] += 1
+                    if removals[removal.account ?? owner]! > AccountRoster.maximumStoredEntries {
+                        return "the share of zone \(zone.zoneID) records more than \(AccountRoster.maximumStoredEntries) removals from account \(removal.account ?? owner), more than its roster can hold"
+                    }
                     for version in [register.winner] + register.losers {
                         // A removal's field is never its subject's to write: a removed device would undo its own removal.
                         if version.stamp.replica == removal.device {

@@ -292,6 +292,26 @@ import Testing
         ], in: zone)
         let bundled = try sync(y1, to: x1, zone)
         #expect(bundled.recordsRefused == 1, "\(String(describing: bundled.refusal))")
+        // Another spelling of a removal field (the replica in capitals) is no removal field: a participant may not write
+        // it, so a removed device cannot raise another's mark through it. (z2, of z1's account, holds only the share
+        // x1 took: z1's own copy carries the field refused above.)
+        let z2 = try open("z2")
+        try join(z2, to: z1)
+        try sync(x1, to: z2, zone)
+        let shouting = "removed_" + (try account(z1)).filter { $0 != "-" } + "_" + z1.replica.description.uppercased()
+        try writeShareField(z2, shouting, .string(String(UInt64.max)), in: zone)
+        let respelled = try sync(z2, to: x1, zone)
+        #expect(respelled.recordsRefused == 1, "\(String(describing: respelled.refusal))")
+        // Nor may an account record more removals than its roster can hold.
+        let z3 = try open("z3")
+        try join(z3, to: z1)
+        try sync(x1, to: z3, zone)
+        let flood = (0..<(AccountRoster.maximumStoredEntries + 1)).map { index in
+            (Share.removedField(of: ReplicaID(high: UInt64(index), low: 7), from: try! account(z1)), FieldValue.string("1"))
+        }
+        try writeShareFields(z3, flood, in: zone)
+        let flooded = try sync(z3, to: x1, zone)
+        #expect(flooded.recordsRefused == 1 && flooded.refusal?.contains("more than its roster can hold") == true, "\(String(describing: flooded.refusal))")
     }
 
     /// The rights fuzzer's seed 72 (with honest participants revoked),
