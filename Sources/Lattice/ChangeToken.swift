@@ -140,11 +140,9 @@ extension Database {
                     throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
                 }
                 let zone = try key(recordID.zoneID, in: transaction)
-                let name = try transaction.storedRecordName(recordID.recordName, in: zone, writing: true)
-                guard try transaction.record(named: name, in: zone)?.isAlive == true else {
-                    throw LatticeError(.unknownItem, "record \(recordID) does not exist")
-                }
-                return try transaction.clearConflicts(of: name, in: zone)
+                let target = try transaction.record(reaching: recordID.recordName, in: zone, writing: true)
+                guard target.state?.isAlive == true else { throw LatticeError(.unknownItem, "record \(recordID) does not exist") }
+                return try transaction.clearConflicts(of: target.name, in: zone)
             }
         }
     }

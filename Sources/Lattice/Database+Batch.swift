@@ -80,7 +80,7 @@ extension Database {
         }
         func checkTag(_ tag: String, writer: inout RecordWriter) throws(LatticeError) {
             let zone = try writer.key(id.zoneID)
-            let current = try LatticeError.wrap { try transaction.record(transaction.storedRecordName(id.recordName, in: zone, writing: true), in: zone) }
+            let current = try LatticeError.wrap { try transaction.record(reaching: id.recordName, in: zone, writing: true).state }
             guard let current, current.isAlive else { throw LatticeError(.unknownItem, "record \(id) does not exist") }
             guard current.changeTag == tag else {
                 throw LatticeError(.serverRecordChanged, "record \(id) changed since tag \(tag) (now \(current.changeTag)); fetch it and decide again",

@@ -138,7 +138,7 @@ public struct Database: Sendable {
                 guard try Self.zoneExists(at: zone, in: snapshot) else {
                     throw LatticeError(.zoneNotFound, "zone \(recordID.zoneID) does not exist")
                 }
-                return try snapshot.record(snapshot.storedRecordName(recordID.recordName, in: zone, writing: false), in: zone)
+                return try snapshot.record(reaching: recordID.recordName, in: zone, writing: false).state
             }
         }
         guard let state, state.isAlive else { throw LatticeError(.unknownItem, "record \(recordID) does not exist") }
@@ -159,8 +159,7 @@ public struct Database: Sendable {
             try store.write { transaction in
                 var writer = try RecordWriter(database: self, transaction: transaction, savePolicy: .ifServerRecordUnchanged)
                 try writer.checkDelete(recordID)
-                let zone = try key(recordID.zoneID, in: transaction)
-                let current = try transaction.record(transaction.storedRecordName(recordID.recordName, in: zone, writing: true), in: zone)!
+                let current = try transaction.record(reaching: recordID.recordName, in: key(recordID.zoneID, in: transaction), writing: true).state!
                 guard current.changeTag == tag else {
                     throw LatticeError(.serverRecordChanged, "record \(recordID) changed since tag \(tag) (now \(current.changeTag)); fetch it and decide again",
                                        serverRecord: Record(state: current, zoneID: recordID.zoneID))

@@ -54,19 +54,21 @@ struct RecordWriter {
     private mutating func current(_ id: Record.ID) throws(LatticeError) -> RecordState? {
         if let states = readAhead[id.zoneID] { return states[id.recordName] }
         let zone = try key(id.zoneID)
-        let name = try storedName(id)
-        return try LatticeError.wrap { try transaction.record(name, in: zone) }
+        let reached = try LatticeError.wrap { try transaction.record(reaching: id.recordName, in: zone, writing: true) }
+        storedNames[id] = reached.name
+        return reached.state
     }
 
-    /// The stored names of this batch's public records, found once each.
+    /// The stored names of this batch's records where they differ from the
+    /// name the app gives (the public database's), found as `current` reads them.
     private var storedNames: [Record.ID: String] = [:]
 
     /// The name a write of `id` takes in the store: its own outside the
     /// public database; there, the one `PublicRecordName.resolve` picks.
     private mutating func storedName(_ id: Record.ID) throws(LatticeError) -> String {
+        if let name = storedNames[id] { return name }
         let zone = try key(id.zoneID)
         guard zone.scope == .public else { return id.recordName }
-        if let name = storedNames[id] { return name }
         let name = try LatticeError.wrap { try transaction.storedRecordName(id.recordName, in: zone, writing: true) }
         storedNames[id] = name
         return name

@@ -16,8 +16,7 @@ package enum PublicRecordName {
     /// spelling `qualified` writes: 32 lowercase hex digits).
     package static func parts(of stored: String) -> (name: Substring, creator: ReplicaID?) {
         guard let slash = stored.lastIndex(of: "/") else { return (stored[...], nil) }
-        let suffix = String(stored[stored.index(after: slash)...])
-        guard let creator = ReplicaID(hex: suffix), creator.description == suffix else { return (stored[...], nil) }
+        guard let creator = ReplicaID(canonicalHex: stored[stored.index(after: slash)...]) else { return (stored[...], nil) }
         return (stored[..<slash], creator)
     }
 

@@ -61,4 +61,11 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
         }
         self.init(bytes: bytes)
     }
+
+    /// Parses exactly the spelling `description` prints (lowercase), as
+    /// names that embed a replica need: one replica, one name.
+    package init?<Text: StringProtocol>(canonicalHex text: Text) {
+        guard let replica = ReplicaID(hex: String(text)), replica.description == text else { return nil }
+        self = replica
+    }
 }

@@ -192,10 +192,9 @@ public struct Share: Sendable, Hashable {
     static func removalField(_ name: String) -> (device: ReplicaID, account: String?)? {
         guard name.hasPrefix(removedPrefix) else { return nil }
         let rest = name.dropFirst(removedPrefix.count)
-        if let device = ReplicaID(hex: String(rest)) { return device.description == rest ? (device, nil) : nil }
-        guard rest.count == 56 + 1 + 32, let device = ReplicaID(hex: String(rest.suffix(32))), rest.dropLast(32).last == "_",
-              let account = participantField(fieldPrefix + rest.prefix(56))?.account,
-              removedField(of: device, from: account) == name else { return nil }
+        if let device = ReplicaID(canonicalHex: rest) { return (device, nil) }
+        guard rest.count == fieldAccountLength + 1 + 32, rest.dropLast(32).last == "_", let device = ReplicaID(canonicalHex: rest.suffix(32)),
+              let account = account(inField: rest.prefix(fieldAccountLength)), removedField(of: device, from: account) == name else { return nil }
         return (device, account)
     }
 
@@ -208,11 +207,19 @@ public struct Share: Sendable, Hashable {
     /// own leave field (else the owner's history of it); nil for another field.
     static func participantField(_ name: String) -> (account: String, isLeave: Bool)? {
         for (prefix, isLeave) in [(fieldPrefix, false), (leftPrefix, true)] where name.hasPrefix(prefix) {
-            let plain = Array(name.dropFirst(prefix.count))
-            guard plain.count == 56 else { return nil }
-            return (stride(from: 0, to: 56, by: 7).map { String(plain[$0..<$0 + 7]) }.joined(separator: "-"), isLeave)
+            return account(inField: name.dropFirst(prefix.count)).map { ($0, isLeave) }
         }
         return nil
+    }
+
+    /// An account ID's length in a field name, without its dashes.
+    static let fieldAccountLength = 56
+
+    /// The account ID a field name spells without dashes (seven groups of seven, and one).
+    static func account(inField plain: Substring) -> String? {
+        let characters = Array(plain)
+        guard characters.count == fieldAccountLength else { return nil }
+        return stride(from: 0, to: fieldAccountLength, by: 7).map { String(characters[$0..<$0 + 7]) }.joined(separator: "-")
     }
 
     /// A history as its field holds it; unreadable parts are skipped.

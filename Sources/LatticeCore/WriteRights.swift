@@ -7,14 +7,14 @@
 /// creation stamp, and every write it shows must be that writer's. Two
 /// devices that create one name without seeing each other do not share it:
 /// the state created first keeps the name whole and the other is dropped, on
-/// every replica, in any order. That rule holds for names stored plain by
-/// builds before this one; a name now carries its creator
-/// (`PublicRecordName`), so two creations of one name are two records, and
-/// no stamp lets one device take over another's. For that order to stay fixed, a name's
+/// every replica, in any order. For that order to stay fixed, a name's
 /// creation stamp never changes: a deleted public record is not created
 /// again (its tombstone keeps the name), so no one takes a name over by
 /// deleting and re-creating it, and replicas that saw the delete and those
-/// that did not decide alike.
+/// that did not decide alike. That rule now holds only for names stored
+/// plain by earlier builds: a name carries its creator
+/// (`PublicRecordName`), so two creations of one name are two records, and
+/// no stamp lets one device take over another's.
 public enum WriteRights {
     /// What the public database's rules make of an incoming state.
     public enum PublicMerge: Equatable {
@@ -105,9 +105,10 @@ extension WriteRights {
             for register in state.fields {
                 if let removal = Share.removalField(register.name) {
                     // An account removes no more devices than its roster holds: a participant cannot fill the share.
-                    removals[removal.account ?? owner, default: 0] += 1
-                    if removals[removal.account ?? owner]! > AccountRoster.maximumStoredEntries {
-                        return "the share of zone \(zone.zoneID) records more than \(AccountRoster.maximumStoredEntries) removals from account \(removal.account ?? owner), more than its roster can hold"
+                    let from = removal.account ?? owner
+                    removals[from, default: 0] += 1
+                    if removals[from]! > AccountRoster.maximumStoredEntries {
+                        return "the share of zone \(zone.zoneID) records more than \(AccountRoster.maximumStoredEntries) removals from account \(from), more than its roster can hold"
                     }
                     for version in [register.winner] + register.losers {
                         // A removal's field is never its subject's to write: a removed device would undo its own removal.

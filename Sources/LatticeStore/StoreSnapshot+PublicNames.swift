@@ -29,12 +29,22 @@ extension StoreSnapshot {
         return try storedRecordName(plain, in: key, writing: false) == stored ? plain : stored
     }
 
+    /// The record a local read or write (`writing`) of record `name` of
+    /// `key` reaches: its stored name and its state (tombstones included;
+    /// nil if never seen). Outside the public database, `name` itself; there,
+    /// the one `PublicRecordName.resolve` picks among those this store holds.
+    public func record(reaching name: String, in key: ZoneKey, writing: Bool) throws -> (name: String, state: RecordState?) {
+        guard key.scope == .public, PublicRecordName.parts(of: name).creator == nil else { return (name, try record(name, in: key)) }
+        let own = store.replica
+        let held = try storedRecordNames(qualifying: name, in: key)
+        let chosen = PublicRecordName.resolve(name, among: held, writer: own, isOwn: { $0 == own }, writing: writing)
+        return (chosen, held.first { $0.name == chosen }?.state)
+    }
+
     /// The stored name a local read or write (`writing`) of record `name`
-    /// of `key` takes (`PublicRecordName.resolve`); outside the public
-    /// database, `name` itself.
+    /// of `key` takes (`record(reaching:in:writing:)`).
     public func storedRecordName(_ name: String, in key: ZoneKey, writing: Bool) throws -> String {
         guard key.scope == .public, PublicRecordName.parts(of: name).creator == nil else { return name }
-        let own = store.replica
-        return PublicRecordName.resolve(name, among: try storedRecordNames(qualifying: name, in: key), writer: own, isOwn: { $0 == own }, writing: writing)
+        return try record(reaching: name, in: key, writing: writing).name
     }
 }

@@ -18,6 +18,25 @@ import Testing
         return ((record?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String
     }
 
+    /// `joiner` pairs into `inviter`'s account.
+    func pair(_ joiner: String, into inviter: String) throws {
+        let offer = try PairCommandTests.Offer(cli: cli, store: inviter)
+        #expect(try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: joiner).status == 0)
+        #expect(offer.finish().status == 0)
+    }
+
+    /// A value of `lattice id --json` (`accountID`, `deviceID`).
+    func id(_ store: String, _ key: String) throws -> String {
+        try #require(try cli.ok(["id", "--json"], store: store).json[key] as? String)
+    }
+
+    /// `owner` creates zone Lists with one record (milk) and shares it with `account`.
+    func shareLists(of owner: String, with account: String) throws {
+        try cli.ok(["zone", "create", "Lists"], store: owner)
+        try cli.ok(["record", "save", "Lists/milk", "--type", "Item", "title=Milk"], store: owner)
+        try cli.ok(["share", "Lists", "--with", account], store: owner)
+    }
+
     func permission(_ store: String) throws -> String? {
         let shares = try cli.ok(["share", "list", "--json"], store: store).json["shares"] as? [[String: Any]]
         return shares?.first?["permission"] as? String
@@ -181,14 +200,10 @@ import Testing
     @Test func aDeviceRemovedFromTheOwnersAccountIsRefusedByTheParticipant() throws {
         defer { cli.cleanup() }
         for store in ["x1", "x2", "y"] { try cli.ok(["init"], store: store) }
-        let offer = try PairCommandTests.Offer(cli: cli, store: "x1")
-        #expect(try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "x2").status == 0)
-        #expect(offer.finish().status == 0)
-        let yAccount = try #require(try cli.ok(["id", "--json"], store: "y").json["accountID"] as? String)
-        let x2Device = try #require(try cli.ok(["id", "--json"], store: "x2").json["deviceID"] as? String)
-        try cli.ok(["zone", "create", "Lists"], store: "x1")
-        try cli.ok(["record", "save", "Lists/milk", "--type", "Item", "title=Milk"], store: "x1")
-        try cli.ok(["share", "Lists", "--with", yAccount], store: "x1")
+        try pair("x2", into: "x1")
+        let yAccount = try id("y", "accountID")
+        let x2Device = try id("x2", "deviceID")
+        try shareLists(of: "x1", with: yAccount)
         let x1 = try NodeProcess(cli: cli, store: "x1")
         defer { _ = x1.stop() }
         for database in ["private", "shared"] {
@@ -229,14 +244,10 @@ import Testing
     @Test func aDeviceRemovedFromAParticipantsAccountIsRefusedByTheOwner() throws {
         defer { cli.cleanup() }
         for store in ["x", "y1", "y2"] { try cli.ok(["init"], store: store) }
-        let offer = try PairCommandTests.Offer(cli: cli, store: "y1")
-        #expect(try cli.run(["pair", offer.code, "--peer", "127.0.0.1:\(offer.port)"], store: "y2").status == 0)
-        #expect(offer.finish().status == 0)
-        let yAccount = try #require(try cli.ok(["id", "--json"], store: "y1").json["accountID"] as? String)
-        let y2Device = try #require(try cli.ok(["id", "--json"], store: "y2").json["deviceID"] as? String)
-        try cli.ok(["zone", "create", "Lists"], store: "x")
-        try cli.ok(["record", "save", "Lists/milk", "--type", "Item", "title=Milk"], store: "x")
-        try cli.ok(["share", "Lists", "--with", yAccount], store: "x")
+        try pair("y2", into: "y1")
+        let yAccount = try id("y1", "accountID")
+        let y2Device = try id("y2", "deviceID")
+        try shareLists(of: "x", with: yAccount)
         let x = try NodeProcess(cli: cli, store: "x")
         defer { _ = x.stop() }
         let once = ["sync", "--peer", "127.0.0.1:\(x.port)", "--once", "--timeout", "30", "--database", "shared"]

@@ -109,10 +109,7 @@ extension ModelContext {
         let database = database
         return try LatticeError.wrap {
             try database.store.read { snapshot in
-                Set(try ids.filter { id in
-                    let zone = try database.key(id.zoneID, in: snapshot)
-                    return try snapshot.record(snapshot.storedRecordName(id.recordName, in: zone, writing: false), in: zone)?.isAlive == true
-                })
+                Set(try ids.filter { id in try snapshot.record(reaching: id.recordName, in: database.key(id.zoneID, in: snapshot), writing: false).state?.isAlive == true })
             }
         }
     }
