@@ -40,7 +40,69 @@ public enum WriteDigest {
     /// The digest of every write `state` shows, by stamp.
     public static func writes(of state: RecordState, in zone: ZoneKey) -> [(stamp: Stamp, digest: [UInt8])] {
         if let only = state.onlyStamp { return [(only, singleWrite(state, stamp: only, in: zone))] }
-        return state.liveStamps.sorted().map { ($0, record(state, stamp: $0, in: zone)) }
+        // One pass over the parts and ghosts, grouped by stamp and sorted by key (as `items(of:)` gives
+        // each), their items encoded straight into each digest's buffer.
+        enum Source { case created, deleted, type, version(FieldVersion), ghost([UInt8]) }
+        var parts: [(stamp: Stamp, key: String, source: Source)] = []
+        parts.reserveCapacity(state.fields.count + state.ghosts.count + 3)
+        parts.append((state.created, WritePart.createdKey, .created))
+        if let deleted = state.deleted { parts.append((deleted, WritePart.deletedKey, .deleted)) }
+        parts.append((state.typeStamp, WritePart.typeKey, .type))
+        for field in state.fields {
+            parts.append((field.stamp, field.name, .version(field.winner)))
+            for loser in field.losers { parts.append((loser.stamp, field.name, .version(loser))) }
+        }
+        let shownCount = parts.count
+        for ghost in state.ghosts { parts.append((ghost.stamp, ghost.key, .ghost(ghost.item))) }
+        // Only the writes the state shows have digests (ghosts of any other are no write's).
+        var shownStamps = Set<Stamp>(minimumCapacity: 4)
+        for part in parts[..<shownCount] { shownStamps.insert(part.stamp) }
+        parts.sort { $0.stamp != $1.stamp ? $0.stamp < $1.stamp : $0.key < $1.key }
+        var result: [(stamp: Stamp, digest: [UInt8])] = []
+        result.reserveCapacity(shownStamps.count)
+        var scratch = BinaryWriter(capacity: 64)
+        var index = 0
+        while index < parts.count {
+            let stamp = parts[index].stamp
+            guard shownStamps.contains(stamp) else {
+                index += 1
+                continue
+            }
+            var writer = opening("LTWR", state.recordName, stamp, zone)
+            while index < parts.count, parts[index].stamp == stamp {
+                let part = parts[index]
+                index += 1
+                writer.string(part.key)
+                switch part.source {
+                case .ghost(let item): writer.blob(item)
+                case .created: encodeItem(into: &writer, scratch: &scratch) { $0.varint(state.createdIncarnation) }
+                case .deleted: encodeItem(into: &writer, scratch: &scratch) { $0.varint(state.causalLength) }
+                case .type: encodeItem(into: &writer, scratch: &scratch) { $0.raw(state.recordType.utf8) }
+                case .version(let version):
+                    encodeItem(into: &writer, scratch: &scratch) { out in
+                        ValueCodec.encode(version.value, into: &out)
+                        for incarnation in version.targetIncarnations { out.varint(incarnation) }
+                    }
+                }
+            }
+            result.append((stamp, hash(writer.bytes)))
+        }
+        return result
+    }
+
+    /// A part's item (`WritePart.item` of the bytes `fill` writes) as a blob, straight into `writer`.
+    private static func encodeItem(into writer: inout BinaryWriter, scratch: inout BinaryWriter, _ fill: (inout BinaryWriter) -> Void) {
+        scratch.removeAll()
+        fill(&scratch)
+        if scratch.count > WritePart.inlineLimit {
+            writer.varint(1 + ContentHasher.length)
+            writer.byte(1)
+            writer.raw(hash(scratch.bytes))
+        } else {
+            writer.varint(1 + scratch.count)
+            writer.byte(0)
+            writer.raw(scratch.bytes)
+        }
     }
 
     /// `record` for a state all of whose parts one write made (most records):
@@ -50,18 +112,8 @@ public enum WriteDigest {
         var scratch = BinaryWriter(capacity: 64)
         // Keys in order: "#c" < "#d" < "#t" < field names (which start with a letter).
         func item(_ key: String, _ fill: (inout BinaryWriter) -> Void) {
-            scratch.removeAll()
-            fill(&scratch)
             writer.string(key)
-            if scratch.count > WritePart.inlineLimit {
-                writer.varint(1 + ContentHasher.length)
-                writer.byte(1)
-                writer.raw(hash(scratch.bytes))
-            } else {
-                writer.varint(1 + scratch.count)
-                writer.byte(0)
-                writer.raw(scratch.bytes)
-            }
+            encodeItem(into: &writer, scratch: &scratch, fill)
         }
         item(WritePart.createdKey) { $0.varint(state.createdIncarnation) }
         if state.deleted != nil { item(WritePart.deletedKey) { $0.varint(state.causalLength) } }

@@ -96,24 +96,36 @@ extension RecordState {
     /// merged, or the state before a local write): for every write the state
     /// still shows, the parts it no longer shows, as the sources knew them.
     mutating func reconcileGhosts(with sources: [RecordState]) {
-        var shown: [Stamp: Set<String>] = [:]
-        forEachPart { stamp, key, _ in shown[stamp, default: []].insert(key) }
+        var shown: [(stamp: Stamp, key: String)] = []
+        shown.reserveCapacity(fields.count + 3)
+        forEachPart { stamp, key, _ in shown.append((stamp, key)) }
+        // Most records have a handful of parts, where lists beat hashing their keys; many take sets.
+        let hashed = shown.count > 24 ? Set(shown.map { PartKey(stamp: $0.stamp, key: $0.key) }) : nil
+        let hashedStamps = hashed.map { Set($0.map(\.stamp)) }
+        var taken = Set<PartKey>()
         var ghosts: [WriteGhost] = []
-        var taken = Set<WriteGhostKey>()
         func consider(_ stamp: Stamp, _ key: String, _ item: () -> [UInt8]) {
-            guard let keys = shown[stamp], !keys.contains(key), taken.insert(WriteGhostKey(stamp: stamp, key: key)).inserted else { return }
+            if let hashed, let hashedStamps {
+                guard hashedStamps.contains(stamp), !hashed.contains(PartKey(stamp: stamp, key: key)), taken.insert(PartKey(stamp: stamp, key: key)).inserted else { return }
+            } else {
+                var writeShown = false
+                for part in shown where part.stamp == stamp {
+                    if part.key == key { return }
+                    writeShown = true
+                }
+                guard writeShown, !ghosts.contains(where: { $0.stamp == stamp && $0.key == key }) else { return }
+            }
             ghosts.append(WriteGhost(stamp: stamp, key: key, item: item()))
         }
-        for source in sources {
-            source.forEachPart(consider)
-            for ghost in source.ghosts { consider(ghost.stamp, ghost.key) { ghost.item } }
-        }
+        // The sources' ghosts first: kept as they are, where a part would have its item computed again.
+        for source in sources { for ghost in source.ghosts { consider(ghost.stamp, ghost.key) { ghost.item } } }
+        for source in sources { source.forEachPart(consider) }
         ghosts.sort(by: WriteGhost.precedes)
         self.ghosts = ghosts
     }
 }
 
-private struct WriteGhostKey: Hashable {
+private struct PartKey: Hashable {
     var stamp: Stamp
     var key: String
 }

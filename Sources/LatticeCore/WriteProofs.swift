@@ -222,12 +222,10 @@ final class ProofCheck {
             for (stamp, digest) in outcome { required.append((stamp, digest, name)) }
             return
         }
-        let before = previous.liveStamps
-        for stamp in merged.liveStamps.sorted() {
-            let digest = WriteDigest.record(merged, stamp: stamp, in: zone)
-            if before.contains(stamp), WriteDigest.record(previous, stamp: stamp, in: zone) == digest { continue }
-            required.append((stamp, digest, name))
-        }
+        // Each state's digests in one pass; the incoming one's again when the merge kept it whole.
+        let after = merged == incoming ? writes : WriteDigest.writes(of: merged, in: zone)
+        let before = Dictionary(WriteDigest.writes(of: previous, in: zone), uniquingKeysWith: { first, _ in first })
+        for (stamp, digest) in after where before[stamp] != digest { required.append((stamp, digest, name)) }
     }
 
     /// The header's zone state is a write the change set shows.
