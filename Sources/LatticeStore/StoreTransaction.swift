@@ -17,6 +17,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// A merge asks for one zone several times per record: its id is kept rather than the key hashed again.
     private var lastZoneID: (key: ZoneKey, id: Int64)?
     private var hasCascades: [Int64: Bool] = [:]
+    /// Zones that held no record when this transaction first merged into
+    /// them, with every name merged into them since (`recordToMerge`).
+    private var namesWrittenToEmptyZones: [Int64: Set<String>] = [:]
     /// Per zone: whether it holds residues of collected tombstones (most hold none: a lookup is spared).
     private var hasResidues: [Int64: Bool] = [:]
     private var cachedSchema: Schema?
@@ -160,7 +163,17 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     }
 
     public func recordToMerge(named name: String, in key: ZoneKey, incoming: RecordState) throws -> RecordLookup {
-        guard let zone = try zoneID(key), let blob = try recordBlob(name, zoneID: zone) else { return .absent }
+        guard let zone = try zoneID(key) else { return .absent }
+        if namesWrittenToEmptyZones[zone] != nil {
+            // A zone that held no record when this transaction first merged into it (an initial sync):
+            // only the names written since can be there, and no other needs a lookup.
+            // (Inserted in place: a copy of the set per record would be quadratic.)
+            if namesWrittenToEmptyZones[zone]!.insert(name).inserted { return .absent }
+        } else if try !Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM records WHERE zone = ?)"), arguments: [zone])! {
+            namesWrittenToEmptyZones[zone] = [name]
+            return .absent
+        }
+        guard let blob = try recordBlob(name, zoneID: zone) else { return .absent }
         if try decodeVersion(blob).covers(incoming.version) { return .covers }
         return .state(try decode(blob))
     }
@@ -244,6 +257,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         let alive = state.isAlive ? 1 : 0
         let sequence = Int64(try commitSequence)
         if isNew {
+            namesWrittenToEmptyZones[zone]?.insert(state.recordName)
             if insertStatement == nil {
                 insertStatement = try db.makeStatement(sql: "INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)")
             }

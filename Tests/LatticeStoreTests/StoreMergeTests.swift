@@ -58,6 +58,35 @@ import Testing
         #expect(try store.read { try $0.syncState(of: zone) } == mirror.syncState(of: zone))
     }
 
+    /// An initial sync merges into a zone that held nothing without looking
+    /// each name up; a name that comes again in the same transaction (many
+    /// change sets of one zone in one bundle) must still merge with what
+    /// came before it, as memory does.
+    @Test(arguments: 0..<10 as Range<UInt64>) func manyChangeSetsOfAnEmptyZoneInOneTransactionMergeAsInMemory(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let clock = Clock()
+        let writers = try (1...3).map { try MemoryReplica(identity: .numbered(UInt64($0)), wallClock: { clock.now }) }
+        writers[0].createZone(zone)
+        let genesis = try writers[0].makeChangeSet(for: zone, since: VersionVector())
+        for writer in writers.dropFirst() { try writer.apply(genesis) }
+        var deliveries: [[UInt8]] = []
+        for _ in 0..<30 {
+            clock.now += UInt64.random(in: 0...2, using: &rng)
+            let writer = writers.randomElement(using: &rng)!
+            try writer.save("r\(Int.random(in: 0..<6, using: &rng))", type: "T", in: zone, changes: [("f\(Int.random(in: 0..<3, using: &rng))", .int64(Int64.random(in: 0...9, using: &rng)))])
+            deliveries.append(try writer.makeChangeSet(for: zone, since: VersionVector()))
+        }
+        let bundle = genesis + deliveries.shuffled(using: &rng).joined()
+        let (store, url) = try temporaryStore()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let mirror = try MemoryReplica(identity: store.identity, wallClock: { clock.now })
+        let stored = try store.apply(bundle)
+        let remembered = try mirror.apply(bundle)
+        #expect(stored.changeSets == deliveries.count + 1 && stored.recordsChanged == remembered.recordsChanged)
+        let fromStore = try store.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }
+        #expect(!fromStore.isEmpty && fromStore == mirror.records(in: zone), "seed \(seed): store and memory hold different records")
+    }
+
     @Test func deltasCarryOnlyWhatThePeerLacks() throws {
         let (a, urlA) = try temporaryStore()
         let (b, urlB) = try temporaryStore()
