@@ -222,10 +222,27 @@ final class ProofCheck {
             for (stamp, digest) in outcome { required.append((stamp, digest, name)) }
             return
         }
-        // Each state's digests in one pass; the incoming one's again when the merge kept it whole.
-        let after = merged == incoming ? writes : WriteDigest.writes(of: merged, in: zone)
-        let before = Dictionary(WriteDigest.writes(of: previous, in: zone), uniquingKeysWith: { first, _ in first })
-        for (stamp, digest) in after where before[stamp] != digest { required.append((stamp, digest, name)) }
+        // The merged state's view of each write (its parts and ghosts of it) is the union of the two
+        // sources' views, and decoding refuses a ghost of a write its state does not show: so where
+        // both sources agree on a write's digest, or only the state held here shows it, the merged
+        // view is that digest's, and only the incoming state's digests need computing. Where the two
+        // disagree (a lying relay, or a store edited on disk), the merged view is judged itself.
+        let previousStamps = previous.liveStamps
+        var before: [Stamp: [UInt8]]?
+        for stamp in merged.liveStamps.sorted() {
+            let incomingDigest = writes.first { $0.stamp == stamp }?.digest
+            if previousStamps.contains(stamp) {
+                guard let incomingDigest else { continue }
+                if before == nil { before = Dictionary(WriteDigest.writes(of: previous, in: zone), uniquingKeysWith: { first, _ in first }) }
+                if before![stamp] == incomingDigest { continue }
+                let digest = WriteDigest.record(merged, stamp: stamp, in: zone)
+                if before![stamp] != digest { required.append((stamp, digest, name)) }
+            } else if let incomingDigest, !previous.ghosts.contains(where: { $0.stamp == stamp }) {
+                required.append((stamp, incomingDigest, name))
+            } else {
+                required.append((stamp, WriteDigest.record(merged, stamp: stamp, in: zone), name))
+            }
+        }
     }
 
     /// The header's zone state is a write the change set shows.

@@ -146,6 +146,31 @@ import Testing
         try expectHonestConvergence(a, b, c)
     }
 
+    /// The receiver already holds A's write; the relay brings a new write of
+    /// its own to that record, and A's value changed under A's stamp (one
+    /// that wins a tie of stamps). Each side's view of A's write is checked
+    /// against the other's, not taken on the relay's word.
+    @Test("(b2) another device's held write changed beside a new one") func aHeldWriteChangedBesideANewOneIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        clock.now += 10
+        try b.write { try $0.save("m1", type: "Movie", in: movies, changes: [("year", .int64(2009))]) }
+        // Since C's vector: A's block is not sent (C holds A's write), so only C's own copy can tell.
+        var parts = try Parts(try b.changeSet(for: movies, since: try vector(c)))
+        #expect(parts.records.map(\.recordName) == ["m1"])
+        let aWrite = try #require(parts.records[0].liveStamps.first { $0.replica == a.replica })
+        #expect(!parts.blocks.contains { $0.replica == a.replica && ($0.entries ?? []).contains { $0.time == aWrite.time } })
+        let index = parts.records.firstIndex { $0.recordName == "m1" }!
+        parts.records[index].fields = parts.records[index].fields.map { field in
+            var field = field
+            // Longer than "Up": wins the tie of equal stamps, so the merge would show it.
+            if field.name == "title" { field.value = .string("Up, the director's cut") }
+            return field
+        }
+        try expectRefused(try parts.bytes(), by: c, Self.isTamperedValue)
+        try expectHonestConvergence(a, b, c)
+    }
+
     @Test("(c) a tampered relay of a third device's write") func aTamperedRelayOfAThirdDevicesWriteIsRefused() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (a, b, c) = try honestStores()
