@@ -58,7 +58,7 @@ extension ReplicaStorage {
                 // replica ever signed is an entry time (see `holdsOwnHead`); one
                 // no record shows any more gets a digest no receiver asks for.
                 if let name = write.record {
-                    guard let state = try cache[name] ?? record(named: name, in: zone) else { continue }
+                    guard let state = try cache[name] ?? stateToSeal(named: name, in: zone) else { continue }
                     cache[name] = state
                     let shown = state.liveStamps.contains(write.stamp)
                     entries.append(WriteBlock.Entry(

@@ -79,6 +79,10 @@ public protocol ReplicaStorage: AnyObject {
     var sealedBlockEntries: Int { get }
     /// The running transaction's local writes, sealed when it commits.
     var pendingLocalWrites: [PendingLocalWrite] { get set }
+    /// The state of a record a local write of the running transaction
+    /// noted, as it is now: what `sealLocalWrites` signs. A storage that
+    /// keeps those states at hand spares reading each again.
+    func stateToSeal(named name: String, in zone: ZoneKey) throws -> RecordState?
     /// A block of `replica` in `zone`: the first whose `last` is at or after
     /// `time`, or with nil the latest (`WriteBlock`).
     func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock?
@@ -124,6 +128,8 @@ public enum RecordLookup {
 }
 
 extension ReplicaStorage {
+    public func stateToSeal(named name: String, in zone: ZoneKey) throws -> RecordState? { try record(named: name, in: zone) }
+
     public func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? { nil }
 
     /// Per device until accounts' rosters travel with the zones that need them.

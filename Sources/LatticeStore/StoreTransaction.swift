@@ -35,6 +35,14 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// its local writes vouch for their content in the zone's scope at commit.
     private var addedAssetReferences: [(zone: Int64, record: String, hash: [UInt8])] = []
     public var pendingLocalWrites: [PendingLocalWrite] = []
+    /// The current state of records this transaction stored with a write of
+    /// this replica's own latest (a local write's): what sealing signs
+    /// (`stateToSeal`), kept so that it need not read each record again. At
+    /// most `maximumStatesToSeal`; a record removed since has none, and one
+    /// left out is read from the table.
+    private var statesToSeal: [ZoneKey: [String: RecordState]] = [:]
+    private var statesToSealCount = 0
+    private static let maximumStatesToSeal = 16_384
     /// Removed devices' replicas and the marks after which their writes are refused, read once per transaction.
     var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
 
@@ -130,6 +138,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
             touch(row)
         }
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone = ?").execute(arguments: [row.id])
+        statesToSeal[key] = nil
         guard db.changesCount > 0 else { return }
         try forgetDigests(zone: row.id)
         try db.cachedStatement(sql: "DELETE FROM cascades WHERE zone = ?").execute(arguments: [row.id])
@@ -205,6 +214,19 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         }
         try updateAssetReferences(from: previous, to: state, zone: zone)
         try touch(key, zone)
+        if signer != nil {
+            if statesToSeal[key]?[state.recordName] != nil {
+                statesToSeal[key]![state.recordName] = state
+            } else if state.lastModified.replica == replica, statesToSealCount < Self.maximumStatesToSeal {
+                statesToSeal[key, default: [:]][state.recordName] = state
+                statesToSealCount += 1
+            }
+        }
+    }
+
+    public func stateToSeal(named name: String, in key: ZoneKey) throws -> RecordState? {
+        if let state = statesToSeal[key]?[name] { return state }
+        return try record(named: name, in: key)
     }
 
     /// Keeps `asset_refs` as the record's live assets are.
@@ -310,6 +332,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, change_seq FROM records WHERE zone = ? AND name = ? AND alive = 0"), arguments: [zone, name]) else { return }
         try db.cachedStatement(sql: "DELETE FROM records WHERE id = ?").execute(arguments: [row[0] as Int64])
         lastRecordRow = nil
+        statesToSeal[key]?[name] = nil
         try writeResidue(RecordResidue(of: tombstone), named: name, zone: zone)
         // The zone's change tokens from before the tombstone's last change can no longer list its deletion.
         let horizon = max(try collectionHorizon(in: key), UInt64(row[1] as Int64))
@@ -329,6 +352,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if let writer = try indexWriter(for: state.recordType) { try writer.remove(rid: rid) }
         try db.cachedStatement(sql: "DELETE FROM records WHERE id = ?").execute(arguments: [rid])
         lastRecordRow = nil
+        statesToSeal[key]?[state.recordName] = nil
     }
 
     public func forgetResumePoints(in key: ZoneKey) throws {
@@ -543,6 +567,8 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if !pendingLocalWrites.isEmpty { commitSource = nil }
         try grantScopesOfLocalReferences()
         try sealLocalWrites()
+        statesToSeal = [:]
+        statesToSealCount = 0
         if !touchedZones.isEmpty {
             let sequence = try commitSequence
             for (zoneID, sync) in touchedZones {
