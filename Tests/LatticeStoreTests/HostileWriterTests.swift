@@ -171,6 +171,36 @@ import Testing
         try expectHonestConvergence(a, b, c)
     }
 
+    /// A state that keeps a ghost of a part it also shows: its writer can sign
+    /// that view, but a merge drops the ghost and would hold a view of the
+    /// write no one signed. Decoding refuses it (a review of issue 39's proof check).
+    @Test("(b3) a ghost of a part the state shows") func aGhostOfAPartTheStateShowsIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        clock.now += 10
+        try b.write { try $0.save("m1", type: "Movie", in: movies, changes: [("year", .int64(2009))]) }
+        var parts = try Parts(try b.changeSet(for: movies, since: try vector(c)))
+        let index = try #require(parts.records.firstIndex { $0.recordName == "m1" })
+        let year = try #require(parts.records[index].fields.first { $0.name == "year" })
+        parts.records[index].ghosts.append(WriteGhost(stamp: year.stamp, key: "year", item: [0, 1, 2]))
+        parts.records[index].ghosts.sort { $0.stamp != $1.stamp ? $0.stamp < $1.stamp : $0.key < $1.key }
+        // B signs that view itself (a modified client may): its block, sealed again over the view's digest.
+        let forged = WriteDigest.record(parts.records[index], stamp: year.stamp, in: movies)
+        let blockIndex = try #require(parts.blocks.firstIndex { $0.replica == b.replica && $0.digest(at: year.stamp.time) != nil })
+        let signed = parts.blocks[blockIndex]
+        let entries = try #require(signed.entries).map { $0.time == year.stamp.time ? WriteBlock.Entry(time: $0.time, digest: forged) : $0 }
+        parts.blocks[blockIndex] = try WriteBlock.seal(entries, last: signed.last, in: movies, by: b.identity)
+        let before = try contents(c)
+        do {
+            try c.apply(try parts.bytes())
+            Issue.record("a state with a ghost of a part it shows was applied")
+        } catch {
+            #expect("\(error)".contains("a ghost of a part it shows"), "refused for another reason: \(error)")
+        }
+        #expect(try contents(c) == before)
+        try expectHonestConvergence(a, b, c)
+    }
+
     @Test("(c) a tampered relay of a third device's write") func aTamperedRelayOfAThirdDevicesWriteIsRefused() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (a, b, c) = try honestStores()
