@@ -378,26 +378,10 @@ struct RecordCodec {
             guard ghosts.allSatisfy({ live.contains($0.stamp) }) else {
                 throw DecodingError.malformed("record \"\(recordName)\" has a ghost of a write it does not show", offset: reader.offset)
             }
-            // A ghost is a part the state no longer shows: one of a part it shows would count that part
-            // twice in the write's digest, and a merge (which drops it) would hold a view no one signed.
-            let hashed = ghosts.count > 16 ? Set(ghosts.map { GhostKey(stamp: $0.stamp, key: $0.key) }) : nil
-            var shownTwice = false
-            state.forEachPart { stamp, key, _ in
-                guard !shownTwice else { return }
-                shownTwice = hashed?.contains(GhostKey(stamp: stamp, key: key)) ?? ghosts.contains { $0.stamp == stamp && $0.key == key }
-            }
-            guard !shownTwice else {
-                throw DecodingError.malformed("record \"\(recordName)\" has a ghost of a part it shows", offset: reader.offset)
-            }
         }
         guard state.lastModified == latest else {
             throw DecodingError.malformed("record \"\(recordName)\" carries a latest stamp it does not hold", offset: reader.offset)
         }
         return state
     }
-}
-
-private struct GhostKey: Hashable {
-    var stamp: Stamp
-    var key: String
 }

@@ -75,6 +75,17 @@ extension RecordState {
         return created
     }
 
+    /// Whether a ghost repeats a part the state shows (no merge makes one;
+    /// a modified client can, and an earlier build's migration did).
+    var hasGhostOfShownPart: Bool {
+        guard !ghosts.isEmpty else { return false }
+        var found = false
+        forEachPart { stamp, key, _ in
+            if !found, ghosts.contains(where: { $0.stamp == stamp && $0.key == key }) { found = true }
+        }
+        return found
+    }
+
     /// Every stamp a part of the state shows, each once.
     public var liveStamps: Set<Stamp> {
         var stamps = Set<Stamp>()

@@ -227,6 +227,14 @@ final class ProofCheck {
         // both sources agree on a write's digest, or only the state held here shows it, the merged
         // view is that digest's, and only the incoming state's digests need computing. Where the two
         // disagree (a lying relay, or a store edited on disk), the merged view is judged itself.
+        // That needs each view to hold a part once: a state with a ghost of a part it also shows
+        // (which a modified client can sign, and an earlier build's migration left) has the merged
+        // state judged whole, every write it shows against the state held here.
+        if incoming.hasGhostOfShownPart || previous.hasGhostOfShownPart {
+            let before = Dictionary(WriteDigest.writes(of: previous, in: zone), uniquingKeysWith: { first, _ in first })
+            for (stamp, digest) in WriteDigest.writes(of: merged, in: zone) where before[stamp] != digest { required.append((stamp, digest, name)) }
+            return
+        }
         let previousStamps = previous.liveStamps
         var before: [Stamp: [UInt8]]?
         for stamp in merged.liveStamps.sorted() {
