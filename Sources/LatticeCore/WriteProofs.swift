@@ -230,21 +230,22 @@ final class ProofCheck {
         // That needs each view to hold a part once: a state with a ghost of a part it also shows
         // (which a modified client can sign, and an earlier build's migration left) has the merged
         // state judged whole, every write it shows against the state held here.
+        var held: [Stamp: [UInt8]]?
+        func before(_ stamp: Stamp) -> [UInt8]? {
+            if held == nil { held = Dictionary(WriteDigest.writes(of: previous, in: zone), uniquingKeysWith: { first, _ in first }) }
+            return held![stamp]
+        }
         if incoming.hasGhostOfShownPart || previous.hasGhostOfShownPart {
-            let before = Dictionary(WriteDigest.writes(of: previous, in: zone), uniquingKeysWith: { first, _ in first })
-            for (stamp, digest) in WriteDigest.writes(of: merged, in: zone) where before[stamp] != digest { required.append((stamp, digest, name)) }
+            for (stamp, digest) in WriteDigest.writes(of: merged, in: zone) where before(stamp) != digest { required.append((stamp, digest, name)) }
             return
         }
         let previousStamps = previous.liveStamps
-        var before: [Stamp: [UInt8]]?
         for stamp in merged.liveStamps.sorted() {
             let incomingDigest = writes.first { $0.stamp == stamp }?.digest
             if previousStamps.contains(stamp) {
-                guard let incomingDigest else { continue }
-                if before == nil { before = Dictionary(WriteDigest.writes(of: previous, in: zone), uniquingKeysWith: { first, _ in first }) }
-                if before![stamp] == incomingDigest { continue }
+                guard let incomingDigest, before(stamp) != incomingDigest else { continue }
                 let digest = WriteDigest.record(merged, stamp: stamp, in: zone)
-                if before![stamp] != digest { required.append((stamp, digest, name)) }
+                if before(stamp) != digest { required.append((stamp, digest, name)) }
             } else if let incomingDigest, !previous.ghosts.contains(where: { $0.stamp == stamp }) {
                 required.append((stamp, incomingDigest, name))
             } else {

@@ -41,26 +41,6 @@ enum Ceiling {
             try db.cachedStatement(sql: "INSERT INTO ix (rid, zone, name, title, rating) VALUES (?, 1, ?, ?, ?)").execute(arguments: [db.lastInsertedRowID, name, title, rating])
         })
 
-    /// Records clustered by (zone, name) with the change sequence the only
-    /// other index, liveness and type in it; indexed fields as one
-    /// (zone, field, value, name) table, a row per indexed field.
-    static let clustered = Layout(
-        name: "clustered, two indexes",
-        schema: """
-            CREATE TABLE records (zone INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, alive INTEGER NOT NULL,
-                change_seq INTEGER NOT NULL, state BLOB NOT NULL, PRIMARY KEY (zone, name)) WITHOUT ROWID;
-            CREATE INDEX records_by_change ON records (zone, change_seq);
-            CREATE TABLE field_index (zone INTEGER NOT NULL, field INTEGER NOT NULL, value NOT NULL, name TEXT NOT NULL,
-                PRIMARY KEY (zone, field, value, name)) WITHOUT ROWID;
-            """,
-        rows: { db, name, title, rating, blob in
-            _ = try Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = 1 AND name = ?"), arguments: [name])
-            try db.cachedStatement(sql: "INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (1, ?, 'Track', 1, 1, ?)").execute(arguments: [name, blob])
-            let index = try db.cachedStatement(sql: "INSERT INTO field_index (zone, field, value, name) VALUES (1, ?, ?, ?)")
-            try index.execute(arguments: [1, title, name])
-            try index.execute(arguments: [2, rating, name])
-        })
-
     /// The clustered layout's records alone: what the merge writes with no indexed field.
     static let clusteredNoIndex = Layout(
         name: "clustered, no index",
@@ -72,6 +52,22 @@ enum Ceiling {
         rows: { db, name, _, _, blob in
             _ = try Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = 1 AND name = ?"), arguments: [name])
             try db.cachedStatement(sql: "INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (1, ?, 'Track', 1, 1, ?)").execute(arguments: [name, blob])
+        })
+
+    /// Records clustered by (zone, name) with the change sequence the only
+    /// other index, liveness and type in it; indexed fields as one
+    /// (zone, field, value, name) table, a row per indexed field.
+    static let clustered = Layout(
+        name: "clustered, two indexes",
+        schema: clusteredNoIndex.schema + """
+            CREATE TABLE field_index (zone INTEGER NOT NULL, field INTEGER NOT NULL, value NOT NULL, name TEXT NOT NULL,
+                PRIMARY KEY (zone, field, value, name)) WITHOUT ROWID;
+            """,
+        rows: { db, name, title, rating, blob in
+            try clusteredNoIndex.rows(db, name, title, rating, blob)
+            let index = try db.cachedStatement(sql: "INSERT INTO field_index (zone, field, value, name) VALUES (1, ?, ?, ?)")
+            try index.execute(arguments: [1, title, name])
+            try index.execute(arguments: [2, rating, name])
         })
 
     /// The clustered layout with the indexed fields' rows gathered per
