@@ -175,11 +175,21 @@ public final class RecordStore: Sendable {
     /// changed nothing (a no-op is not a commit). Checkpoints, the clock and
     /// the change sequence are saved with the data.
     public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        try write(durably: true, body)
+    }
+
+    /// A write whose commit does not wait for the disk (`durably` false): for
+    /// derived state alone (digests), which a power loss may roll back to
+    /// what it was derived from. The log stays in order, so the next durable
+    /// commit syncs it too, and nothing durable is ever lost with it.
+    func write<T>(durably: Bool, _ body: (StoreTransaction) throws -> T) throws -> T {
         var result: T?
         var advanced = false
         try mapDatabaseErrors {
             try Self.$onWriterConnection.withValue(true) {
                 try pool.writeWithoutTransaction { db in
+                    if !durably { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                    defer { if !durably { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
                     try db.inTransaction(.immediate) {
                         let transaction = try StoreTransaction(writing: db, store: self)
                         result = try body(transaction)

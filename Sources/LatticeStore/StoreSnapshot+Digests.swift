@@ -123,19 +123,24 @@ extension StoreTransaction {
 }
 
 extension RecordStore {
+    /// Rows taken into the digests per write: about a millisecond of writing.
+    static let digestWorkPerWrite = 100
+
     /// Brings the digests of `zones` up to date with the record rows. Rows
-    /// are hashed in read snapshots, 500 at a time, and taken in short
+    /// are hashed in read snapshots, `digestWorkPerWrite` at a time, and taken in short
     /// writes, so a zone hashed for the first time (a million records: some
     /// seconds) neither holds writers back nor takes more than half a core.
     public func refreshDigests(of zones: [ZoneKey]) throws {
         for zone in zones {
             while true {
                 let started = DispatchTime.now().uptimeNanoseconds
-                let work = try read { try $0.digestWork(for: zone, limit: 500) }
+                let work = try read { try $0.digestWork(for: zone, limit: Self.digestWorkPerWrite) }
                 guard !work.isEmpty else { break }
-                let taken = try write { try $0.takeDigestWork(work, for: zone) }
+                // Short writes that do not wait for the disk: a save queued behind one waits
+                // about a millisecond, and a power loss only leaves the rows noted for later.
+                let taken = try write(durably: false) { try $0.takeDigestWork(work, for: zone) }
                 // Rows written again meanwhile wait for the next refresh: no spinning on a busy zone.
-                if taken == 0 || work.count < 500 { break }
+                if taken == 0 || work.count < Self.digestWorkPerWrite { break }
                 // A long refresh takes at most half a core: the node's syncing comes first.
                 usleep(UInt32(min(1_000_000, (DispatchTime.now().uptimeNanoseconds - started) / 1000)))
             }

@@ -12,6 +12,9 @@ public final class SyncEndpoint: Sendable {
     let delegate: any SyncDelegate
     let group: EventLoopGroup
     let threadPool: NIOThreadPool
+    /// Where reconciliation rounds run (they may hash a zone's records first): apart
+    /// from `threadPool`, so a zone hashed for the first time holds no batch back.
+    let backgroundPool: NIOThreadPool
     let settings: ConnectionSettings
     let logger: Logger
     let onEvent: @Sendable (ConnectionEvent) -> Void
@@ -24,7 +27,7 @@ public final class SyncEndpoint: Sendable {
     let maximumPublicOnlySessions: Int
 
     public init(
-        identity: Identity, delegate: any SyncDelegate, group: EventLoopGroup, threadPool: NIOThreadPool,
+        identity: Identity, delegate: any SyncDelegate, group: EventLoopGroup, threadPool: NIOThreadPool, backgroundPool: NIOThreadPool? = nil,
         settings: ConnectionSettings = ConnectionSettings(), maximumConnectionsPerAddress: Int = 8, maximumConnections: Int = 512,
         maximumPublicOnlySessions: Int = 16, logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
@@ -33,6 +36,7 @@ public final class SyncEndpoint: Sendable {
         self.delegate = delegate
         self.group = group
         self.threadPool = threadPool
+        self.backgroundPool = backgroundPool ?? threadPool
         self.settings = settings
         self.logger = logger
         self.onEvent = onEvent
@@ -55,7 +59,7 @@ public final class SyncEndpoint: Sendable {
             MessageToByteHandler(FrameEncoder()),
             try HandshakeHandler(identity: identity, initiator: initiator, versions: SyncWire.versions, timeout: settings.handshakeTimeout),
             SyncSessionHandler(
-                delegate: delegate, threadPool: threadPool, settings: settings, logger: logger, refusals: refusals,
+                delegate: delegate, threadPool: threadPool, backgroundPool: backgroundPool, settings: settings, logger: logger, refusals: refusals,
                 onAccepted: { [publicOnlySessions, maximumPublicOnlySessions] access in
                     if !access.isAccount {
                         let admitted = publicOnlySessions.withLockedValue { count in

@@ -201,6 +201,8 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     private let delegate: any SyncDelegate
     private let threadPool: NIOThreadPool
+    /// For reconciliation rounds (see `SyncEndpoint.backgroundPool`).
+    private let backgroundPool: NIOThreadPool
     private let settings: ConnectionSettings
     private let logger: Logger
     private let onEvent: @Sendable (ConnectionEvent) -> Void
@@ -229,13 +231,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
     private var ticker: RepeatedTask?
 
     init(
-        delegate: any SyncDelegate, threadPool: NIOThreadPool, settings: ConnectionSettings, logger: Logger,
+        delegate: any SyncDelegate, threadPool: NIOThreadPool, backgroundPool: NIOThreadPool? = nil, settings: ConnectionSettings, logger: Logger,
         refusals: RateLimitedLog? = nil, onAccepted: (@Sendable (PeerAccess) -> Bool)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
     ) {
         self.onAccepted = onAccepted
         self.refusals = refusals ?? RateLimitedLog(logger: logger)
         self.delegate = delegate
         self.threadPool = threadPool
+        self.backgroundPool = backgroundPool ?? threadPool
         self.settings = settings
         self.logger = logger
         self.onEvent = onEvent
@@ -403,7 +406,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         let shared = session.access.intersection(hello.granted)
         let delegate = delegate
         reconciliation = (Reconciler(initiator: true), ReconcileOutcome(), completion)
-        runOffLoop({ () throws -> ReconcileMessage in
+        runOffLoop(on: backgroundPool, { () throws -> ReconcileMessage in
             // Named zones the two do not sync with each other are left out (the outcome lists those compared).
             let known = try zones.map(Set.init) ?? Set(delegate.zones()).union(hello.zones.map(\.zone))
             let chosen = known.filter { shared.allows($0) && (zones != nil || scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
@@ -434,7 +437,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         reconciliation = running
         let delegate = delegate
         let reconciler = running.reconciler
-        runOffLoop({ try delegate.reconcileRound(reply, reconciler: reconciler) }) { handler, next in
+        runOffLoop(on: backgroundPool, { try delegate.reconcileRound(reply, reconciler: reconciler) }) { handler, next in
             handler.reconciliation?.reconciler = next.1
             handler.sendReconcileRound(next.0)
         }
@@ -572,7 +575,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
                 }
             case .answerReconcile(let message):
                 let delegate = delegate
-                runOffLoop({ try delegate.reconcileRound(message, reconciler: Reconciler(initiator: false)).0 }) { handler, reply in
+                runOffLoop(on: backgroundPool, { try delegate.reconcileRound(message, reconciler: Reconciler(initiator: false)).0 }) { handler, reply in
                     handler.mutateSession { $0.reconcileAnswered(reply) }
                 }
             case .answerHolds:
@@ -652,10 +655,10 @@ public final class SyncSessionHandler: ChannelInboundHandler {
 
     /// Runs store work on the thread pool and continues on the event loop;
     /// a store error ends the session with its reason.
-    private func runOffLoop<T: Sendable>(_ work: @escaping @Sendable () throws -> T, then: @escaping (SyncSessionHandler, T) -> Void) {
+    private func runOffLoop<T: Sendable>(on pool: NIOThreadPool? = nil, _ work: @escaping @Sendable () throws -> T, then: @escaping (SyncSessionHandler, T) -> Void) {
         guard let context else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        threadPool.runIfActive(eventLoop: context.eventLoop, work).assumeIsolated().whenComplete { result in
+        (pool ?? threadPool).runIfActive(eventLoop: context.eventLoop, work).assumeIsolated().whenComplete { result in
             let handler = bound.value
             guard handler.context != nil else { return }
             switch result {

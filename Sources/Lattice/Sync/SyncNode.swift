@@ -226,6 +226,8 @@ public final class SyncNode: Sendable {
     let logger: Logger
     let group: MultiThreadedEventLoopGroup
     let threadPool: NIOThreadPool
+    /// Reconciliation rounds, which may hash a whole zone first: one thread of their own.
+    let backgroundPool: NIOThreadPool
     let state: NIOLockedValueBox<State>
     let continuation: AsyncStream<Event>.Continuation
     /// Every event, in order; one consumer.
@@ -240,6 +242,7 @@ public final class SyncNode: Sendable {
         trustedDevices = TrustedDevices(store: container.store)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         threadPool = NIOThreadPool(numberOfThreads: 2)
+        backgroundPool = NIOThreadPool(numberOfThreads: 1)
         let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
         state = NIOLockedValueBox(State(status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
@@ -285,7 +288,7 @@ public final class SyncNode: Sendable {
             delegate: StoreSyncAdapter(
                 store: container.store, container: container.containerIdentifier, trusted: trustedDevices,
                 publicFrom: configuration.publicFrom, allowance: configuration.publicWriteAllowance),
-            group: group, threadPool: threadPool, settings: settings,
+            group: group, threadPool: threadPool, backgroundPool: backgroundPool, settings: settings,
             maximumConnectionsPerAddress: configuration.maximumConnectionsPerAddress,
             maximumPublicOnlySessions: configuration.maximumPublicOnlySessions, logger: logger,
             onEvent: { [weak self] event in self?.handle(event) })
@@ -307,6 +310,7 @@ public final class SyncNode: Sendable {
             }
         }
         threadPool.start()
+        backgroundPool.start()
         let endpoint = endpoint
         if let port = configuration.port {
             do {
@@ -375,6 +379,7 @@ public final class SyncNode: Sendable {
         for dialer in dialers + discoveryDialers { await dialer.value }
         try? await Task.sleep(nanoseconds: 50_000_000) // let the closes reach the wire
         try? await threadPool.shutdownGracefully()
+        try? await backgroundPool.shutdownGracefully()
         try? await group.shutdownGracefully()
         continuation.finish()
         let lock = state.withLockedValue { $0.lock }
