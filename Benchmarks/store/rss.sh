@@ -13,12 +13,13 @@ trap 'rm -rf "$TMP"' EXIT
 
 python3 "$HERE/../workload_lines.py" "$RECORDS" > "$TMP/lines.jsonl"
 
-# Runs one lattice command and prints its figure as a JSON line: wall time
-# and the peak resident set of that process alone.
+# Runs one lattice command and prints its figure as a JSON line: wall time,
+# the peak resident set of that process alone, and the size of the store it
+# ran on afterwards (the database and its log, in MB).
 measure() {
   local figure="$1"; shift
   python3 - "$figure" "$L" "$@" <<'PY'
-import json, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, time
 figure, command = sys.argv[1], sys.argv[2:]
 start = time.monotonic()
 done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -26,9 +27,13 @@ seconds = time.monotonic() - start
 if done.returncode != 0:
     sys.exit(f"{figure}: exit {done.returncode}: {done.stderr.decode()}")
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
-print(json.dumps({"figure": figure, "seconds": round(seconds, 2), "peak_mb": peak}))
+store = command[command.index("--store") + 1]
+size = sum(os.path.getsize(os.path.join(store, name)) for name in os.listdir(store) if name.startswith("lattice.sqlite"))
+print(json.dumps({"figure": figure, "records": int(os.environ["RECORDS"]), "seconds": round(seconds, 2), "peak_mb": peak,
+                  "store_mb": round(size / 1e6, 1)}))
 PY
 }
+export RECORDS
 
 "$L" init --store "$TMP/a" >/dev/null
 "$L" zone create Tracks --store "$TMP/a" >/dev/null

@@ -274,7 +274,6 @@ final class ProofCheck {
             if let refusal = storage.refusal(ofWriter: replica, at: time) { throw WriteProofError.writerRefused(replica: replica, why: refusal) }
         }
         var blocks: [WriteBlock] = []
-        var proven: [Stamp: [UInt8]] = [:]
         var heads: [ReplicaID: HLCTimestamp] = [:]
         for proof in proofs {
             let block = try resolve(proof)
@@ -290,22 +289,17 @@ final class ProofCheck {
                     if let whole, let time = block.conflict(with: whole) { throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: time) }
                 }
             }
-            for entry in block.entries ?? [] {
-                // Two blocks of one change set may not sign two writes under one stamp either.
-                if let other = proven.updateValue(entry.digest, forKey: Stamp(time: entry.time, replica: block.replica)), other != entry.digest {
-                    throw WriteProofError.twoBlocksOneStamp(replica: block.replica, last: entry.time)
-                }
-            }
             heads[block.replica] = max(heads[block.replica] ?? .zero, block.last)
             blocks.append(block)
         }
+        let proven = try ChangeSetBlocks(blocks)
         func what(_ record: String?, _ stamp: Stamp) -> String {
             record.map { "record \"\($0)\"" } ?? "the zone's incarnation stamped \(stamp)"
         }
         for (stamp, digest, record) in required {
             // Whatever block proves it (one stored before the removal was known, too).
             try refuseIfRemoved(stamp.replica, at: stamp.time)
-            var signed = proven[stamp]
+            var signed = proven.digest(at: stamp)
             if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
             guard let signed else { throw WriteProofError.unproven(stamp: stamp, what: what(record, stamp)) }
             guard signed == digest else { throw WriteProofError.tampered(stamp: stamp, what: what(record, stamp)) }
@@ -332,6 +326,75 @@ final class ProofCheck {
     }
 
     private func resolve(_ proof: BlockProof) throws -> WriteBlock { try proof.resolved(computed) }
+}
+
+/// The whole blocks of one change set, by replica and in order of their
+/// first entry: what proves its writes, looked up without a table of every
+/// entry (a million writes would hold one in memory).
+struct ChangeSetBlocks {
+    private struct Replica {
+        /// Sorted by first entry.
+        var blocks: [WriteBlock] = []
+        /// For each block, where its run begins: blocks whose ranges overlap
+        /// (each beginning before those ahead of it end) form one run.
+        var runStart: [Int] = []
+        /// The entries of each run of more than one block, by run start.
+        var tables: [Int: [HLCTimestamp: [UInt8]]] = [:]
+    }
+
+    private var byReplica: [ReplicaID: Replica] = [:]
+
+    /// Refuses two blocks of the change set that sign two writes under one stamp.
+    init(_ blocks: [WriteBlock]) throws {
+        var grouped: [ReplicaID: [WriteBlock]] = [:]
+        for block in blocks where block.entries?.isEmpty == false { grouped[block.replica, default: []].append(block) }
+        for (replica, list) in grouped {
+            var held = Replica()
+            held.blocks = list.sorted { ($0.firstTime!, $0.last) < ($1.firstTime!, $1.last) }
+            held.runStart.reserveCapacity(held.blocks.count)
+            // Only a run's blocks can share a stamp: a run of many (never in an honest change set)
+            // has its entries compared in one table, so it costs what its entries do.
+            func closeRun(_ start: Int, _ end: Int) throws {
+                guard end - start > 1 else { return }
+                var signed: [HLCTimestamp: [UInt8]] = [:]
+                for block in held.blocks[start..<end] {
+                    for entry in block.entries! {
+                        if let other = signed.updateValue(entry.digest, forKey: entry.time), other != entry.digest {
+                            throw WriteProofError.twoBlocksOneStamp(replica: replica, last: entry.time)
+                        }
+                    }
+                }
+                held.tables[start] = signed
+            }
+            var start = 0
+            var reach = HLCTimestamp.zero
+            for (index, block) in held.blocks.enumerated() {
+                if index > 0, block.firstTime! > reach {
+                    try closeRun(start, index)
+                    start = index
+                }
+                reach = max(reach, block.last)
+                held.runStart.append(start)
+            }
+            try closeRun(start, held.blocks.count)
+            byReplica[replica] = held
+        }
+    }
+
+    /// The digest a block of the change set signs for the write `stamp`, if one holds it.
+    func digest(at stamp: Stamp) -> [UInt8]? {
+        guard let held = byReplica[stamp.replica] else { return nil }
+        // The last block beginning at or before the stamp: only its run can hold it.
+        var low = 0
+        var high = held.blocks.count
+        while low < high {
+            let mid = (low + high) / 2
+            if held.blocks[mid].firstTime! <= stamp.time { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return nil }
+        if let table = held.tables[held.runStart[low - 1]] { return table[stamp.time] }
+        return held.blocks[low - 1].digest(at: stamp.time)
+    }
 }
 
 extension BlockProof {
