@@ -16,6 +16,14 @@ public struct ChangeSetHeader: Hashable, Sendable {
     /// A shared zone's: how its writers belong to accounts
     /// (`AccountMembership.encoded`), for the receiver to judge their rights.
     public var memberships: [[UInt8]] = []
+    /// Whether live records leave out their ghosts of writes `base` covers
+    /// (format version 5), so a concurrent edit of a record does not carry
+    /// every field it replaced a second time. A receiver at `base` needs
+    /// none of them: where the merged state shows such a write, the state
+    /// held there shows it too, with all its parts or their ghosts, and the
+    /// merge takes the ghosts from there (`reconcileGhosts`). A receiver that
+    /// lacks such a write is told so (`ChangeSetError.madeForMoreThanHeld`).
+    public var elidesCoveredGhosts = false
 
     public init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
         self.zone = zone
@@ -45,6 +53,17 @@ extension ChangeSetHeader {
     }
 }
 
+extension ChangeSetHeader {
+    /// Whether a change set of `zone` for a replica at `base` leaves out the
+    /// ghosts of the writes `base` covers. In the private database alone: a
+    /// shared zone's replica can cover writes it dropped since (void writes
+    /// of a revoked participant, refetched from its peers), and a public
+    /// name's state can give way whole to another creator's.
+    public static func elides(in zone: ZoneKey, base: VersionVector) -> Bool {
+        zone.scope == .private && !base.isEmpty
+    }
+}
+
 /// Why a change set was refused.
 public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible {
     case notAChangeSet
@@ -55,11 +74,15 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
     case frameTooLarge(Int)
     /// A stamp names a replica the header's table lacks (a writer's bug, refused rather than sent).
     case replicaMissingFromHeader(String)
+    /// A change set that leaves out ghosts (format 5) made for a base beyond what the receiver holds.
+    case madeForMoreThanHeld(replica: String)
 
     public var description: String {
         switch self {
         case .notAChangeSet: return "not a Lattice change set (bad magic bytes)"
-        case .unsupportedVersion(let version): return "change set format version \(version) is not supported by this build (supports \(ChangeSetFormat.version))"
+        case .unsupportedVersion(let version): return "change set format version \(version) is not supported by this build (supports \(ChangeSetFormat.readableVersions.lowerBound)-\(ChangeSetFormat.readableVersions.upperBound))"
+        case .madeForMoreThanHeld(let replica):
+            return "this change set leaves out what a replica at its base holds (writes of replica \(replica.prefix(8)) this one lacks): make it for this replica's vector"
         case .checksumMismatch(let frame): return "change set is corrupt: checksum mismatch in frame \(frame)"
         case .truncated: return "change set is truncated"
         case .malformed(let what): return "change set is malformed: \(what)"
@@ -80,9 +103,12 @@ public enum ChangeSetFormat {
     /// Version 2 added conflicts and target incarnations to record states;
     /// version 3 the schema's field indexes in the header and the compact
     /// record form (front-coded names, a lone vector entry as a flag);
-    /// version 4 ghosts in records and proofs frames (signed blocks).
+    /// version 4 ghosts in records and proofs frames (signed blocks);
+    /// version 5 the same frames with the ghosts of writes the base covers
+    /// left out of live records (`ChangeSetHeader.elidesCoveredGhosts`).
     public static let version: UInt8 = 4
-    public static let readableVersions: ClosedRange<UInt8> = 1...4
+    public static let elidingVersion: UInt8 = 5
+    public static let readableVersions: ClosedRange<UInt8> = 1...5
     /// Proofs frames are cut after this many blocks.
     static let blocksPerProofsFrame = 128
     /// Frames are cut near this size, so writer and reader hold one frame at a time.
@@ -105,6 +131,8 @@ public enum ChangeSetFormat {
 public struct ChangeSetWriter {
     private let sink: ([UInt8]) throws -> Void
     private let proofs: ProofCollector?
+    /// With format 5: the base whose writes' ghosts live records leave out.
+    private let elisionBase: VersionVector?
     private var replicas: ReplicaTable
     private var codec = RecordCodec()
     private var frame = BinaryWriter(capacity: ChangeSetFormat.targetFrameSize + 4096)
@@ -120,8 +148,10 @@ public struct ChangeSetWriter {
         self.sink = sink
         self.proofs = proofs
         proofs?.note(header)
+        proofs?.elides = header.elidesCoveredGhosts
         replicas = ReplicaTable(header.replicas)
-        let version = ChangeSetFormat.version
+        let version = header.elidesCoveredGhosts ? ChangeSetFormat.elidingVersion : ChangeSetFormat.version
+        elisionBase = header.elidesCoveredGhosts ? header.base : nil
         codec = RecordCodec(compact: true, ghostCount: true)
         let opening = ChangeSetFormat.magic + [version]
         chain = ChangeSetFormat.chainSeed(opening)
@@ -134,7 +164,13 @@ public struct ChangeSetWriter {
     public mutating func append(_ state: RecordState) throws {
         if let failure { throw failure }
         let before = replicas.replicas.count
-        codec.encode(state, into: &frame, replicas: &replicas)
+        if let elisionBase, state.isAlive, state.ghosts.contains(where: { elisionBase.covers($0.stamp) }) {
+            var sent = state
+            sent.ghosts.removeAll { elisionBase.covers($0.stamp) }
+            codec.encode(sent, into: &frame, replicas: &replicas)
+        } else {
+            codec.encode(state, into: &frame, replicas: &replicas)
+        }
         proofs?.note(state)
         guard replicas.replicas.count == before else {
             // The frame now holds what no reader could decode: nothing more goes out.
@@ -242,7 +278,8 @@ public struct ChangeSetReader<Source: ByteSource> {
         let (kind, payload) = try readFrame()
         guard kind == .header else { throw ChangeSetError.malformed("first frame is not a header") }
         var reader = BinaryReader(payload)
-        let header = try wrap { try HeaderCodec.decode(from: &reader, version: magic[4]) }
+        var header = try wrap { try HeaderCodec.decode(from: &reader, version: magic[4]) }
+        header.elidesCoveredGhosts = magic[4] >= ChangeSetFormat.elidingVersion
         codec = RecordCodec(compact: magic[4] >= 3, ghostCount: magic[4] >= 4)
         self.header = header
         return header

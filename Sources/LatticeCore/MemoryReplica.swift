@@ -393,7 +393,9 @@ public final class MemoryReplica: ReplicaStorage {
         let start = Checkpoint.deltaStart(in: zone.checkpoints, for: vector)
         let changed = zone.records.values.filter { $0.sequence > start }.sorted { ($0.sequence, $0.state.recordName) < ($1.sequence, $1.state.recordName) }.map(\.state)
         let proofs = signer.map { _ in ProofCollector(base: vector) { [self] replica, time in writeBlock(of: replica, in: key, covering: time) } }
-        return try Self.encode(header: ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: currentSchema), records: changed, proofs: proofs)
+        var header = ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: currentSchema)
+        header.elidesCoveredGhosts = ChangeSetHeader.elides(in: key, base: vector)
+        return try Self.encode(header: header, records: changed, proofs: proofs)
     }
 
     public static func encode(header: ChangeSetHeader, records: [RecordState], proofs: ProofCollector? = nil) throws -> [UInt8] {

@@ -87,6 +87,8 @@ extension ReplicaStorage {
         }
         let before = try syncState(of: zone)
         let check = signer != nil && checksWrites ? ProofCheck(storage: self, zone: zone, knowledge: before?.knowledge ?? VersionVector()) : nil
+        // Its live records may lack the ghosts of writes its base covers (format 5): see `elisionBase`.
+        if header.elidesCoveredGhosts { check?.elisionBase = header.base }
         check?.header(header.zoneState)
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState

@@ -121,6 +121,11 @@ public final class ProofCollector {
     private let lookup: Lookup
     private var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
     private var needed: [ReplicaID: Set<HLCTimestamp>] = [:]
+    /// Whether the change set leaves out ghosts of the writes `base` covers (format 5).
+    var elides = false
+    /// In such a change set, the covered writes live records show: a receiver may see one
+    /// incomplete (a relay re-cutting the change set cannot tell), so their digests travel.
+    private var unshown: [ReplicaID: Set<HLCTimestamp>] = [:]
     private var vectors = VersionVector()
 
     public init(base: VersionVector, lookup: @escaping Lookup) {
@@ -130,6 +135,9 @@ public final class ProofCollector {
 
     func note(_ state: RecordState) {
         if let only = state.onlyStamp { note(only) } else { state.forEachPart { stamp, _, _ in note(stamp) } }
+        if elides, state.isAlive {
+            state.forEachPart { stamp, _, _ in if base.covers(stamp) { unshown[stamp.replica, default: []].insert(stamp.time) } }
+        }
         if !state.isAlive {
             // A tombstone's type and creation merge by stamp alone: a receiver
             // that saw those writes only in an incarnation that lost (so its
@@ -164,7 +172,7 @@ public final class ProofCollector {
             for time in (needed[replica] ?? []).sorted() where time > covered {
                 // A block the store cannot find goes unsent: the receiver refuses the write and says why.
                 guard let block = try lookup(replica, time), block.entries != nil else { continue }
-                result.append((block, shown[replica] ?? []))
+                result.append((block, (shown[replica] ?? []).subtracting(unshown[replica] ?? [])))
                 covered = block.last
             }
             let highest = max(vectors[replica], needed[replica]?.max() ?? .zero)
@@ -187,6 +195,11 @@ final class ProofCheck {
     private var computed: [Stamp: [UInt8]] = [:]
     /// Writes that changed the replica, with the record that showed them (nil: the zone's incarnation): each must be proven.
     private var required: [(stamp: Stamp, digest: [UInt8], record: String?)] = []
+    /// A format-5 change set's base: writes it covers may arrive without their ghosts,
+    /// which a replica that holds them does not need. One that lacks a write the merge
+    /// keeps (a change set made for another replica) finds its view incomplete: the
+    /// error then says that, not that the writer's signature was forged.
+    var elisionBase: VersionVector?
     /// Per replica, the highest entry a changed record's vector holds, and that record:
     /// every vector is within its bound exactly when this is.
     private var highest: [ReplicaID: (time: HLCTimestamp, record: String)] = [:]
@@ -301,8 +314,14 @@ final class ProofCheck {
             try refuseIfRemoved(stamp.replica, at: stamp.time)
             var signed = proven.digest(at: stamp)
             if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
-            guard let signed else { throw WriteProofError.unproven(stamp: stamp, what: what(record, stamp)) }
-            guard signed == digest else { throw WriteProofError.tampered(stamp: stamp, what: what(record, stamp)) }
+            guard let signed, signed == digest else {
+                if let elisionBase, elisionBase.covers(stamp), !knowledge.covers(stamp) {
+                    // Not a forgery: a change set made for a replica that held this write, which this one lacks.
+                    throw ChangeSetError.madeForMoreThanHeld(replica: stamp.replica.description)
+                }
+                if signed == nil { throw WriteProofError.unproven(stamp: stamp, what: what(record, stamp)) }
+                throw WriteProofError.tampered(stamp: stamp, what: what(record, stamp))
+            }
         }
         var bounds: [ReplicaID: HLCTimestamp] = [:]
         func bound(_ replica: ReplicaID) throws -> HLCTimestamp {

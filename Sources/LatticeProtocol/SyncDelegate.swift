@@ -14,6 +14,9 @@ public struct BatchRequest: Hashable, Sendable {
     public var wantsTotals: Bool
     public var maximumRecords: Int
     public var maximumBytes: Int
+    /// Whether the peer restores the ghosts of writes its vector covers
+    /// (`ChangeSetHeader.elidesCoveredGhosts`): set for peers of `SyncWire.elidingVersion`.
+    public var elidesCoveredGhosts = false
 
     public init(zone: ZoneKey, after: StreamCursor, peerVector: VersionVector, peerZoneState: ZoneState?, wantsTotals: Bool, maximumRecords: Int, maximumBytes: Int) {
         self.zone = zone

@@ -11,11 +11,15 @@ public enum SyncWire {
     /// Version 4 signs it: each residue names its delete, and the message
     /// carries the deletes' blocks (a version-3 `collected` still decodes, and
     /// changes only what the receiver holds as deleted already).
-    public static let versions: ClosedRange<UInt8> = 1...4
+    /// Version 5 peers take change sets that leave out the ghosts of writes
+    /// their vector covers (change set format 5).
+    public static let versions: ClosedRange<UInt8> = 1...5
     /// The first version whose peers relay and compare digests.
     public static let relayingVersion: UInt8 = 2
     /// The first version whose peers understand `collected` with its deletes' blocks.
     public static let collectingVersion: UInt8 = 4
+    /// The first version whose peers restore ghosts a change set leaves out.
+    public static let elidingVersion: UInt8 = 5
     /// The largest message (plaintext) a peer may send; frames carry at most this plus the cipher's overhead.
     public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.

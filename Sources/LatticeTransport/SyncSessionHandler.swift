@@ -538,10 +538,12 @@ public final class SyncSessionHandler: ChannelInboundHandler {
             case .send(let message):
                 send(message)
                 wrote = true
-            case .produce(let request):
+            case .produce(var request):
                 let delegate = delegate
                 guard let peer else { continue }
-                runOffLoop({ try delegate.produceBatch(request, for: peer) }) { handler, batch in
+                request.elidesCoveredGhosts = version >= SyncWire.elidingVersion
+                let asked = request
+                runOffLoop({ try delegate.produceBatch(asked, for: peer) }) { handler, batch in
                     // Trust may have ended since the read began: nothing more goes out.
                     if delegate.access(for: peer) != handler.access {
                         // Wider: granted in the session; anything else ends it.

@@ -251,7 +251,8 @@ struct StoreSyncAdapter: SyncDelegate {
         if let told, try !snapshot.holdsOwnHead(told, in: request.zone) { return .ownWritesLost }
         guard let batch = try snapshot.streamBatch(
             for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
-            maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes, includingSchema: access.isAccount)
+            maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes, includingSchema: access.isAccount,
+            elidingCoveredGhosts: request.elidesCoveredGhosts)
         else {
             // The peer holds all of the zone: its stream stands at the end of this snapshot's change order.
             guard let zone = try snapshot.syncState(of: request.zone) else { return .produced(nil) }
