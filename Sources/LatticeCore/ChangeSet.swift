@@ -105,7 +105,8 @@ public enum ChangeSetFormat {
     /// record form (front-coded names, a lone vector entry as a flag);
     /// version 4 ghosts in records and proofs frames (signed blocks);
     /// version 5 the same frames with the ghosts of writes the base covers
-    /// left out of live records (`ChangeSetHeader.elidesCoveredGhosts`).
+    /// left out of live records (`ChangeSetHeader.elidesCoveredGhosts`), and
+    /// a record's ghost count only where it has ghosts (a bit of its causal length).
     public static let version: UInt8 = 4
     public static let elidingVersion: UInt8 = 5
     public static let readableVersions: ClosedRange<UInt8> = 1...5
@@ -152,7 +153,7 @@ public struct ChangeSetWriter {
         replicas = ReplicaTable(header.replicas)
         let version = header.elidesCoveredGhosts ? ChangeSetFormat.elidingVersion : ChangeSetFormat.version
         elisionBase = header.elidesCoveredGhosts ? header.base : nil
-        codec = RecordCodec(compact: true, ghostCount: true)
+        codec = RecordCodec(compact: true, ghostCount: true, ghostBit: version >= ChangeSetFormat.elidingVersion)
         let opening = ChangeSetFormat.magic + [version]
         chain = ChangeSetFormat.chainSeed(opening)
         try emit(opening)
@@ -280,7 +281,7 @@ public struct ChangeSetReader<Source: ByteSource> {
         var reader = BinaryReader(payload)
         var header = try wrap { try HeaderCodec.decode(from: &reader, version: magic[4]) }
         header.elidesCoveredGhosts = magic[4] >= ChangeSetFormat.elidingVersion
-        codec = RecordCodec(compact: magic[4] >= 3, ghostCount: magic[4] >= 4)
+        codec = RecordCodec(compact: magic[4] >= 3, ghostCount: magic[4] >= 4, ghostBit: magic[4] >= ChangeSetFormat.elidingVersion)
         self.header = header
         return header
     }

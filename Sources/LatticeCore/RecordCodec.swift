@@ -104,10 +104,15 @@ struct RecordCodec {
 
     /// Change-set format 4: every record ends with its ghost count.
     var ghostCount = false
+    /// Change-set format 5: the causal length's low bit says whether ghosts
+    /// follow, so the many records without any (all of them, where a
+    /// change set leaves out the ghosts of covered writes) spend no byte on them.
+    var ghostBit = false
 
-    init(compact: Bool = false, ghostCount: Bool = false) {
+    init(compact: Bool = false, ghostCount: Bool = false, ghostBit: Bool = false) {
         self.compact = compact
         self.ghostCount = ghostCount
+        self.ghostBit = ghostBit
     }
 
     mutating func reset() {
@@ -158,7 +163,7 @@ struct RecordCodec {
         if !compact, !state.ghosts.isEmpty { flags |= Flags.ghosts }
         writer.byte(flags)
         writeName(state.recordName, into: &writer)
-        writer.varint(state.causalLength)
+        writer.varint(ghostBit ? state.causalLength << 1 | (state.ghosts.isEmpty ? 0 : 1) : state.causalLength)
         writer.zigzag(Int64(bitPattern: latest.time.rawValue &- previousTime))
         previousTime = latest.time.rawValue
         writer.varint(replicas.index(of: latest.replica))
@@ -213,7 +218,7 @@ struct RecordCodec {
                 }
             }
         }
-        guard ghostCount || flags & Flags.ghosts != 0 else { return }
+        guard ghostCount || flags & Flags.ghosts != 0, !ghostBit || !state.ghosts.isEmpty else { return }
         writer.varint(state.ghosts.count)
         for ghost in state.ghosts {
             stamp(ghost.stamp)
@@ -230,12 +235,14 @@ struct RecordCodec {
     }
 
     /// What precedes the fields: enough to tell whether a merge would change anything.
-    private mutating func decodePrefix(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> (flags: UInt8, recordName: String, causalLength: UInt64, latest: Stamp, vector: VersionVector) {
+    private mutating func decodePrefix(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> (flags: UInt8, recordName: String, causalLength: UInt64, latest: Stamp, vector: VersionVector, ghosts: Bool) {
         let flags = try reader.byte()
         guard flags & ~(compact ? Flags.knownCompact : Flags.known) == 0 else { throw DecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
         let recordName = try readName(from: &reader)
         guard Limits.isStoredRecordName(recordName) else { throw DecodingError.malformed("\"\(recordName)\" is not a record name", offset: reader.offset) }
-        let causalLength = try reader.varint()
+        var causalLength = try reader.varint()
+        let ghostsFollow = ghostBit ? causalLength & 1 == 1 : ghostCount
+        if ghostBit { causalLength >>= 1 }
         guard causalLength > 0, causalLength <= Limits.maximumCausalLength, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
             throw DecodingError.malformed("causal length \(causalLength) disagrees with the record's liveness", offset: reader.offset)
         }
@@ -251,7 +258,7 @@ struct RecordCodec {
                 vector.advance(replica, to: HLCTimestamp(rawValue: latestTime &- UInt64(bitPattern: try reader.zigzag())))
             }
         }
-        return (flags, recordName, causalLength, latest, vector)
+        return (flags, recordName, causalLength, latest, vector, ghostsFollow)
     }
 
     mutating func decodeVersion(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> RecordVersion {
@@ -260,7 +267,7 @@ struct RecordCodec {
     }
 
     mutating func decode(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> RecordState {
-        let (flags, recordName, causalLength, latest, vector) = try decodePrefix(from: &reader, replicas: replicas)
+        let (flags, recordName, causalLength, latest, vector, ghostsFollow) = try decodePrefix(from: &reader, replicas: replicas)
         let latestTime = latest.time.rawValue
         let recordType = try names.read(from: &reader)
         func stamp() throws -> Stamp {
@@ -346,8 +353,9 @@ struct RecordCodec {
             fields.append(register)
         }
         var ghosts: [WriteGhost] = []
-        if ghostCount || (!compact && flags & Flags.ghosts != 0) {
+        if ghostsFollow || (!compact && flags & Flags.ghosts != 0) {
             let count = try reader.count(below: reader.remaining + 1, "ghost count")
+            if ghostBit, count == 0 { throw DecodingError.malformed("record \"\(recordName)\": an empty ghost list flagged", offset: reader.offset) }
             for _ in 0..<count {
                 let ghostStamp = try stamp()
                 let key: String
