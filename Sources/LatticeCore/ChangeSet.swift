@@ -134,6 +134,9 @@ public struct ChangeSetWriter {
     private let proofs: ProofCollector?
     /// With format 5: the base whose writes' ghosts live records leave out.
     private let elisionBase: VersionVector?
+    /// The receiver's own replica, whose writes keep their ghosts: a store
+    /// restored from an older copy can be told its own writes are held that it lost.
+    private let receiver: ReplicaID?
     private var replicas: ReplicaTable
     private var codec = RecordCodec()
     private var frame = BinaryWriter(capacity: ChangeSetFormat.targetFrameSize + 4096)
@@ -145,7 +148,10 @@ public struct ChangeSetWriter {
 
     /// `proofs` gathers the blocks that let the receiver check the writes
     /// (nil only where no replica signs: tests under made-up replica IDs).
-    public init(header: ChangeSetHeader, proofs: ProofCollector?, sink: @escaping ([UInt8]) throws -> Void) throws {
+    /// `receiver`: in a change set that leaves out ghosts (format 5), the
+    /// replica it is for, whose own writes keep theirs.
+    public init(header: ChangeSetHeader, proofs: ProofCollector?, receiver: ReplicaID? = nil, sink: @escaping ([UInt8]) throws -> Void) throws {
+        self.receiver = receiver
         self.sink = sink
         self.proofs = proofs
         proofs?.note(header)
@@ -165,9 +171,11 @@ public struct ChangeSetWriter {
     public mutating func append(_ state: RecordState) throws {
         if let failure { throw failure }
         let before = replicas.replicas.count
-        if let elisionBase, state.isAlive, state.ghosts.contains(where: { elisionBase.covers($0.stamp) }) {
+        let receiver = receiver
+        func leftOut(_ ghost: WriteGhost) -> Bool { elisionBase?.covers(ghost.stamp) == true && ghost.stamp.replica != receiver }
+        if elisionBase != nil, state.isAlive, state.ghosts.contains(where: leftOut) {
             var sent = state
-            sent.ghosts.removeAll { elisionBase.covers($0.stamp) }
+            sent.ghosts.removeAll(where: leftOut)
             codec.encode(sent, into: &frame, replicas: &replicas)
         } else {
             codec.encode(state, into: &frame, replicas: &replicas)

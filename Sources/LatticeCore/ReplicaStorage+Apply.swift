@@ -88,7 +88,12 @@ extension ReplicaStorage {
         let before = try syncState(of: zone)
         let check = signer != nil && checksWrites ? ProofCheck(storage: self, zone: zone, knowledge: before?.knowledge ?? VersionVector()) : nil
         // Its live records may lack the ghosts of writes its base covers (format 5): see `elisionBase`.
-        if header.elidesCoveredGhosts { check?.elisionBase = header.base }
+        if header.elidesCoveredGhosts {
+            guard ChangeSetHeader.elides(in: zone, base: header.base) else {
+                throw ChangeSetError.malformed("format 5 for a zone whose change sets keep every ghost")
+            }
+            check?.elisionBase = header.base
+        }
         check?.header(header.zoneState)
         var sync = before ?? ZoneSyncState(zoneState: header.zoneState)
         let zoneState = before.map { $0.zoneState.merged(with: header.zoneState) } ?? header.zoneState

@@ -200,6 +200,8 @@ final class ProofCheck {
     /// keeps (a change set made for another replica) finds its view incomplete: the
     /// error then says that, not that the writer's signature was forged.
     var elisionBase: VersionVector?
+    /// Writes such a base covers that a changed record shows and the state held here did not.
+    private var coveredNotHeld = Set<Stamp>()
     /// Per replica, the highest entry a changed record's vector holds, and that record:
     /// every vector is within its bound exactly when this is.
     private var highest: [ReplicaID: (time: HLCTimestamp, record: String)] = [:]
@@ -229,6 +231,10 @@ final class ProofCheck {
         let name = merged.recordName
         for entry in incoming.vector.entries where entry.time > knowledge[entry.replica] && entry.time > highest[entry.replica]?.time ?? .zero {
             highest[entry.replica] = (entry.time, name)
+        }
+        if let elisionBase {
+            let held = previous?.liveStamps ?? []
+            for stamp in merged.liveStamps where elisionBase.covers(stamp) && !held.contains(stamp) { coveredNotHeld.insert(stamp) }
         }
         guard let previous else {
             let outcome = merged == incoming ? writes : WriteDigest.writes(of: merged, in: zone)
@@ -315,7 +321,7 @@ final class ProofCheck {
             var signed = proven.digest(at: stamp)
             if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
             guard let signed, signed == digest else {
-                if let elisionBase, elisionBase.covers(stamp), !knowledge.covers(stamp) {
+                if coveredNotHeld.contains(stamp) {
                     // Not a forgery: a change set made for a replica that held this write, which this one lacks.
                     throw ChangeSetError.madeForMoreThanHeld(replica: stamp.replica.description)
                 }

@@ -44,8 +44,6 @@ extension StoreSnapshot {
     public func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
         guard let zone = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
         var header = ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: try schema())
-        // Made for a replica at `vector`: it holds the parts of the writes `vector` covers (format 5).
-        header.elidesCoveredGhosts = ChangeSetHeader.elides(in: key, base: vector)
         if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
         var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: vector), sink: sink)
         let start = try deltaStart(zoneID: zone.id, for: vector)

@@ -44,7 +44,7 @@ extension StoreSnapshot {
     /// private database's record types too, and a stranger gets the public one alone.
     public func streamBatch(
         for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector, peerZoneState: ZoneState?, maximumRecords: Int, maximumBytes: Int,
-        includingSchema: Bool = true, elidingCoveredGhosts: Bool = false
+        includingSchema: Bool = true, elidingCoveredGhostsFor receiver: ReplicaID? = nil
     ) throws -> StreamBatch? {
         guard let zone = try zoneRow(key) else { return nil }
         let (cursor, start) = try streamStart(zoneID: zone.id, after: cursor, peerVector: peerVector)
@@ -78,13 +78,13 @@ extension StoreSnapshot {
         var told = zone.sync
         told.vector = try vectorToTell(zone.sync, in: key)
         var header = ChangeSetHeader(zone: key, sync: told, base: peerVector, schema: includingSchema ? try schema() : Schema(), claimsTop: reachedEnd)
-        header.elidesCoveredGhosts = elidingCoveredGhosts && ChangeSetHeader.elides(in: key, base: peerVector)
+        header.elidesCoveredGhosts = receiver != nil && ChangeSetHeader.elides(in: key, base: peerVector)
         if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
         // The share goes first: the records after it are judged by the share it brings (the writes an owner device vouches for).
         if let index = states.firstIndex(where: { $0.recordName == Share.recordName }), index > 0 { states.insert(states.remove(at: index), at: 0) }
         var out: [UInt8] = []
         out.reserveCapacity(bytes + 256)
-        var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector)) { out.append(contentsOf: $0) }
+        var writer = try ChangeSetWriter(header: header, proofs: proofCollector(for: key, base: peerVector), receiver: receiver) { out.append(contentsOf: $0) }
         for state in states { try writer.append(state) }
         try writer.finish()
         return StreamBatch(bytes: out, cursor: max(position, cursor), final: reachedEnd, records: states.count, zoneState: zone.sync.zoneState, claimedTop: reachedEnd ? told.vector : nil)

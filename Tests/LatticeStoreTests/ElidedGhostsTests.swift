@@ -99,4 +99,39 @@ import Testing
         try c.apply(try a.makeChangeSet(for: zone, since: VersionVector()))
         #expect(c.records(in: zone) == a.records(in: zone))
     }
+
+    /// A store restored from an older copy can be told, in its own entry, that
+    /// it holds writes of its own it lost: a change set for it keeps the ghosts
+    /// of its own writes, and leaves out those of the others' it covers.
+    @Test func theReceiversOwnWritesKeepTheirGhosts() throws {
+        let clock = Clock()
+        let a = try MemoryReplica(identity: .numbered(1), wallClock: { clock.now })
+        let b = try MemoryReplica(identity: .numbered(2), wallClock: { clock.now })
+        a.createZone(zone)
+        try b.apply(try a.makeChangeSet(for: zone, since: VersionVector()))
+        let fields: [(name: String, value: FieldValue?)] = (0..<4).map { ("f\($0)", .string("first")) }
+        try b.save("byB", type: "T", in: zone, changes: fields)
+        try a.save("byA", type: "T", in: zone, changes: fields)
+        try a.apply(try b.makeChangeSet(for: zone, since: VersionVector()))
+        clock.now += 10
+        // A edits every field of both: each creation is shown by its type and creation alone.
+        let edit: [(name: String, value: FieldValue?)] = (0..<4).map { ("f\($0)", .string("second")) }
+        try a.save("byB", type: "T", in: zone, changes: edit)
+        try a.save("byA", type: "T", in: zone, changes: edit)
+        let base = a.syncState(of: zone)!.vector
+        var header = ChangeSetHeader(zone: zone, sync: a.syncState(of: zone)!, base: base, schema: Schema())
+        header.elidesCoveredGhosts = true
+        var bytes: [UInt8] = []
+        var writer = try ChangeSetWriter(header: header, proofs: nil, receiver: b.replica) { bytes += $0 }
+        for name in ["byA", "byB"] { try writer.append(a.record(name, in: zone)!) }
+        try writer.finish()
+        var reader = ChangeSetReader(source: ArrayByteSource(bytes))
+        _ = try reader.readHeader()
+        var sent: [String: RecordState] = [:]
+        while let state = try reader.nextRecord() { sent[state.recordName] = state }
+        #expect(sent["byB"]?.ghosts == a.record("byB", in: zone)?.ghosts, "the receiver's own creation lost its ghosts")
+        #expect(sent["byB"]?.ghosts.count == 4)
+        #expect(sent["byA"]?.ghosts.isEmpty == true, "another writer's covered creation kept its ghosts")
+        #expect(a.record("byA", in: zone)?.ghosts.count == 4)
+    }
 }

@@ -252,7 +252,7 @@ struct StoreSyncAdapter: SyncDelegate {
         guard let batch = try snapshot.streamBatch(
             for: request.zone, after: after, peerVector: request.peerVector, peerZoneState: request.peerZoneState,
             maximumRecords: request.maximumRecords, maximumBytes: request.maximumBytes, includingSchema: access.isAccount,
-            elidingCoveredGhosts: request.elidesCoveredGhosts)
+            elidingCoveredGhostsFor: request.elidesCoveredGhosts ? ReplicaID(device: mark.peer) : nil)
         else {
             // The peer holds all of the zone: its stream stands at the end of this snapshot's change order.
             guard let zone = try snapshot.syncState(of: request.zone) else { return .produced(nil) }
