@@ -171,15 +171,12 @@ public struct ChangeSetWriter {
     public mutating func append(_ state: RecordState) throws {
         if let failure { throw failure }
         let before = replicas.replicas.count
-        let receiver = receiver
-        func leftOut(_ ghost: WriteGhost) -> Bool { elisionBase?.covers(ghost.stamp) == true && ghost.stamp.replica != receiver }
-        if elisionBase != nil, state.isAlive, state.ghosts.contains(where: leftOut) {
-            var sent = state
-            sent.ghosts.removeAll(where: leftOut)
-            codec.encode(sent, into: &frame, replicas: &replicas)
-        } else {
-            codec.encode(state, into: &frame, replicas: &replicas)
+        var sent = state
+        if let elisionBase, state.isAlive, !state.ghosts.isEmpty {
+            let receiver = receiver
+            sent.ghosts.removeAll { elisionBase.covers($0.stamp) && $0.stamp.replica != receiver }
         }
+        codec.encode(sent, into: &frame, replicas: &replicas)
         proofs?.note(state)
         guard replicas.replicas.count == before else {
             // The frame now holds what no reader could decode: nothing more goes out.

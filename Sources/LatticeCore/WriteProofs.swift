@@ -134,10 +134,8 @@ public final class ProofCollector {
     }
 
     func note(_ state: RecordState) {
-        if let only = state.onlyStamp { note(only) } else { state.forEachPart { stamp, _, _ in note(stamp) } }
-        if elides, state.isAlive {
-            state.forEachPart { stamp, _, _ in if base.covers(stamp) { unshown[stamp.replica, default: []].insert(stamp.time) } }
-        }
+        let unshowing = elides && state.isAlive
+        if let only = state.onlyStamp { note(only, unshowing) } else { state.forEachPart { stamp, _, _ in note(stamp, unshowing) } }
         if !state.isAlive {
             // A tombstone's type and creation merge by stamp alone: a receiver
             // that saw those writes only in an incarnation that lost (so its
@@ -157,9 +155,14 @@ public final class ProofCollector {
         vectors.join(header.top)
     }
 
-    private func note(_ stamp: Stamp) {
+    /// `unshowing`: a covered write it shows may reach the receiver incomplete (see `unshown`).
+    private func note(_ stamp: Stamp, _ unshowing: Bool = false) {
         shown[stamp.replica, default: []].insert(stamp.time)
-        if !base.covers(stamp) { needed[stamp.replica, default: []].insert(stamp.time) }
+        if !base.covers(stamp) {
+            needed[stamp.replica, default: []].insert(stamp.time)
+        } else if unshowing {
+            unshown[stamp.replica, default: []].insert(stamp.time)
+        }
     }
 
     /// The blocks to send, each with the times the change set shows.
@@ -232,13 +235,14 @@ final class ProofCheck {
         for entry in incoming.vector.entries where entry.time > knowledge[entry.replica] && entry.time > highest[entry.replica]?.time ?? .zero {
             highest[entry.replica] = (entry.time, name)
         }
-        if let elisionBase {
-            let held = previous?.liveStamps ?? []
-            for stamp in merged.liveStamps where elisionBase.covers(stamp) && !held.contains(stamp) { coveredNotHeld.insert(stamp) }
+        /// A write the state held here did not show: one a format-5 base covers may have come incomplete.
+        func requireUnheld(_ stamp: Stamp, _ digest: [UInt8]) {
+            if let elisionBase, elisionBase.covers(stamp) { coveredNotHeld.insert(stamp) }
+            required.append((stamp, digest, name))
         }
         guard let previous else {
             let outcome = merged == incoming ? writes : WriteDigest.writes(of: merged, in: zone)
-            for (stamp, digest) in outcome { required.append((stamp, digest, name)) }
+            for (stamp, digest) in outcome { requireUnheld(stamp, digest) }
             return
         }
         // The merged state's view of each write (its parts and ghosts of it) is the union of the two
@@ -255,7 +259,9 @@ final class ProofCheck {
             return held![stamp]
         }
         if incoming.hasGhostOfShownPart || previous.hasGhostOfShownPart {
-            for (stamp, digest) in WriteDigest.writes(of: merged, in: zone) where before(stamp) != digest { required.append((stamp, digest, name)) }
+            for (stamp, digest) in WriteDigest.writes(of: merged, in: zone) where before(stamp) != digest {
+                if before(stamp) == nil { requireUnheld(stamp, digest) } else { required.append((stamp, digest, name)) }
+            }
             return
         }
         let previousStamps = previous.liveStamps
@@ -266,9 +272,9 @@ final class ProofCheck {
                 let digest = WriteDigest.record(merged, stamp: stamp, in: zone)
                 if before(stamp) != digest { required.append((stamp, digest, name)) }
             } else if let incomingDigest, !previous.ghosts.contains(where: { $0.stamp == stamp }) {
-                required.append((stamp, incomingDigest, name))
+                requireUnheld(stamp, incomingDigest)
             } else {
-                required.append((stamp, WriteDigest.record(merged, stamp: stamp, in: zone), name))
+                requireUnheld(stamp, WriteDigest.record(merged, stamp: stamp, in: zone))
             }
         }
     }

@@ -12,7 +12,6 @@ import Testing
 /// before, and say so clearly when it reaches a replica that lacks them.
 @Suite struct ElidedGhostsTests {
     let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Z"))
-    final class Clock: @unchecked Sendable { var now: UInt64 = 1_700_000_000_000 }
 
     func temporaryStore() throws -> (RecordStore, URL) {
         let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-store-\(UUID().uuidString)")
@@ -26,11 +25,8 @@ import Testing
     /// takes everything whole: both end with the same states, store and memory alike.
     @Test(arguments: 0..<24 as Range<UInt64>) func aDeltaWithoutCoveredGhostsMergesAsTheWholeChangeSet(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
-        let clock = Clock()
-        let writers = try (1...3).map { try MemoryReplica(identity: .numbered(UInt64($0)), wallClock: { clock.now }) }
-        writers[0].createZone(zone)
-        let genesis = try writers[0].makeChangeSet(for: zone, since: VersionVector())
-        for writer in writers.dropFirst() { try writer.apply(genesis) }
+        let clock = ManualClock()
+        let writers = try MemoryReplica.writersSharing(zone, clock: clock).writers
         var elided = 0
         for round in 0..<60 {
             clock.now += UInt64.random(in: 0...2, using: &rng)
@@ -72,7 +68,7 @@ import Testing
     /// A delta made for a replica that holds a write, applied to one that
     /// does not: refused with what to do, and nothing of it is applied.
     @Test func aDeltaReachingAReplicaThatLacksWhatItLeftOutIsRefusedClearly() throws {
-        let clock = Clock()
+        let clock = ManualClock()
         let a = try MemoryReplica(identity: .numbered(1), wallClock: { clock.now })
         let b = try MemoryReplica(identity: .numbered(2), wallClock: { clock.now })
         a.createZone(zone)
@@ -104,7 +100,7 @@ import Testing
     /// it holds writes of its own it lost: a change set for it keeps the ghosts
     /// of its own writes, and leaves out those of the others' it covers.
     @Test func theReceiversOwnWritesKeepTheirGhosts() throws {
-        let clock = Clock()
+        let clock = ManualClock()
         let a = try MemoryReplica(identity: .numbered(1), wallClock: { clock.now })
         let b = try MemoryReplica(identity: .numbered(2), wallClock: { clock.now })
         a.createZone(zone)

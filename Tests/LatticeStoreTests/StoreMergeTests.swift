@@ -17,18 +17,10 @@ import Testing
         return (try RecordStore(directory: url), url)
     }
 
-    final class Clock: @unchecked Sendable { var now: UInt64 = 1_700_000_000_000 }
-
     @Test(arguments: 0..<20 as Range<UInt64>) func storeAndMemoryAgreeOnRandomHistories(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
-        let clock = Clock()
-        let writers = try (1...3).map { index -> MemoryReplica in
-            let replica = try MemoryReplica(identity: .numbered(UInt64(index)), wallClock: { clock.now })
-            return replica
-        }
-        writers[0].createZone(zone)
-        let genesis = try writers[0].makeChangeSet(for: zone, since: VersionVector())
-        for writer in writers.dropFirst() { try writer.apply(genesis) }
+        let clock = ManualClock()
+        let (writers, genesis) = try MemoryReplica.writersSharing(zone, clock: clock)
         let (store, url) = try temporaryStore()
         defer { try? FileManager.default.removeItem(at: url) }
         let mirror = try MemoryReplica(identity: store.identity, wallClock: { clock.now })
@@ -64,11 +56,8 @@ import Testing
     /// came before it, as memory does.
     @Test(arguments: 0..<10 as Range<UInt64>) func manyChangeSetsOfAnEmptyZoneInOneTransactionMergeAsInMemory(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
-        let clock = Clock()
-        let writers = try (1...3).map { try MemoryReplica(identity: .numbered(UInt64($0)), wallClock: { clock.now }) }
-        writers[0].createZone(zone)
-        let genesis = try writers[0].makeChangeSet(for: zone, since: VersionVector())
-        for writer in writers.dropFirst() { try writer.apply(genesis) }
+        let clock = ManualClock()
+        let (writers, genesis) = try MemoryReplica.writersSharing(zone, clock: clock)
         var deliveries: [[UInt8]] = []
         for _ in 0..<30 {
             clock.now += UInt64.random(in: 0...2, using: &rng)
