@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "LatticeCrypto", dependencies: ["CSodium"]),
         .target(
             name: "LatticeStore",
-            dependencies: ["LatticeCore", "LatticeCrypto", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["LatticeCore", "LatticeCrypto", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
         .target(name: "LatticeProtocol", dependencies: ["LatticeCore", "LatticeCrypto"]),
         .target(

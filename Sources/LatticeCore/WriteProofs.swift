@@ -172,10 +172,13 @@ public final class ProofCollector {
         for entry in vectors.entries where entry.time > base[entry.replica] { replicas.insert(entry.replica) }
         for replica in replicas.sorted() {
             var covered = HLCTimestamp.zero
+            // One set per replica, not per block: an initial sync sends hundreds of blocks of one writer.
+            var shownWhole = shown[replica] ?? []
+            if let unshown = unshown[replica] { shownWhole.subtract(unshown) }
             for time in (needed[replica] ?? []).sorted() where time > covered {
                 // A block the store cannot find goes unsent: the receiver refuses the write and says why.
                 guard let block = try lookup(replica, time), block.entries != nil else { continue }
-                result.append((block, (shown[replica] ?? []).subtracting(unshown[replica] ?? [])))
+                result.append((block, shownWhole))
                 covered = block.last
             }
             let highest = max(vectors[replica], needed[replica]?.max() ?? .zero)

@@ -123,7 +123,7 @@ public class StoreSnapshot {
 
     // Held for the snapshot's life: looking a cached statement up by its SQL
     // text costs a hash of the text per call, which shows on a 100,000-record merge.
-    private var recordStatement: Statement?
+    private var recordStatement: RecordRowStatement?
 
     func record(_ name: String, zoneID: Int64) throws -> RecordState? {
         try recordBlob(name, zoneID: zoneID).map(decode)
@@ -134,10 +134,13 @@ public class StoreSnapshot {
     var lastRecordRow: (zone: Int64, name: String, id: Int64)?
 
     func recordBlob(_ name: String, zoneID: Int64) throws -> Data? {
-        if recordStatement == nil { recordStatement = try db.cachedStatement(sql: "SELECT id, state FROM records WHERE zone = ? AND name = ?") }
-        guard let row = try Row.fetchOne(recordStatement!, arguments: [zoneID, name]) else { return nil }
-        lastRecordRow = (zoneID, name, row[0])
-        return row[1]
+        if recordStatement == nil { recordStatement = try RecordRowStatement(db, sql: "SELECT id, state FROM records WHERE zone = ? AND name = ?") }
+        let found = try recordStatement!.step([.integer(zoneID), .text(name)]) {
+            (RecordRowStatement.integer($0, column: 0), RecordRowStatement.blob($0, column: 1))
+        }
+        guard let (id, state) = found else { return nil }
+        lastRecordRow = (zoneID, name, id)
+        return state
     }
 
     /// The stored states (tombstones included) of those of `names` the zone

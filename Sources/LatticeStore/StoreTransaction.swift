@@ -20,13 +20,15 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Zones that held no record when this transaction first merged into
     /// them, with every name merged into them since (`recordToMerge`).
     private var namesWrittenToEmptyZones: [Int64: Set<String>] = [:]
+    /// Zones that held records when this transaction first merged into them: asked once, not per record.
+    private var zonesHoldingRecords = Set<Int64>()
     /// Per zone: whether it holds residues of collected tombstones (most hold none: a lookup is spared).
     private var hasResidues: [Int64: Bool] = [:]
     private var cachedSchema: Schema?
     private var cachedSequence: UInt64?
     private var clockMoved = false
-    private var insertStatement: Statement?
-    private var updateStatement: Statement?
+    private var insertStatement: RecordRowStatement?
+    private var updateStatement: RecordRowStatement?
     /// Per record type: its index writer, or nil when the type has no index.
     private var indexWriters: [String: TypeIndex.Writer?] = [:]
     /// Whether anything was written: a transaction without changes is not a commit.
@@ -178,9 +180,12 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
             // only the names written since can be there, and no other needs a lookup.
             // (Inserted in place: a copy of the set per record would be quadratic.)
             if namesWrittenToEmptyZones[zone]!.insert(name).inserted { return .absent }
-        } else if try !Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM records WHERE zone = ?)"), arguments: [zone])! {
-            namesWrittenToEmptyZones[zone] = [name]
-            return .absent
+        } else if !zonesHoldingRecords.contains(zone) {
+            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM records WHERE zone = ?)"), arguments: [zone])! else {
+                namesWrittenToEmptyZones[zone] = [name]
+                return .absent
+            }
+            zonesHoldingRecords.insert(zone)
         }
         guard let blob = try recordBlob(name, zoneID: zone) else { return .absent }
         if try decodeVersion(blob).covers(incoming.version) { return .covers }
@@ -281,9 +286,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if isNew {
             namesWrittenToEmptyZones[zone]?.insert(state.recordName)
             if insertStatement == nil {
-                insertStatement = try db.makeStatement(sql: "INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)")
+                insertStatement = try RecordRowStatement(db, sql: "INSERT INTO records (zone, name, type, alive, change_seq, state) VALUES (?, ?, ?, ?, ?, ?)")
             }
-            try insertStatement!.execute(arguments: [zone, state.recordName, state.recordType, alive, sequence, Data(blob)])
+            try insertStatement!.execute([.integer(zone), .text(state.recordName), .text(state.recordType), .integer(Int64(alive)), .integer(sequence), .blob(blob)])
             return db.lastInsertedRowID
         }
         let rid: Int64
@@ -296,9 +301,9 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
             rid = found
         }
         if updateStatement == nil {
-            updateStatement = try db.makeStatement(sql: "UPDATE records SET type = ?, alive = ?, change_seq = ?, state = ? WHERE id = ?")
+            updateStatement = try RecordRowStatement(db, sql: "UPDATE records SET type = ?, alive = ?, change_seq = ?, state = ? WHERE id = ?")
         }
-        try updateStatement!.execute(arguments: [state.recordType, alive, sequence, Data(blob), rid])
+        try updateStatement!.execute([.text(state.recordType), .integer(Int64(alive)), .integer(sequence), .blob(blob), .integer(rid)])
         return rid
     }
 
