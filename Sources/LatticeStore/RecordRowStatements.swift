@@ -36,7 +36,8 @@ struct RecordRowStatement {
             let code: Int32
             switch value {
             case .integer(let number): code = sqlite3_bind_int64(handle, index, number)
-            case .text(let text): code = text.withCString { sqlite3_bind_text(handle, index, $0, -1, transient) }
+            // The text's own length, never -1: a name may hold a NUL, which must not end it here.
+            case .text(let text): code = text.withCString { sqlite3_bind_text(handle, index, $0, Int32(text.utf8.count), transient) }
             case .blob(let bytes): code = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transient) }
             }
             guard code == SQLITE_OK else { throw error(code) }
