@@ -135,3 +135,11 @@ let package = Package(
         ]),
     ]
 )
+
+// The test command (scripts/test.sh) builds Lattice's own targets with warnings as errors;
+// dependencies keep theirs suppressed, as SwiftPM builds them.
+if Context.environment["LATTICE_WARNINGS_AS_ERRORS"] == "1" {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+    }
+}

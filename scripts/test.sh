@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-# Every target imports only what it declares (the check is SwiftPM's).
+# Every target imports only what it declares (the check is SwiftPM's), and Lattice's own
+# targets build with no warning (Package.swift makes them errors under this variable).
+export LATTICE_WARNINGS_AS_ERRORS=1
 swift build --build-tests --explicit-target-dependency-import-check=error
 if [ "$#" -gt 0 ]; then
   swift test --skip-build "$@"

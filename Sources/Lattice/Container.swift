@@ -31,7 +31,7 @@ public final class Container: Sendable {
     /// readers kept growing, holding the node's writes up (1.5 s under load).
     @_spi(CommandLine) public func emptyLargeLog() throws(LatticeError) {
         guard !NodeStatus.nodeRuns(store: directory) else { return }
-        try LatticeError.wrap { try store.truncateLog(ifLargerThan: 1 << 20) }
+        _ = try LatticeError.wrap { try store.truncateLog(ifLargerThan: 1 << 20) }
     }
 
     @_spi(CommandLine) public init(identifier: String, directory: URL? = nil, create: Bool = true, forOneCommand: Bool) throws(LatticeError) {

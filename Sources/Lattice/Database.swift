@@ -209,8 +209,8 @@ public struct Database: Sendable {
             try store.write { transaction in
                 var writer = try RecordWriter(database: self, transaction: transaction, savePolicy: savePolicy)
                 if recordsToSave.count + recordIDsToDelete.count > 1 { try writer.readAhead(recordsToSave.map(\.recordID) + recordIDsToDelete) }
-                let saves = try recordsToSave.map { record in (record, Result { () throws(LatticeError) -> RecordState? in try writer.check(record) }) }
-                let deletes = try recordIDsToDelete.map { id in (id, Result { () throws(LatticeError) in try writer.checkDelete(id) }) }
+                let saves = recordsToSave.map { record in (record, Result { () throws(LatticeError) -> RecordState? in try writer.check(record) }) }
+                let deletes = recordIDsToDelete.map { id in (id, Result { () throws(LatticeError) in try writer.checkDelete(id) }) }
                 let failed = saves.contains { $0.1.failure != nil } || deletes.contains { $0.1.failure != nil }
                 if atomically && failed {
                     var results = ModifyResults(saveResults: [:], deleteResults: [:])

@@ -129,6 +129,7 @@ enum OpenStores {
 }
 
 /// Runs library code, turning its errors into CLI errors.
+@discardableResult
 func library<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch let error as LatticeError {
         throw CLIError(error)

@@ -40,9 +40,10 @@ struct QuickCommand: Equatable {
             let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             let name = parts[0]
             switch name {
-            case "--json", "--all-keys" where saving:
-                guard parts.count == 1, flags.insert(name).inserted else { return nil }
-            case "--store", "--container", "--database", "--log-level", "--type" where saving, "--if-tag" where saving:
+            case "--json", "--all-keys":
+                guard name == "--json" || saving, parts.count == 1, flags.insert(name).inserted else { return nil }
+            case "--store", "--container", "--database", "--log-level", "--type", "--if-tag":
+                guard saving || !["--type", "--if-tag"].contains(name) else { return nil }
                 guard values[name] == nil else { return nil }
                 if parts.count == 2 {
                     // `--store=` takes the next argument in the parser: left to it.

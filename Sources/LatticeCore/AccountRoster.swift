@@ -144,6 +144,7 @@ public struct AccountRoster: Sendable, Equatable {
     }
 
     /// Signs a new entry by `identity` after every entry held now, and takes it.
+    @discardableResult
     public mutating func sign(_ action: RosterEntry.Action, subject: [UInt8], by identity: Identity, at time: UInt64) throws -> RosterEntry {
         let entry = try RosterEntry(account: founder, subject: subject, action: action, time: time, parents: Array(heads.prefix(RosterEntry.maximumParents)), by: identity)
         try insert(entry)

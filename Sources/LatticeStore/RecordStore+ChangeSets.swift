@@ -33,6 +33,7 @@ extension RecordStore {
         }
     }
 
+    @discardableResult
     public func apply(_ bytes: [UInt8]) throws -> ApplySummary {
         try apply(from: ArrayByteSource(bytes))
     }

@@ -174,6 +174,7 @@ public final class RecordStore: Sendable {
     /// returns having changed something, and rolls back when it throws or
     /// changed nothing (a no-op is not a commit). Checkpoints, the clock and
     /// the change sequence are saved with the data.
+    @discardableResult
     public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         try write(durably: true, body)
     }
@@ -182,6 +183,7 @@ public final class RecordStore: Sendable {
     /// derived state alone (digests), which a power loss may roll back to
     /// what it was derived from. The log stays in order, so the next durable
     /// commit syncs it too, and nothing durable is ever lost with it.
+    @discardableResult
     func write<T>(durably: Bool, _ body: (StoreTransaction) throws -> T) throws -> T {
         var result: T?
         var advanced = false

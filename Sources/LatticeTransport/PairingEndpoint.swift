@@ -34,7 +34,7 @@ public enum PairingEndpoint {
                 // is checked against the offer when it starts and ends at its deadline.
                 if let refusal = (state.completed ? PairingFailure.expired : nil) ?? state.offer.refusal(now: wallClock())
                     ?? (state.connections >= maximumConnections ? PairingFailure.refusedByPeer("too many devices are connecting now; try again") : nil) {
-                    return channel.pipeline.addHandlers(framing() + [RefusingHandler(reason: refusal.description)])
+                    return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandlers(framing() + [RefusingHandler(reason: refusal.description)]) }
                 }
                 state.connections += 1
                 var side = makeInviter()
@@ -67,7 +67,7 @@ public enum PairingEndpoint {
                         if let spent = state.offer.refusal(now: wallClock()) { state.complete(result) { $0.fail(spent) } }
                     }
                 }
-                return channel.pipeline.addHandlers(framing() + [handler])
+                return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandlers(framing() + [handler]) }
             }
         let server: Channel
         do { server = try bootstrap.bind(host: host, port: port).wait() } catch {
@@ -100,7 +100,11 @@ public enum PairingEndpoint {
         do {
             channel = try ClientBootstrap(group: group)
                 .connectTimeout(.seconds(10))
-                .channelInitializer { channel in channel.pipeline.addHandlers(framing(maximumLength: PairingMessage.maximumIntroductionLength) + [handler]) }
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers(framing(maximumLength: PairingMessage.maximumIntroductionLength) + [handler])
+                    }
+                }
                 .connect(host: host, port: port).wait()
         } catch {
             state.complete(result) { $0.fail(error) }
@@ -209,7 +213,8 @@ public enum PairingEndpoint {
             deadlineTask?.cancel()
             ended(ending)
             // Let the last message (an introduction, or the reason) reach the other side first.
-            context.channel.eventLoop.scheduleTask(in: .milliseconds(200)) { context.close(promise: nil) }
+            let channel = context.channel
+            channel.eventLoop.scheduleTask(in: .milliseconds(200)) { channel.close(promise: nil) }
         }
     }
 
@@ -222,7 +227,8 @@ public enum PairingEndpoint {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let bytes = PairingMessage.refused(reason).bytes
-            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes))).whenComplete { _ in context.close(promise: nil) }
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: bytes))).whenComplete { _ in channel.close(promise: nil) }
         }
     }
 }

@@ -51,7 +51,7 @@ do {
                 record["payload"] = .string(String(repeating: "x", count: 200))
                 return record
             }
-            try database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys)
+            _ = try database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys)
             say("committed \(batch)")
             batch += 1
         }
@@ -72,7 +72,7 @@ do {
                 record["payload"] = .string(String(repeating: "x", count: 100))
                 return record
             }
-            try database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys)
+            _ = try database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys)
             say("deleting \(round)")
             try database.deleteZone(withID: zone)
             say("deleted \(round)")

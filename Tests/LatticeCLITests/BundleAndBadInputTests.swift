@@ -130,7 +130,7 @@ import Testing
         }
         // An empty file is not a bundle; a directory is neither a bundle nor an import file.
         let empty = cli.path("empty.ltb")
-        FileManager.default.createFile(atPath: empty, contents: nil)
+        _ = FileManager.default.createFile(atPath: empty, contents: nil)
         #expect(try cli.run(["bundle", "apply", empty]).status == 65)
         let folder = cli.path("folder")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

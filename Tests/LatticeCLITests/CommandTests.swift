@@ -270,7 +270,7 @@ import Testing
             {"recordName":"p2","recordType":"Movie","fields":{"title":{"value":"P2","type":"STRING"}}}
             """)
         let output = cli.path("watch.jsonl")
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = ["watch", "Movies", "--store", cli.path("a")]

@@ -40,7 +40,7 @@ import Testing
             _ = try container.privateCloudDatabase.recordZoneChanges(inZoneWith: .default, since: token)
             return false
         } catch {
-            return (error as? LatticeError)?.code == .changeTokenExpired
+            return error.code == .changeTokenExpired
         }
     }
 

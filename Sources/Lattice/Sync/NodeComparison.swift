@@ -111,7 +111,7 @@ extension SyncNode {
             let fresh = state.withLockedValue { $0.servedRequests.insert(request.id).inserted }
             guard fresh else { continue }
             let store = container.store
-            NodeTask.start { [weak self] in
+            _ = NodeTask.start { [weak self] in
                 guard let self else { return }
                 var answer = ComparisonAnswer()
                 do {

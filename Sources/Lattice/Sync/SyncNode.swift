@@ -681,7 +681,7 @@ public final class SyncNode: Sendable {
     }
 
     private func startStream(_ peer: String, _ zone: ZoneKey, _ direction: Direction, _ records: Int, _ bytes: Int) {
-        state.withLockedValue { state in
+        _ = state.withLockedValue { state in
             updateZone(&state, peer, zone, direction) { progress in
                 progress.state = "syncing"
                 progress.recordsDone = 0
