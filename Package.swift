@@ -103,6 +103,8 @@ let package = Package(
         .executableTarget(name: "lattice-demo", dependencies: ["Lattice"]),
         // The seeds' models on two containers that sync on loopback (`swift run movies-example`).
         .executableTarget(name: "movies-example", dependencies: ["Lattice"]),
+        // The README's library quick start, so that it compiles (scripts/check-docs.py keeps the two equal).
+        .executableTarget(name: "readme-quickstart", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice", "LatticeCore"]),
         // A hostile client (throwaway identities, oversized messages) for the flood test and benchmark.
         .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol", "LatticeTestSupport"]),
