@@ -24,36 +24,11 @@ struct InitCommand: ParsableCommand {
     }
 }
 
-struct IDCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "id", abstract: "Print this device's ID (--json: its account's ID too, for `lattice share --with`).", discussion: "Example: lattice id")
-
-    @OptionGroup var options: GlobalOptions
-
-    func run() throws {
-        let container = try options.openContainer(forOneCommand: true)
-        let name = try library { try container.deviceName() }
-        if options.json {
-            Output.json(IDOutput(deviceID: container.deviceID, replicaID: container.replicaID.description, accountID: try library { try container.accountID }, name: name))
-        } else {
-            Output.line(container.deviceID)
-        }
-    }
-}
-
 /// What `init --json` prints.
 struct InitOutput: Encodable {
     var store: String
     var deviceID: String
     var replicaID: String
     var created: Bool
-    @Nullable var name: String?
-}
-
-/// What `id --json` prints.
-struct IDOutput: Encodable {
-    var deviceID: String
-    var replicaID: String
-    /// The account's ID (its first device's): what `lattice share --with` takes.
-    var accountID: String
     @Nullable var name: String?
 }

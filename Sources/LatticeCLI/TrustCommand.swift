@@ -17,19 +17,6 @@ struct TrustCommand: ParsableCommand {
     }
 }
 
-struct UntrustCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "untrust", abstract: "Stop trusting a device trusted by hand: a running node ends its sessions at once and refuses it from then on.", discussion: "A member of the account is removed from every device with `lattice account remove DEVICE-ID`. Example: lattice untrust ABCDEFG-...")
-    @OptionGroup var options: GlobalOptions
-    @Argument(help: "The device's ID.") var deviceID: String
-
-    func run() throws {
-        let container = try options.openContainer()
-        try asUsage { try container.untrust(deviceID: deviceID) }
-        if options.json { Output.json(["untrusted": deviceID]) } else { Output.line("untrusted \(deviceID)") }
-    }
-}
-
 /// A malformed device ID or name is a usage error (64), as other malformed arguments.
 func asUsage(_ body: () throws -> Void) throws {
     do { try library(body) } catch let error as CLIError where error.status == .corruptInput {
