@@ -86,13 +86,11 @@ let package = Package(
                 "LatticeMacros", "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport", "LatticeDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .target(name: "LatticeCLI", dependencies: [
-            "Lattice", "LatticeCrypto", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        // The CLI is an app of the library: Lattice and ArgumentParser, nothing of the engine.
+        .target(name: "LatticeCLI", dependencies: ["Lattice", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Release builds on Linux link the Swift runtime and Foundation statically, into a
         // position-dependent executable: no shared libraries of Swift's to load, and none of the
         // 105,000 relocations a position-independent one takes at every start (README, CLI start).
@@ -107,7 +105,9 @@ let package = Package(
         .executableTarget(name: "readme-quickstart", dependencies: ["Lattice"]),
         .executableTarget(name: "lattice-crash-child", dependencies: ["Lattice", "LatticeCore"]),
         // A hostile client (throwaway identities, oversized messages) for the flood test and benchmark.
-        .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol", "LatticeTestSupport"]),
+        .executableTarget(name: "lattice-flood", dependencies: ["LatticeCrypto", "LatticeProtocol", "LatticeRawClient"]),
+        // A plain blocking TCP client of Lattice's framing and nothing more: what it sends is up to its caller.
+        .target(name: "LatticeRawClient"),
         // The change-set fuzzer: a library the tests replay crashers with, and its binary (scripts/fuzz.sh).
         .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeStore"]),
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
@@ -117,12 +117,14 @@ let package = Package(
         .testTarget(name: "LatticeDiscoveryTests", dependencies: ["LatticeDiscovery"]),
         .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeTransportTests", dependencies: [
+            "LatticeRawClient",
             "LatticeTransport", "LatticeProtocol", "LatticeCrypto", "LatticeCore", "LatticeTestSupport",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "LatticeStoreTests", dependencies: ["LatticeStore", "LatticeCore", "LatticeCrypto", "LatticeTestSupport", "LatticeFuzzing", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "LatticeTests", dependencies: [
+            "LatticeRawClient",
             "Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
@@ -132,6 +134,7 @@ let package = Package(
             .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
         ]),
         .testTarget(name: "LatticeCLITests", dependencies: [
+            "LatticeRawClient",
             "LatticeCLI", "Lattice", "LatticeCore", "LatticeStore", "lattice", "lattice-flood", "LatticeTestSupport", "LatticeCrypto", "LatticeProtocol",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),

@@ -146,7 +146,7 @@ struct AssetCommand: ParsableCommand {
         configuration.peers = peers
         configuration.publicFrom = try options.publicSyncPolicy()
         configuration.publishesStatus = false
-        let node = SyncNode(container: container, configuration: configuration, logger: options.bootstrapLogging())
+        let node = SyncNode(container: container, configuration: configuration, logger: LatticeLogging.standardError(level: options.logLevel))
         let seconds = timeout
         try runBlocking {
             try await node.start()

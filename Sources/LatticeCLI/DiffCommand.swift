@@ -43,7 +43,7 @@ struct DiffCommand: ParsableCommand {
             return try finish(outcome, keys: keys, database: database, scope: scope, peer: device)
         }
         let address = try parsePeers([peer])
-        let logger = options.bootstrapLogging()
+        let logger = LatticeLogging.standardError(level: options.logLevel)
         var configuration = SyncNode.Configuration()
         configuration.peers = address
         configuration.publicFrom = try options.publicSyncPolicy()

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Lattice
-import LatticeCrypto
 
 struct PairCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

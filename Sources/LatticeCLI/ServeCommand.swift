@@ -1,22 +1,6 @@
 import ArgumentParser
 import Foundation
 import Lattice
-import Logging
-import ServiceLifecycle
-
-/// Runs the node as a service until SIGINT or SIGTERM, then stops it cleanly.
-struct NodeService: Service {
-    let node: SyncNode
-    let printer: EventPrinter
-
-    func run() async throws {
-        try await node.start()
-        let events = Task { for await event in node.events { printer.print(event) } }
-        try? await gracefulShutdown()
-        await node.stop()
-        await events.value
-    }
-}
 
 /// Prints node events: one line each for people, JSON lines for scripts.
 struct EventPrinter: Sendable {
@@ -96,19 +80,6 @@ extension GlobalOptions {
     func publicSyncPolicy() throws -> PublicSyncPolicy {
         scope == .private ? .trusted : .anyone
     }
-
-    /// swift-log to standard error at --log-level.
-    func bootstrapLogging() -> Logger {
-        let level = Logger.Level(rawValue: logLevel.lowercased()) ?? .warning
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        var logger = Logger(label: "lattice")
-        logger.logLevel = level
-        return logger
-    }
 }
 
 func parsePeers(_ texts: [String]) throws -> [PeerAddress] {
@@ -167,7 +138,7 @@ struct ServeCommand: ParsableCommand {
             let current = try library { try container.assetQuota() }
             try library { try container.setAssetQuota(AssetQuota(perSource: perWriter ?? current.perSource, total: total ?? current.total)) }
         }
-        let logger = options.bootstrapLogging()
+        let logger = LatticeLogging.standardError(level: options.logLevel)
         var configuration = SyncNode.Configuration()
         configuration.port = port
         configuration.listenHost = listen
@@ -181,20 +152,16 @@ struct ServeCommand: ParsableCommand {
         configuration.pingInterval = .seconds(2)
         configuration.idleTimeout = .seconds(6)
         let node = SyncNode(container: container, configuration: configuration, logger: logger)
-        try runUntilSignalled(node, printer: EventPrinter(json: options.json), logger: logger)
+        try runUntilSignalled(node, printer: EventPrinter(json: options.json))
     }
 }
 
-/// Runs the node in a service group until SIGINT or SIGTERM.
-func runUntilSignalled(_ node: SyncNode, printer: EventPrinter, logger: Logger) throws {
-    let service = NodeService(node: node, printer: printer)
-    let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+/// Runs the node until SIGINT or SIGTERM, printing its events.
+func runUntilSignalled(_ node: SyncNode, printer: EventPrinter) throws {
     do {
-        try runBlocking { try await group.run() }
+        try runBlocking { try await node.runUntilSignalled(onEvent: printer.print) }
     } catch let error as LatticeError {
         throw CLIError(error)
-    } catch let error as ServiceGroupError {
-        throw CLIError(.internalError, code: "INTERNAL_ERROR", "\(error)")
     }
 }
 

@@ -26,7 +26,7 @@ struct SyncCommand: ParsableCommand {
         let publicFrom = try options.publicSyncPolicy()
         let peers = try parsePeers(peer)
         let container = try options.openContainer()
-        let logger = options.bootstrapLogging()
+        let logger = LatticeLogging.standardError(level: options.logLevel)
         var configuration = SyncNode.Configuration()
         configuration.peers = peers
         configuration.publicFrom = publicFrom
@@ -38,7 +38,7 @@ struct SyncCommand: ParsableCommand {
         let node = SyncNode(container: container, configuration: configuration, logger: logger)
         let printer = EventPrinter(json: options.json)
         guard once else {
-            try runUntilSignalled(node, printer: printer, logger: logger)
+            try runUntilSignalled(node, printer: printer)
             return
         }
         let outcome = LockedBox(OnceOutcome())

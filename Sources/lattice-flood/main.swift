@@ -13,7 +13,7 @@
 import Foundation
 import LatticeCrypto
 import LatticeProtocol
-import LatticeTestSupport
+import LatticeRawClient
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -5,6 +5,7 @@ import LatticeTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
+import LatticeRawClient
 #endif
 
 /// Real `lattice serve` processes syncing over loopback, driven only through the CLI.

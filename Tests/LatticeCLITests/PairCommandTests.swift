@@ -4,6 +4,7 @@ import LatticeCrypto
 import LatticeStore
 import LatticeTestSupport
 import Testing
+import LatticeRawClient
 
 /// `lattice pair` between real processes over loopback: the code on the
 /// first line, wrong and expired codes, and devices that then sync with no

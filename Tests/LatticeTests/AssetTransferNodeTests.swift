@@ -7,6 +7,7 @@ import LatticeStore
 import LatticeTestSupport
 import NIOConcurrencyHelpers
 import Testing
+import LatticeRawClient
 
 /// Asset content moving between real nodes on loopback: by hash, from any
 /// device that holds it, small assets with their records and large ones when

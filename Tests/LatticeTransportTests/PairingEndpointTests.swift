@@ -5,6 +5,7 @@ import LatticeTestSupport
 import LatticeTransport
 import NIOCore
 import Testing
+import LatticeRawClient
 
 /// The inviter's endpoint on a real socket: an attempt that idles is closed
 /// at its deadline and spends none of the code's guesses.

@@ -10,6 +10,7 @@ import NIOPosix
 import Testing
 #if canImport(Glibc)
 import Glibc
+import LatticeRawClient
 #endif
 
 /// A trusted peer that sends pings and never reads the pongs: once more is
