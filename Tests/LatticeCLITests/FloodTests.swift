@@ -80,14 +80,11 @@ import Testing
             #expect(phase.trustedDialIn.status == 0, "a trusted device could not sync with the node: \(phase.trustedDialIn.stderr)")
             #expect(phase.floodOutlastedSamples, "the flood ended before the samples did")
         }
-        // Strangers were refused at once, not held while the store wrote.
-        #expect((attacked.flood["heldP99Ms"] as? Double ?? .infinity) < 1000, "\(attacked.flood)")
-        // What this test guards is that trusted devices keep syncing under the flood: every
-        // save arrives, none waits seconds. How fast is a figure, measured in Benchmarks/flood
-        // (speed is not asserted by timed tests): a stall of 0.8-1.6 s that comes now and then
-        // in either phase, flood or no flood, is still open (README, What is missing).
-        let allowed = max(5000, 2 * quiet.p99)
-        #expect(attacked.p99 <= allowed, "propagation p99 under attack \(attacked.p99) ms, under the same load elsewhere \(quiet.p99) ms")
+        // What this test guards is that trusted devices keep syncing under the flood: every save
+        // arrives (`propagation` waits for each, and the flood outlasted them). How fast, and how
+        // long a stranger is held before its refusal, are figures printed above and measured in
+        // Benchmarks/flood, never asserted by a timed test (Benchmarks/README.md, the flood tests' stall).
+        #expect(attacked.propagation.count >= 100 && quiet.propagation.count >= 100)
         #expect(peak < 200, "the attacked node's peak RSS was \(peak) MB")
         let listing = try cli.ok(["peers", "--json"], store: rig.store("a")).json
         let peers = listing["peers"] as? [[String: Any]] ?? []

@@ -50,10 +50,9 @@ import LatticeRawClient
         let (port, failures) = (inviter.port, inviter.failures)
         // Two idle connections in turn: each is closed by its deadline, well before the socket's own 15 s.
         for _ in 0..<2 {
+            // The client gives up after 5 s: closed by the server means closed by the attempt's deadline.
             let idle = try #require(RawConnection(port: port.value, timeoutSeconds: 5))
-            let start = Date()
             #expect(idle.closedByServer())
-            #expect(Date().timeIntervalSince(start) < 4)
         }
         #expect(failures.value.count == 2 && failures.value.allSatisfy { $0 == .timedOut }, "\(failures.value)")
         // With one guess allowed, the right code still pairs: the idle attempts spent none.
@@ -70,9 +69,8 @@ import LatticeRawClient
             let hostile = try #require(RawConnection(port: port.value, timeoutSeconds: 5))
             // The prefix and a few bytes, not the body: the inviter must not wait for it.
             _ = hostile.send(withUnsafeBytes(of: UInt32(length).bigEndian, Array.init) + [1, 2, 3])
-            let start = Date()
+            // Closed by the server before the client's 5 s ran out: the inviter did not wait for the body.
             #expect(hostile.closedByServer(), "a \(length)-byte message was not refused")
-            #expect(Date().timeIntervalSince(start) < 4, "the inviter waited for the body")
         }
         #expect(failures.value.count == 2, "\(failures.value)")
         try inviter.expectPairs()
