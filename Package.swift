@@ -111,7 +111,7 @@ let package = Package(
         // The change-set fuzzer: a library the tests replay crashers with, and its binary (scripts/fuzz.sh).
         .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeStore"]),
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
-        .target(name: "LatticeTestSupport", dependencies: ["LatticeCore", "LatticeCrypto"], path: "Tests/LatticeTestSupport"),
+        .target(name: "LatticeTestSupport", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeStore"], path: "Tests/LatticeTestSupport"),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeCryptoTests", dependencies: ["LatticeCrypto"]),
         .testTarget(name: "LatticeDiscoveryTests", dependencies: ["LatticeDiscovery"]),

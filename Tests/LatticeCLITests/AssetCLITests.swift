@@ -1,4 +1,5 @@
 import Foundation
+import LatticeTestSupport
 import Testing
 
 /// Asset content between `lattice serve` processes on loopback, through the
@@ -55,7 +56,7 @@ import Testing
         defer { _ = b.stop() }
 
         // The record comes at once; its content, over 256 KiB, when asked for.
-        #expect(try eventually(30) { try poster("b") != nil })
+        #expect(try eventuallyBlocking(30) { try poster("b") != nil })
         #expect(try posterValue("b")?["local"] as? Bool == false)
         #expect(try posterValue("b")?["downloadURL"] == nil)
         #expect(try cli.ok(["record", "get", "Movies/film"], store: "b").stdout.contains("content not here yet"))
@@ -72,11 +73,11 @@ import Testing
 
         // C's node is killed with SIGKILL half-way through the transfer; a new one resumes it.
         var c = try NodeProcess(cli: cli, store: "c", peers: [a.port])
-        #expect(try eventually(30) { try poster("c") != nil })
+        #expect(try eventuallyBlocking(30) { try poster("c") != nil })
         let asked = try cli.run(["asset", "fetch", "Movies/film", "--timeout", "0.2"], store: "c")
         #expect(asked.status == 69 || asked.status == 0, "\(asked.stderr)")
         var heldAtKill: Int64 = 0
-        let sawProgress = eventually(60) {
+        let sawProgress = eventuallyBlocking(60) {
             let progress = c.events.filter { $0["event"] as? String == "assetProgress" }.compactMap { ($0["bytesDone"] as? NSNumber)?.int64Value }
             heldAtKill = progress.max() ?? 0
             return heldAtKill > 0

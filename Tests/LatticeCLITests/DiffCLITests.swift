@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LatticeStore
+import LatticeTestSupport
 import Testing
 
 /// `lattice diff` against a real `lattice serve`: it finds exactly the
@@ -81,12 +82,12 @@ import Testing
         let a = try NodeProcess(cli: cli, store: "a", extra: ["--verify-every", "0.3"])
         let b = try NodeProcess(cli: cli, store: "b", peers: [a.port], extra: ["--verify-every", "0.3"])
         defer { for node in [a, b] { node.stop() } }
-        #expect(try eventually { try cli.run(["record", "get", "Movies/m19"], store: "b").status == 0 })
+        #expect(try eventuallyBlocking { try cli.run(["record", "get", "Movies/m19"], store: "b").status == 0 })
         func verified(_ store: String) throws -> [[String: Any]] {
             let peers = try cli.ok(["peers", "--json"], store: store).json["peers"] as? [[String: Any]] ?? []
             return peers.flatMap { $0["verified"] as? [[String: Any]] ?? [] }
         }
-        #expect(try eventually { try verified("b").contains { $0["zone"] as? String == "private/Movies" && $0["differences"] as? Int == 0 && $0["inSyncAt"] is Int } })
+        #expect(try eventuallyBlocking { try verified("b").contains { $0["zone"] as? String == "private/Movies" && $0["differences"] as? Int == 0 && $0["inSyncAt"] is Int } })
         #expect(try cli.ok(["peers"], store: "b").stdout.contains("verified in sync at"))
         // Through the running node, by device ID; a device it is not connected to, and a store with no node.
         let through = try cli.run(["diff", ids["a"]!, "--json"], store: "b")
@@ -103,9 +104,9 @@ import Testing
         #expect(try cli.run(["record", "get", "Movies/m3"], store: "b").status == 66)
         // The next sync ends with a comparison: each side finds what the other lacks and sends it again.
         try cli.ok(["record", "save", "Movies/after", "--type", "Movie", "title=After"], store: "a")
-        #expect(try eventually { try cli.run(["record", "get", "Movies/m3"], store: "b").status == 0 })
-        #expect(try eventually { try cli.run(["record", "get", "Movies/m5"], store: "a").status == 0 })
-        #expect(try eventually { try cli.run(["diff", "--peer", "127.0.0.1:\(a.port)"], store: "b").status == 0 })
+        #expect(try eventuallyBlocking { try cli.run(["record", "get", "Movies/m3"], store: "b").status == 0 })
+        #expect(try eventuallyBlocking { try cli.run(["record", "get", "Movies/m5"], store: "a").status == 0 })
+        #expect(try eventuallyBlocking { try cli.run(["diff", "--peer", "127.0.0.1:\(a.port)"], store: "b").status == 0 })
         #expect(try cli.snapshot("a") == (try cli.snapshot("b")))
         #expect(a.standardError.contains("digests differ after a sync") || b.standardError.contains("digests differ after a sync"))
         let mismatches = try ["a", "b"].compactMap { store in

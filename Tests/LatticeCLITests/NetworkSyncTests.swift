@@ -60,13 +60,13 @@ import LatticeRawClient
         defer { for node in [a, b, c] { node.stop() } }
         let writers = try ["a", "b", "c"].enumerated().map { try writer($1, saves: 15, seed: $0 + 1) }
         for process in writers { process.waitUntilExit(); #expect(process.terminationStatus == 0) }
-        #expect(try eventually(60) { try converged(["a", "b", "c"]) }, "the three stores did not converge")
+        #expect(try eventuallyBlocking(60) { try converged(["a", "b", "c"]) }, "the three stores did not converge")
         let count = try cli.ok(["query", "Movie", "--zone", "Movies", "--json", "--limit", "1000"], store: "a").json["records"] as? [Any]
         #expect(count?.count == 46)
         let conflicts = try ["a", "b", "c"].map { try cli.ok(["conflicts", "Movies/shared", "--json"], store: $0).stdout }
         #expect(Set(conflicts).count == 1, "conflicts differ: \(conflicts)")
         // Another process sees the running node's state.
-        #expect(try eventually(10) {
+        #expect(try eventuallyBlocking(10) {
             let sync = try cli.ok(["status", "--json"], store: "a").json["sync"] as? [String: Any]
             let peers = sync?["peers"] as? [[String: Any]] ?? []
             return sync?["running"] as? Bool == true && peers.filter { $0["connected"] as? Bool == true }.count == 2
@@ -87,9 +87,9 @@ import LatticeRawClient
         defer { for node in [a, b, c] { node.stop() } }
         try cli.ok(["record", "save", "Movies/from-a", "--type", "Movie", "title=A"], store: "a")
         try cli.ok(["record", "save", "Movies/from-c", "--type", "Movie", "title=C"], store: "c")
-        #expect(try eventually { try cli.run(["record", "get", "Movies/from-a"], store: "c").status == 0 })
-        #expect(try eventually { try cli.run(["record", "get", "Movies/from-c"], store: "a").status == 0 })
-        #expect(try eventually { try converged(["a", "b", "c"]) })
+        #expect(try eventuallyBlocking { try cli.run(["record", "get", "Movies/from-a"], store: "c").status == 0 })
+        #expect(try eventuallyBlocking { try cli.run(["record", "get", "Movies/from-c"], store: "a").status == 0 })
+        #expect(try eventuallyBlocking { try converged(["a", "b", "c"]) })
     }
 
     @Test func withoutAnMDNSDaemonServeSaysSoOnceAndStaticPeersStillSync() throws {
@@ -101,8 +101,8 @@ import LatticeRawClient
         let b = try NodeProcess(cli: cli, store: "b", peers: [a.port], mdns: true, environment: noBus, logLevel: "warning")
         defer { for node in [a, b] { node.stop() } }
         try cli.ok(["record", "save", "Movies/m1", "--type", "Movie", "title=A"], store: "a")
-        #expect(try eventually { try cli.run(["record", "get", "Movies/m1"], store: "b").status == 0 })
-        #expect(eventually(10) { a.count("discoveryUnavailable") == 1 })
+        #expect(try eventuallyBlocking { try cli.run(["record", "get", "Movies/m1"], store: "b").status == 0 })
+        #expect(eventuallyBlocking(10) { a.count("discoveryUnavailable") == 1 })
         Thread.sleep(forTimeInterval: 2.5) // past a retry: still one line
         let lines = a.standardError.split(separator: "\n")
         #expect(lines.count == 1, "stderr: \(a.standardError)")
@@ -128,7 +128,7 @@ import LatticeRawClient
         #expect(try cli.run(["record", "get", "Movies/secret"], store: "d").status != 0)
         // a lists d as seen, so a person can trust it from there; it let d sync the public database only.
         // The node writes its status a moment after the session.
-        #expect(try eventually {
+        #expect(try eventuallyBlocking {
             let peers = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
             return peers.contains { $0["deviceID"] as? String == ids["d"] && $0["trusted"] as? Bool == false }
         })
@@ -149,9 +149,9 @@ import LatticeRawClient
         let b = try NodeProcess(cli: cli, store: "b", peers: [a.port])
         defer { for node in [a, b] { node.stop() } }
         try cli.ok(["record", "save", "Movies/before", "--type", "Movie", "title=shared"], store: "a")
-        #expect(try eventually { try cli.run(["record", "get", "Movies/before"], store: "b").status == 0 })
+        #expect(try eventuallyBlocking { try cli.run(["record", "get", "Movies/before"], store: "b").status == 0 })
         try cli.ok(["untrust", ids["b"]!], store: "a")
-        #expect(eventually(10) { a.count("disconnected") >= 1 }, "the untrusted device kept its session")
+        #expect(eventuallyBlocking(10) { a.count("disconnected") >= 1 }, "the untrusted device kept its session")
         try cli.ok(["record", "save", "Movies/after", "--type", "Movie", "title=private again"], store: "a")
         Thread.sleep(forTimeInterval: 1)
         #expect(try cli.run(["record", "get", "Movies/after"], store: "b").status != 0, "a device no longer trusted still received a record")
@@ -159,7 +159,7 @@ import LatticeRawClient
         #expect(peers.contains { $0["deviceID"] as? String == ids["b"] && $0["trusted"] as? Bool == false })
         // Trusted again: b's node, still dialing, is let in and catches up.
         try cli.ok(["trust", ids["b"]!], store: "a")
-        #expect(try eventually(40) { try cli.run(["record", "get", "Movies/after"], store: "b").status == 0 }, "b did not come back after a was told to trust it again")
+        #expect(try eventuallyBlocking(40) { try cli.run(["record", "get", "Movies/after"], store: "b").status == 0 }, "b did not come back after a was told to trust it again")
     }
 
     @Test func aSecondNodeOnOneStoreAndANonLatticePeerAreClearErrors() throws {

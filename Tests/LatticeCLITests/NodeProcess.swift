@@ -71,13 +71,4 @@ final class NodeProcess: @unchecked Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        Thread.sleep(forTimeInterval: 0.05)
-    }
-    return try condition()
-}
 

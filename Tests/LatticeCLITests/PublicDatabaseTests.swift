@@ -1,4 +1,5 @@
 import Foundation
+import LatticeTestSupport
 import Testing
 
 /// The public database between `lattice serve` processes of different
@@ -32,7 +33,7 @@ import Testing
         defer { _ = v.stop() }
 
         // A's public record reaches V through U, and V's reaches A: no device trusts another.
-        #expect(try eventually(30) { try publicTitle("v", "lamp") == "Lamp" && publicTitle("a", "chair") == "Chair" })
+        #expect(try eventuallyBlocking(30) { try publicTitle("v", "lamp") == "Lamp" && publicTitle("a", "chair") == "Chair" })
         #expect(try publicTitle("u", "chair") == "Chair")
         // The private database went nowhere.
         for store in ["u", "v"] {
@@ -46,9 +47,9 @@ import Testing
         #expect(refused.stderr.contains("only its creator"), "\(refused.stderr)")
         #expect(try cli.run(["record", "delete", "lamp", "--database", "public"], store: "v").status == 77)
         try cli.ok(["record", "save", "lamp", "--type", "Item", "title=Desk lamp", "--database", "public"], store: "a")
-        #expect(try eventually(30) { try publicTitle("v", "lamp") == "Desk lamp" })
+        #expect(try eventuallyBlocking(30) { try publicTitle("v", "lamp") == "Desk lamp" })
         try cli.ok(["record", "delete", "chair", "--database", "public"], store: "v")
-        #expect(try eventually(30) { try publicTitle("a", "chair") == nil })
+        #expect(try eventuallyBlocking(30) { try publicTitle("a", "chair") == nil })
 
         // `peers` shows what each stranger may sync.
         let listing = try cli.ok(["peers", "--json"], store: "a").json["peers"] as? [[String: Any]] ?? []
@@ -72,7 +73,7 @@ import Testing
         defer { _ = a.stop() }
         let c = try NodeProcess(cli: cli, store: "c", peers: [a.port])
         defer { _ = c.stop() }
-        #expect(try eventually(30) { try publicTitle("c", "lamp") == "Lamp" })
+        #expect(try eventuallyBlocking(30) { try publicTitle("c", "lamp") == "Lamp" })
         let past = try FakeTime.wrapper("2020-01-01 00:00:00")
         let created = try cli.run(["record", "save", "lamp", "--type", "Item", "title=Mine", "--database", "public"], store: "m", wrapper: past)
         #expect(created.status == 0, "\(created.stderr)")
@@ -87,7 +88,7 @@ import Testing
             }
             return titles
         }
-        #expect(try eventually(60) { try ["a", "c", "m"].allSatisfy { try creators($0).count == 2 } })
+        #expect(try eventuallyBlocking(60) { try ["a", "c", "m"].allSatisfy { try creators($0).count == 2 } })
         let everywhere = try creators("a")
         #expect(Set(everywhere.values) == ["Lamp", "Mine"], "\(everywhere)")
         #expect(try creators("c") == everywhere && creators("m") == everywhere)
@@ -116,7 +117,7 @@ import Testing
         #expect(named?.count == 2)
         // A's record is still A's alone: its edit spreads, M's edit of it is refused at once.
         try cli.ok(["record", "save", "lamp", "--type", "Item", "title=Desk lamp", "--database", "public"], store: "a")
-        #expect(try eventually(30) { try publicTitle("c", "lamp") == "Desk lamp" })
+        #expect(try eventuallyBlocking(30) { try publicTitle("c", "lamp") == "Desk lamp" })
         #expect(try publicTitle("m", "lamp") == "Mine")
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LatticeCore
 @_spi(Testing) import LatticeStore
+import LatticeTestSupport
 import Testing
 
 /// A zone shared between two accounts' `lattice serve` processes on
@@ -72,9 +73,9 @@ import Testing
         let y = try NodeProcess(cli: cli, store: "y", peers: [x.port])
         defer { _ = y.stop() }
 
-        #expect(try eventually(30) { (try cli.ok(["share", "invitations", "--json"], store: "y").json["invitations"] as? [Any])?.count == 1 })
+        #expect(try eventuallyBlocking(30) { (try cli.ok(["share", "invitations", "--json"], store: "y").json["invitations"] as? [Any])?.count == 1 })
         try cli.ok(["share", "accept", "Lists"], store: "y")
-        #expect(try eventually(30) { try title("y", "Lists/milk") == "Milk" })
+        #expect(try eventuallyBlocking(30) { try title("y", "Lists/milk") == "Milk" })
         #expect(try title("y", "Lists/tea") == "Tea", "written through the owner's private database")
         #expect(try cli.run(["record", "get", "Lists/milk"], store: "y").status == 66, "a participant's private database has no such zone")
         #expect(try title("y", "Lists:\(xAccount.prefix(7))/milk") == "Milk")
@@ -89,9 +90,9 @@ import Testing
 
         // Read-write: Y's write reaches X.
         try cli.ok(["share", "Lists", "--with", yAccount], store: "x")
-        #expect(try eventually(30) { try permission("y") == "readWrite" })
+        #expect(try eventuallyBlocking(30) { try permission("y") == "readWrite" })
         try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
-        #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+        #expect(try eventuallyBlocking(30) { try title("x", "Lists/eggs") == "Eggs" })
         #expect(try cli.ok(["record", "get", "Lists/eggs"], store: "x").stdout.contains("Eggs"))
         // A participant neither deletes the zone nor writes the share.
         #expect(try cli.run(["zone", "delete", "Lists", "--database", "shared"], store: "y").status == 77)
@@ -99,7 +100,7 @@ import Testing
 
         // Removed: Y learns it, its writes are refused, and X's new records stay home.
         try cli.ok(["share", "remove", "Lists", "--with", yAccount], store: "x")
-        #expect(try eventually(30) { try permission("y") == "removed" })
+        #expect(try eventuallyBlocking(30) { try permission("y") == "removed" })
         #expect(try cli.run(["record", "save", "Lists/late", "--type", "Item", "title=Late", "--database", "shared"], store: "y").status == 77)
         try cli.ok(["record", "save", "Lists/bread", "--type", "Item", "title=Bread", "--database", "shared"], store: "x")
         Thread.sleep(forTimeInterval: 1)
@@ -139,7 +140,7 @@ import Testing
         try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
         let third = try cli.run(once, store: "y")
         #expect(third.status == 0, "\(third.stderr)")
-        #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+        #expect(try eventuallyBlocking(30) { try title("x", "Lists/eggs") == "Eggs" })
     }
 
     /// A removed participant sets its wall clock back (faketime) and its
@@ -161,7 +162,7 @@ import Testing
         try cli.ok(once, store: "y")
         try cli.ok(["record", "save", "Lists/eggs", "--type", "Item", "title=Eggs", "--database", "shared"], store: "y")
         try cli.ok(once, store: "y")
-        #expect(try eventually(30) { try title("x", "Lists/eggs") == "Eggs" })
+        #expect(try eventuallyBlocking(30) { try title("x", "Lists/eggs") == "Eggs" })
 
         try cli.ok(["share", "remove", "Lists", "--with", yAccount], store: "x")
         try cli.ok(once, store: "y")

@@ -1,6 +1,7 @@
 import Foundation
 import Lattice
 import NIOConcurrencyHelpers
+import LatticeTestSupport
 import Testing
 
 /// `untrust` while batches stream both ways between two real nodes: from the
@@ -74,21 +75,21 @@ import Testing
         let writers = [try Writer(store: cli.path(a), prefix: "a"), try Writer(store: cli.path(b), prefix: "b")]
         defer { for writer in writers { writer.stop() } }
         // Streaming both ways.
-        #expect(try eventually(120) { try batches(cli, b, prefix: "a").count >= 5 && batches(cli, a, prefix: "b").count >= 5 })
+        #expect(try eventuallyBlocking(120) { try batches(cli, b, prefix: "a").count >= 5 && batches(cli, a, prefix: "b").count >= 5 })
 
         try cli.ok(["untrust", ids[b]!], store: a)
         // All a holds of b's now came before the untrust (or with it); all a wrote after this read came after.
         let fromBAtUntrust = try batches(cli, a, prefix: "b")
         let writtenByAAtUntrust = try batches(cli, a, prefix: "a").max() ?? -1
         // Both writers go on: a writes 5 batches more (however loaded the machine), and b's have time to arrive.
-        #expect(try eventually(120) { try (batches(cli, a, prefix: "a").max() ?? -1) > writtenByAAtUntrust + 5 }, "a's writer stalled: the test raced nothing")
+        #expect(try eventuallyBlocking(120) { try (batches(cli, a, prefix: "a").max() ?? -1) > writtenByAAtUntrust + 5 }, "a's writer stalled: the test raced nothing")
         Thread.sleep(forTimeInterval: 1)
         let fromBLater = try batches(cli, a, prefix: "b")
         let aOnBLater = try batches(cli, b, prefix: "a")
         #expect(fromBLater == fromBAtUntrust, "a applied \(fromBLater.subtracting(fromBAtUntrust).count) of b's batches after untrusting it")
         let sentAfter = aOnBLater.filter { $0 > writtenByAAtUntrust }
         #expect(sentAfter.isEmpty, "b received a's batches \(sentAfter.sorted().prefix(5)) written after a untrusted it")
-        #expect(eventually(30) { nodeA.count("disconnected") >= 1 }, "the untrusted device kept its session")
+        #expect(eventuallyBlocking(30) { nodeA.count("disconnected") >= 1 }, "the untrusted device kept its session")
         let sync = try cli.ok(["status", "--json"], store: a).json["sync"] as? [String: Any]
         #expect(sync?["commitWatch"] as? String == "wake-up socket", "\(sync ?? [:])")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Lattice
+import LatticeTestSupport
 import Testing
 
 /// A model container on a fresh store in a temporary directory, without a sync node.

@@ -35,12 +35,6 @@ import Testing
         return (a, b, c)
     }
 
-    @discardableResult
-    func sync(_ from: RecordStore, to: RecordStore, _ zone: ZoneKey) throws -> ApplySummary {
-        let vector = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
-        return try to.apply(try from.changeSet(for: zone, since: vector))
-    }
-
     /// A change set taken apart: its header, records and resolved blocks.
     struct Parts {
         var header: ChangeSetHeader

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import LatticeCore
 @testable import LatticeStore
+import LatticeTestSupport
 import Testing
 
 /// Removing an index is a device's own choice: its tables go, queries give
@@ -15,11 +16,6 @@ import Testing
         let store = try RecordStore(directory: directory.appendingPathComponent(name))
         try store.write { _ = try $0.createZone(zone) }
         return store
-    }
-
-    func sync(_ from: RecordStore, to: RecordStore) throws {
-        let since = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
-        try to.apply(try from.changeSet(for: zone, since: since))
     }
 
     func tables(_ store: RecordStore) throws -> [String] {
@@ -40,7 +36,7 @@ import Testing
             _ = try transaction.addIndex(.queryable, field: "tags", of: "Movie")
             _ = try transaction.addIndex(.queryable, field: "where", of: "Movie")
         }
-        try sync(a, to: b)
+        try sync(a, to: b, zone)
         let query = QueryEngine(recordType: "Movie", predicate: .and([
             .condition(QueryCondition(.field("rating"), .greaterThanOrEquals, .int64(8))),
             .condition(QueryCondition(.field("where"), .near, .location(Location(latitude: 10, longitude: 0)), distance: 2_000_000)),
@@ -62,14 +58,14 @@ import Testing
 
         // a's next change sets carry the kinds; b keeps them off. b's own change sets leave them out.
         try a.write { _ = try $0.save("m200", type: "Movie", in: zone, changes: [("rating", .int64(10)), ("where", .location(Location(latitude: 10, longitude: 0)))]) }
-        try sync(a, to: b)
+        try sync(a, to: b, zone)
         #expect(try b.read { try $0.schema() }.indexKinds("where", of: "Movie") == [])
         #expect(try b.read { try $0.queryPage(query, in: zone, after: nil, limit: 7) }.records.first?.recordName == "m200")
         let c = try makeStore("c")
-        try sync(b, to: c)
+        try sync(b, to: c, zone)
         #expect(try c.read { try $0.schema() }.indexKinds("where", of: "Movie") == [])
         #expect(try c.read { try $0.schema() }.indexKinds("tags", of: "Movie") == .queryable)
-        try sync(b, to: a)
+        try sync(b, to: a, zone)
         #expect(try a.read { try $0.schema() }.indexKinds("where", of: "Movie") == .queryable, "a removal is not sent")
 
         // It holds across a reopening, and adding the kind here brings the index back, filled.

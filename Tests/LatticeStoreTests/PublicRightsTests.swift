@@ -28,11 +28,6 @@ import Testing
     }
 
     @discardableResult
-    func sync(_ from: RecordStore, to: RecordStore) throws -> ApplySummary {
-        let vector = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
-        return try to.apply(try from.changeSet(for: zone, since: vector))
-    }
-
     func record(_ store: RecordStore, _ name: String) throws -> RecordState? {
         try store.read { try $0.record(name, in: zone) }
     }
@@ -40,11 +35,11 @@ import Testing
     @Test func theCreatorsEditsSpreadThroughOtherDevicesAndOthersCannotEditLocally() throws {
         let a = try open("a"), b = try open("b"), c = try open("c")
         try save(a, "p1", [("title", "Lamp")])
-        try sync(a, to: b)
-        try sync(b, to: c)
+        try sync(a, to: b, zone)
+        try sync(b, to: c, zone)
         try save(a, "p1", [("title", "Desk lamp")])
-        try sync(a, to: b)
-        try sync(b, to: c)
+        try sync(a, to: b, zone)
+        try sync(b, to: c, zone)
         #expect(try record(c, "p1")?[field: "title"] == "Desk lamp")
         // An honest device refuses its own edit of another device's record at once.
         #expect(throws: ReplicaError.self) { try save(b, "p1", [("title", "Mine now")]) }
@@ -52,31 +47,31 @@ import Testing
         #expect(try record(b, "p1")?[field: "title"] == "Desk lamp")
         // Anyone may create.
         try save(b, "p2", [("title", "Chair")])
-        #expect(try sync(b, to: a).recordsChanged == 1)
+        #expect(try sync(b, to: a, zone).recordsChanged == 1)
     }
 
     @Test func aNonCreatorsEditIsRefusedByEveryReplicaWhileTheRestOfItsChangeSetLands() throws {
         let a = try open("a"), b = try open("b"), c = try open("c")
         try save(a, "p1", [("title", "Lamp")])
-        try sync(a, to: b)
-        try sync(a, to: c)
+        try sync(a, to: b, zone)
+        try sync(a, to: c, zone)
         // B plays a modified client: it edits A's record and deletes nothing else, and creates one of its own.
         b.ignoresWriteRights = true
         try save(b, "p1", [("title", "Vandalised")])
         try save(b, "p2", [("title", "Chair")])
-        let summary = try sync(b, to: c)
+        let summary = try sync(b, to: c, zone)
         #expect(summary.recordsRefused == 1)
         #expect(summary.refusal?.contains("may not change it") == true, "\(summary.refusal ?? "none")")
         #expect(!summary.claimTaken, "a claim over a refused write would say it is held")
         #expect(try record(c, "p1")?[field: "title"] == "Lamp")
         #expect(try record(c, "p2")?[field: "title"] == "Chair")
         // Relayed by C (honest) to A: nothing of the edit went along; B to A directly: refused there too.
-        try sync(c, to: a)
-        #expect(try sync(b, to: a).recordsRefused == 1)
+        try sync(c, to: a, zone)
+        #expect(try sync(b, to: a, zone).recordsRefused == 1)
         #expect(try record(a, "p1")?[field: "title"] == "Lamp")
         #expect(try record(a, "p2")?[field: "title"] == "Chair")
         // Sent again, it is refused again and still changes nothing.
-        #expect(try sync(b, to: c).recordsRefused == 1)
+        #expect(try sync(b, to: c, zone).recordsRefused == 1)
         #expect(try record(c, "p1")?[field: "title"] == "Lamp")
     }
 
@@ -84,28 +79,28 @@ import Testing
         let a = try open("a"), b = try open("b"), c = try open("c")
         try save(a, "p1", [("title", "Lamp")])
         try save(a, "p2", [("title", "Desk")])
-        try sync(a, to: b)
-        try sync(a, to: c)
+        try sync(a, to: b, zone)
+        try sync(a, to: c, zone)
         b.ignoresWriteRights = true
         try b.write { _ = try $0.delete(["p1"], in: zone) }
         clock.now += 5
         // A re-creation over A's live record (a delete, then a save): refused too, as every re-creation is.
         try b.write { _ = try $0.delete(["p2"], in: zone) }
         try save(b, "p2", [("title", "Taken")])
-        #expect(try sync(b, to: c).recordsRefused == 2)
+        #expect(try sync(b, to: c, zone).recordsRefused == 2)
         #expect(try record(c, "p1")?.isAlive == true)
         #expect(try record(c, "p2")?[field: "title"] == "Desk")
         try a.write { _ = try $0.delete(["p1"], in: zone) }
-        try sync(a, to: c)
+        try sync(a, to: c, zone)
         #expect(try record(c, "p1")?.isAlive == false)
         // A deleted public record's name is not reused, by anyone; a re-creation sent anyway is refused.
         let d = try open("d")
-        try sync(c, to: d)
+        try sync(c, to: d, zone)
         #expect(throws: ReplicaError.self) { try save(d, "p1", [("title", "New lamp")]) }
         #expect(throws: ReplicaError.self) { try save(a, "p1", [("title", "New lamp")]) }
         a.ignoresWriteRights = true
         try save(a, "p1", [("title", "New lamp")])
-        #expect(try sync(a, to: c).recordsRefused == 1)
+        #expect(try sync(a, to: c, zone).recordsRefused == 1)
         #expect(try record(c, "p1")?.isAlive == false)
     }
 
@@ -115,14 +110,14 @@ import Testing
         try save(b, "x", [("title", "second"), ("size", .int64(3))])
         // B's creator edits its own copy, which also loses.
         try save(b, "x", [("size", .int64(4))])
-        try sync(a, to: c)
-        try sync(b, to: c)
-        try sync(b, to: d)
-        try sync(a, to: d)
-        try sync(c, to: a)
-        try sync(d, to: b)
-        try sync(a, to: b)
-        try sync(b, to: a)
+        try sync(a, to: c, zone)
+        try sync(b, to: c, zone)
+        try sync(b, to: d, zone)
+        try sync(a, to: d, zone)
+        try sync(c, to: a, zone)
+        try sync(d, to: b, zone)
+        try sync(a, to: b, zone)
+        try sync(b, to: a, zone)
         for store in [a, b, c, d] {
             let state = try #require(try record(store, "x"))
             #expect(state[field: "title"] == "first")
@@ -152,7 +147,7 @@ import Testing
         }
         clock.now += 60_000
         try create(a, "lamp", "Lamp")
-        try sync(a, to: c)
+        try sync(a, to: c, zone)
         // M's clock is a minute behind: its creation is stamped before A's.
         clock.now -= 120_000
         try create(m, "lamp", "Mine")
@@ -160,9 +155,9 @@ import Testing
         let own = PublicRecordName.qualified("lamp", by: a.replica), stranger = PublicRecordName.qualified("lamp", by: m.replica)
         let mine = try #require(try record(m, stranger)), theirs = try #require(try record(a, own))
         #expect(mine.created < theirs.created)
-        try sync(m, to: c)
-        try sync(m, to: a)
-        try sync(a, to: m)
+        try sync(m, to: c, zone)
+        try sync(m, to: a, zone)
+        try sync(a, to: m, zone)
         for store in [a, c, m] {
             #expect(try record(store, own)?[field: "title"] == "Lamp")
             #expect(try record(store, stranger)?[field: "title"] == "Mine")
@@ -172,8 +167,8 @@ import Testing
         #expect(try resolved(m, "lamp")?[field: "title"] == "Mine")
         // A new device that gets M's first reads M's by the plain name, and holds A's whole beside it.
         let d = try open("d")
-        try sync(m, to: d)
-        try sync(a, to: d)
+        try sync(m, to: d, zone)
+        try sync(a, to: d, zone)
         #expect(try resolved(d, "lamp")?[field: "title"] == "Mine")
         #expect(try record(d, own)?[field: "title"] == "Lamp")
         // A modified client that creates a record under A's qualified name, stamped earlier, is refused everywhere.
@@ -182,7 +177,7 @@ import Testing
         clock.now -= 300_000
         try save(e, own, [("title", "Forged")])
         clock.now += 300_000
-        #expect(try sync(e, to: c).recordsRefused == 1)
+        #expect(try sync(e, to: c, zone).recordsRefused == 1)
         #expect(try record(c, own)?[field: "title"] == "Lamp")
         // An honest device's write of a name another device created is refused at once, as before.
         #expect(throws: ReplicaError.self) { try create(c, "lamp", "Taken") }
@@ -190,7 +185,7 @@ import Testing
         let g = try open("g"), h = try open("h")
         try create(g, "vase", "Vase")
         try g.write { _ = try $0.delete([PublicRecordName.qualified("vase", by: g.replica)], in: zone) }
-        try sync(g, to: h)
+        try sync(g, to: h, zone)
         try create(h, "vase", "Mine")
         #expect(try resolved(h, "vase")?[field: "title"] == "Mine")
         #expect(try record(h, PublicRecordName.qualified("vase", by: g.replica))?.isAlive == false)
@@ -222,8 +217,8 @@ import Testing
         n.ignoresWriteRights = true
         try save(n, "list", [("title", "Plain")])
         try n.write { _ = try $0.delete(["list"], in: zone) }
-        #expect(try sync(m, to: a).recordsRefused == 0)
-        #expect(try sync(n, to: a).recordsRefused == 0)
+        #expect(try sync(m, to: a, zone).recordsRefused == 0)
+        #expect(try sync(n, to: a, zone).recordsRefused == 0)
         #expect(try record(a, "list")?.causalLength == 2)
         for name in ["milk", "eggs"] { #expect(try alive(a, PublicRecordName.qualified(name, by: a.replica))) }
         // A's delete of its own list cascades to its items.
@@ -234,7 +229,7 @@ import Testing
     @Test func thePublicDatabaseHasOneZoneThatNoChangeSetDeletes() throws {
         let a = try open("a"), b = try open("b")
         try save(a, "p1", [("title", "Lamp")])
-        try sync(a, to: b)
+        try sync(a, to: b, zone)
         // A modified client deletes the public default zone and re-creates it: refused whole.
         a.ignoresWriteRights = true
         try a.write { try $0.deleteZone(zone) }

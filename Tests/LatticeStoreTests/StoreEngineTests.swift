@@ -24,11 +24,6 @@ import Testing
 
     /// Sends everything `from` has that `to` lacks; returns what applying did.
     @discardableResult
-    func sync(_ from: RecordStore, to: RecordStore) throws -> ApplySummary {
-        let since = try to.read { try $0.syncState(of: zone)?.vector } ?? VersionVector()
-        return try to.apply(try from.changeSet(for: zone, since: since))
-    }
-
     func record(_ store: RecordStore, _ name: String) throws -> RecordState? { try store.read { try $0.record(name, in: zone) } }
 
     /// Store a with zone and record m1, and store b that received them.
@@ -37,7 +32,7 @@ import Testing
         let b = try store("b")
         try a.write { _ = try $0.createZone(zone) }
         try save(a, "m1", [("title", "x")])
-        try sync(a, to: b)
+        try sync(a, to: b, zone)
         return (a, b)
     }
 
@@ -49,7 +44,7 @@ import Testing
         let (a, b) = try twoStoresHoldingM1()
         for index in 0..<300 {
             try save(a, "r\(index)", [("title", .string("t\(index)"))])
-            try sync(a, to: b)
+            try sync(a, to: b, zone)
         }
         let ownBlocks = try a.read { try $0.writeBlocks(of: a.replica, in: zone, endingIn: .zero...HLCTimestamp(rawValue: UInt64(Int64.max))) }
         #expect(ownBlocks.count <= 4, "a keeps \(ownBlocks.count) blocks for 302 writes")
@@ -57,7 +52,7 @@ import Testing
         let relayed = try b.read { try $0.writeBlocks(of: a.replica, in: zone, endingIn: .zero...HLCTimestamp(rawValue: UInt64(Int64.max))) }
         #expect(relayed.count <= 16, "b keeps \(relayed.count) of a's blocks")
         let c = try store("c")
-        try sync(b, to: c)
+        try sync(b, to: c, zone)
         var reader = ChangeSetReader(source: ArrayByteSource(try b.changeSet(for: zone, since: VersionVector())))
         _ = try reader.readHeader()
         while try reader.nextRecord() != nil {}
@@ -80,7 +75,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let (a, b) = try twoStoresHoldingM1()
         try b.write { try $0.deleteZone(zone) }
-        try sync(b, to: a)
+        try sync(b, to: a, zone)
         #expect(try a.read { try $0.syncState(of: zone) }?.zoneState.exists == false)
         #expect(try record(a, "m1") == nil)
         _ = try b.changeSet(for: zone, since: VersionVector())
@@ -133,26 +128,26 @@ import Testing
         let c = try store("c", clock: clock)
         try a.write { _ = try $0.createZone(zone) }
         try save(a, "m1", [("rating", .int64(1))])
-        try sync(a, to: b)
+        try sync(a, to: b, zone)
         clock.now += 1
         try save(a, "m1", [("rating", .int64(2))])
         clock.now += 1
         try save(b, "m1", [("rating", .int64(3))])
         // A → B: B's merge sees the concurrency; B → C: C never met A.
-        let merged = try sync(a, to: b)
+        let merged = try sync(a, to: b, zone)
         #expect(merged.conflicts == 1)
-        try sync(b, to: c)
+        try sync(b, to: c, zone)
         let onB = try #require(try record(b, "m1"))
         let onC = try #require(try record(c, "m1"))
         #expect(onB == onC && onC.conflicts.count == 1)
         #expect(onC[field: "rating"] == .int64(3) && onC.conflicts.first?.losingValue == .int64(2))
         // A has not seen B's write yet: after it does, it shows the same conflict.
-        try sync(b, to: a)
+        try sync(b, to: a, zone)
         #expect(try record(a, "m1") == onB)
         // Clearing on C is a write that reaches A and B.
         #expect(try c.write { try $0.clearConflicts(of: "m1", in: zone) })
-        try sync(c, to: b)
-        try sync(b, to: a)
+        try sync(c, to: b, zone)
+        try sync(b, to: a, zone)
         for store in [a, b, c] { #expect(try record(store, "m1")?.conflicts.isEmpty == true) }
         #expect(try record(a, "m1") == (try record(c, "m1")))
         // Writing a merged value resolves too.
@@ -160,10 +155,10 @@ import Testing
         try save(a, "m1", [("rating", .int64(4))])
         clock.now += 1
         try save(c, "m1", [("rating", .int64(5))])
-        try sync(a, to: c)
+        try sync(a, to: c, zone)
         #expect(try record(c, "m1")?.conflicts.count == 1)
         try save(c, "m1", [("rating", .int64(5))]) // the same value, written over the conflict
-        try sync(c, to: a)
+        try sync(c, to: a, zone)
         #expect(try record(a, "m1")?.conflicts.isEmpty == true && (try record(a, "m1")) == (try record(c, "m1")))
     }
 
@@ -178,7 +173,7 @@ import Testing
         let b = try store("b", clock: clock)
         try a.write { _ = try $0.createZone(zone) }
         try save(a, "target", [("title", "v1")])
-        try sync(a, to: b)
+        try sync(a, to: b, zone)
         clock.now += 1
         try save(b, "child", [("parent", .reference(RecordReference(recordName: "target", action: .deleteSelf)))], type: "Part")
         let child = try b.changeSet(for: zone, since: try a.read { try $0.syncState(of: zone)!.vector })
@@ -201,10 +196,10 @@ import Testing
         // A reference written against the new incarnation survives the old delete.
         clock.now += 1
         try save(late, "child2", [("parent", .reference(RecordReference(recordName: "target", action: .deleteSelf)))], type: "Part")
-        try sync(late, to: early)
+        try sync(late, to: early, zone)
         try early.apply(deletion)
         #expect(try record(early, "child2")?.isAlive == true)
-        for replica in [early, late, a] { for other in [early, late, a] { try sync(other, to: replica) } }
+        for replica in [early, late, a] { for other in [early, late, a] { try sync(other, to: replica, zone) } }
         #expect(try late.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }
             == (try early.read { try $0.records(changedAfter: 0, in: zone).map(\.state) }.sorted { $0.recordName < $1.recordName }))
     }
@@ -217,16 +212,16 @@ import Testing
         let future = try store("future", clock: ahead)
         try a.write { _ = try $0.createZone(zone) }
         try save(a, "m1", [("title", "kept")])
-        try sync(a, to: future)
+        try sync(a, to: future, zone)
         try future.write { try $0.deleteZone(zone) }
         try future.write { _ = try $0.createZone(zone) }
         let sequence = try a.currentSequence()
-        let summary = try sync(future, to: a)
+        let summary = try sync(future, to: a, zone)
         #expect(summary.zoneDeferred)
         #expect(try record(a, "m1")?[field: "title"] == "kept")
         #expect(try a.currentSequence() == sequence)
         clock.now = ahead.now
-        #expect(try sync(future, to: a).zoneDeferred == false)
+        #expect(try sync(future, to: a, zone).zoneDeferred == false)
         #expect(try record(a, "m1") == nil)
     }
 

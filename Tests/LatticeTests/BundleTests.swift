@@ -1,5 +1,6 @@
 import Foundation
 @testable import Lattice
+import LatticeTestSupport
 import Testing
 
 /// Bundles through the library: an app writes what another device lacks to a

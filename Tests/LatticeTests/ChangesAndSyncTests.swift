@@ -1,5 +1,6 @@
 import Foundation
 import Lattice
+import LatticeTestSupport
 import Testing
 
 @Suite struct ChangesAndSyncTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Lattice
+import LatticeTestSupport
 import Testing
 
 /// A child process writes to a store and is killed with SIGKILL mid-write;

@@ -1,5 +1,6 @@
 import Foundation
 import Lattice
+import LatticeTestSupport
 import Testing
 
 /// A node's dialing does not wait on Swift's cooperative pool: an app that

@@ -8,6 +8,7 @@ import LatticeStore
 import Logging
 import NIOConcurrencyHelpers
 import NIOPosix
+import LatticeTestSupport
 import Testing
 
 /// A reconciliation round may first hash every record of a zone written since
@@ -52,15 +53,6 @@ import Testing
         }
     }
 
-    func waitUntil(_ seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(nanoseconds: 20_000_000)
-        }
-        return try await condition()
-    }
-
     @Test func aReconciliationThatTakesLongHoldsNoBatchBack() async throws {
         let directory = TemporaryDirectory()
         let a = try directory.container("a")
@@ -89,24 +81,24 @@ import Testing
         let port = try #require(listener.localAddress?.port)
         let dialed = try await endpointB.connect(host: "127.0.0.1", port: port)
         let database = b.privateCloudDatabase
-        #expect(try await waitUntil { (try? await database.record(for: Record.ID(recordName: "first", zoneID: zone))) != nil }, "the first record never synced")
+        #expect(await eventually { (try? await database.record(for: Record.ID(recordName: "first", zoneID: zone))) != nil }, "the first record never synced")
         let handle = try #require(handles.withLockedValue { $0[b.store.identity.deviceID] })
 
         // A reconciliation is held in its opening round on A...
         let outcome = NIOLockedValueBox<Result<ReconcileOutcome, Error>?>(nil)
         handle.reconcile(zones: nil) { result in outcome.withLockedValue { $0 = result } }
-        #expect(try await waitUntil { gatedA.entered.withLockedValue { $0 } }, "the reconciliation never began")
+        #expect(await eventually { gatedA.entered.withLockedValue { $0 } }, "the reconciliation never began")
 
         // ...while A saves and tells the session: the save reaches B all the same.
         _ = try await a.privateCloudDatabase.save(movie("second", zone: zone, ["title": "Second"]))
         handle.localCommit(try gatedA.localChanges(after: nil))
-        let arrived = try await waitUntil { (try? await database.record(for: Record.ID(recordName: "second", zoneID: zone))) != nil }
+        let arrived = await eventually { (try? await database.record(for: Record.ID(recordName: "second", zoneID: zone))) != nil }
         #expect(arrived, "a save waited behind a reconciliation round")
         #expect(outcome.withLockedValue { $0 } == nil, "the reconciliation finished before its gate opened")
 
         // Opened, the reconciliation ends and finds the two in sync.
         gatedA.gate.signal()
-        #expect(try await waitUntil { outcome.withLockedValue { $0 } != nil }, "the reconciliation never finished")
+        #expect(await eventually { outcome.withLockedValue { $0 } != nil }, "the reconciliation never finished")
         let differences = try outcome.withLockedValue { try #require($0).get() }.differences
         #expect(differences.isEmpty, "the stores differ after syncing: \(differences)")
 

@@ -2,21 +2,13 @@ import Foundation
 @testable import Lattice
 import LatticeCore
 import NIOConcurrencyHelpers
+import LatticeTestSupport
 import Testing
 
-/// A fresh directory under the system temp dir, removed by `cleanup`.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() {
-        url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-test-\(UUID().uuidString)")
-    }
-
+extension TemporaryDirectory {
     func container(_ name: String = "store") throws -> Container {
         try Container(identifier: "com.example.test", directory: url.appendingPathComponent(name))
     }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 func movie(_ name: String, zone: Zone.ID = .default, _ fields: [String: FieldValue]) -> Record {

@@ -3,6 +3,7 @@ import Foundation
 import LatticeCore
 import LatticeProtocol
 import LatticeStore
+import LatticeTestSupport
 import Testing
 
 /// A peer whose clock runs ahead sends records this node must defer: the

@@ -3,6 +3,7 @@ import Foundation
 import LatticeCore
 import LatticeCrypto
 import LatticeProtocol
+import LatticeTestSupport
 import Testing
 
 /// The store side of the protocol on its own.

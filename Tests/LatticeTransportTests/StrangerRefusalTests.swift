@@ -7,6 +7,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import LatticeTestSupport
 import Testing
 
 /// Real endpoints on loopback: a stranger is refused from memory, at once,
@@ -50,15 +51,6 @@ import Testing
         }
     }
 
-    func waitUntil(_ seconds: Double = 120, _ condition: () -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try await Task.sleep(nanoseconds: 20_000_000)
-        }
-        return condition()
-    }
-
     @Test func strangersSyncingThePublicDatabaseAreBoundedInNumber() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let pool = NIOThreadPool(numberOfThreads: 2)
@@ -83,13 +75,13 @@ import Testing
         }
         var channels: [Channel] = []
         for _ in 0..<4 { channels.append(try await stranger()) }
-        #expect(try await waitUntil { authenticated == 2 && nodeEvents.refusals == 2 })
+        #expect(await eventually(120) { authenticated == 2 && nodeEvents.refusals == 2 })
         // A session that ends makes room for the next stranger (the refused ones' connections end first).
-        #expect(try await waitUntil { channels.filter(\.isActive).count == 2 })
+        #expect(await eventually(120) { channels.filter(\.isActive).count == 2 })
         let first = channels.first { $0.isActive }
         try await first?.close()
         channels.append(try await stranger())
-        #expect(try await waitUntil { authenticated == 3 })
+        #expect(await eventually(120) { authenticated == 3 })
         for channel in channels { try? await channel.close() }
         try await listener.close()
         try await pool.shutdownGracefully()
@@ -119,14 +111,14 @@ import Testing
             let client = SyncEndpoint(identity: friend, delegate: BlockingDelegate(trusting: [node.deviceID], blocks: false), group: group, threadPool: pool, settings: patient, logger: logger, onEvent: { _ in })
             channels.append(try await client.connect(host: "127.0.0.1", port: port))
         }
-        #expect(try await waitUntil { delegate.hellos.withLockedValue { $0 } == 2 })
+        #expect(await eventually(120) { delegate.hellos.withLockedValue { $0 } == 2 })
         // Strangers now: each is refused though no store thread is free.
         let strangerEvents = Events()
         // One after another, each refused before the next comes (so none meets the per-source bound of pending handshakes).
         for index in 0..<20 {
             let stranger = SyncEndpoint(identity: try Identity.generate(), delegate: BlockingDelegate(trusting: [node.deviceID], blocks: false), group: group, threadPool: pool, logger: logger, onEvent: strangerEvents.add)
             channels.append(try await stranger.connect(host: "127.0.0.1", port: port))
-            #expect(try await waitUntil { strangerEvents.refusedByPeer == index + 1 }, "stranger \(index + 1) was not refused")
+            #expect(await eventually(120) { strangerEvents.refusedByPeer == index + 1 }, "stranger \(index + 1) was not refused")
         }
         #expect(nodeEvents.refusals == 20)
         #expect(server.limiter.count == 2) // the strangers are gone, the friends stay
