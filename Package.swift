@@ -4,8 +4,8 @@
 //
 // Layers (dependencies point inward only):
 //
-//   lattice (CLI entry) -> LatticeCLI   one file per command, JSON output types
-//   lattice-demo, lattice-crash-child   executables
+//   lattice (CLI entry) -> LatticeCLI   one file per command, JSON output types; imports Lattice and ArgumentParser only
+//   lattice-demo, lattice-crash-child, movies-example, readme-quickstart   executables of the library
 //          |
 //       Lattice            public API: models (@Model, ModelContainer, ModelContext, FetchDescriptor), Container, Database,
 //          |               Zone, Record, Query ...; the sync node. It re-exports only the engine types an app meets
@@ -21,6 +21,7 @@
 //  LatticeDiscovery        dns_sd advertiser and browser (knows nothing of records); only Lattice uses it
 //  CSodium, CDNSSD         system-library shims for libsodium and the DNS-SD API (Avahi's on Linux)
 //  LatticeFuzzing          the change-set fuzz target (store + core), for lattice-fuzz-changeset and the tests
+//  LatticeRawClient        a plain TCP client of the framing, for lattice-flood (a hostile client) and the tests
 import CompilerPluginSupport
 import PackageDescription
 
