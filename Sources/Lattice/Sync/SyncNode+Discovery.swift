@@ -129,7 +129,7 @@ extension SyncNode {
         // the others at once (its daemon's cache) while they see it only after its name
         // probe (~0.8 s): it should not wait long for them.
         if container.deviceID > id { try? await Task.sleep(nanoseconds: 250_000_000) }
-        var delay = 0.25
+        var backoff = DialBackoff(cap: 5)
         while !Task.isCancelled {
             let next = state.withLockedValue { state -> (addresses: [PeerAddress], connected: Bool)? in
                 guard !state.stopped, let addresses = state.discovered.dialAddresses(id, trusted: syncsWith(id, state)) else {
@@ -141,7 +141,7 @@ extension SyncNode {
             guard let next else { return }
             if next.connected {
                 // Checked once a second: a node with many peers has a loop per peer.
-                delay = 0.25
+                backoff.reset()
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
                 continue
             }
@@ -165,7 +165,7 @@ extension SyncNode {
                     failures.append("\(address): another device answers there")
                     continue
                 }
-                if lasted > 5 { delay = 0.25 }
+                backoff.connectionEnded(after: lasted)
                 failures = []
                 break
             }
@@ -177,7 +177,7 @@ extension SyncNode {
             if changed { reviewDiscovered() }
             // Liveness comes from the connection (keepalives), never from mDNS: a cut
             // peer stays discovered for an hour, so keep trying it, at most every few seconds.
-            await backOff(&delay, cap: 5)
+            await sleepWithJitter(backoff.nextWait())
         }
     }
 }

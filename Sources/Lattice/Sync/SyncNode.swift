@@ -161,9 +161,8 @@ public final class SyncNode: Sendable {
         var dialers: [Task<Void, Never>] = []
         var watcher: CommitWatcher?
         var stopped = false
-        var statusScheduled = false
-        /// When the status file was last written.
-        var statusWritten = NIODeadline.uptimeNanoseconds(0)
+        /// When the status file is written next.
+        var statusDebounce = StatusDebounce()
         var lock: Int32 = -1
         /// Connections this node dialed, with the address dialed, until they end.
         var dialing: [ObjectIdentifier: (channel: Channel, address: PeerAddress)] = [:]
@@ -405,7 +404,7 @@ public final class SyncNode: Sendable {
     // MARK: Dialing
 
     private func dialLoop(_ address: PeerAddress) async {
-        var delay = 0.25
+        var backoff = DialBackoff()
         while !Task.isCancelled, !isStopped {
             let known = state.withLockedValue { state in
                 state.peerOfAddress[address].map { (state.connections[$0] ?? []).contains { $0.isActive } } ?? false
@@ -415,21 +414,24 @@ public final class SyncNode: Sendable {
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
                 continue
             }
+            let wait: Double
             switch await dial(address) {
-            case .ended(let lasted): if lasted > 5 { delay = 0.25 }
-            case .unreachable(let reason): continuation.yield(.unreachable(address: address.description, reason: reason))
+            case .ended(let lasted):
+                wait = backoff.attemptEnded(.ended(after: lasted))
+            case .unreachable(let reason):
+                continuation.yield(.unreachable(address: address.description, reason: reason))
+                wait = backoff.attemptEnded(.unreachable)
             }
             guard configuration.reconnect else { return }
-            await backOff(&delay, cap: 30)
+            await sleepWithJitter(wait)
         }
     }
 
     var isStopped: Bool { state.withLockedValue { $0.stopped } }
 
-    /// Sleeps about `delay` (with jitter), then doubles it up to `cap`.
-    func backOff(_ delay: inout Double, cap: Double) async {
-        try? await Task.sleep(nanoseconds: UInt64(delay * Double.random(in: 0.8...1.2) * 1e9))
-        delay = min(delay * 2, cap)
+    /// Sleeps about `seconds`, ±20%: peers that lost each other at once do not all dial at once.
+    func sleepWithJitter(_ seconds: Double) async {
+        try? await Task.sleep(nanoseconds: UInt64(seconds * Double.random(in: 0.8...1.2) * 1e9))
     }
 
     enum DialOutcome {
@@ -744,25 +746,20 @@ public final class SyncNode: Sendable {
         return result
     }
 
-    /// Writes the status file 0.1 s after a change, and at most four times a
-    /// second while changes keep coming (it holds every peer: on a busy node
-    /// of a large LAN, writing it after each commit cost more than the commit).
+    /// Writes the status file when `StatusDebounce` says.
     func publishStatus() {
         guard configuration.publishesStatus else { return }
         let delay = state.withLockedValue { state -> TimeAmount? in
-            guard !state.statusScheduled, !state.stopped else { return nil }
-            state.statusScheduled = true
-            let sinceLast = NIODeadline.now() - state.statusWritten
-            return max(.milliseconds(100), .milliseconds(250) - sinceLast)
+            guard !state.stopped else { return nil }
+            return state.statusDebounce.changed(at: .now())
         }
         guard let delay else { return }
         let directory = container.directory
         group.next().scheduleTask(in: delay) { [weak self] in
             guard let self else { return }
             let status = self.state.withLockedValue { state -> NodeStatus? in
-                state.statusScheduled = false
+                state.statusDebounce.writing(at: .now())
                 guard !state.stopped else { return nil }
-                state.statusWritten = .now()
                 self.countTraffic(&state)
                 return state.status
             }
