@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # Links resolve inside the repository; the README's quick start is the code the build compiles.
 python3 scripts/check-docs.py
+# Engine modules share API with `package` access; what they leave public is documented.
+python3 scripts/check-api.py
 # Every target imports only what it declares (the check is SwiftPM's), and Lattice's own
 # targets build with no warning (Package.swift makes them errors under this variable).
 export LATTICE_WARNINGS_AS_ERRORS=1

@@ -1,7 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeCrypto
-@_spi(Benchmarks) @_spi(Testing) import LatticeStore
+import LatticeStore
 
 /// A container, as `CKContainer`: one replica directory per container and device.
 public final class Container: Sendable {

@@ -55,7 +55,7 @@ public struct BinaryWriter: Sendable {
 }
 
 /// Why a binary encoding could not be read.
-public enum DecodingError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum BinaryDecodingError: Error, Equatable, Sendable, CustomStringConvertible {
     case truncated(offset: Int)
     case malformed(String, offset: Int)
 
@@ -83,7 +83,7 @@ public struct BinaryReader {
     public var remaining: Int { end - offset }
 
     @inline(__always) public mutating func byte() throws -> UInt8 {
-        guard offset < end else { throw DecodingError.truncated(offset: offset) }
+        guard offset < end else { throw BinaryDecodingError.truncated(offset: offset) }
         defer { offset += 1 }
         return bytes[offset]
     }
@@ -92,21 +92,21 @@ public struct BinaryReader {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard offset < end else { throw DecodingError.truncated(offset: offset) }
+            guard offset < end else { throw BinaryDecodingError.truncated(offset: offset) }
             let byte = bytes[offset]
             offset += 1
-            if shift == 63, byte > 1 { throw DecodingError.malformed("varint overflows 64 bits", offset: offset) }
+            if shift == 63, byte > 1 { throw BinaryDecodingError.malformed("varint overflows 64 bits", offset: offset) }
             result |= UInt64(byte & 0x7F) << shift
             if byte < 0x80 { return result }
             shift += 7
-            if shift > 63 { throw DecodingError.malformed("varint too long", offset: offset) }
+            if shift > 63 { throw BinaryDecodingError.malformed("varint too long", offset: offset) }
         }
     }
 
     /// A varint that must fit a count or index below `limit`.
     public mutating func count(below limit: Int, _ what: String) throws -> Int {
         let value = try varint()
-        guard value < UInt64(limit) else { throw DecodingError.malformed("\(what) \(value) is out of range", offset: offset) }
+        guard value < UInt64(limit) else { throw BinaryDecodingError.malformed("\(what) \(value) is out of range", offset: offset) }
         return Int(value)
     }
 
@@ -116,7 +116,7 @@ public struct BinaryReader {
     }
 
     public mutating func fixed32() throws -> UInt32 {
-        guard remaining >= 4 else { throw DecodingError.truncated(offset: offset) }
+        guard remaining >= 4 else { throw BinaryDecodingError.truncated(offset: offset) }
         var value: UInt32 = 0
         for index in 0..<4 { value |= UInt32(bytes[offset + index]) << UInt32(8 * index) }
         offset += 4
@@ -124,7 +124,7 @@ public struct BinaryReader {
     }
 
     public mutating func fixed64() throws -> UInt64 {
-        guard remaining >= 8 else { throw DecodingError.truncated(offset: offset) }
+        guard remaining >= 8 else { throw BinaryDecodingError.truncated(offset: offset) }
         var value: UInt64 = 0
         for index in 0..<8 { value |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
         offset += 8
@@ -134,7 +134,7 @@ public struct BinaryReader {
     public mutating func double() throws -> Double { Double(bitPattern: try fixed64()) }
 
     public mutating func raw(_ count: Int) throws -> ArraySlice<UInt8> {
-        guard count >= 0, remaining >= count else { throw DecodingError.truncated(offset: offset) }
+        guard count >= 0, remaining >= count else { throw BinaryDecodingError.truncated(offset: offset) }
         defer { offset += count }
         return bytes[offset..<offset + count]
     }
@@ -142,7 +142,7 @@ public struct BinaryReader {
     /// A length prefix, checked against what is left after it.
     public mutating func length(_ what: String) throws -> Int {
         let value = try varint()
-        guard value <= UInt64(remaining) else { throw DecodingError.malformed("\(what) \(value) runs past the end", offset: offset) }
+        guard value <= UInt64(remaining) else { throw BinaryDecodingError.malformed("\(what) \(value) runs past the end", offset: offset) }
         return Int(value)
     }
 
@@ -151,7 +151,7 @@ public struct BinaryReader {
         let start = offset
         offset += length
         guard let text = String(validating: bytes[start..<start + length], as: UTF8.self) else {
-            throw DecodingError.malformed("invalid UTF-8", offset: start)
+            throw BinaryDecodingError.malformed("invalid UTF-8", offset: start)
         }
         return text
     }

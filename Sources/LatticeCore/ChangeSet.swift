@@ -343,7 +343,7 @@ public struct ChangeSetReader<Source: ByteSource> {
     }
 
     private func wrap<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as DecodingError {
+        do { return try body() } catch let error as BinaryDecodingError {
             throw ChangeSetError.malformed(error.description)
         }
     }
@@ -407,17 +407,17 @@ enum HeaderCodec {
 
     static func decode(from reader: inout BinaryReader, version: UInt8) throws -> ChangeSetHeader {
         let scopeByte = try reader.byte()
-        guard let scope = DatabaseScope(rawValue: scopeByte) else { throw DecodingError.malformed("unknown database scope \(scopeByte)", offset: reader.offset) }
+        guard let scope = DatabaseScope(rawValue: scopeByte) else { throw BinaryDecodingError.malformed("unknown database scope \(scopeByte)", offset: reader.offset) }
         let zoneName = try reader.string()
         let ownerName = try reader.string()
         guard Limits.isZoneName(zoneName), Limits.isRecordName(ownerName) else {
-            throw DecodingError.malformed("\"\(zoneName)\" of \"\(ownerName)\" is not a zone", offset: reader.offset)
+            throw BinaryDecodingError.malformed("\"\(zoneName)\" of \"\(ownerName)\" is not a zone", offset: reader.offset)
         }
         let claimsTop = try reader.byte() != 0
         let replicaCount = try reader.count(below: reader.remaining / 16 + 1, "replica count")
         var replicas: [ReplicaID] = []
         for _ in 0..<replicaCount { replicas.append(ReplicaID(bytes: try reader.raw(16))) }
-        guard Set(replicas).count == replicas.count else { throw DecodingError.malformed("duplicate replica in header", offset: reader.offset) }
+        guard Set(replicas).count == replicas.count else { throw BinaryDecodingError.malformed("duplicate replica in header", offset: reader.offset) }
         func stamp() throws -> Stamp {
             let replica = replicas[try reader.count(below: replicas.count, "replica index")]
             return Stamp(time: HLCTimestamp(rawValue: try reader.varint()), replica: replica)
@@ -432,7 +432,7 @@ enum HeaderCodec {
         }
         let causalLength = try reader.varint()
         guard causalLength > 0, causalLength <= Limits.maximumCausalLength else {
-            throw DecodingError.malformed("zone causal length \(causalLength) is out of range", offset: reader.offset)
+            throw BinaryDecodingError.malformed("zone causal length \(causalLength) is out of range", offset: reader.offset)
         }
         let zoneState = ZoneState(causalLength: causalLength, stamp: try stamp())
         let base = try vector()
@@ -442,15 +442,15 @@ enum HeaderCodec {
             let recordType = try reader.string()
             let field = try reader.string()
             guard Limits.isIdentifier(recordType), Limits.isIdentifier(field) else {
-                throw DecodingError.malformed("schema definition \"\(recordType).\(field)\" is not a record type and field name", offset: reader.offset)
+                throw BinaryDecodingError.malformed("schema definition \"\(recordType).\(field)\" is not a record type and field name", offset: reader.offset)
             }
             let code = try reader.byte()
-            guard let type = FieldType(code: code) else { throw DecodingError.malformed("unknown field type \(code)", offset: reader.offset) }
+            guard let type = FieldType(code: code) else { throw BinaryDecodingError.malformed("unknown field type \(code)", offset: reader.offset) }
             schema.merge(SchemaField(recordType: recordType, field: field, type: type, stamp: try stamp()))
         }
         for _ in 0..<(try reader.count(below: reader.remaining + 1, "record type count")) {
             let recordType = try reader.string()
-            guard Limits.isIdentifier(recordType) else { throw DecodingError.malformed("\"\(recordType)\" is not a record type", offset: reader.offset) }
+            guard Limits.isIdentifier(recordType) else { throw BinaryDecodingError.malformed("\"\(recordType)\" is not a record type", offset: reader.offset) }
             schema.addRecordType(recordType)
         }
         if try reader.byte() != 0 { schema.merge(deployed: try stamp()) }
@@ -459,15 +459,15 @@ enum HeaderCodec {
                 let recordType = try reader.string()
                 let field = try reader.string()
                 guard Limits.isIdentifier(recordType), Limits.isIdentifier(field) else {
-                    throw DecodingError.malformed("index \"\(recordType).\(field)\" is not a record type and field name", offset: reader.offset)
+                    throw BinaryDecodingError.malformed("index \"\(recordType).\(field)\" is not a record type and field name", offset: reader.offset)
                 }
                 let kinds = IndexKinds(rawValue: try reader.byte())
                 guard !kinds.isEmpty, IndexKinds.all.isSuperset(of: kinds) else {
-                    throw DecodingError.malformed("unknown index kinds \(kinds.rawValue) on \(recordType).\(field)", offset: reader.offset)
+                    throw BinaryDecodingError.malformed("unknown index kinds \(kinds.rawValue) on \(recordType).\(field)", offset: reader.offset)
                 }
                 schema.merge(index: kinds, field: field, of: recordType)
                 guard schema.indexedFields(of: recordType).count <= Limits.maximumIndexedFieldsPerType else {
-                    throw DecodingError.malformed("more than \(Limits.maximumIndexedFieldsPerType) indexed fields on \(recordType)", offset: reader.offset)
+                    throw BinaryDecodingError.malformed("more than \(Limits.maximumIndexedFieldsPerType) indexed fields on \(recordType)", offset: reader.offset)
                 }
             }
         }
@@ -477,7 +477,7 @@ enum HeaderCodec {
                 memberships.append(try reader.blob())
             }
         }
-        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in header", offset: reader.offset) }
+        guard reader.isAtEnd else { throw BinaryDecodingError.malformed("trailing bytes in header", offset: reader.offset) }
         var header = ChangeSetHeader(
             zone: ZoneKey(scope: scope, zoneID: ZoneID(zoneName: zoneName, ownerName: ownerName)),
             zoneState: zoneState, base: base, top: top, claimsTop: claimsTop, replicas: replicas, schema: schema)

@@ -36,7 +36,7 @@ public struct QueryPosition: Hashable, Sendable {
         recordName = try reader.string()
         let count = try reader.count(below: 64, "sort key count")
         values = try (0..<count).map { _ in try ValueCodec.decode(from: &reader) }
-        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in cursor", offset: reader.offset) }
+        guard reader.isAtEnd else { throw BinaryDecodingError.malformed("trailing bytes in cursor", offset: reader.offset) }
     }
 }
 

@@ -13,7 +13,7 @@ public enum RecordBlob {
         var codec = RecordCodec()
         var reader = BinaryReader(bytes)
         let state = try codec.decode(from: &reader, replicas: replicas)
-        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes after record", offset: reader.offset) }
+        guard reader.isAtEnd else { throw BinaryDecodingError.malformed("trailing bytes after record", offset: reader.offset) }
         return state
     }
 

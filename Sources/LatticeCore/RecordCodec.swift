@@ -47,7 +47,7 @@ struct NameTable {
         if reference > 0 { return names[reference - 1] }
         let at = reader.offset
         let name = try reader.string()
-        guard Limits.isIdentifier(name) else { throw DecodingError.malformed("\"\(name)\" is not a field name or record type", offset: at) }
+        guard Limits.isIdentifier(name) else { throw BinaryDecodingError.malformed("\"\(name)\" is not a field name or record type", offset: at) }
         names.append(name)
         return name
     }
@@ -144,7 +144,7 @@ struct RecordCodec {
         previousName.removeSubrange(shared...)
         let at = reader.offset
         previousName.append(contentsOf: try reader.raw(rest))
-        guard let name = String(validating: previousName, as: UTF8.self) else { throw DecodingError.malformed("invalid UTF-8", offset: at) }
+        guard let name = String(validating: previousName, as: UTF8.self) else { throw BinaryDecodingError.malformed("invalid UTF-8", offset: at) }
         return name
     }
 
@@ -237,14 +237,14 @@ struct RecordCodec {
     /// What precedes the fields: enough to tell whether a merge would change anything.
     private mutating func decodePrefix(from reader: inout BinaryReader, replicas: [ReplicaID]) throws -> (flags: UInt8, recordName: String, causalLength: UInt64, latest: Stamp, vector: VersionVector, ghosts: Bool) {
         let flags = try reader.byte()
-        guard flags & ~(compact ? Flags.knownCompact : Flags.known) == 0 else { throw DecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
+        guard flags & ~(compact ? Flags.knownCompact : Flags.known) == 0 else { throw BinaryDecodingError.malformed("unknown record flags \(flags)", offset: reader.offset) }
         let recordName = try readName(from: &reader)
-        guard Limits.isStoredRecordName(recordName) else { throw DecodingError.malformed("\"\(recordName)\" is not a record name", offset: reader.offset) }
+        guard Limits.isStoredRecordName(recordName) else { throw BinaryDecodingError.malformed("\"\(recordName)\" is not a record name", offset: reader.offset) }
         var causalLength = try reader.varint()
         let ghostsFollow = ghostBit ? causalLength & 1 == 1 : ghostCount
         if ghostBit { causalLength >>= 1 }
         guard causalLength > 0, causalLength <= Limits.maximumCausalLength, (causalLength % 2 == 1) == (flags & Flags.alive != 0) else {
-            throw DecodingError.malformed("causal length \(causalLength) disagrees with the record's liveness", offset: reader.offset)
+            throw BinaryDecodingError.malformed("causal length \(causalLength) disagrees with the record's liveness", offset: reader.offset)
         }
         let latestTime = previousTime &+ UInt64(bitPattern: try reader.zigzag())
         previousTime = latestTime
@@ -273,16 +273,16 @@ struct RecordCodec {
         func stamp() throws -> Stamp {
             let replica = replicas[try reader.count(below: replicas.count, "replica index")]
             let delta = try reader.varint()
-            guard delta <= latestTime else { throw DecodingError.malformed("stamp before the epoch", offset: reader.offset) }
+            guard delta <= latestTime else { throw BinaryDecodingError.malformed("stamp before the epoch", offset: reader.offset) }
             let stamp = Stamp(time: HLCTimestamp(rawValue: latestTime - delta), replica: replica)
             // The merge tells overwritten writes from unseen ones by the vector: it must cover every stamp.
             guard vector.covers(stamp) else {
-                throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
+                throw BinaryDecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
             }
             return stamp
         }
         guard vector.covers(latest) else {
-            throw DecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
+            throw BinaryDecodingError.malformed("record \"\(recordName)\" has a version vector that misses its own writes", offset: reader.offset)
         }
         let typeStamp: Stamp
         let created: Stamp
@@ -294,7 +294,7 @@ struct RecordCodec {
                 let time = previousCreated &+ UInt64(bitPattern: try reader.zigzag())
                 created = Stamp(time: HLCTimestamp(rawValue: time), replica: replica)
                 guard time <= latestTime, vector.covers(created) else {
-                    throw DecodingError.malformed("record \"\(recordName)\" has a creation stamp its vector does not cover", offset: reader.offset)
+                    throw BinaryDecodingError.malformed("record \"\(recordName)\" has a creation stamp its vector does not cover", offset: reader.offset)
                 }
             }
             typeStamp = flags & Flags.typeIsLatest != 0 ? latest : (flags & Flags.typeIsCreated != 0 ? created : try stamp())
@@ -308,13 +308,13 @@ struct RecordCodec {
         case 0: deleted = nil
         case 1: deleted = try stamp()
         case 2: deleted = latest
-        case let other: throw DecodingError.malformed("unknown deletion marker \(other)", offset: reader.offset)
+        case let other: throw BinaryDecodingError.malformed("unknown deletion marker \(other)", offset: reader.offset)
         }
         func incarnations(for value: FieldValue?) throws -> [UInt64] {
             let count = try reader.count(below: reader.remaining + 1, "incarnation count")
             let list = try (0..<count).map { _ in try reader.varint() }
             guard list.isEmpty || list.count == value.cascadeTargetCount else {
-                throw DecodingError.malformed("record \"\(recordName)\" has \(list.count) target incarnations for \(value.cascadeTargetCount) deleteSelf references", offset: reader.offset)
+                throw BinaryDecodingError.malformed("record \"\(recordName)\" has \(list.count) target incarnations for \(value.cascadeTargetCount) deleteSelf references", offset: reader.offset)
             }
             return list
         }
@@ -324,26 +324,26 @@ struct RecordCodec {
         for _ in 0..<fieldCount {
             let name = try names.read(from: &reader)
             if let last = fields.last, last.name >= name {
-                throw DecodingError.malformed("fields out of order at \"\(name)\"", offset: reader.offset)
+                throw BinaryDecodingError.malformed("fields out of order at \"\(name)\"", offset: reader.offset)
             }
             let fieldStamp = flags & Flags.fieldsShareLatest != 0 ? latest : try stamp()
             var register = FieldRegister(name: name, value: try ValueCodec.decode(from: &reader), stamp: fieldStamp)
             if flags & Flags.fieldExtras != 0 {
                 let extras = try reader.byte()
                 guard extras & ~(Extras.targetIncarnations | Extras.losers) == 0 else {
-                    throw DecodingError.malformed("unknown field extras \(extras)", offset: reader.offset)
+                    throw BinaryDecodingError.malformed("unknown field extras \(extras)", offset: reader.offset)
                 }
                 if extras & Extras.targetIncarnations != 0 { register.targetIncarnations = try incarnations(for: register.value) }
                 if extras & Extras.losers != 0 {
                     let count = try reader.count(below: reader.remaining + 1, "loser count")
-                    guard count > 0 else { throw DecodingError.malformed("empty loser list", offset: reader.offset) }
+                    guard count > 0 else { throw BinaryDecodingError.malformed("empty loser list", offset: reader.offset) }
                     var previous = register.winner
                     for _ in 0..<count {
                         let loserStamp = try stamp()
                         let value = try ValueCodec.decode(from: &reader)
                         let loser = FieldVersion(value: value, stamp: loserStamp, targetIncarnations: try incarnations(for: value))
                         guard loserStamp < previous.stamp else {
-                            throw DecodingError.malformed("record \"\(recordName)\" field \(name): losing writes out of order", offset: reader.offset)
+                            throw BinaryDecodingError.malformed("record \"\(recordName)\" field \(name): losing writes out of order", offset: reader.offset)
                         }
                         register.losers.append(loser)
                         previous = loser
@@ -355,7 +355,7 @@ struct RecordCodec {
         var ghosts: [WriteGhost] = []
         if ghostsFollow || (!compact && flags & Flags.ghosts != 0) {
             let count = try reader.count(below: reader.remaining + 1, "ghost count")
-            if ghostBit, count == 0 { throw DecodingError.malformed("record \"\(recordName)\": an empty ghost list flagged", offset: reader.offset) }
+            if ghostBit, count == 0 { throw BinaryDecodingError.malformed("record \"\(recordName)\": an empty ghost list flagged", offset: reader.offset) }
             for _ in 0..<count {
                 let ghostStamp = try stamp()
                 let key: String
@@ -364,13 +364,13 @@ struct RecordCodec {
                 case 1: key = WritePart.createdKey
                 case 2: key = WritePart.deletedKey
                 case 3: key = try names.read(from: &reader)
-                case let other: throw DecodingError.malformed("unknown ghost kind \(other)", offset: reader.offset)
+                case let other: throw BinaryDecodingError.malformed("unknown ghost kind \(other)", offset: reader.offset)
                 }
                 let item = try reader.blob()
-                guard item.count <= WritePart.inlineLimit + 1 else { throw DecodingError.malformed("ghost item of \(item.count) bytes", offset: reader.offset) }
+                guard item.count <= WritePart.inlineLimit + 1 else { throw BinaryDecodingError.malformed("ghost item of \(item.count) bytes", offset: reader.offset) }
                 let ghost = WriteGhost(stamp: ghostStamp, key: key, item: item)
                 if let last = ghosts.last, !WriteGhost.precedes(last, ghost) {
-                    throw DecodingError.malformed("record \"\(recordName)\": ghosts out of order", offset: reader.offset)
+                    throw BinaryDecodingError.malformed("record \"\(recordName)\": ghosts out of order", offset: reader.offset)
                 }
                 ghosts.append(ghost)
             }
@@ -379,16 +379,16 @@ struct RecordCodec {
             recordName: recordName, causalLength: causalLength, recordType: recordType, typeStamp: typeStamp,
             created: created, deleted: deleted, fields: fields, vector: vector, ghosts: ghosts)
         guard state.isAlive || fields.isEmpty, state.isAlive == (deleted == nil) else {
-            throw DecodingError.malformed("record \"\(recordName)\" mixes a deletion with live fields", offset: reader.offset)
+            throw BinaryDecodingError.malformed("record \"\(recordName)\" mixes a deletion with live fields", offset: reader.offset)
         }
         if !ghosts.isEmpty {
             let live = state.liveStamps
             guard ghosts.allSatisfy({ live.contains($0.stamp) }) else {
-                throw DecodingError.malformed("record \"\(recordName)\" has a ghost of a write it does not show", offset: reader.offset)
+                throw BinaryDecodingError.malformed("record \"\(recordName)\" has a ghost of a write it does not show", offset: reader.offset)
             }
         }
         guard state.lastModified == latest else {
-            throw DecodingError.malformed("record \"\(recordName)\" carries a latest stamp it does not hold", offset: reader.offset)
+            throw BinaryDecodingError.malformed("record \"\(recordName)\" carries a latest stamp it does not hold", offset: reader.offset)
         }
         return state
     }

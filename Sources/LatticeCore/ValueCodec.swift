@@ -73,7 +73,7 @@ enum ValueCodec {
         let tagByte = try reader.byte()
         if tagByte & Tag.list.rawValue != 0 {
             guard tagByte & 0xD0 == 0, let element = FieldType.Element(rawValue: tagByte & 0x0F) else {
-                throw DecodingError.malformed("unknown list type \(tagByte)", offset: at)
+                throw BinaryDecodingError.malformed("unknown list type \(tagByte)", offset: at)
             }
             let count = try reader.count(below: reader.remaining + 1, "list length")
             var items: [FieldValue] = []
@@ -83,7 +83,7 @@ enum ValueCodec {
             guard Limits.accepts(byteCount: list.approximateSize) else { throw refusal(list, at: at) }
             return list
         }
-        guard let tag = Tag(rawValue: tagByte) else { throw DecodingError.malformed("unknown value tag \(tagByte)", offset: at) }
+        guard let tag = Tag(rawValue: tagByte) else { throw BinaryDecodingError.malformed("unknown value tag \(tagByte)", offset: at) }
         switch tag {
         case .removed: return nil
         case .boolFalse: return .bool(false)
@@ -96,12 +96,12 @@ enum ValueCodec {
         case .reference: return try decodePayload(.reference, from: &reader)
         case .asset: return try decodePayload(.asset, from: &reader)
         case .location: return try decodePayload(.location, from: &reader)
-        case .list: throw DecodingError.malformed("bare list tag", offset: at)
+        case .list: throw BinaryDecodingError.malformed("bare list tag", offset: at)
         }
     }
 
-    private static func refusal(_ value: FieldValue, at offset: Int) -> DecodingError {
-        DecodingError.malformed(Limits.problem(with: value) ?? "a value no local save could write", offset: offset)
+    private static func refusal(_ value: FieldValue, at offset: Int) -> BinaryDecodingError {
+        BinaryDecodingError.malformed(Limits.problem(with: value) ?? "a value no local save could write", offset: offset)
     }
 
     private static func decodePayload(_ element: FieldType.Element, from reader: inout BinaryReader) throws -> FieldValue {
@@ -128,7 +128,7 @@ enum ValueCodec {
         case .reference:
             let name = try reader.string()
             guard let action = RecordReference.Action(rawValue: try reader.byte()) else {
-                throw DecodingError.malformed("unknown reference action", offset: at)
+                throw BinaryDecodingError.malformed("unknown reference action", offset: at)
             }
             let reference = FieldValue.reference(RecordReference(recordName: name, action: action))
             guard Limits.isRecordName(name) else { throw refusal(reference, at: at) }

@@ -105,20 +105,20 @@ public struct VouchedWrites: Hashable, Sendable {
     /// Reads a field's bytes; throws on anything `encoded` does not write.
     public init(decoding bytes: [UInt8]) throws {
         var reader = BinaryReader(bytes)
-        guard try reader.byte() == Self.formatVersion else { throw DecodingError.malformed("unknown vouched-writes format", offset: 0) }
+        guard try reader.byte() == Self.formatVersion else { throw BinaryDecodingError.malformed("unknown vouched-writes format", offset: 0) }
         var digests: [Stamp: [UInt8]] = [:]
         let replicas = try reader.count(below: bytes.count / 17 + 1, "replica count")
         var previousReplica: ReplicaID?
         for _ in 0..<replicas {
             let replica = ReplicaID(bytes: try reader.raw(16))
-            guard previousReplica.map({ $0 < replica }) ?? true else { throw DecodingError.malformed("replicas out of order", offset: reader.offset) }
+            guard previousReplica.map({ $0 < replica }) ?? true else { throw BinaryDecodingError.malformed("replicas out of order", offset: reader.offset) }
             previousReplica = replica
             let count = try reader.count(below: reader.remaining / (Self.digestPrefix + 1) + 1, "write count")
             var time: UInt64 = 0
             for index in 0..<count {
                 let delta = try reader.varint()
                 let (next, overflow) = time.addingReportingOverflow(delta)
-                guard !overflow, index == 0 || delta > 0 else { throw DecodingError.malformed("write times out of order", offset: reader.offset) }
+                guard !overflow, index == 0 || delta > 0 else { throw BinaryDecodingError.malformed("write times out of order", offset: reader.offset) }
                 time = next
                 digests[Stamp(time: HLCTimestamp(rawValue: time), replica: replica)] = Array(try reader.raw(Self.digestPrefix))
             }
@@ -128,11 +128,11 @@ public struct VouchedWrites: Hashable, Sendable {
         var previousHead: ReplicaID?
         for _ in 0..<headCount {
             let replica = ReplicaID(bytes: try reader.raw(16))
-            guard previousHead.map({ $0 < replica }) ?? true else { throw DecodingError.malformed("heads out of order", offset: reader.offset) }
+            guard previousHead.map({ $0 < replica }) ?? true else { throw BinaryDecodingError.malformed("heads out of order", offset: reader.offset) }
             previousHead = replica
             heads[replica] = HLCTimestamp(rawValue: try reader.varint())
         }
-        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in vouched writes", offset: reader.offset) }
+        guard reader.isAtEnd else { throw BinaryDecodingError.malformed("trailing bytes in vouched writes", offset: reader.offset) }
         self.digests = digests
         self.heads = heads
     }

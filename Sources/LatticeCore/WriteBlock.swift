@@ -193,8 +193,8 @@ package enum WriteBlockEntries {
         for index in 0..<(try reader.count(below: WriteBlock.maximumEntries + 1, "block entries")) {
             let delta = try reader.varint()
             let (time, overflow) = previous.addingReportingOverflow(delta)
-            guard !overflow else { throw DecodingError.malformed("a block entry's time past the clock's range", offset: reader.offset) }
-            guard index == 0 || delta > 0 else { throw DecodingError.malformed("block entries out of order", offset: reader.offset) }
+            guard !overflow else { throw BinaryDecodingError.malformed("a block entry's time past the clock's range", offset: reader.offset) }
+            guard index == 0 || delta > 0 else { throw BinaryDecodingError.malformed("block entries out of order", offset: reader.offset) }
             previous = time
             entries.append(WriteBlock.Entry(time: HLCTimestamp(rawValue: time), digest: Array(try reader.raw(WriteDigest.length))))
         }

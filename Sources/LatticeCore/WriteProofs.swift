@@ -92,7 +92,7 @@ enum ProofFrameCodec {
                 var previous: UInt64 = 0
                 for _ in 0..<entryCount {
                     let (time, overflow) = previous.addingReportingOverflow(try reader.varint())
-                    guard !overflow, time <= last.rawValue, times.isEmpty || time > previous else { throw DecodingError.malformed("block entries out of order", offset: reader.offset) }
+                    guard !overflow, time <= last.rawValue, times.isEmpty || time > previous else { throw BinaryDecodingError.malformed("block entries out of order", offset: reader.offset) }
                     times.append(HLCTimestamp(rawValue: time))
                     previous = time
                 }
@@ -103,10 +103,10 @@ enum ProofFrameCodec {
                 let block = WriteBlock(zone: zone, publicKey: publicKey, replica: replica, last: last, count: entryCount, entriesHash: [], signature: signature, entries: nil)
                 proofs.append(BlockProof(block: block, times: times, shown: shown, supplied: supplied))
             case let other:
-                throw DecodingError.malformed("unknown block form \(other)", offset: reader.offset)
+                throw BinaryDecodingError.malformed("unknown block form \(other)", offset: reader.offset)
             }
         }
-        guard reader.isAtEnd else { throw DecodingError.malformed("trailing bytes in proofs", offset: reader.offset) }
+        guard reader.isAtEnd else { throw BinaryDecodingError.malformed("trailing bytes in proofs", offset: reader.offset) }
         return proofs
     }
 }

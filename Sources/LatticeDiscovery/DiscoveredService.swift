@@ -1,16 +1,16 @@
 /// A service instance found on one interface, resolved to a port, a TXT record and addresses.
-public struct DiscoveredService: Sendable, Hashable {
+package struct DiscoveredService: Sendable, Hashable {
     /// The instance name, as advertised (renamed "name #2" on a clash).
-    public var name: String
-    public var interfaceIndex: UInt32
+    package var name: String
+    package var interfaceIndex: UInt32
     /// The host name it resolved to (`host.local.`).
-    public var host: String
-    public var port: Int
-    public var txt: [String: String]
+    package var host: String
+    package var port: Int
+    package var txt: [String: String]
     /// IPv4 addresses, then IPv6 ones; link-local IPv6 ones carry `%interface`.
-    public var addresses: [String]
+    package var addresses: [String]
 
-    public init(name: String, interfaceIndex: UInt32, host: String, port: Int, txt: [String: String], addresses: [String]) {
+    package init(name: String, interfaceIndex: UInt32, host: String, port: Int, txt: [String: String], addresses: [String]) {
         self.name = name
         self.interfaceIndex = interfaceIndex
         self.host = host
@@ -21,7 +21,7 @@ public struct DiscoveredService: Sendable, Hashable {
 }
 
 /// What discovery reports, on its own queue, in order.
-public enum DiscoveryEvent: Sendable, Hashable {
+package enum DiscoveryEvent: Sendable, Hashable {
     /// The advertisement is up, under this name.
     case registered(name: String)
     /// A service resolved, or changed (port, TXT record, addresses).

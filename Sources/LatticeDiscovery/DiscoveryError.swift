@@ -1,8 +1,8 @@
 import Foundation
 
 /// What can go wrong with discovery, with what a user can do about it.
-public struct DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
+package struct DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Code: Sendable, Hashable {
         /// No system D-Bus: Avahi's library reaches the daemon through it.
         case noSystemBus
         /// The bus runs but no avahi-daemon (or mDNSResponder) answers.
@@ -12,18 +12,18 @@ public struct DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible
         case badTXTRecord
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     /// Nothing answers at all (rather than one call refused): all of discovery waits for the daemon.
-    public var daemonIsMissing: Bool { code == .noSystemBus || code == .noDaemon }
+    package var daemonIsMissing: Bool { code == .noSystemBus || code == .noDaemon }
 
     /// Where the system bus listens: `DBUS_SYSTEM_BUS_ADDRESS` (`unix:path=…`) if set, as D-Bus reads it.
     static var systemBusSocket: String {

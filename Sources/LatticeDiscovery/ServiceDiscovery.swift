@@ -8,24 +8,24 @@ import Foundation
 ///
 /// All DNS-SD calls and callbacks happen on one serial queue; events are
 /// delivered there, in order.
-public final class ServiceDiscovery: @unchecked Sendable {
+package final class ServiceDiscovery: @unchecked Sendable {
     /// The service this process offers.
-    public struct Advertisement: Sendable, Hashable {
-        public var name: String
-        public var port: Int
-        public var txt: [String: String]
+    package struct Advertisement: Sendable, Hashable {
+        package var name: String
+        package var port: Int
+        package var txt: [String: String]
 
-        public init(name: String, port: Int, txt: [String: String]) {
+        package init(name: String, port: Int, txt: [String: String]) {
             self.name = name
             self.port = port
             self.txt = txt
         }
     }
 
-    public let serviceType: String
-    public let advertisement: Advertisement?
+    package let serviceType: String
+    package let advertisement: Advertisement?
     /// How long to wait before trying the daemon again.
-    public let retryInterval: Double
+    package let retryInterval: Double
 
     private let queue = DispatchQueue(label: "lattice.discovery")
     private let onEvent: @Sendable (DiscoveryEvent) -> Void
@@ -45,7 +45,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
     /// - Parameters:
     ///   - serviceType: like `_lattice._tcp`.
     ///   - advertisement: the service to register, or nil to only browse.
-    public init(serviceType: String, advertisement: Advertisement?, retryInterval: Double = 2, onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
+    package init(serviceType: String, advertisement: Advertisement?, retryInterval: Double = 2, onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
         self.serviceType = serviceType
         self.advertisement = advertisement
         self.retryInterval = retryInterval
@@ -53,7 +53,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
     }
 
     /// Registers and browses. Without a daemon it reports `unavailable` and keeps trying.
-    public func start() {
+    package func start() {
         // Avahi's library prints a warning on stderr at its first call unless this is set.
         setenv("AVAHI_COMPAT_NOWARN", "1", 1)
         #if os(Linux)
@@ -68,7 +68,7 @@ public final class ServiceDiscovery: @unchecked Sendable {
 
     /// Withdraws the advertisement (other hosts see it go within about a second) and
     /// stops browsing; returns once the daemon has been told, or after a second.
-    public func stop() {
+    package func stop() {
         queue.sync {
             running = false
             retry?.cancel()

@@ -1,8 +1,8 @@
 /// A DNS-SD TXT record (RFC 6763 §6): `key=value` strings, each behind a length byte.
-public enum TXTRecord {
+package enum TXTRecord {
     /// Encodes `entries`, keys sorted so the record is stable. An entry longer
     /// than 255 bytes cannot be carried and is refused.
-    public static func encode(_ entries: [String: String]) throws(DiscoveryError) -> [UInt8] {
+    package static func encode(_ entries: [String: String]) throws(DiscoveryError) -> [UInt8] {
         var bytes: [UInt8] = []
         for key in entries.keys.sorted() {
             let entry = Array("\(key)=\(entries[key]!)".utf8)
@@ -18,7 +18,7 @@ public enum TXTRecord {
     /// Decodes a TXT record from the network. Keys are case-insensitive (lowercased
     /// here) and the first occurrence wins; malformed strings, and any holding a control
     /// character, are skipped, never trusted.
-    public static func decode(_ bytes: some Collection<UInt8>) -> [String: String] {
+    package static func decode(_ bytes: some Collection<UInt8>) -> [String: String] {
         var entries: [String: String] = [:]
         var rest = bytes[...]
         while let length = rest.first {

@@ -10,10 +10,10 @@ import LatticeStore
 ///
 /// A broken promise ends the process (`fatalError`), which is what libFuzzer
 /// and the replay runner report as a crash.
-public final class ChangeSetFuzzTarget {
+package final class ChangeSetFuzzTarget {
     /// The wall clock of every replica here: fixed, so a run replays exactly.
-    public static let now: UInt64 = 1_700_000_000_000 + 60_000
-    public static let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))
+    package static let now: UInt64 = 1_700_000_000_000 + 60_000
+    package static let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))
     static let receiver = Identity.numbered(0xF00D)
 
     let base: [UInt8]
@@ -22,7 +22,7 @@ public final class ChangeSetFuzzTarget {
     private struct Rollback: Error {}
 
     /// Opens a store in `directory` (created) holding the base state every input is applied onto.
-    public init(directory: URL) throws {
+    package init(directory: URL) throws {
         self.directory = directory
         base = FuzzHistories.make().base
         store = try RecordStore(directory: directory, wallClock: { ChangeSetFuzzTarget.now })
@@ -33,7 +33,7 @@ public final class ChangeSetFuzzTarget {
 
     /// Runs one input through both replicas, as sent and with its checksums
     /// repaired (a lying peer computes them too).
-    public func run(_ input: [UInt8]) {
+    package func run(_ input: [UInt8]) {
         for bytes in [input, ChecksumRepair.repaired(input)] {
             runInMemory(bytes)
             runInStore(bytes)

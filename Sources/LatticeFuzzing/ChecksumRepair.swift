@@ -3,8 +3,8 @@ import LatticeCore
 /// Rewrites the frame checksums of a (mutated) change set so they match its
 /// bytes. A lying peer can compute checksums too: this is what lets the
 /// fuzzer past them, into the decoders and the merge.
-public enum ChecksumRepair {
-    public static func repaired(_ input: [UInt8]) -> [UInt8] {
+package enum ChecksumRepair {
+    package static func repaired(_ input: [UInt8]) -> [UInt8] {
         var bytes = input
         var start = 0
         // A bundle holds several change sets, each opening with "LTCS" and a version.

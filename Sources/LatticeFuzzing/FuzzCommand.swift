@@ -3,8 +3,8 @@ import Foundation
 /// The fuzzer binary's own commands, for builds without libFuzzer: replay
 /// inputs (crashers kept as regression tests), a seeded mutation loop, and
 /// writing the seed corpus.
-public enum FuzzCommand {
-    public static func main(_ arguments: [String], target: ChangeSetFuzzTarget) -> Int32 {
+package enum FuzzCommand {
+    package static func main(_ arguments: [String], target: ChangeSetFuzzTarget) -> Int32 {
         guard let command = arguments.first else { return usage() }
         var rest = Array(arguments.dropFirst())
         switch command {
@@ -45,7 +45,7 @@ public enum FuzzCommand {
 
     /// Runs `runs` mutations of the corpus through the target; returns how many ran.
     @discardableResult
-    public static func mutationRun(target: ChangeSetFuzzTarget, corpus: [[UInt8]], seed: UInt64, runs: Int, keepingInputAt file: URL? = nil) -> Int {
+    package static func mutationRun(target: ChangeSetFuzzTarget, corpus: [[UInt8]], seed: UInt64, runs: Int, keepingInputAt file: URL? = nil) -> Int {
         var mutator = Mutator(seed: seed)
         for _ in 0..<runs {
             let input = mutator.mutate(corpus)
@@ -61,7 +61,7 @@ public enum FuzzCommand {
     }
 
     /// The files named, and the files in the directories named, in name order.
-    public static func files(_ paths: [String]) -> [(name: String, bytes: [UInt8])] {
+    package static func files(_ paths: [String]) -> [(name: String, bytes: [UInt8])] {
         var found: [(String, [UInt8])] = []
         for path in paths {
             var isDirectory: ObjCBool = false

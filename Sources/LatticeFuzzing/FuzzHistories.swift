@@ -4,12 +4,12 @@ import LatticeCore
 /// onto, and seed inputs that reach the interesting paths (conflicts,
 /// deletes and re-creations, cascades, zone deletion and re-creation, schema
 /// deployment, several zones in one bundle, split change sets, clocks ahead).
-public enum FuzzHistories {
+package enum FuzzHistories {
     final class Clock: @unchecked Sendable {
         var now = ChangeSetFuzzTarget.now - 50_000
     }
 
-    public static func make() -> (base: [UInt8], seeds: [[UInt8]]) {
+    package static func make() -> (base: [UInt8], seeds: [[UInt8]]) {
         do { return try build() } catch { fatalError("the fuzz histories cannot be built: \(error)") }
     }
 

@@ -71,7 +71,7 @@ public enum PairingMessage: Hashable, Sendable {
             case 5: self = .refused(try reader.string())
             case let kind: throw ProtocolError.malformed("unknown pairing message \(kind)")
             }
-        } catch let error as DecodingError {
+        } catch let error as BinaryDecodingError {
             throw ProtocolError.malformed("pairing message: \(error)")
         }
         guard reader.isAtEnd else { throw ProtocolError.malformed("trailing bytes in a pairing message") }

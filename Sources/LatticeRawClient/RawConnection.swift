@@ -9,13 +9,13 @@ private let systemSend = Darwin.send
 /// A plain blocking TCP client that speaks Lattice's framing (a 4-byte
 /// big-endian length, then that many bytes) and nothing more, for hostile-peer
 /// tests and the flood tool: what it sends is up to its caller.
-public final class RawConnection {
-    public let fd: Int32
+package final class RawConnection {
+    package let fd: Int32
 
     /// Connects to `host:port` (IPv4), from `source` if given (on loopback,
     /// 127.0.0.2 stands for another host), with a small receive buffer if
     /// asked; sends and receives time out after `timeoutSeconds`.
-    public init?(host: String = "127.0.0.1", port: Int, source: String? = nil, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 15) {
+    package init?(host: String = "127.0.0.1", port: Int, source: String? = nil, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 15) {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         let fd = fd
@@ -36,11 +36,11 @@ public final class RawConnection {
     deinit { close(fd) }
 
     /// `payload` with its length in front.
-    public static func framed(_ payload: [UInt8]) -> [UInt8] { withUnsafeBytes(of: UInt32(payload.count).bigEndian, Array.init) + payload }
+    package static func framed(_ payload: [UInt8]) -> [UInt8] { withUnsafeBytes(of: UInt32(payload.count).bigEndian, Array.init) + payload }
 
     /// Sends all of `bytes`; returns how many went before an error or the send timeout.
     @discardableResult
-    public func send(_ bytes: [UInt8]) -> Int {
+    package func send(_ bytes: [UInt8]) -> Int {
         var sent = 0
         while sent < bytes.count {
             let n = bytes.withUnsafeBytes { systemSend(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
@@ -52,17 +52,17 @@ public final class RawConnection {
 
     /// Sends one frame; returns how many of its bytes (length included) went.
     @discardableResult
-    public func frame(_ payload: [UInt8]) -> Int { send(Self.framed(payload)) }
+    package func frame(_ payload: [UInt8]) -> Int { send(Self.framed(payload)) }
 
     /// Reads one frame (nil at end of stream, on timeout, or past `maximum` bytes).
-    public func readFrame(maximum: Int = 1 << 21) -> [UInt8]? {
+    package func readFrame(maximum: Int = 1 << 21) -> [UInt8]? {
         guard let header = read(4) else { return nil }
         let length = Int(header.reduce(0) { $0 << 8 | UInt32($1) })
         guard length <= maximum else { return nil }
         return read(length)
     }
 
-    public func read(_ count: Int) -> [UInt8]? {
+    package func read(_ count: Int) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: count)
         var got = 0
         while got < count {
@@ -74,7 +74,7 @@ public final class RawConnection {
     }
 
     /// Whether the server closed the connection within the receive timeout (reads and discards until then).
-    public func closedByServer() -> Bool {
+    package func closedByServer() -> Bool {
         var scratch = [UInt8](repeating: 0, count: 4096)
         while true {
             let n = recv(fd, &scratch, scratch.count, 0)

@@ -50,7 +50,7 @@ enum AssetScope {
 extension StoreSnapshot {
     /// Whether this store serves the asset's content to a peer reading `zone`
     /// (`AssetScope`): the content is here and was vouched for in its scope.
-    public func servesAsset(_ hash: [UInt8], in zone: ZoneKey) throws -> Bool {
+    package func servesAsset(_ hash: [UInt8], in zone: ZoneKey) throws -> Bool {
         try hasAsset(hash) && AssetScope.isGranted(hash, zone, in: db)
     }
 }

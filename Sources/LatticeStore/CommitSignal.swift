@@ -67,7 +67,7 @@ enum CommitSignal {
 
 /// Calls `onCommit` (on its own thread) after commits to the store by any
 /// process, until `stop()`. Several wake-ups in a row may arrive as one.
-public final class CommitWatcher: @unchecked Sendable {
+package final class CommitWatcher: @unchecked Sendable {
     private let directory: String
     private let name: String
     private var path: String { directory + "/" + name }
@@ -86,7 +86,7 @@ public final class CommitWatcher: @unchecked Sendable {
 
     /// Fails if the socket cannot be made: `wake/` is not the user's own
     /// private directory, or (not on Linux) the store's path is too long for a socket address.
-    public init(store: URL, onCommit: @escaping @Sendable () -> Void) throws {
+    package init(store: URL, onCommit: @escaping @Sendable () -> Void) throws {
         let directory = CommitSignal.directory(of: store)
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // Anyone who can write here can wake the node, or plant a socket it would send to.
@@ -122,7 +122,7 @@ public final class CommitWatcher: @unchecked Sendable {
     }
 
     /// Stops watching and removes the socket.
-    public func stop() {
+    package func stop() {
         guard !stopped.set() else { return }
         let fd = fd
         // Wake the thread, which sees the flag and leaves.

@@ -9,12 +9,12 @@ import Darwin
 /// The store's secrets (the identity key, the database, the wake-up sockets)
 /// are the user's alone: these checks refuse a directory or key file that
 /// another user owns or can reach, as ssh does for `~/.ssh`.
-public enum PrivateFiles {
+package enum PrivateFiles {
     /// Refuses `path` unless it is a directory (not a symbolic link) owned by
     /// this user with no access for group or others. With `fix`, a directory
     /// of ours that others can reach is set to 0700 instead: for a directory
     /// that holds nothing secret yet, or one Lattice made itself.
-    public static func checkDirectory(_ path: String, what: String, fix: Bool) throws {
+    package static func checkDirectory(_ path: String, what: String, fix: Bool) throws {
         let info = try ownStatus(path, what: what, type: S_IFDIR, notOfType: "is not a plain directory (a symbolic link or a file); remove it or choose another store")
         let mode = info.st_mode & 0o777
         guard mode & 0o077 != 0 else { return }
@@ -27,7 +27,7 @@ public enum PrivateFiles {
     /// The bytes of a key file, refused unless it is a regular file (not a
     /// symbolic link) of this user's with mode 0600 or stricter. The checks
     /// look at the file opened, not at the path again. The caller wipes the bytes.
-    public static func readKeyFile(_ path: String, what: String) throws -> [UInt8] {
+    package static func readKeyFile(_ path: String, what: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ELOOP { throw StoreError.insecure(path: path, reason: "\(what) is not a regular file (a symbolic link)") }
@@ -65,13 +65,13 @@ public enum PrivateFiles {
     /// Writes `data` to `path` atomically: into a new file that only this
     /// user can read, under a random name no one can prepare, then renamed
     /// over `path`.
-    public static func writeAtomically(_ data: Data, to path: String) throws {
+    package static func writeAtomically(_ data: Data, to path: String) throws {
         try writeAtomically([UInt8](data), to: path)
     }
 
     /// The same for bytes; `durable` waits until the file and its name are on
     /// disk (`fsync`), for what must survive a crash whole.
-    public static func writeAtomically(_ data: [UInt8], to path: String, durable: Bool = false) throws {
+    package static func writeAtomically(_ data: [UInt8], to path: String, durable: Bool = false) throws {
         let directory = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
         let temporary = "\(directory)/.\(name).\(UInt64.random(in: 0...UInt64.max))"

@@ -5,12 +5,12 @@ extension RecordStore {
     /// Streams the change set of what this store has in `key` that `vector`
     /// lacks to `sink`, a frame at a time, from one consistent snapshot.
     @discardableResult
-    public func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
+    package func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
         try read { try $0.writeChangeSet(for: key, since: vector, to: sink) }
     }
 
     /// The change set as bytes in memory (small zones, tests).
-    public func changeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
+    package func changeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
         var bytes: [UInt8] = []
         try writeChangeSet(for: key, since: vector) { bytes.append(contentsOf: $0) }
         return bytes
@@ -23,7 +23,7 @@ extension RecordStore {
     /// With `expectedChangeSets`, a source holding another number of change
     /// sets (a bundle cut between two of them) is refused whole.
     @discardableResult
-    public func apply<Source: ByteSource>(from source: Source, expectedChangeSets: Int? = nil) throws -> ApplySummary {
+    package func apply<Source: ByteSource>(from source: Source, expectedChangeSets: Int? = nil) throws -> ApplySummary {
         try write { transaction in
             let summary = try transaction.applyChangeSets(from: source)
             if let expectedChangeSets, summary.changeSets != expectedChangeSets {
@@ -34,7 +34,7 @@ extension RecordStore {
     }
 
     @discardableResult
-    public func apply(_ bytes: [UInt8]) throws -> ApplySummary {
+    package func apply(_ bytes: [UInt8]) throws -> ApplySummary {
         try apply(from: ArrayByteSource(bytes))
     }
 }
@@ -42,7 +42,7 @@ extension RecordStore {
 extension StoreSnapshot {
     /// Streams the change set of what this snapshot holds in `key` that `vector` lacks.
     @discardableResult
-    public func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
+    package func writeChangeSet(for key: ZoneKey, since vector: VersionVector, to sink: @escaping ([UInt8]) throws -> Void) throws -> (records: Int, bytes: Int) {
         guard let zone = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
         var header = ChangeSetHeader(zone: key, sync: zone.sync, base: vector, schema: try schema())
         if key.scope == .shared { header.memberships = try memberships(of: header.replicas).map(\.encoded) }
@@ -59,7 +59,7 @@ extension StoreSnapshot {
     }
 
     /// Every zone this snapshot knows, in every database.
-    public func allZoneKeys() throws -> [ZoneKey] {
+    package func allZoneKeys() throws -> [ZoneKey] {
         try DatabaseScope.allCases.flatMap { try zones(in: $0).map(\.key) }
     }
 }

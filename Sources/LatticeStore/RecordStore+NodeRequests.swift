@@ -2,10 +2,10 @@ import Foundation
 import GRDB
 
 /// A request another process made of the node running on the store.
-public struct NodeRequest: Sendable, Hashable {
-    public var id: Int64
-    public var kind: String
-    public var body: [UInt8]
+package struct NodeRequest: Sendable, Hashable {
+    package var id: Int64
+    package var kind: String
+    package var body: [UInt8]
 }
 
 /// A mailbox in the store between a running node and other processes on it:
@@ -13,7 +13,7 @@ public struct NodeRequest: Sendable, Hashable {
 /// the poster's next read.
 extension RecordStore {
     /// Posts a request; returns its ID. Requests older than an hour (their poster gave up) go.
-    public func postNodeRequest(kind: String, body: [UInt8]) throws -> Int64 {
+    package func postNodeRequest(kind: String, body: [UInt8]) throws -> Int64 {
         try write { transaction in
             let now = Int64(RecordStore.systemWallClock())
             try transaction.db.execute(sql: "DELETE FROM node_requests WHERE posted < ?", arguments: [now - 3_600_000])
@@ -25,7 +25,7 @@ extension RecordStore {
     }
 
     /// Requests not answered yet.
-    public func pendingNodeRequests() throws -> [NodeRequest] {
+    package func pendingNodeRequests() throws -> [NodeRequest] {
         try read { snapshot in
             try Row.fetchAll(snapshot.db, sql: "SELECT id, kind, body FROM node_requests WHERE answer IS NULL ORDER BY id").map {
                 NodeRequest(id: $0[0], kind: $0[1], body: [UInt8]($0[2] as Data))
@@ -34,7 +34,7 @@ extension RecordStore {
     }
 
     /// The node's answer to a request.
-    public func answerNodeRequest(_ id: Int64, with answer: [UInt8]) throws {
+    package func answerNodeRequest(_ id: Int64, with answer: [UInt8]) throws {
         try write { transaction in
             try transaction.db.execute(sql: "UPDATE node_requests SET answer = ? WHERE id = ?", arguments: [Data(answer), id])
             transaction.markChanged()
@@ -42,14 +42,14 @@ extension RecordStore {
     }
 
     /// The answer to a request once the node gave it; the request is then removed.
-    public func takeNodeAnswer(_ id: Int64) throws -> [UInt8]? {
+    package func takeNodeAnswer(_ id: Int64) throws -> [UInt8]? {
         guard let answer = try read({ try Data.fetchOne($0.db, sql: "SELECT answer FROM node_requests WHERE id = ?", arguments: [id]) }) else { return nil }
         try withdrawNodeRequest(id)
         return [UInt8](answer)
     }
 
     /// The poster gave up (or took the answer).
-    public func withdrawNodeRequest(_ id: Int64) throws {
+    package func withdrawNodeRequest(_ id: Int64) throws {
         try write { transaction in
             try transaction.db.execute(sql: "DELETE FROM node_requests WHERE id = ?", arguments: [id])
             transaction.markChanged()

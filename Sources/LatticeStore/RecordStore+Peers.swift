@@ -3,26 +3,26 @@ import GRDB
 import LatticeCore
 
 /// A device this store has heard of.
-public struct PeerRow: Hashable, Sendable {
-    public var deviceID: String
-    public var name: String?
+package struct PeerRow: Hashable, Sendable {
+    package var deviceID: String
+    package var name: String?
     /// Whether it may sync: a member of the account, or trusted by hand, and not removed from the account.
-    public var trusted: Bool
+    package var trusted: Bool
     /// A member of this store's account (its roster).
-    public var member = false
+    package var member = false
     /// Trusted by hand here (`lattice trust`), outside the roster.
-    public var trustedByHand = false
+    package var trustedByHand = false
     /// Removed from the account: refused whatever else says.
-    public var removed = false
-    public var address: String?
+    package var removed = false
+    package var address: String?
     /// Milliseconds since 1970.
-    public var lastSeen: UInt64?
+    package var lastSeen: UInt64?
     /// Batches refused because their writes were not what their writers signed.
-    public var refusedWrites: Int = 0
+    package var refusedWrites: Int = 0
     /// Why the last one was.
-    public var lastRefusedWrite: String?
+    package var lastRefusedWrite: String?
 
-    public init(deviceID: String, name: String? = nil, trusted: Bool = false, address: String? = nil, lastSeen: UInt64? = nil) {
+    package init(deviceID: String, name: String? = nil, trusted: Bool = false, address: String? = nil, lastSeen: UInt64? = nil) {
         self.deviceID = deviceID
         self.name = name
         self.trusted = trusted
@@ -32,11 +32,11 @@ public struct PeerRow: Hashable, Sendable {
 }
 
 extension StoreSnapshot {
-    public func peers() throws -> [PeerRow] {
+    package func peers() throws -> [PeerRow] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.peerColumns) FROM peers ORDER BY (trusted OR member) AND NOT removed DESC, name, device_id")).map(Self.peer)
     }
 
-    public func peer(_ deviceID: String) throws -> PeerRow? {
+    package func peer(_ deviceID: String) throws -> PeerRow? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.peerColumns) FROM peers WHERE device_id = ?"), arguments: [deviceID]).map(Self.peer)
     }
 
@@ -53,7 +53,7 @@ extension StoreSnapshot {
     }
 
     /// How far `peer`'s stream of each zone was applied here.
-    public func resumePoints(of peer: String) throws -> [ZoneKey: ChangeCursor] {
+    package func resumePoints(of peer: String) throws -> [ZoneKey: ChangeCursor] {
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT z.scope, z.name, z.owner, r.change_seq, r.row FROM resume_points r JOIN zones z ON z.id = r.zone WHERE r.peer = ?
             """), arguments: [peer])
@@ -69,11 +69,11 @@ extension StoreSnapshot {
 
 extension StoreTransaction {
     /// Untrusted, unnamed devices remembered as seen.
-    public static let maximumStrangers = 100
+    package static let maximumStrangers = 100
 
     /// Records how far `peer`'s stream of `key` is applied, in this transaction,
     /// so it commits with the batch. Commits even when the batch changed nothing.
-    public func setResumePoint(_ cursor: ChangeCursor, of peer: String, for key: ZoneKey) throws {
+    package func setResumePoint(_ cursor: ChangeCursor, of peer: String, for key: ZoneKey) throws {
         guard let zone = try zoneRow(key) else { return }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO resume_points (peer, zone, change_seq, row) VALUES (?, ?, ?, ?)").execute(arguments: [
             peer, zone.id, Int64(clamping: cursor.sequence), Int64(clamping: cursor.row),
@@ -82,7 +82,7 @@ extension StoreTransaction {
     }
 
     /// Trusts `deviceID` (with a name if given), or records it as seen.
-    public func upsertPeer(_ deviceID: String, name: String?, trusted: Bool?, address: String? = nil, lastSeen: UInt64? = nil) throws {
+    package func upsertPeer(_ deviceID: String, name: String?, trusted: Bool?, address: String? = nil, lastSeen: UInt64? = nil) throws {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO peers (device_id) VALUES (?)").execute(arguments: [deviceID])
         if db.changesCount > 0, trusted != true {
             // Anyone can make new identities: keep only the most recently seen strangers.
@@ -103,12 +103,12 @@ extension StoreTransaction {
 
     /// Counts a batch of `deviceID` refused because its writes were not what their writers signed.
     /// Devices outside the account with refused writes noted here, at most.
-    public static let maximumRefusingStrangers = 256
+    package static let maximumRefusingStrangers = 256
 
     /// With `outsideAccount`, a device of another account (a share's
     /// participant): a row is made for it only while fewer than
     /// `maximumRefusingStrangers` such rows exist (an account can make devices at will).
-    public func noteRefusedWrites(of deviceID: String, reason: String, outsideAccount: Bool = false) throws {
+    package func noteRefusedWrites(of deviceID: String, reason: String, outsideAccount: Bool = false) throws {
         if outsideAccount, try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM peers WHERE device_id = ?"), arguments: [deviceID]) != true {
             let refusing = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM peers WHERE trusted = 0 AND refused_writes > 0")) ?? 0
             guard refusing < Self.maximumRefusingStrangers else { return }
@@ -120,7 +120,7 @@ extension StoreTransaction {
 
     /// Forgets the trust in `deviceID`; its resume points go too. Returns whether it was known.
     @discardableResult
-    public func untrustPeer(_ deviceID: String) throws -> Bool {
+    package func untrustPeer(_ deviceID: String) throws -> Bool {
         try db.cachedStatement(sql: "UPDATE peers SET trusted = 0 WHERE device_id = ?").execute(arguments: [deviceID])
         let known = db.changesCount > 0
         try db.cachedStatement(sql: "DELETE FROM resume_points WHERE peer = ?").execute(arguments: [deviceID])

@@ -10,20 +10,20 @@ import Synchronization
 /// Safe to share between threads, and several processes may open the same
 /// directory at once: every write is an immediate transaction that reads the
 /// clock and sequence it advances, so writers serialize through SQLite.
-public final class RecordStore: Sendable {
-    public static let databaseFileName = "lattice.sqlite"
-    public static let identityFileName = "identity.key"
+package final class RecordStore: Sendable {
+    package static let databaseFileName = "lattice.sqlite"
+    package static let identityFileName = "identity.key"
 
-    public let directory: URL
-    public let identity: Identity
+    package let directory: URL
+    package let identity: Identity
     /// Off only to measure what checking writes costs (`Benchmarks/`): a
     /// store that applies writes it cannot attribute is open to forgery.
-    @_spi(Benchmarks) public nonisolated(unsafe) var checksWrites = true
+    package nonisolated(unsafe) var checksWrites = true
     /// Smaller than `WriteBlock.maximumEntries` only in tests that want many blocks.
-    @_spi(Testing) public nonisolated(unsafe) var sealedBlockEntries = WriteBlock.maximumEntries
+    package nonisolated(unsafe) var sealedBlockEntries = WriteBlock.maximumEntries
     /// On only in tests, to play a modified client: this store then writes,
     /// and takes, what `WriteRights` refuses (a public record's non-creator edits).
-    @_spi(Testing) public nonisolated(unsafe) var ignoresWriteRights = false
+    package nonisolated(unsafe) var ignoresWriteRights = false
 
     /// The account's members' memberships, for the roster they were read from
     /// (its encoding): a roster's signatures are checked once, not per batch.
@@ -42,17 +42,17 @@ public final class RecordStore: Sendable {
         ownMembershipsCache.withLock { $0 = (encoded, members) }
         return members
     }
-    public let replica: ReplicaID
+    package let replica: ReplicaID
     /// Random per store: change tokens from another store are recognized as such.
-    public let storeID: [UInt8]
-    public let maximumSkewMilliseconds: UInt64
+    package let storeID: [UInt8]
+    package let maximumSkewMilliseconds: UInt64
     /// Milliseconds since 1970: the system clock, or a test's.
     let wallClock: @Sendable () -> UInt64
     let pool: DatabasePool
 
     /// Opens the store in `directory`, creating it when `create` is set and the
     /// directory is missing or empty.
-    public init(
+    package init(
         directory: URL, create: Bool = true, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds,
         wallClock: @escaping @Sendable () -> UInt64 = RecordStore.systemWallClock, readsOnWriterConnection: Bool = false
     ) throws {
@@ -166,7 +166,7 @@ public final class RecordStore: Sendable {
     }
 
     /// Milliseconds since 1970 by the system's wall clock.
-    @Sendable public static func systemWallClock() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
+    @Sendable package static func systemWallClock() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1000)) }
 
     // MARK: Transactions
 
@@ -175,7 +175,7 @@ public final class RecordStore: Sendable {
     /// changed nothing (a no-op is not a commit). Checkpoints, the clock and
     /// the change sequence are saved with the data.
     @discardableResult
-    public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+    package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         try write(durably: true, body)
     }
 
@@ -207,7 +207,7 @@ public final class RecordStore: Sendable {
     }
 
     /// Runs `body` on a consistent snapshot.
-    public func read<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
+    package func read<T>(_ body: (StoreSnapshot) throws -> T) throws -> T {
         try mapDatabaseErrors {
             if readsOnWriterConnection, !Self.onWriterConnection {
                 return try Self.$onWriterConnection.withValue(true) {
@@ -229,7 +229,7 @@ public final class RecordStore: Sendable {
     /// rather than on a reader connection of their own: for a process that runs
     /// one command, which then opens one connection instead of two (half a
     /// millisecond of its start). Reads wait for the process's own writes.
-    public let readsOnWriterConnection: Bool
+    package let readsOnWriterConnection: Bool
 
     /// Whether this thread is on the writer's connection already (a read inside
     /// a write goes to a reader: the writer's queue is not reentrant).
@@ -255,7 +255,7 @@ public final class RecordStore: Sendable {
     /// whether it did. Leaves the writer's connection without a busy
     /// timeout: for a process about to exit.
     @discardableResult
-    public func truncateLog(ifLargerThan bytes: Int) throws -> Bool {
+    package func truncateLog(ifLargerThan bytes: Int) throws -> Bool {
         let path = directory.appendingPathComponent(Self.databaseFileName + "-wal").path
         // stat, not FileManager's attributes: those look up the owner's name too (the user database, each time).
         var status = stat()
@@ -278,7 +278,7 @@ public final class RecordStore: Sendable {
 
     /// The last committed change sequence: it moves on every commit by any
     /// process, which is what watchers poll.
-    public func currentSequence() throws -> UInt64 {
+    package func currentSequence() throws -> UInt64 {
         try read { try $0.sequence() }
     }
 }

@@ -1,5 +1,5 @@
 /// Why the store refused or failed an operation.
-public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The directory exists but holds no Lattice store.
     case notAStore(path: String)
     case noStore(path: String)
@@ -11,7 +11,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case zoneNotFound(String)
     case changeTokenExpired(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notAStore(let path): return "\(path) is not a Lattice store (no lattice.sqlite); choose an empty directory or run `lattice init`"
         case .noStore(let path): return "no Lattice store at \(path); run `lattice init` or pass --store"

@@ -13,6 +13,7 @@ public enum AssetSource: Hashable, Sendable, Comparable, CustomStringConvertible
     /// stranger), by its replica.
     case device(String)
 
+    /// "this account", "account ID" or "device REPLICA".
     public var description: String {
         switch self {
         case .thisAccount: return "this account"
@@ -21,18 +22,24 @@ public enum AssetSource: Hashable, Sendable, Comparable, CustomStringConvertible
         }
     }
 
+    /// Whether a quota bounds this source's content (anything but this account).
     public var isOutsideAccount: Bool { self != .thisAccount }
 }
 
 /// The content of one source's assets: held here, and referenced but not here.
 public struct AssetUsage: Sendable, Hashable {
+    /// Whose assets these are.
     public var source: AssetSource
+    /// Assets whose content is here, and its size.
     public var heldAssets = 0
+    /// The bytes of `heldAssets`.
     public var heldBytes: Int64 = 0
+    /// Assets referenced whose content is not here, and its size.
     public var missingAssets = 0
+    /// The bytes of `missingAssets`.
     public var missingBytes: Int64 = 0
 
-    public init(source: AssetSource) { self.source = source }
+    package init(source: AssetSource) { self.source = source }
 }
 
 /// Content per source, and what content from outside the account adds up
@@ -40,10 +47,12 @@ public struct AssetUsage: Sendable, Hashable {
 public struct AssetUsageReport: Sendable, Hashable {
     /// This account's first.
     public var sources: [AssetUsage]
+    /// The content from outside the account held here, each asset once.
     public var outsideHeldBytes: Int64
+    /// The content from outside the account referenced and not here, each asset once.
     public var outsideMissingBytes: Int64
 
-    public init(sources: [AssetUsage], outsideHeldBytes: Int64, outsideMissingBytes: Int64) {
+    package init(sources: [AssetUsage], outsideHeldBytes: Int64, outsideMissingBytes: Int64) {
         self.sources = sources
         self.outsideHeldBytes = outsideHeldBytes
         self.outsideMissingBytes = outsideMissingBytes
@@ -54,7 +63,7 @@ extension StoreSnapshot {
     /// The sources of an asset's references. Only this account writes a
     /// private zone; elsewhere each field value (or conflict's losing value)
     /// naming the asset counts for its writer's account.
-    public func sources(of entry: AssetEntry) throws -> Set<AssetSource> {
+    package func sources(of entry: AssetEntry) throws -> Set<AssetSource> {
         var sources = Set<AssetSource>()
         var own: String?
         for (zone, name) in entry.records {
@@ -83,7 +92,7 @@ extension StoreSnapshot {
     /// Assets held and missing per source. Content this account references
     /// counts as its alone; content several other sources reference counts
     /// for each of them.
-    public func assetUsage() throws -> AssetUsageReport {
+    package func assetUsage() throws -> AssetUsageReport {
         var usage: [AssetSource: AssetUsage] = [:]
         var report = AssetUsageReport(sources: [], outsideHeldBytes: 0, outsideMissingBytes: 0)
         for entry in try assetEntries() {

@@ -4,6 +4,7 @@ import LatticeCore
 
 /// An asset live records reference, and where this store stands with it.
 public struct AssetEntry: Hashable, Sendable {
+    /// The content's hash and size.
     public var asset: AssetReference
     /// Whether its content is in the store.
     public var isLocal: Bool
@@ -12,11 +13,13 @@ public struct AssetEntry: Hashable, Sendable {
     /// The records that reference it.
     public var records: [(zone: ZoneKey, name: String)]
 
+    /// The same asset, state and records (records compared by zone and name).
     public static func == (lhs: AssetEntry, rhs: AssetEntry) -> Bool {
         lhs.asset == rhs.asset && lhs.isLocal == rhs.isLocal && lhs.isWanted == rhs.isWanted
             && lhs.records.map { "\($0.zone)/\($0.name)" } == rhs.records.map { "\($0.zone)/\($0.name)" }
     }
 
+    /// Hashed by its asset alone.
     public func hash(into hasher: inout Hasher) { hasher.combine(asset) }
 
     /// The zones its records are in.
@@ -27,7 +30,7 @@ extension StoreSnapshot {
     /// Every asset live records reference (or only those whose content is
     /// not here), largest number of references first is not promised:
     /// ordered by hash.
-    public func assetEntries(missingOnly: Bool = false, limit: Int = .max) throws -> [AssetEntry] {
+    package func assetEntries(missingOnly: Bool = false, limit: Int = .max) throws -> [AssetEntry] {
         let rows = try Row.fetchCursor(db.cachedStatement(sql: """
             SELECT r.hash, r.size, z.scope, z.name, z.owner, r.source,
                    EXISTS (SELECT 1 FROM assets a WHERE a.hash = r.hash) AS local,
@@ -52,13 +55,13 @@ extension StoreSnapshot {
     }
 
     /// The zones whose live records reference the asset `hash`.
-    public func zonesReferencing(asset hash: [UInt8]) throws -> [ZoneKey] {
+    package func zonesReferencing(asset hash: [UInt8]) throws -> [ZoneKey] {
         try AssetScope.zonesReferencing(hash, in: db)
     }
 
     /// Content here that no live record references, with the zone of its last
     /// reference and the vector a device must hold to have seen every reference go.
-    public func orphanedAssets() throws -> [(asset: AssetReference, zone: ZoneKey, dropped: VersionVector)] {
+    package func orphanedAssets() throws -> [(asset: AssetReference, zone: ZoneKey, dropped: VersionVector)] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT o.hash, a.size, z.scope, z.name, z.owner, o.dropped FROM asset_orphans o
             JOIN assets a ON a.hash = o.hash JOIN zones z ON z.id = o.zone
@@ -70,7 +73,7 @@ extension StoreSnapshot {
     }
 
     /// What each device said it holds of each zone, as last saved (`savePeerHolds`).
-    public func peerHolds() throws -> [String: [ZoneKey: VersionVector]] {
+    package func peerHolds() throws -> [String: [ZoneKey: VersionVector]] {
         var holds: [String: [ZoneKey: VersionVector]] = [:]
         for row in try Row.fetchAll(db.cachedStatement(sql: """
             SELECT h.peer, z.scope, z.name, z.owner, h.vector FROM peer_holds h JOIN zones z ON z.id = h.zone
@@ -85,7 +88,7 @@ extension StoreSnapshot {
 
 extension StoreTransaction {
     /// Saves what each device said it holds of each zone (zones not held here are skipped).
-    public func savePeerHolds(_ holds: [String: [ZoneKey: VersionVector]]) throws {
+    package func savePeerHolds(_ holds: [String: [ZoneKey: VersionVector]]) throws {
         for (peer, zones) in holds {
             for (key, vector) in zones {
                 guard let zone = try zoneRow(key) else { continue }
@@ -97,7 +100,7 @@ extension StoreTransaction {
     }
 
     /// Asks for an asset's content: a running node fetches it from a peer that holds it.
-    public func wantAsset(_ asset: AssetReference, at time: UInt64) throws {
+    package func wantAsset(_ asset: AssetReference, at time: UInt64) throws {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO asset_wants (hash, size, asked_at) VALUES (?, ?, ?)")
             .execute(arguments: [Data(asset.hash), asset.size, Int64(time)])
         if db.changesCount > 0 {

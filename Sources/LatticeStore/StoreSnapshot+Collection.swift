@@ -5,7 +5,7 @@ import LatticeCrypto
 
 extension StoreSnapshot {
     /// The zone's collected tombstones' residues, by name.
-    public func residues(in key: ZoneKey) throws -> [String: RecordResidue] {
+    package func residues(in key: ZoneKey) throws -> [String: RecordResidue] {
         guard let zone = try zoneRow(key) else { return [:] }
         var residues: [String: RecordResidue] = [:]
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, causal_length, vector, deletion FROM residues WHERE zone = ?"), arguments: [zone.id]) {
@@ -24,7 +24,7 @@ extension StoreSnapshot {
 
     /// The signed blocks of the deletes `residues` name (each once): what
     /// proves them to a device back after the tombstone horizon.
-    public func deletionBlocks(of residues: [RecordResidue], in key: ZoneKey) throws -> [WriteBlock] {
+    package func deletionBlocks(of residues: [RecordResidue], in key: ZoneKey) throws -> [WriteBlock] {
         var blocks: [WriteBlock] = []
         var seen = Set<WriteBlock.Key>()
         for deletion in residues.compactMap(\.deletion) {
@@ -37,14 +37,14 @@ extension StoreSnapshot {
     }
 
     /// The stamps of the deletes the zone's residues stand for: their blocks stay (`collectWriteBlocks`).
-    public func residueDeletions(in key: ZoneKey) throws -> [Stamp] {
+    package func residueDeletions(in key: ZoneKey) throws -> [Stamp] {
         guard let zone = try zoneRow(key) else { return [] }
         return try Data.fetchAll(db.cachedStatement(sql: "SELECT deletion FROM residues WHERE zone = ? AND deletion IS NOT NULL"), arguments: [zone.id])
             .map { try RecordBlob.decodeStamp([UInt8]($0)) }
     }
 
     /// What is left of the record's collected tombstone, if it was collected.
-    public func collectedResidue(of name: String, in key: ZoneKey) throws -> RecordResidue? {
+    package func collectedResidue(of name: String, in key: ZoneKey) throws -> RecordResidue? {
         guard let zone = try zoneRow(key) else { return nil }
         return try collectedResidue(of: name, zoneID: zone.id)
     }
@@ -56,7 +56,7 @@ extension StoreSnapshot {
 
     /// The join of the vectors of the tombstones the zone collected: a device
     /// whose vector covers it held every one of them.
-    public func collectedThrough(in key: ZoneKey) throws -> VersionVector {
+    package func collectedThrough(in key: ZoneKey) throws -> VersionVector {
         guard let zone = try zoneRow(key),
               let data = try Data.fetchOne(db.cachedStatement(sql: "SELECT vector FROM collected_through WHERE zone = ?"), arguments: [zone.id]) else { return VersionVector() }
         return try RecordBlob.decodeVector([UInt8](data))
@@ -64,19 +64,19 @@ extension StoreSnapshot {
 
     /// The zone's change sequence up to which deletions were collected: a
     /// change token of the zone from before it cannot list them any more.
-    public func collectionHorizon(in key: ZoneKey) throws -> UInt64 {
+    package func collectionHorizon(in key: ZoneKey) throws -> UInt64 {
         guard let zone = try zoneRow(key),
               let horizon = try Int64.fetchOne(db.cachedStatement(sql: "SELECT horizon FROM collected_through WHERE zone = ?"), arguments: [zone.id]) else { return 0 }
         return UInt64(horizon)
     }
 
     /// The residues of collected records a device at `vector` may still hold older states of.
-    public func residues(in key: ZoneKey, notCoveredBy vector: VersionVector) throws -> [(name: String, residue: RecordResidue)] {
+    package func residues(in key: ZoneKey, notCoveredBy vector: VersionVector) throws -> [(name: String, residue: RecordResidue)] {
         try residues(in: key).filter { !vector.dominates($0.value.vector) }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// How many tombstones the zone holds, and how many it collected.
-    public func tombstoneCounts(in key: ZoneKey) throws -> (held: Int, collected: Int) {
+    package func tombstoneCounts(in key: ZoneKey) throws -> (held: Int, collected: Int) {
         guard let zone = try zoneRow(key) else { return (0, 0) }
         let held = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE zone = ? AND alive = 0"), arguments: [zone.id]) ?? 0
         let collected = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM residues WHERE zone = ?"), arguments: [zone.id]) ?? 0
@@ -84,7 +84,7 @@ extension StoreSnapshot {
     }
 
     /// The vectors of the zone's tombstones, for telling what holds them back.
-    public func tombstoneVectors(in key: ZoneKey) throws -> [VersionVector] {
+    package func tombstoneVectors(in key: ZoneKey) throws -> [VersionVector] {
         guard let zone = try zoneRow(key) else { return [] }
         return try Row.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND alive = 0"), arguments: [zone.id])
             .map { try decode($0[0] as Data).vector }
@@ -95,7 +95,7 @@ extension RecordStore {
     /// Collects the zone's tombstones `acknowledged` covers (see
     /// `ReplicaStorage.collectTombstones`), in one transaction; returns their names.
     @discardableResult
-    public func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+    package func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
         try write { try $0.collectTombstones(in: zone, acknowledged: acknowledged) }
     }
 }
@@ -105,7 +105,7 @@ extension StoreSnapshot {
     /// the account's members (met or not) and devices trusted by hand, not
     /// removed. Each must have acknowledged a change before what it makes
     /// obsolete (a tombstone, unreferenced content) may go.
-    public func devicesHoldingPrivateZones(besides own: String) throws -> Set<String> {
+    package func devicesHoldingPrivateZones(besides own: String) throws -> Set<String> {
         let members = try roster().state.members.keys.compactMap { try? DeviceID(publicKey: $0).description }
         let trusted = try peers().filter { $0.trusted && !$0.removed }.map(\.deviceID)
         return Set(members + trusted).subtracting([own])

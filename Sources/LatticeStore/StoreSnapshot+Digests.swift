@@ -6,7 +6,7 @@ import LatticeCore
 /// with the empty key, then each record's (`record_digests`). Read after
 /// `RecordStore.refreshDigests`: records changed since are not in it yet.
 extension StoreSnapshot: DigestSource {
-    public func digestSum(of zone: ZoneKey, in range: DigestRange) throws -> DigestSum {
+    package func digestSum(of zone: ZoneKey, in range: DigestRange) throws -> DigestSum {
         guard let row = try zoneRow(zone) else { return DigestSum() }
         var sum: DigestSum
         if range == .all, let whole = try Row.fetchOne(db.cachedStatement(sql: "SELECT sum, count FROM zone_digests WHERE zone = ?"), arguments: [row.id]) {
@@ -19,14 +19,14 @@ extension StoreSnapshot: DigestSource {
         return sum
     }
 
-    public func digestItems(of zone: ZoneKey, in range: DigestRange) throws -> [DigestItem] {
+    package func digestItems(of zone: ZoneKey, in range: DigestRange) throws -> [DigestItem] {
         guard let row = try zoneRow(zone) else { return [] }
         var items: [DigestItem] = range.contains([]) ? [try DigestItem(row.sync.zoneState)] : []
         try forEachRecordItem(zone: row.id, in: range) { items.append(DigestItem(key: $0, hash: $1)) }
         return items
     }
 
-    public func digestParts(of zone: ZoneKey, in range: DigestRange, parts: Int) throws -> [DigestPart] {
+    package func digestParts(of zone: ZoneKey, in range: DigestRange, parts: Int) throws -> [DigestPart] {
         guard let row = try zoneRow(zone) else { return [DigestPart(upper: range.upper, sum: DigestSum())] }
         let hasZoneItem = range.contains([])
         let (clause, arguments) = Self.rangeClause(zone: row.id, range)
@@ -56,7 +56,7 @@ extension StoreSnapshot: DigestSource {
 
 /// A record row's digest item, hashed in a read snapshot: taken in a short
 /// write only if the row is still what was hashed.
-public struct DigestWork: Sendable {
+package struct DigestWork: Sendable {
     var key: Data
     /// The row's state as hashed; nil when the row is gone.
     var blob: Data?
@@ -130,7 +130,7 @@ extension RecordStore {
     /// are hashed in read snapshots, `digestWorkPerWrite` at a time, and taken in short
     /// writes, so a zone hashed for the first time (a million records: some
     /// seconds) neither holds writers back nor takes more than half a core.
-    public func refreshDigests(of zones: [ZoneKey]) throws {
+    package func refreshDigests(of zones: [ZoneKey]) throws {
         for zone in zones {
             while true {
                 let started = DispatchTime.now().uptimeNanoseconds
@@ -155,7 +155,7 @@ extension StoreSnapshot {
     /// proofs cover every write the records show (the peer's vector said it
     /// held them, yet its digest shows it does not hold them alike).
     /// At most about `maximumBytes` of states: the names left out are returned, for the next batch.
-    public func repairBatch(for key: ZoneKey, names: [String], includingSchema: Bool, maximumBytes: Int) throws -> (batch: StreamBatch?, left: [String]) {
+    package func repairBatch(for key: ZoneKey, names: [String], includingSchema: Bool, maximumBytes: Int) throws -> (batch: StreamBatch?, left: [String]) {
         guard let zone = try zoneRow(key) else { return (nil, []) }
         var states: [RecordState] = []
         var bytes = 0

@@ -5,7 +5,7 @@ extension StoreSnapshot {
     /// The stored names of public record `name` in `key` (`PublicRecordName`):
     /// the plain name of an earlier build and those qualified by a creator,
     /// in the order this store first held them, with their states.
-    public func storedRecordNames(qualifying name: String, in key: ZoneKey) throws -> [(name: String, state: RecordState?)] {
+    package func storedRecordNames(qualifying name: String, in key: ZoneKey) throws -> [(name: String, state: RecordState?)] {
         guard let zone = try zoneRow(key) else { return [] }
         let range = PublicRecordName.qualifiedRange(of: name)
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
@@ -24,7 +24,7 @@ extension StoreSnapshot {
     /// name where that reads this record here (`storedRecordName`), else
     /// the stored name itself (another creator's record of a name this
     /// device reads elsewhere), which reads it back.
-    public func appRecordName(of stored: String, in key: ZoneKey) throws -> String {
+    package func appRecordName(of stored: String, in key: ZoneKey) throws -> String {
         guard key.scope == .public, case let plain = String(PublicRecordName.parts(of: stored).name), plain != stored else { return stored }
         return try storedRecordName(plain, in: key, writing: false) == stored ? plain : stored
     }
@@ -33,7 +33,7 @@ extension StoreSnapshot {
     /// `key` reaches: its stored name and its state (tombstones included;
     /// nil if never seen). Outside the public database, `name` itself; there,
     /// the one `PublicRecordName.resolve` picks among those this store holds.
-    public func record(reaching name: String, in key: ZoneKey, writing: Bool) throws -> (name: String, state: RecordState?) {
+    package func record(reaching name: String, in key: ZoneKey, writing: Bool) throws -> (name: String, state: RecordState?) {
         guard key.scope == .public, PublicRecordName.parts(of: name).creator == nil else { return (name, try record(name, in: key)) }
         let own = store.replica
         let held = try storedRecordNames(qualifying: name, in: key)
@@ -43,7 +43,7 @@ extension StoreSnapshot {
 
     /// The stored name a local read or write (`writing`) of record `name`
     /// of `key` takes (`record(reaching:in:writing:)`).
-    public func storedRecordName(_ name: String, in key: ZoneKey, writing: Bool) throws -> String {
+    package func storedRecordName(_ name: String, in key: ZoneKey, writing: Bool) throws -> String {
         guard key.scope == .public, PublicRecordName.parts(of: name).creator == nil else { return name }
         return try record(reaching: name, in: key, writing: writing).name
     }

@@ -3,25 +3,25 @@ import GRDB
 import LatticeCore
 
 /// A page of query results, with how it was read.
-public struct QueryPageResult {
-    public var records: [RecordState]
-    public var next: QueryPosition?
-    public var plan: QueryPlan
+package struct QueryPageResult {
+    package var records: [RecordState]
+    package var next: QueryPosition?
+    package var plan: QueryPlan
     /// What the store read the candidates from, for `query --explain`.
-    public var strategy: String
+    package var strategy: String
     /// Records read and decoded to make the page.
-    public var recordsRead: Int
+    package var recordsRead: Int
     /// Rows the read went through: the index entries a walk passed (each a
     /// record's, most not read when the filter's indexes turn them down), or
     /// the records read.
-    public var rowsRead: Int
+    package var rowsRead: Int
     /// The ways of reading considered, each with the rows it was estimated to
     /// read; the one taken first. Empty when there was no choice.
-    public var estimates: [QueryAccessEstimate]
+    package var estimates: [QueryAccessEstimate]
 }
 
 /// How a query may read its candidates when the sort's index and the filter's both could.
-public enum QueryAccess: String, Sendable, CaseIterable {
+package enum QueryAccess: String, Sendable, CaseIterable {
     /// The sort key's index, in order, until the page is full.
     case walk
     /// Every candidate the filter's indexes find, then sorted.
@@ -31,11 +31,11 @@ public enum QueryAccess: String, Sendable, CaseIterable {
 }
 
 /// One way of reading a query, with the rows it would read by the counts of its indexes.
-public struct QueryAccessEstimate: Hashable, Sendable {
-    public var access: QueryAccess
-    public var rows: Int
+package struct QueryAccessEstimate: Hashable, Sendable {
+    package var access: QueryAccess
+    package var rows: Int
     /// Whether a count stopped at its cap: the estimate is at least `rows`.
-    public var atLeast: Bool
+    package var atLeast: Bool
 }
 
 extension StoreSnapshot {
@@ -47,7 +47,7 @@ extension StoreSnapshot {
     /// the candidates, the rows each way would read are estimated from counts
     /// of the indexes (`QueryAccessEstimate`) and the least is taken;
     /// `forcing` takes the given one instead (tests compare them).
-    public func queryPage(_ engine: QueryEngine, in key: ZoneKey, after cursor: QueryPosition?, limit: Int, forcing: QueryAccess? = nil) throws -> QueryPageResult {
+    package func queryPage(_ engine: QueryEngine, in key: ZoneKey, after cursor: QueryPosition?, limit: Int, forcing: QueryAccess? = nil) throws -> QueryPageResult {
         let schema = try schema()
         var plan = QueryPlanner.plan(engine, schema: schema)
         if key.scope == .public {
@@ -102,7 +102,7 @@ extension StoreSnapshot {
     }
 
     /// Counts stop here: past it, a way of reading is only known to read at least this many rows.
-    public static let estimateCountCap = 4_096
+    package static let estimateCountCap = 4_096
 }
 
 /// The SQL that reads a plan's candidates: from the type's index table when

@@ -5,12 +5,12 @@ import LatticeCrypto
 
 extension StoreSnapshot {
     /// The founder's key of this store's account: its own until it joins another by pairing.
-    public func accountFounder() throws -> [UInt8] {
+    package func accountFounder() throws -> [UInt8] {
         try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = 'account'")).map { [UInt8]($0) } ?? store.identity.publicKey
     }
 
     /// The account's roster as held here.
-    public func roster() throws -> AccountRoster {
+    package func roster() throws -> AccountRoster {
         var roster = AccountRoster(founder: try accountFounder())
         // Every stored entry was checked on its way in; one that no longer reads is dropped, not fatal.
         let entries = try Data.fetchAll(db.cachedStatement(sql: "SELECT bytes FROM roster_entries")).compactMap { try? RosterEntry(bytes: [UInt8]($0)) }
@@ -20,14 +20,14 @@ extension StoreSnapshot {
 
     /// The roster as `AccountRoster.encoded` gives it, from the stored bytes
     /// without checking signatures again (a node reads it on every commit).
-    public func encodedRoster() throws -> [UInt8] {
+    package func encodedRoster() throws -> [UInt8] {
         let entries = try Data.fetchAll(db.cachedStatement(sql: "SELECT bytes FROM roster_entries ORDER BY hash"))
         return AccountRoster.encode(founder: try accountFounder(), entries: entries.map { [UInt8]($0) })
     }
 
     /// The highest stamp of `replica` any zone of this store holds: its
     /// knowledge (records applied, a stream's claim taken or not yet).
-    public func heldWrites(of replica: ReplicaID) throws -> HLCTimestamp {
+    package func heldWrites(of replica: ReplicaID) throws -> HLCTimestamp {
         var highest = HLCTimestamp.zero
         for scope in DatabaseScope.allCases {
             for zone in try zones(in: scope) { highest = max(highest, zone.sync.vector[replica], zone.sync.knowledge[replica]) }
@@ -45,7 +45,7 @@ extension StoreTransaction {
     /// its own (`held`), so every member keeps those writes alike.
     /// Returns whether anything changed.
     @discardableResult
-    public func adoptRoster(_ incoming: AccountRoster, joining: Bool = false) throws -> Bool {
+    package func adoptRoster(_ incoming: AccountRoster, joining: Bool = false) throws -> Bool {
         try adoptRoster(founder: incoming.founder, entries: Array(incoming.entries.values), joining: joining)
     }
 
@@ -53,7 +53,7 @@ extension StoreTransaction {
     /// of a roster (`AccountRoster.checkedEntries`), whose entries may need
     /// those of earlier pieces, which this store holds.
     @discardableResult
-    public func adoptRoster(founder: [UInt8], entries incoming: [RosterEntry], joining: Bool = false) throws -> Bool {
+    package func adoptRoster(founder: [UInt8], entries incoming: [RosterEntry], joining: Bool = false) throws -> Bool {
         var roster = try roster()
         if founder != roster.founder {
             guard joining else { return false }
@@ -82,7 +82,7 @@ extension StoreTransaction {
     }
 
     /// Signs `action` on `subject` into this store's roster.
-    public func signRosterEntry(_ action: RosterEntry.Action, subject: [UInt8]) throws -> RosterEntry {
+    package func signRosterEntry(_ action: RosterEntry.Action, subject: [UInt8]) throws -> RosterEntry {
         var roster = try roster()
         let entry = try roster.sign(action, subject: subject, by: store.identity, at: RecordStore.systemWallClock())
         try insertRosterEntry(entry)
@@ -126,7 +126,7 @@ extension StoreTransaction {
     /// Writes the account's removals into the share of every shared zone it
     /// owns or takes part in (`recordAccountRemovals`), from `state` or the
     /// roster held here.
-    public func recordAccountRemovalsInShares(_ state: AccountRoster.State? = nil) throws {
+    package func recordAccountRemovalsInShares(_ state: AccountRoster.State? = nil) throws {
         let state = try state ?? roster().state
         guard state.members[store.identity.publicKey] != nil, !state.removed.isEmpty else { return }
         var marks: [ReplicaID: HLCTimestamp] = [:]
@@ -144,7 +144,7 @@ extension StoreTransaction {
 
     /// Why writes of `replica` stamped `time` are refused: its device was
     /// removed from the account, and `time` is after the removal's mark.
-    public func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? {
+    package func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? {
         if refusedWritersCache == nil {
             do {
                 var writers: [ReplicaID: (device: String, upTo: HLCTimestamp)] = [:]

@@ -5,6 +5,7 @@ import LatticeCrypto
 
 /// A share another account's device offered this account.
 public struct ShareInvitation: Sendable, Hashable {
+    /// The shared zone (its owner is the offering account).
     public var zone: ZoneID
     /// The device that offered it.
     public var offeredBy: String
@@ -14,7 +15,7 @@ public struct ShareInvitation: Sendable, Hashable {
 
 extension StoreSnapshot {
     /// This store's account ID: its founder's device ID.
-    public func accountID() throws -> String { try DeviceID(publicKey: try accountFounder()).description }
+    package func accountID() throws -> String { try DeviceID(publicKey: try accountFounder()).description }
 
     /// The members of this store's account, by replica, with their memberships (read once per snapshot).
     func ownMembers() throws -> [ReplicaID: AccountMembership] {
@@ -26,7 +27,7 @@ extension StoreSnapshot {
 
     /// The accounts `replica` belongs to, as far as this store knows: its own
     /// account for its members, and what memberships proved.
-    public func accounts(of replica: ReplicaID) -> Set<String> {
+    package func accounts(of replica: ReplicaID) -> Set<String> {
         if let known = accountsCache[replica] { return known }
         do {
             var accounts = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT account FROM memberships WHERE replica = ?"), arguments: [Data(replica.bytes)]))
@@ -42,7 +43,7 @@ extension StoreSnapshot {
 
     /// The memberships of `replicas` this store can prove: its own account's
     /// members from the roster, others' as they came.
-    public func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership] {
+    package func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership] {
         let members = try ownMembers()
         var proofs: [AccountMembership] = []
         for replica in replicas {
@@ -55,21 +56,21 @@ extension StoreSnapshot {
     }
 
     /// Shares offered to this account (accepted ones with `accepted`), newest first.
-    public func shareInvitations(accepted: Bool = false) throws -> [ShareInvitation] {
+    package func shareInvitations(accepted: Bool = false) throws -> [ShareInvitation] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT zone_name, owner, offered_by, received_at FROM share_invitations WHERE accepted = ? ORDER BY received_at DESC"), arguments: [accepted ? 1 : 0]).map { row in
             ShareInvitation(zone: ZoneID(zoneName: row[0], ownerName: row[1]), offeredBy: row[2], receivedAt: UInt64(row[3] as Int64))
         }
     }
 
     /// The share of a shared zone held here, or nil.
-    public func share(of zone: ZoneKey) throws -> Share? {
+    package func share(of zone: ZoneKey) throws -> Share? {
         guard zone.scope == .shared else { return nil }
         return Share.held(try record(Share.recordName, in: zone), in: zone)
     }
 
     /// Every shared zone held here, with its share (nil until it arrives), and
     /// every accepted invitation whose zone is not held yet (nil share).
-    public func sharedZones() throws -> [ZoneID: Share?] {
+    package func sharedZones() throws -> [ZoneID: Share?] {
         var zones: [ZoneID: Share?] = [:]
         for zone in try self.zones(in: .shared) where zone.sync.zoneState.exists { zones[zone.key.zoneID] = .some(try share(of: zone.key)) }
         for invitation in try shareInvitations(accepted: true) where zones[invitation.zone] == nil { zones[invitation.zone] = .some(nil) }
@@ -80,14 +81,14 @@ extension StoreSnapshot {
 extension StoreTransaction {
     /// Memberships one replica may hold: an account can list any device, so
     /// one device may show up in several; past this, later ones are not kept.
-    public static let maximumAccountsPerReplica = 8
+    package static let maximumAccountsPerReplica = 8
 
     /// Takes the memberships a shared zone's change set carried (each checked
     /// already) for this transaction's judgement of its writers; only those
     /// of writers whose changes it stores are kept (`keepMemberships`), so a
     /// change set listing made-up devices (a chain of no entries needs no
     /// signature) leaves nothing behind.
-    public func takeMemberships(_ memberships: [AccountMembership]) throws {
+    package func takeMemberships(_ memberships: [AccountMembership]) throws {
         let own = try accountID()
         for membership in memberships {
             // This account's own members come from its roster, which knows removals too.
@@ -120,7 +121,7 @@ extension StoreTransaction {
 
     /// Notes that `device` offered shared zone `zone`: a row per zone and
     /// owner, the latest offer kept, at most `maximumInvitations` (oldest go).
-    public func noteShareInvitation(_ zone: ZoneID, offeredBy device: String, at time: UInt64) throws {
+    package func noteShareInvitation(_ zone: ZoneID, offeredBy device: String, at time: UInt64) throws {
         try db.cachedStatement(sql: """
             INSERT INTO share_invitations (zone_name, owner, offered_by, received_at) VALUES (?, ?, ?, ?)
             ON CONFLICT (zone_name, owner) DO UPDATE SET offered_by = excluded.offered_by, received_at = excluded.received_at
@@ -132,7 +133,7 @@ extension StoreTransaction {
     }
 
     /// Accepts an invitation: its zone is taken from the devices that offer it.
-    public func acceptShareInvitation(_ zone: ZoneID) throws {
+    package func acceptShareInvitation(_ zone: ZoneID) throws {
         try db.cachedStatement(sql: "UPDATE share_invitations SET accepted = 1 WHERE zone_name = ? AND owner = ?").execute(arguments: [zone.zoneName, zone.ownerName])
         // Running nodes take the zone from the devices that offer it.
         markChanged()
@@ -140,7 +141,7 @@ extension StoreTransaction {
     }
 
     /// Forgets an invitation (accepted, or declined).
-    public func removeShareInvitation(_ zone: ZoneID) throws {
+    package func removeShareInvitation(_ zone: ZoneID) throws {
         try db.cachedStatement(sql: "DELETE FROM share_invitations WHERE zone_name = ? AND owner = ?").execute(arguments: [zone.zoneName, zone.ownerName])
         if db.changesCount > 0 {
             markChanged()
@@ -148,5 +149,5 @@ extension StoreTransaction {
         }
     }
 
-    public static let maximumInvitations = 64
+    package static let maximumInvitations = 64
 }

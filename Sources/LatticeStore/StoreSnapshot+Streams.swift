@@ -3,31 +3,31 @@ import GRDB
 import LatticeCore
 
 /// A position in a store's change order: records are streamed by (change sequence, row).
-public struct ChangeCursor: Hashable, Comparable, Sendable {
-    public var sequence: UInt64
-    public var row: UInt64
+package struct ChangeCursor: Hashable, Comparable, Sendable {
+    package var sequence: UInt64
+    package var row: UInt64
 
-    public init(sequence: UInt64, row: UInt64) {
+    package init(sequence: UInt64, row: UInt64) {
         self.sequence = sequence
         self.row = row
     }
 
     /// After every record of `sequence`.
-    public static func end(of sequence: UInt64) -> ChangeCursor { ChangeCursor(sequence: sequence, row: (1 << 62) - 1) }
+    package static func end(of sequence: UInt64) -> ChangeCursor { ChangeCursor(sequence: sequence, row: (1 << 62) - 1) }
 
-    public static func < (lhs: ChangeCursor, rhs: ChangeCursor) -> Bool { (lhs.sequence, lhs.row) < (rhs.sequence, rhs.row) }
+    package static func < (lhs: ChangeCursor, rhs: ChangeCursor) -> Bool { (lhs.sequence, lhs.row) < (rhs.sequence, rhs.row) }
 }
 
 /// One batch of a zone's stream: a complete change set.
-public struct StreamBatch: Sendable {
-    public var bytes: [UInt8]
-    public var cursor: ChangeCursor
+package struct StreamBatch: Sendable {
+    package var bytes: [UInt8]
+    package var cursor: ChangeCursor
     /// The batch reached the zone's end in its snapshot, and claims the zone's vector.
-    public var final: Bool
-    public var records: Int
-    public var zoneState: ZoneState
+    package var final: Bool
+    package var records: Int
+    package var zoneState: ZoneState
     /// The vector a final batch claims.
-    public var claimedTop: VersionVector?
+    package var claimedTop: VersionVector?
 }
 
 extension StoreSnapshot {
@@ -42,7 +42,7 @@ extension StoreSnapshot {
     /// reaches the end, with that snapshot's vector, so it always holds.
     /// `includingSchema` false leaves the schema out of the header: it names the
     /// private database's record types too, and a stranger gets the public one alone.
-    public func streamBatch(
+    package func streamBatch(
         for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector, peerZoneState: ZoneState?, maximumRecords: Int, maximumBytes: Int,
         includingSchema: Bool = true, elidingCoveredGhostsFor receiver: ReplicaID? = nil
     ) throws -> StreamBatch? {
@@ -94,7 +94,7 @@ extension StoreSnapshot {
     /// lists but no longer admits (removed, or left): it learns that, and
     /// nothing else. Nil when the share has not changed after `cursor`. It
     /// claims nothing, so it never ends the stream.
-    public func shareBatch(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> StreamBatch? {
+    package func shareBatch(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> StreamBatch? {
         guard let zone = try zoneRow(key),
               let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, change_seq, state FROM records WHERE zone = ? AND name = ?"), arguments: [zone.id, Share.recordName])
         else { return nil }
@@ -112,7 +112,7 @@ extension StoreSnapshot {
 
     /// The peers whose batches made the commits after `sequence` (the recent
     /// ones: see `StoreTransaction.commitSource`), by commit sequence.
-    public func commitSources(after sequence: UInt64) throws -> [UInt64: String] {
+    package func commitSources(after sequence: UInt64) throws -> [UInt64: String] {
         var sources: [UInt64: String] = [:]
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT sequence, peer FROM commit_sources WHERE sequence > ?"), arguments: [Int64(clamping: sequence)])
         while let row = try rows.next() { sources[UInt64(row[0] as Int64)] = row[1] }
@@ -129,7 +129,7 @@ extension StoreSnapshot {
 
     /// How many records and bytes of `key` lie after `cursor`: what a stream
     /// from there sends at most, for progress.
-    public func streamTotals(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> (records: Int, bytes: Int) {
+    package func streamTotals(for key: ZoneKey, after cursor: ChangeCursor, peerVector: VersionVector) throws -> (records: Int, bytes: Int) {
         guard let zone = try zoneRow(key) else { return (0, 0) }
         let start = try streamStart(zoneID: zone.id, after: cursor, peerVector: peerVector).start
         // The rest of the cursor's commit, then the commits after it: one range each on the index.

@@ -22,7 +22,7 @@ extension StoreSnapshot {
     /// A block of `replica` in `key`: the first whose `last` is at or after
     /// `time` and that holds a write at `time` (else the first at or after
     /// it), or with nil the latest.
-    public func writeBlock(of replica: ReplicaID, in key: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock? {
+    package func writeBlock(of replica: ReplicaID, in key: ZoneKey, covering time: HLCTimestamp?) throws -> WriteBlock? {
         guard let time else {
             let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) ORDER BY last DESC LIMIT 1"), arguments: blockArguments(replica, key))
             return try row.map { try block($0, replica: replica, zone: key) }
@@ -40,13 +40,13 @@ extension StoreSnapshot {
         return first
     }
 
-    public func writeBlock(of replica: ReplicaID, in key: ZoneKey, endingBefore time: HLCTimestamp) throws -> WriteBlock? {
+    package func writeBlock(of replica: ReplicaID, in key: ZoneKey, endingBefore time: HLCTimestamp) throws -> WriteBlock? {
         let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last < ? ORDER BY last DESC LIMIT 1"),
                                    arguments: blockArguments(replica, key) + [Int64(bitPattern: time.rawValue)])
         return try row.map { try block($0, replica: replica, zone: key) }
     }
 
-    public func writeBlocks(of replica: ReplicaID, in key: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) throws -> [WriteBlock] {
+    package func writeBlocks(of replica: ReplicaID, in key: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) throws -> [WriteBlock] {
         let sql = entries
             ? "SELECT \(Self.blockColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? AND last <= ? ORDER BY last"
             : "SELECT \(Self.headColumns) FROM write_blocks WHERE \(Self.blockZone) AND last >= ? AND last <= ? ORDER BY last"
@@ -56,7 +56,7 @@ extension StoreSnapshot {
     }
 
     /// The replicas with blocks in `key`.
-    public func blockWriters(in key: ZoneKey) throws -> [ReplicaID] {
+    package func blockWriters(in key: ZoneKey) throws -> [ReplicaID] {
         try Data.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT replica FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ?"),
                           arguments: [Int64(key.scope.rawValue), key.zoneID.zoneName, key.zoneID.ownerName])
             .map { ReplicaID(bytes: [UInt8]($0)) }
@@ -73,7 +73,7 @@ extension StoreTransaction {
         [Int64(block.zone.scope.rawValue), block.zone.zoneID.zoneName, block.zone.zoneID.ownerName, Data(block.replica.bytes), Int64(bitPattern: block.last.rawValue)]
     }
 
-    public func insertWriteBlock(_ block: WriteBlock) throws {
+    package func insertWriteBlock(_ block: WriteBlock) throws {
         try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO write_blocks (scope, zone_name, owner_name, replica, last, entry_count, entries_hash, signature, public_key, entries)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -83,13 +83,13 @@ extension StoreTransaction {
         markChanged()
     }
 
-    public func noteOwnBlocksCollected(through last: HLCTimestamp, in key: ZoneKey) throws {
+    package func noteOwnBlocksCollected(through last: HLCTimestamp, in key: ZoneKey) throws {
         guard last > (try ownBlocksCollectedThrough(in: key)) else { return }
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: [Self.collectedBlocksKey(key), Int64(bitPattern: last.rawValue)])
         markChanged()
     }
 
-    public func removeWriteBlock(_ block: WriteBlock) throws {
+    package func removeWriteBlock(_ block: WriteBlock) throws {
         try db.cachedStatement(sql: "DELETE FROM write_blocks WHERE scope = ? AND zone_name = ? AND owner_name = ? AND replica = ? AND last = ?").execute(arguments: blockKey(block))
         markChanged()
     }
@@ -107,7 +107,7 @@ extension StoreSnapshot {
     /// stamp of one of its commits, so an entry time of its blocks (or a
     /// block's `last`); one it lacks means the store lost writes of its own
     /// (restored from an older copy while its peers kept them).
-    public func holdsOwnHead(_ head: HLCTimestamp, in key: ZoneKey) throws -> Bool {
+    package func holdsOwnHead(_ head: HLCTimestamp, in key: ZoneKey) throws -> Bool {
         guard head > .zero else { return true }
         if let block = try writeBlock(of: store.replica, in: key, covering: head), block.last == head || block.digest(at: head) != nil { return true }
         // A head among the blocks collected was signed: they went because no write of them is shown any more.
@@ -122,17 +122,17 @@ extension StoreSnapshot {
     }
 
     /// The head of its own a peer holds and this store lost, if one was seen.
-    public func ownGap(in key: ZoneKey) throws -> HLCTimestamp? {
+    package func ownGap(in key: ZoneKey) throws -> HLCTimestamp? {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.gapKey(key)]).map { HLCTimestamp(rawValue: UInt64(bitPattern: $0)) }
     }
 
     static func refetchKey(_ key: ZoneKey) -> String { zoneMetaKey("own_refetch", key) }
 
-    public func ownRefetchNames(in key: ZoneKey) throws -> Set<String> { try ownRefetch(in: key)?.names ?? [] }
+    package func ownRefetchNames(in key: ZoneKey) throws -> Set<String> { try ownRefetch(in: key)?.names ?? [] }
 
     /// Records this store dropped that held valid writes of its own, and the
     /// earliest of those writes (`noteOwnWritesToRefetch`).
-    public func ownRefetch(in key: ZoneKey) throws -> (from: HLCTimestamp, names: Set<String>)? {
+    package func ownRefetch(in key: ZoneKey) throws -> (from: HLCTimestamp, names: Set<String>)? {
         guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [Self.refetchKey(key)]) else { return nil }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard let raw = UInt64(lines.removeFirst()) else { return nil }
@@ -143,7 +143,7 @@ extension StoreSnapshot {
     /// entry goes back to the last head it holds below the gap, so peers send
     /// its lost writes back; with records of its own to fetch again, below
     /// the earliest of their writes.
-    public func vectorToTell(_ sync: ZoneSyncState, in key: ZoneKey) throws -> VersionVector {
+    package func vectorToTell(_ sync: ZoneSyncState, in key: ZoneKey) throws -> VersionVector {
         var told = try vectorToTellForGap(sync, in: key)
         if let refetch = try ownRefetch(in: key), refetch.from > .zero, told[store.replica] >= refetch.from {
             told = VersionVector(told.entries.map { ($0.replica, $0.replica == store.replica ? HLCTimestamp(rawValue: refetch.from.rawValue - 1) : $0.time) })
@@ -161,13 +161,13 @@ extension StoreSnapshot {
 }
 
 extension StoreTransaction {
-    public func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in key: ZoneKey) throws {
+    package func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in key: ZoneKey) throws {
         let held = try ownRefetch(in: key)
         let from = min(held?.from ?? earliest, earliest)
         try setOwnRefetch(from: from, names: names.union(held?.names ?? []), in: key)
     }
 
-    public func noteRefetched(_ names: Set<String>, in key: ZoneKey) throws {
+    package func noteRefetched(_ names: Set<String>, in key: ZoneKey) throws {
         guard let held = try ownRefetch(in: key), !held.names.isDisjoint(with: names) else { return }
         try setOwnRefetch(from: held.from, names: held.names.subtracting(names), in: key)
     }
@@ -184,14 +184,14 @@ extension StoreTransaction {
     }
 
     /// Remembers that a peer holds `head`, a head of this store's own it lacks.
-    public func noteOwnGap(_ head: HLCTimestamp, in key: ZoneKey) throws {
+    package func noteOwnGap(_ head: HLCTimestamp, in key: ZoneKey) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: [Self.gapKey(key), Int64(bitPattern: head.rawValue)])
         markChanged()
     }
 
     /// Forgets the gap once the store holds its head again. Returns whether it closed one.
     @discardableResult
-    public func closeOwnGapIfFilled(in key: ZoneKey) throws -> Bool {
+    package func closeOwnGapIfFilled(in key: ZoneKey) throws -> Bool {
         guard let gap = try ownGap(in: key), try holdsOwnHead(gap, in: key) else { return false }
         try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: [Self.gapKey(key)])
         markChanged()

@@ -3,7 +3,7 @@ import GRDB
 import LatticeCore
 
 /// Read access to the store inside `RecordStore.read` or `write`.
-public class StoreSnapshot {
+package class StoreSnapshot {
     let db: GRDB.Database
     let store: RecordStore
     private var replicaIDs: [ReplicaID]?
@@ -30,10 +30,10 @@ public class StoreSnapshot {
     }
 
     /// The last committed change sequence.
-    public func sequence() throws -> UInt64 { try metaInteger("sequence") }
+    package func sequence() throws -> UInt64 { try metaInteger("sequence") }
 
     /// Change tokens before this sequence have expired (a compaction dropped their history).
-    public func horizon() throws -> UInt64 { try metaInteger("horizon") }
+    package func horizon() throws -> UInt64 { try metaInteger("horizon") }
 
     // MARK: Replicas
 
@@ -65,7 +65,7 @@ public class StoreSnapshot {
 
     /// A stored record that does not decode means a damaged store, not bad input.
     private func decoding<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as LatticeCore.DecodingError {
+        do { return try body() } catch let error as LatticeCore.BinaryDecodingError {
             throw StoreError.corrupt(path: store.directory.path, reason: "a stored record cannot be decoded (\(error))")
         }
     }
@@ -100,10 +100,10 @@ public class StoreSnapshot {
     }
 
     /// The zone's state and vectors, nil if this store never heard of it.
-    public func syncState(of key: ZoneKey) throws -> ZoneSyncState? { try zoneRow(key)?.sync }
+    package func syncState(of key: ZoneKey) throws -> ZoneSyncState? { try zoneRow(key)?.sync }
 
     /// Every zone this store knows in `scope`, deleted ones included.
-    public func zones(in scope: DatabaseScope) throws -> [(key: ZoneKey, sync: ZoneSyncState)] {
+    package func zones(in scope: DatabaseScope) throws -> [(key: ZoneKey, sync: ZoneSyncState)] {
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT id, name, owner, causal_length, stamp, vector, knowledge FROM zones WHERE scope = ? ORDER BY name, owner
             """), arguments: [Int(scope.rawValue)])
@@ -116,7 +116,7 @@ public class StoreSnapshot {
     // MARK: Records
 
     /// The record's state, tombstones included; nil if never seen.
-    public func record(_ name: String, in key: ZoneKey) throws -> RecordState? {
+    package func record(_ name: String, in key: ZoneKey) throws -> RecordState? {
         guard let zone = try zoneRow(key) else { return nil }
         return try record(name, zoneID: zone.id)
     }
@@ -145,7 +145,7 @@ public class StoreSnapshot {
 
     /// The stored states (tombstones included) of those of `names` the zone
     /// holds, read with one statement per 500 names rather than one each.
-    public func records(named names: [String], in key: ZoneKey) throws -> [String: RecordState] {
+    package func records(named names: [String], in key: ZoneKey) throws -> [String: RecordState] {
         guard let zone = try zoneRow(key), !names.isEmpty else { return [:] }
         var found: [String: RecordState] = [:]
         var start = 0
@@ -160,25 +160,25 @@ public class StoreSnapshot {
         return found
     }
 
-    public func liveRecordCount(in key: ZoneKey) throws -> Int {
+    package func liveRecordCount(in key: ZoneKey) throws -> Int {
         guard let zone = try zoneRow(key) else { return 0 }
         return try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE zone = ? AND alive = 1"), arguments: [zone.id]) ?? 0
     }
 
     /// A text setting of the store (such as the device's name).
-    public func setting(_ key: String) throws -> String? {
+    package func setting(_ key: String) throws -> String? {
         try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: ["setting." + key]).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Live records of one type, for queries.
-    public func records(ofType type: String, in key: ZoneKey) throws -> [RecordState] {
+    package func records(ofType type: String, in key: ZoneKey) throws -> [RecordState] {
         guard let zone = try zoneRow(key) else { return [] }
         let blobs = try Data.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND type = ? AND alive = 1"), arguments: [zone.id, type])
         return try blobs.map(decode)
     }
 
     /// Records (live and deleted) changed after `sequence`, in change order.
-    public func records(changedAfter sequence: UInt64, in key: ZoneKey, limit: Int = Int.max) throws -> [(state: RecordState, sequence: UInt64)] {
+    package func records(changedAfter sequence: UInt64, in key: ZoneKey, limit: Int = Int.max) throws -> [(state: RecordState, sequence: UInt64)] {
         guard let zone = try zoneRow(key) else { return [] }
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT state, change_seq FROM records WHERE zone = ? AND change_seq > ? ORDER BY change_seq, id LIMIT ?
@@ -187,7 +187,7 @@ public class StoreSnapshot {
     }
 
     /// The records one commit changed.
-    public func records(committedAt sequence: UInt64, in key: ZoneKey) throws -> [(state: RecordState, sequence: UInt64)] {
+    package func records(committedAt sequence: UInt64, in key: ZoneKey) throws -> [(state: RecordState, sequence: UInt64)] {
         guard let zone = try zoneRow(key) else { return [] }
         let blobs = try Data.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND change_seq = ? ORDER BY id"), arguments: [zone.id, Int64(sequence)])
         return try blobs.map { (try decode($0), sequence) }
@@ -207,14 +207,14 @@ public class StoreSnapshot {
     // MARK: Conflicts and schema
 
     /// The unresolved conflicts of `name`'s fields (replicated with the record).
-    public func conflicts(of name: String, in key: ZoneKey) throws -> [FieldConflict] {
+    package func conflicts(of name: String, in key: ZoneKey) throws -> [FieldConflict] {
         try record(name, in: key)?.conflicts ?? []
     }
 
-    public func schema() throws -> Schema { try StoreSchema.read(db) }
+    package func schema() throws -> Schema { try StoreSchema.read(db) }
 
     /// Whether an asset's content is in the store.
-    public func hasAsset(_ hash: [UInt8]) throws -> Bool {
+    package func hasAsset(_ hash: [UInt8]) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM assets WHERE hash = ?"), arguments: [Data(hash)]) ?? false
     }
 

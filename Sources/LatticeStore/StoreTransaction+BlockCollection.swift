@@ -3,7 +3,7 @@ import GRDB
 import LatticeCore
 
 extension StoreSnapshot {
-    public func forEachRecord(in key: ZoneKey, _ body: (RecordState) throws -> Void) throws {
+    package func forEachRecord(in key: ZoneKey, _ body: (RecordState) throws -> Void) throws {
         guard let zone = try zoneRow(key)?.id else { return }
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ?"), arguments: [zone])
         while let row = try rows.next() { try body(try decode(row[0])) }
@@ -34,7 +34,7 @@ extension RecordStore {
     /// `ifGrown`, only once the zone's blocks doubled since the last
     /// collection (plus 32): the reading spreads over the writes that made them.
     @discardableResult
-    public func collectWriteBlocks(in key: ZoneKey, ifGrown: Bool = false) throws -> Int {
+    package func collectWriteBlocks(in key: ZoneKey, ifGrown: Bool = false) throws -> Int {
         let found = try read { snapshot -> (sequence: UInt64, candidates: [WriteBlock])? in
             let counts = try snapshot.blockCounts(in: key)
             if ifGrown, counts.now <= 2 * counts.kept + Self.blocksGrowthAllowance { return nil }

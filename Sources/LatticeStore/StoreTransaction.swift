@@ -8,7 +8,7 @@ import LatticeCrypto
 ///
 /// It only persists what the core decides. A transaction that changed
 /// nothing is rolled back: it takes no commit sequence and no checkpoint.
-public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
+package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var hybridClock: HybridLogicalClock
     private var replicaTable: ReplicaTable
     /// Zones whose state or records changed, with their state, written at commit with a checkpoint.
@@ -32,11 +32,11 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Per record type: its index writer, or nil when the type has no index.
     private var indexWriters: [String: TypeIndex.Writer?] = [:]
     /// Whether anything was written: a transaction without changes is not a commit.
-    public private(set) var hasChanges = false
+    package private(set) var hasChanges = false
     /// References this transaction added (zone row, record, hash): those of
     /// its local writes vouch for their content in the zone's scope at commit.
     private var addedAssetReferences: [(zone: Int64, record: String, hash: [UInt8])] = []
-    public var pendingLocalWrites: [PendingLocalWrite] = []
+    package var pendingLocalWrites: [PendingLocalWrite] = []
     /// The current state of records this transaction stored with a write of
     /// this replica's own latest (a local write's): what sealing signs
     /// (`stateToSeal`), kept so that it need not read each record again. At
@@ -56,16 +56,16 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         replicaTable = ReplicaTable(try replicas)
     }
 
-    public var replica: ReplicaID { store.replica }
+    package var replica: ReplicaID { store.replica }
 
-    public var signer: Identity? { store.identity }
+    package var signer: Identity? { store.identity }
 
-    public var checksWrites: Bool { store.checksWrites }
-    public var sealedBlockEntries: Int { store.sealedBlockEntries }
+    package var checksWrites: Bool { store.checksWrites }
+    package var sealedBlockEntries: Int { store.sealedBlockEntries }
 
-    public var enforcesWriteRights: Bool { !store.ignoresWriteRights }
+    package var enforcesWriteRights: Bool { !store.ignoresWriteRights }
 
-    public var clock: HybridLogicalClock {
+    package var clock: HybridLogicalClock {
         get { hybridClock }
         set {
             if newValue.last != hybridClock.last { clockMoved = true }
@@ -73,10 +73,10 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         }
     }
 
-    public func wallClockNow() -> UInt64 { store.wallClock() }
+    package func wallClockNow() -> UInt64 { store.wallClock() }
 
     /// The sequence this commit's changes get.
-    public var commitSequence: UInt64 {
+    package var commitSequence: UInt64 {
         get throws {
             if let cachedSequence { return cachedSequence }
             let next = try sequence() + 1
@@ -103,7 +103,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         return id
     }
 
-    public func setSyncState(_ state: ZoneSyncState, of key: ZoneKey) throws {
+    package func setSyncState(_ state: ZoneSyncState, of key: ZoneKey) throws {
         if key.scope == .shared, !pendingMemberships.isEmpty { try keepMemberships(of: [state.zoneState.stamp.replica]) }
         if var row = try zoneRow(key) {
             guard row.sync != state else { return }
@@ -126,7 +126,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         hasChanges = true
     }
 
-    public func removeAllRecords(in key: ZoneKey) throws {
+    package func removeAllRecords(in key: ZoneKey) throws {
         guard let row = try zoneRow(key) else { return }
         let schema = try schema()
         for recordType in Set(schema.indexes.keys.map(\.recordType)) {
@@ -163,17 +163,17 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     // MARK: Records
 
-    public func record(named name: String, in key: ZoneKey) throws -> RecordState? {
+    package func record(named name: String, in key: ZoneKey) throws -> RecordState? {
         guard let zone = try zoneID(key) else { return nil }
         return try record(name, zoneID: zone)
     }
 
-    public func recordVersion(named name: String, in key: ZoneKey) throws -> RecordVersion? {
+    package func recordVersion(named name: String, in key: ZoneKey) throws -> RecordVersion? {
         guard let zone = try zoneID(key), let blob = try recordBlob(name, zoneID: zone) else { return nil }
         return try decodeVersion(blob)
     }
 
-    public func recordToMerge(named name: String, in key: ZoneKey, incoming: RecordState) throws -> RecordLookup {
+    package func recordToMerge(named name: String, in key: ZoneKey, incoming: RecordState) throws -> RecordLookup {
         guard let zone = try zoneID(key) else { return .absent }
         if namesWrittenToEmptyZones[zone] != nil {
             // A zone that held no record when this transaction first merged into it (an initial sync):
@@ -192,7 +192,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         return .state(try decode(blob))
     }
 
-    public func store(_ state: RecordState, previous: RecordState?, in key: ZoneKey) throws {
+    package func store(_ state: RecordState, previous: RecordState?, in key: ZoneKey) throws {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         // A shared zone's writers: the memberships their change set proved them by are kept.
         if key.scope == .shared, !pendingMemberships.isEmpty {
@@ -229,7 +229,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         }
     }
 
-    public func stateToSeal(named name: String, in key: ZoneKey) throws -> RecordState? {
+    package func stateToSeal(named name: String, in key: ZoneKey) throws -> RecordState? {
         if let state = statesToSeal[key]?[name] { return state }
         return try record(named: name, in: key)
     }
@@ -265,7 +265,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     /// Forgets content collected as unreferenced, unless a reference came back
     /// meanwhile; returns whether its files may be removed.
-    public func collectOrphanedAsset(_ hash: [UInt8]) throws -> Bool {
+    package func collectOrphanedAsset(_ hash: [UInt8]) throws -> Bool {
         guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_refs WHERE hash = ?"), arguments: [Data(hash)]) != true,
               try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM asset_wants WHERE hash = ?"), arguments: [Data(hash)]) != true else {
             try db.cachedStatement(sql: "DELETE FROM asset_orphans WHERE hash = ?").execute(arguments: [Data(hash)])
@@ -323,7 +323,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         return holds
     }
 
-    public func residue(named name: String, in key: ZoneKey) throws -> RecordResidue? {
+    package func residue(named name: String, in key: ZoneKey) throws -> RecordResidue? {
         guard let zone = try zoneID(key), try holdsResidues(zone) else { return nil }
         return try collectedResidue(of: name, zoneID: zone)
     }
@@ -331,7 +331,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// Collecting takes no change sequence (no reader's view changes), but a
     /// change token older than the tombstone's last change can no longer
     /// report its deletion: the horizon moves past it (changeTokenExpired).
-    public func collect(_ tombstone: RecordState, in key: ZoneKey) throws {
+    package func collect(_ tombstone: RecordState, in key: ZoneKey) throws {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         let name = tombstone.recordName
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, change_seq FROM records WHERE zone = ? AND name = ? AND alive = 0"), arguments: [zone, name]) else { return }
@@ -347,7 +347,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         markChanged()
     }
 
-    public func forget(_ state: RecordState, in key: ZoneKey) throws {
+    package func forget(_ state: RecordState, in key: ZoneKey) throws {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         // Its cascades and asset references go as its fields do; then the row and its index row.
         var bare = state
@@ -360,12 +360,12 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         statesToSeal[key]?[state.recordName] = nil
     }
 
-    public func forgetResumePoints(in key: ZoneKey) throws {
+    package func forgetResumePoints(in key: ZoneKey) throws {
         guard let zone = try zoneID(key) else { return }
         try db.cachedStatement(sql: "DELETE FROM resume_points WHERE zone = ?").execute(arguments: [zone])
     }
 
-    public func storeResidue(_ residue: RecordResidue, named name: String, in key: ZoneKey) throws {
+    package func storeResidue(_ residue: RecordResidue, named name: String, in key: ZoneKey) throws {
         guard let zone = try zoneID(key) else { throw StoreError.zoneNotFound(key.description) }
         try writeResidue(residue, named: name, zone: zone)
         try touch(key, zone)
@@ -377,13 +377,13 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         hasResidues[zone] = true
     }
 
-    public func tombstones(in key: ZoneKey) throws -> [RecordState] {
+    package func tombstones(in key: ZoneKey) throws -> [RecordState] {
         guard let zone = try zoneID(key) else { return [] }
         return try Row.fetchAll(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND alive = 0 ORDER BY name"), arguments: [zone])
             .map { try decode($0[0] as Data) }
     }
 
-    public func cascadeSources(of target: String, in key: ZoneKey) throws -> [String] {
+    package func cascadeSources(of target: String, in key: ZoneKey) throws -> [String] {
         guard let zone = try zoneID(key) else { return [] }
         if hasCascades[zone] == nil {
             hasCascades[zone] = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM cascades WHERE zone = ?)"), arguments: [zone]) ?? false
@@ -404,14 +404,14 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     // MARK: Schema
 
-    override public func schema() throws -> Schema {
+    override package func schema() throws -> Schema {
         if let cachedSchema { return cachedSchema }
         let schema = try super.schema()
         cachedSchema = schema
         return schema
     }
 
-    public func persistSchemaChanges(_ changes: Schema) throws {
+    package func persistSchemaChanges(_ changes: Schema) throws {
         for field in changes.definitions {
             try db.cachedStatement(sql: """
                 INSERT INTO schema_fields (record_type, field, type, stamp) VALUES (?, ?, ?, ?)
@@ -449,7 +449,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         for recordType in rebuilt { try rebuildIndex(of: recordType, schema: schema) }
     }
 
-    public func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) throws {
+    package func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) throws {
         let before = try schema().indexKinds(field, of: recordType)
         if removed.isEmpty {
             try db.execute(sql: "DELETE FROM index_removals WHERE record_type = ? AND field = ?", arguments: [recordType, field])
@@ -483,7 +483,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// The peer whose batch this transaction applies (a sync session's), noted
     /// with the commit's sequence (`StoreSnapshot.commitSources`), unless the
     /// transaction also wrote on this replica's behalf.
-    public var commitSource: String?
+    package var commitSource: String?
 
     /// Commit sources kept: a session looks at those since its last wake-up.
     static let keptCommitSources: UInt64 = 1024
@@ -492,7 +492,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     var advancesSequence: Bool { !touchedZones.isEmpty }
 
     /// With `wakingNodes`, a node running on the store hears of the change (as of a commit).
-    public func setSetting(_ key: String, to value: String, wakingNodes: Bool = false) throws {
+    package func setSetting(_ key: String, to value: String, wakingNodes: Bool = false) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").execute(arguments: ["setting." + key, Data(value.utf8)])
         hasChanges = true
         if wakingNodes { wakesWatchers = true }
@@ -502,7 +502,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     /// or from a bundle), served in the scopes of the zones referencing it
     /// here (`AssetScope.grantFromReferences`); a reference this device
     /// writes later vouches for it in that zone's scope.
-    public func registerAsset(_ asset: AssetReference) throws {
+    package func registerAsset(_ asset: AssetReference) throws {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO assets (hash, size) VALUES (?, ?)").execute(arguments: [Data(asset.hash), asset.size])
         guard db.changesCount > 0 else { return }
         try AssetScope.grantFromReferences(asset.hash, in: db)
@@ -514,7 +514,7 @@ public final class StoreTransaction: StoreSnapshot, ReplicaStorage {
 
     /// Drops the anti-entropy history and expires older change tokens.
     /// Tombstones stay: without them a stale replica could resurrect deletes.
-    public func compact() throws {
+    package func compact() throws {
         try db.cachedStatement(sql: """
             DELETE FROM checkpoints WHERE change_seq < (SELECT MAX(c.change_seq) FROM checkpoints c WHERE c.zone = checkpoints.zone)
             """).execute()

@@ -2,7 +2,7 @@ import LatticeProtocol
 
 /// Why a connection ended, typed so the node can tell a refusal or another
 /// container from a network failure without reading messages.
-public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
+package enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     case transport(TransportError)
     case protocolError(ProtocolError)
     /// This side refused the peer's batch: its writes were not what their writers signed.
@@ -19,12 +19,12 @@ public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// This side refused a stranger: logged, bounded, by whoever counts refusals.
-    public var isRefusalOfStranger: Bool {
+    package var isRefusalOfStranger: Bool {
         if case .transport(.untrusted) = self { return true }
         return false
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .transport(let error): return error.description
         case .protocolError(let error): return error.description

@@ -2,7 +2,7 @@ import NIOCore
 
 /// Why the transport ended a connection. Logged with the peer's address; the
 /// node keeps serving every other connection.
-public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     case oversizedFrame(length: Int, maximum: Int)
     case truncated
     case handshakeTimedOut
@@ -15,14 +15,14 @@ public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     case refusedByPeer
 
     /// The peer did not prove an identity: a failed or unfinished handshake.
-    public var isHandshakeFailure: Bool {
+    package var isHandshakeFailure: Bool {
         switch self {
         case .handshakeFailed, .handshakeTimedOut: return true
         default: return false
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .oversizedFrame(let length, let maximum): return "a frame of \(length) bytes is over the \(maximum)-byte maximum"
         case .truncated: return "the connection ended without the stream's final frame (truncated)"
@@ -41,23 +41,23 @@ public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
 /// The largest frame a connection accepts now: the handshake's size until it
 /// completes, so an unauthenticated client cannot make the node buffer more.
 /// Used on the connection's event loop only.
-public final class FrameLimit: @unchecked Sendable {
-    public var maximum: Int
-    public init(_ maximum: Int) { self.maximum = maximum }
+package final class FrameLimit: @unchecked Sendable {
+    package var maximum: Int
+    package init(_ maximum: Int) { self.maximum = maximum }
 }
 
 /// Cuts the byte stream into frames: a 4-byte big-endian length, then that
 /// many bytes. A length over the limit ends the connection before any of
 /// the frame is buffered.
-public struct FrameDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = ByteBuffer
-    public let limit: FrameLimit
-    public var maximumLength: Int { limit.maximum }
+package struct FrameDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = ByteBuffer
+    package let limit: FrameLimit
+    package var maximumLength: Int { limit.maximum }
 
-    public init(maximumLength: Int) { limit = FrameLimit(maximumLength) }
-    public init(limit: FrameLimit) { self.limit = limit }
+    package init(maximumLength: Int) { limit = FrameLimit(maximumLength) }
+    package init(limit: FrameLimit) { self.limit = limit }
 
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
         guard Int(length) <= maximumLength else { throw TransportError.oversizedFrame(length: Int(length), maximum: maximumLength) }
         guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
@@ -66,19 +66,19 @@ public struct FrameDecoder: ByteToMessageDecoder {
         return .continue
     }
 
-    public mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+    package mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
         return .needMoreData
     }
 }
 
 /// Prefixes each outgoing frame with its length.
-public struct FrameEncoder: MessageToByteEncoder {
-    public typealias OutboundIn = ByteBuffer
+package struct FrameEncoder: MessageToByteEncoder {
+    package typealias OutboundIn = ByteBuffer
 
-    public init() {}
+    package init() {}
 
-    public func encode(data: ByteBuffer, out: inout ByteBuffer) throws {
+    package func encode(data: ByteBuffer, out: inout ByteBuffer) throws {
         out.writeInteger(UInt32(data.readableBytes))
         out.writeImmutableBuffer(data)
     }

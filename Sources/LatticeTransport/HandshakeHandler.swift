@@ -2,18 +2,18 @@ import LatticeCrypto
 import NIOCore
 
 /// Fired down the pipeline when the handshake succeeded.
-public struct HandshakeCompleted: Sendable {
-    public let result: HandshakeResult
-    public let initiator: Bool
+package struct HandshakeCompleted: Sendable {
+    package let result: HandshakeResult
+    package let initiator: Bool
 }
 
 /// Runs the handshake over frames, then installs the encryption behind
 /// itself and lets everything through. The handshake must finish within the
 /// timeout or the connection closes.
-public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
-    public typealias InboundIn = ByteBuffer
-    public typealias InboundOut = ByteBuffer
-    public typealias OutboundOut = ByteBuffer
+package final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias InboundOut = ByteBuffer
+    package typealias OutboundOut = ByteBuffer
 
     private enum State {
         case initiating(HandshakeInitiator)
@@ -29,18 +29,18 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
     /// Frames stay as the decoder's limit has them: whoever learns that the
     /// peer is trusted raises it, not the handshake (a stranger's proof of
     /// identity must not let it send larger frames).
-    public init(identity: Identity, initiator: Bool, versions: ClosedRange<UInt8>, timeout: TimeAmount) throws {
+    package init(identity: Identity, initiator: Bool, versions: ClosedRange<UInt8>, timeout: TimeAmount) throws {
         state = initiator
             ? .initiating(try HandshakeInitiator(identity: identity, versions: versions))
             : .responding(try HandshakeResponder(identity: identity, versions: versions), receivedOpening: false)
         self.timeout = timeout
     }
 
-    public func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { start(context: context) }
     }
 
-    public func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         start(context: context)
         context.fireChannelActive()
     }
@@ -58,7 +58,7 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
         }
     }
 
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var frame = unwrapInboundIn(data)
         switch state {
         case .done: context.fireChannelRead(data)
@@ -114,7 +114,7 @@ public final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHand
         }
     }
 
-    public func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
         context.fireChannelInactive()
     }

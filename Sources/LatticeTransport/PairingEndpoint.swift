@@ -7,17 +7,17 @@ import NIOPosix
 
 /// `lattice pair` over TCP: length-prefixed `PairingMessage`s, one exchange
 /// per connection, the inviter listening and the joiner dialing.
-public enum PairingEndpoint {
+package enum PairingEndpoint {
     /// Offers `offer` on `host:port` until a device pairs (its outcome), the
     /// code expires or wrong attempts spend it (thrown `PairingFailure`).
     /// `listening` is told the bound port; `attempt` each failed attempt.
     /// An attempt's connection may stay this long: one that idles is closed,
     /// and counts as a guess only if it got as far as the key.
-    public static let defaultAttemptDeadline: TimeAmount = .seconds(10)
+    package static let defaultAttemptDeadline: TimeAmount = .seconds(10)
     /// Connections open at once to one offer, beyond which new ones are refused.
     static let maximumConnections = 32
 
-    public static func invite(
+    package static func invite(
         offer initial: PairingOffer, makeInviter: @escaping @Sendable () -> PairingInviter, host: String, port: Int,
         wallClock: @escaping @Sendable () -> UInt64, listening: @escaping @Sendable (Int) -> Void,
         attemptFailed: @escaping @Sendable (PairingFailure) -> Void = { _ in }, attemptDeadline: TimeAmount = defaultAttemptDeadline
@@ -85,7 +85,7 @@ public enum PairingEndpoint {
     }
 
     /// Joins the account of the device listening at `host:port`.
-    public static func join(_ joiner: PairingJoiner, host: String, port: Int, timeout: TimeAmount = .seconds(30)) throws -> PairingOutcome {
+    package static func join(_ joiner: PairingJoiner, host: String, port: Int, timeout: TimeAmount = .seconds(30)) throws -> PairingOutcome {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
         let result = group.next().makePromise(of: PairingOutcome.self)

@@ -4,20 +4,20 @@ import NIOCore
 
 /// At most `burst` events per `interval`, counting those left out: the
 /// budget a flood of strangers gets for log lines and events about it.
-public struct RateWindow: Sendable {
-    public let interval: TimeAmount
-    public let burst: Int
+package struct RateWindow: Sendable {
+    package let interval: TimeAmount
+    package let burst: Int
     private var windowStart = NIODeadline.distantPast
     private var used = 0
     private var leftOut = 0
 
-    public init(interval: TimeAmount, burst: Int) {
+    package init(interval: TimeAmount, burst: Int) {
         self.interval = interval
         self.burst = burst
     }
 
     /// Takes one event: nil when it is left out, else how many were left out before it.
-    public mutating func take(at now: NIODeadline = .now()) -> Int? {
+    package mutating func take(at now: NIODeadline = .now()) -> Int? {
         if now - windowStart >= interval {
             windowStart = now
             used = 0

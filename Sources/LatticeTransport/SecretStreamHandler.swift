@@ -5,11 +5,11 @@ import NIOCore
 /// direction. The first frame each way is the stream's header; a frame that
 /// fails authentication (modified, replayed, reordered) ends the connection,
 /// and so does an end without the final frame (truncation), reported as such.
-public final class SecretStreamHandler: ChannelDuplexHandler {
-    public typealias InboundIn = ByteBuffer
-    public typealias InboundOut = ByteBuffer
-    public typealias OutboundIn = ByteBuffer
-    public typealias OutboundOut = ByteBuffer
+package final class SecretStreamHandler: ChannelDuplexHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias InboundOut = ByteBuffer
+    package typealias OutboundIn = ByteBuffer
+    package typealias OutboundOut = ByteBuffer
 
     private var sender: SecretStreamSender
     private var receiver: SecretStreamReceiver?
@@ -17,22 +17,22 @@ public final class SecretStreamHandler: ChannelDuplexHandler {
     private var failed = false
     private var closing = false
 
-    public init(sendKey: SecretBytes, receiveKey: SecretBytes) throws {
+    package init(sendKey: SecretBytes, receiveKey: SecretBytes) throws {
         sender = try sendKey.withBytes { try SecretStreamSender(key: $0) }
         self.receiveKey = receiveKey
     }
 
-    public func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         // The streams' states hold the keys' successors: gone with the connection.
         sender.wipe()
         receiver?.wipe()
     }
 
-    public func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: sender.header)), promise: nil)
     }
 
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
         var frame = unwrapInboundIn(data)
         let bytes = frame.readBytes(length: frame.readableBytes) ?? []
@@ -56,14 +56,14 @@ public final class SecretStreamHandler: ChannelDuplexHandler {
         }
     }
 
-    public func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         if !failed, !closing, receiver?.finished != true {
             context.fireErrorCaught(TransportError.truncated)
         }
         context.fireChannelInactive()
     }
 
-    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         var buffer = unwrapOutboundIn(data)
         let plaintext = buffer.readBytes(length: buffer.readableBytes) ?? []
         do {
@@ -77,7 +77,7 @@ public final class SecretStreamHandler: ChannelDuplexHandler {
     }
 
     /// An orderly close sends the stream's final frame first, so the peer can tell it from a cut.
-    public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+    package func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         if !closing, mode == .all, context.channel.isActive, let sealed = try? sender.seal([], final: true) {
             closing = true
             context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: sealed)), promise: nil)

@@ -7,8 +7,8 @@ import NIOConcurrencyHelpers
 
 /// Listens for and dials sync connections: each gets framing, the handshake,
 /// the encryption it installs, and a session handler over the delegate.
-public final class SyncEndpoint: Sendable {
-    public let identity: Identity
+package final class SyncEndpoint: Sendable {
+    package let identity: Identity
     let delegate: any SyncDelegate
     let group: EventLoopGroup
     let threadPool: NIOThreadPool
@@ -26,7 +26,7 @@ public final class SyncEndpoint: Sendable {
     let publicOnlySessions = NIOLockedValueBox(0)
     let maximumPublicOnlySessions: Int
 
-    public init(
+    package init(
         identity: Identity, delegate: any SyncDelegate, group: EventLoopGroup, threadPool: NIOThreadPool, backgroundPool: NIOThreadPool? = nil,
         settings: ConnectionSettings = ConnectionSettings(), maximumConnectionsPerAddress: Int = 8, maximumConnections: Int = 512,
         maximumPublicOnlySessions: Int = 16, logger: Logger, onEvent: @escaping @Sendable (ConnectionEvent) -> Void
@@ -45,7 +45,7 @@ public final class SyncEndpoint: Sendable {
     }
 
     /// The largest frame on the wire: a message and the cipher's tag.
-    public static let maximumFrameLength = SyncWire.maximumMessageSize + SecretStreamSender.overhead
+    package static let maximumFrameLength = SyncWire.maximumMessageSize + SecretStreamSender.overhead
 
     /// The pipeline: framing (handshake-sized frames until the peer is known
     /// trusted), the handshake and the encryption it installs, the session.
@@ -80,7 +80,7 @@ public final class SyncEndpoint: Sendable {
     }
 
     /// Listens on `host:port` (port 0 picks one); the channel's local address tells which.
-    public func listen(host: String, port: Int) async throws -> Channel {
+    package func listen(host: String, port: Int) async throws -> Channel {
         let limiter = limiter
         let tarpit = tarpit
         return try await ServerBootstrap(group: group)
@@ -121,7 +121,7 @@ public final class SyncEndpoint: Sendable {
     }
 
     /// Connects to `host:port` and runs a session; the future completes when connected.
-    public func connect(host: String, port: Int, timeout: TimeAmount = .seconds(5)) async throws -> Channel {
+    package func connect(host: String, port: Int, timeout: TimeAmount = .seconds(5)) async throws -> Channel {
         try await ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)

@@ -7,7 +7,7 @@ import NIOCore
 import NIOPosix
 
 /// What happens on a connection, for the node that owns it.
-public enum ConnectionEvent: Sendable {
+package enum ConnectionEvent: Sendable {
     /// The handshake passed and the peer may sync (its account's databases, or the public one alone, as `handle.access` says): the session starts.
     case authenticated(peer: DeviceID, address: String, handle: ConnectionHandle)
     /// The peer proved its identity but is not trusted: it got nothing, and
@@ -25,20 +25,23 @@ public enum ConnectionEvent: Sendable {
 public struct ReconcileOutcome: Sendable {
     /// The zones compared.
     public var zones: [ZoneKey] = []
+    /// The records (or zone states) held differently on the two sides.
     public var differences: [DigestDifference] = []
     /// Rounds sent (round trips).
     public var rounds = 0
+    /// Bytes of digests sent to the peer.
     public var bytesSent = 0
+    /// Bytes of digests received from it.
     public var bytesReceived = 0
-    public init() {}
+    package init() {}
 }
 
 /// Why a reconciliation could not run.
-public enum ReconcileFailure: Error, Sendable, CustomStringConvertible {
+package enum ReconcileFailure: Error, Sendable, CustomStringConvertible {
     case busy, notStarted, notAccount, olderPeer
     case ended(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .busy: return "a reconciliation with this peer is already under way"
         case .notStarted: return "the session with this peer has not started"
@@ -50,101 +53,101 @@ public enum ReconcileFailure: Error, Sendable, CustomStringConvertible {
 }
 
 /// Timing and size settings of a connection.
-public struct ConnectionSettings: Sendable {
-    public var handshakeTimeout: TimeAmount = .seconds(10)
+package struct ConnectionSettings: Sendable {
+    package var handshakeTimeout: TimeAmount = .seconds(10)
     /// A ping goes out after this long without sending, or without hearing
     /// from the peer (its pong proves the connection still carries data).
-    public var pingInterval: TimeAmount = .seconds(15)
+    package var pingInterval: TimeAmount = .seconds(15)
     /// Nothing heard for this long closes the connection (idle or half-open).
-    public var idleTimeout: TimeAmount = .seconds(45)
+    package var idleTimeout: TimeAmount = .seconds(45)
     /// After a peer sent records stamped too far in the future, the session
     /// ends this long after (asked per peer, so the node can back off), and
     /// the stream comes again once clocks allow.
-    public var deferredRetry: @Sendable (DeviceID) -> TimeAmount = { _ in .seconds(30) }
-    public var session = SyncSession.Configuration()
-    public init() {}
+    package var deferredRetry: @Sendable (DeviceID) -> TimeAmount = { _ in .seconds(30) }
+    package var session = SyncSession.Configuration()
+    package init() {}
 }
 
 /// Messages a connection carried, pings and pongs aside: what relaying saves shows here.
-public struct Traffic: Hashable, Sendable {
-    public var sent = 0
-    public var received = 0
-    public init() {}
+package struct Traffic: Hashable, Sendable {
+    package var sent = 0
+    package var received = 0
+    package init() {}
 
-    public static func += (total: inout Traffic, more: Traffic) {
+    package static func += (total: inout Traffic, more: Traffic) {
         total.sent += more.sent
         total.received += more.received
     }
 }
 
 /// A way to reach a connection's session from outside its event loop.
-public struct ConnectionHandle: Sendable, Hashable {
+package struct ConnectionHandle: Sendable, Hashable {
     let channel: Channel
     let handler: NIOLoopBound<SyncSessionHandler>
-    public let initiator: Bool
+    package let initiator: Bool
     let accessBox: NIOLockedValueBox<PeerAccess?>
     let comparingBox: NIOLockedValueBox<Bool>
     let trafficBox: NIOLockedValueBox<Traffic>
     let relayingBox: NIOLockedValueBox<Bool>
     /// The session relays (`SyncSession.relaying`): both sides relay and grant each other the account.
-    public var relays: Bool { relayingBox.withLockedValue { $0 } }
+    package var relays: Bool { relayingBox.withLockedValue { $0 } }
     /// Either side only compares digests (`lattice diff`): nothing streams on it.
-    public var comparesOnly: Bool { comparingBox.withLockedValue { $0 } }
+    package var comparesOnly: Bool { comparingBox.withLockedValue { $0 } }
     /// What the peer may sync on this connection: as its handshake found it,
     /// widened by shared zones its account opens (`widen`).
-    public var access: PeerAccess { accessBox.withLockedValue { $0 } ?? PeerAccess(scopes: []) }
+    package var access: PeerAccess { accessBox.withLockedValue { $0 } ?? PeerAccess(scopes: []) }
 
     /// Local commits happened: the session re-opens its streams (reading what changed itself).
-    public func localCommit() {
+    package func localCommit() {
         let handler = handler
         channel.eventLoop.execute { handler.value.localCommit() }
     }
 
     /// Local commits happened, as the node read them once for all its
     /// sessions: each skips what it need not relay (`SyncSession.localCommit(zones:roster:changes:)`).
-    public func localCommit(_ changes: LocalChanges) {
+    package func localCommit(_ changes: LocalChanges) {
         let handler = handler
         channel.eventLoop.execute { handler.value.mutateSession { $0.localCommit(zones: changes.zones, roster: changes.roster, changes: changes) } }
     }
 
     /// Messages this connection carried so far, pings aside.
-    public var traffic: Traffic { trafficBox.withLockedValue { $0 } }
+    package var traffic: Traffic { trafficBox.withLockedValue { $0 } }
 
     /// The devices that said they stream to this connection's peer
     /// themselves, all of them: commits relayed from them are not sent again
     /// on this connection (`SyncSession.coverRelays`).
-    public func coverRelays(from sources: Set<String>) {
+    package func coverRelays(from sources: Set<String>) {
         let handler = handler
         channel.eventLoop.execute { handler.value.mutateSession { $0.coverRelays(from: sources) } }
     }
 
     /// Tells the peer, if it understands it, records whose tombstones this
     /// side collected while it was away (`SyncMessage.collected`).
-    public func tellCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock]) {
+    package func tellCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock]) {
         let handler = handler
         channel.eventLoop.execute { handler.value.tellCollected(zone: zone, zoneIncarnation: zoneIncarnation, records: records, blocks: blocks) }
     }
 
     /// Asks a relaying peer what it holds; the answer comes as `peerHolds` events.
-    public func requestHolds() {
+    package func requestHolds() {
         let handler = handler
         channel.eventLoop.execute { handler.value.mutateSession { $0.requestHolds() } }
     }
 
     /// Tells the peer which devices of the account this node has sessions with (if it relays).
-    public func tellNeighbors(_ devices: [DeviceID]) {
+    package func tellNeighbors(_ devices: [DeviceID]) {
         let handler = handler
         channel.eventLoop.execute { handler.value.mutateSession { $0.tellNeighbors(devices) } }
     }
 
     /// The peer may now sync more shared zones than the session has: they are granted in the session.
-    public func widen() {
+    package func widen() {
         let handler = handler
         channel.eventLoop.execute { handler.value.widenIfGranted() }
     }
 
     /// Asks the peer for asset content; the reply comes as the session's `assetReply` event.
-    public func requestAsset(_ request: AssetRequest) {
+    package func requestAsset(_ request: AssetRequest) {
         let handler = handler
         channel.eventLoop.execute { handler.value.requestAsset(request) }
     }
@@ -153,27 +156,27 @@ public struct ConnectionHandle: Sendable, Hashable {
     /// `scope` if given) with
     /// the peer's by range-based reconciliation of their digests; the outcome
     /// lists each record held differently.
-    public func reconcile(zones: [ZoneKey]?, scope: DatabaseScope? = nil, completion: @escaping @Sendable (Result<ReconcileOutcome, Error>) -> Void) {
+    package func reconcile(zones: [ZoneKey]?, scope: DatabaseScope? = nil, completion: @escaping @Sendable (Result<ReconcileOutcome, Error>) -> Void) {
         let handler = handler
         channel.eventLoop.execute { handler.value.reconcile(zones: zones, scope: scope, completion: completion) }
     }
 
     /// Sends the peer this side's states of `names` of `zone` (a comparison
     /// found them held otherwise there), so the merge brings both together.
-    public func repair(zone: ZoneKey, names: [String]) {
+    package func repair(zone: ZoneKey, names: [String]) {
         let handler = handler
         channel.eventLoop.execute { handler.value.repair(zone: zone, names: names) }
     }
 
-    public func close() { channel.close(promise: nil) }
+    package func close() { channel.close(promise: nil) }
 
-    public var isActive: Bool { channel.isActive }
+    package var isActive: Bool { channel.isActive }
 
     /// Identifies the connection, to match it with the dial that made it.
-    public var connectionID: ObjectIdentifier { ObjectIdentifier(channel as AnyObject) }
+    package var connectionID: ObjectIdentifier { ObjectIdentifier(channel as AnyObject) }
 
-    public static func == (lhs: ConnectionHandle, rhs: ConnectionHandle) -> Bool { lhs.channel === rhs.channel }
-    public func hash(into hasher: inout Hasher) { hasher.combine(connectionID) }
+    package static func == (lhs: ConnectionHandle, rhs: ConnectionHandle) -> Bool { lhs.channel === rhs.channel }
+    package func hash(into hasher: inout Hasher) { hasher.combine(connectionID) }
 }
 
 func addressText(_ address: SocketAddress) -> String {
@@ -195,9 +198,9 @@ func hostText(_ address: SocketAddress) -> String? {
 /// runs store work on the thread pool (never on the event loop), writes while
 /// the channel is writable, and closes with a logged reason on anything a
 /// peer should not have sent.
-public final class SyncSessionHandler: ChannelInboundHandler {
-    public typealias InboundIn = ByteBuffer
-    public typealias OutboundOut = ByteBuffer
+package final class SyncSessionHandler: ChannelInboundHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias OutboundOut = ByteBuffer
 
     private let delegate: any SyncDelegate
     private let threadPool: NIOThreadPool
@@ -244,22 +247,22 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         self.onEvent = onEvent
     }
 
-    public func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         address = context.channel.remoteAddress.map(addressText) ?? "?"
     }
 
-    public func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         address = context.channel.remoteAddress.map(addressText) ?? address
         context.fireChannelActive()
     }
 
-    public func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         ticker?.cancel()
         self.context = nil
     }
 
-    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         guard let completed = event as? HandshakeCompleted else { return context.fireUserInboundEventTriggered(event) }
         let peer = completed.result.peerDeviceID
         self.peer = peer
@@ -326,7 +329,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         }
     }
 
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
         lastHeard = .now()
         let message: SyncMessage
@@ -476,7 +479,7 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         for body in waiting { body(self) }
     }
 
-    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+    package func channelWritabilityChanged(context: ChannelHandlerContext) {
         let writable = context.channel.isWritable
         if writable { resumeReading() }
         mutateSession { $0.writabilityChanged(writable) }
@@ -687,14 +690,14 @@ public final class SyncSessionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
-    public func errorCaught(context: ChannelHandlerContext, error: Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: Error) {
         // A cut before the peer's hello reads as a refusal (channelInactive), not as a truncation.
         let cutBeforeHello = (error as? TransportError) == .truncated && session?.peerHello == nil
         if closeReason == nil, !cutBeforeHello { closeReason = CloseReason(error) }
         context.close(promise: nil)
     }
 
-    public func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         ticker?.cancel()
         if closeReason == nil, peer != nil, session?.peerHello == nil {
             // The peer proved itself, then left before its hello: it does not trust us.

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import LatticeCore
-@_spi(Testing) import LatticeStore
+import LatticeStore
 import LatticeTestSupport
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeCrypto
-@_spi(Testing) import LatticeStore
+import LatticeStore
 import LatticeTestSupport
 
 /// One replica under test, on disk or in memory, driven through the same operations.

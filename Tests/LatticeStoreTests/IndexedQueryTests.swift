@@ -311,7 +311,7 @@ import Testing
             var bytes = writer.bytes
             bytes[bytes.count - 1] = kinds
             var hostile = BinaryReader(bytes)
-            #expect(throws: DecodingError.self) { _ = try HeaderCodec.decode(from: &hostile, version: 3) }
+            #expect(throws: BinaryDecodingError.self) { _ = try HeaderCodec.decode(from: &hostile, version: 3) }
         }
         // More indexed fields on one type than its index table may have columns for.
         var crowded = Schema()
@@ -321,10 +321,10 @@ import Testing
         var crowdedBytes = BinaryWriter()
         try HeaderCodec.encode(crowdedHeader, version: 3, into: &crowdedBytes)
         var crowdedReader = BinaryReader(crowdedBytes.bytes)
-        #expect(throws: DecodingError.self) { _ = try HeaderCodec.decode(from: &crowdedReader, version: 3) }
+        #expect(throws: BinaryDecodingError.self) { _ = try HeaderCodec.decode(from: &crowdedReader, version: 3) }
         // A version-2 reader of the same bytes finds trailing bytes, not a crash.
         var old = BinaryReader(writer.bytes)
-        #expect(throws: DecodingError.self) { _ = try HeaderCodec.decode(from: &old, version: 2) }
+        #expect(throws: BinaryDecodingError.self) { _ = try HeaderCodec.decode(from: &old, version: 2) }
     }
 
     @Test func anIndexNeedsAFieldOfAnIndexableType() throws {

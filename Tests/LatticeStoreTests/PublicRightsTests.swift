@@ -1,7 +1,7 @@
 import Foundation
 import LatticeCore
 import LatticeCrypto
-@_spi(Testing) @testable import LatticeStore
+@testable import LatticeStore
 import LatticeTestSupport
 import Testing
 

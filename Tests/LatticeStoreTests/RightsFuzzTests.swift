@@ -1,6 +1,6 @@
 import Foundation
 import LatticeCore
-@_spi(Testing) import LatticeStore
+import LatticeStore
 import LatticeTestSupport
 import Testing
 

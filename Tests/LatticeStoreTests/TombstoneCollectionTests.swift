@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import LatticeCore
-@_spi(Testing) import LatticeStore
+import LatticeStore
 import Testing
 
 /// Tombstone collection on real stores: what goes, what stays, and that no

@@ -6,7 +6,7 @@ import LatticeStore
 /// node tells its peers, which a gap in its own writes lowers), applied in one
 /// transaction. The tests' one store-to-store sync.
 @discardableResult
-public func sync(_ from: RecordStore, to: RecordStore, _ zone: ZoneKey, asANodeTells: Bool = false) throws -> ApplySummary {
+package func sync(_ from: RecordStore, to: RecordStore, _ zone: ZoneKey, asANodeTells: Bool = false) throws -> ApplySummary {
     let vector = try to.read { snapshot in
         try snapshot.syncState(of: zone).map { asANodeTells ? try snapshot.vectorToTell($0, in: zone) : $0.vector }
     } ?? VersionVector()

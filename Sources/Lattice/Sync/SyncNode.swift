@@ -71,7 +71,7 @@ public final class SyncNode: Sendable {
         /// dial trusted devices of the same container as they appear. Needs a listening port.
         public var discovers = false
         /// Makes the discovery service; tests give a fake.
-        @_spi(Testing) public var makeDiscovery: @Sendable (ServiceDiscovery.Advertisement, @escaping @Sendable (DiscoveryEvent) -> Void) -> any PeerDiscovery = { advertisement, onEvent in
+        package var makeDiscovery: @Sendable (ServiceDiscovery.Advertisement, @escaping @Sendable (DiscoveryEvent) -> Void) -> any PeerDiscovery = { advertisement, onEvent in
             ServiceDiscovery(serviceType: LatticeService.type, advertisement: advertisement, onEvent: onEvent)
         }
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Checks the engine modules' API surface: engine modules share API with
+`package` access, and a declaration one of them leaves `public` (a type the
+`Lattice` library shows apps) says why in a doc comment. Exits 1 listing
+each public declaration without one.
+
+Usage: scripts/check-api.py [MODULE ...] (default: the engine modules that are not products)."""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# LatticeCore, LatticeCrypto and LatticeProtocol are products the Benchmarks package builds on: not yet checked.
+DEFAULT = ["LatticeStore", "LatticeTransport", "LatticeDiscovery", "LatticeFuzzing", "LatticeRawClient"]
+DECLARATION = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s+)*public\s")
+
+
+def undocumented(path):
+    lines = open(path, encoding="utf-8").read().split("\n")
+    found = []
+    for index, line in enumerate(lines):
+        if not DECLARATION.match(line):
+            continue
+        above = index - 1
+        while above >= 0 and lines[above].strip().startswith("@"):
+            above -= 1
+        if above < 0 or not (lines[above].strip().startswith("///") or lines[above].strip().endswith("*/")):
+            found.append((index + 1, line.strip()))
+    return found
+
+
+def main():
+    modules = sys.argv[1:] or DEFAULT
+    problems = []
+    for module in modules:
+        for directory, _, files in os.walk(os.path.join(ROOT, "Sources", module)):
+            for name in sorted(files):
+                if name.endswith(".swift"):
+                    path = os.path.join(directory, name)
+                    for number, text in undocumented(path):
+                        problems.append(f"{os.path.relpath(path, ROOT)}:{number}: public without a doc comment: {text[:100]}")
+    for problem in problems:
+        print(problem)
+    if problems:
+        sys.exit(1)
+    print(f"API: every public declaration of {', '.join(modules)} is documented")
+
+
+if __name__ == "__main__":
+    main()
