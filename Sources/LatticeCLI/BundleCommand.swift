@@ -32,11 +32,8 @@ struct BundleCommand: ParsableCommand {
                 throw CLIError.usage("-o \(output) is a directory; give the bundle a file name, such as \(output)/out.ltb")
             }
             let written = try bundleFiles { try container.writeBundle(to: output, zones: keys, since: vectors, withAssets: withAssets) }
-            if options.json {
-                Output.json(BundleCreated(file: output, zones: written.zones, records: written.records, assets: written.assets, bytes: written.bytes))
-            } else {
-                Output.line("wrote \(Output.count(written.records, "record")) of \(Output.count(written.zones, "zone"))\(withAssets ? " and \(Output.count(written.assets, "asset"))" : "") to \(output) (\(written.bytes) bytes)")
-            }
+            Output.emit(BundleCreated(file: output, zones: written.zones, records: written.records, assets: written.assets, bytes: written.bytes, withAssets: withAssets),
+                        json: options.json)
         }
     }
 
@@ -49,33 +46,41 @@ struct BundleCommand: ParsableCommand {
         func run() throws {
             let container = try options.openContainer()
             let summary = try bundleFiles { try container.applyBundle(at: file) }
-            if options.json {
-                Output.json(BundleApplied(file: file, recordsReceived: summary.recordsReceived, recordsChanged: summary.recordsChanged,
-                                          conflicts: summary.conflicts, recordsDeferred: summary.recordsDeferred))
-            } else {
-                Output.line("applied \(file): \(Output.count(summary.recordsChanged, "record")) changed of \(summary.recordsReceived) received, \(Output.count(summary.conflicts, "conflict"))"
-                    + (summary.recordsDeferred > 0 ? ", \(summary.recordsDeferred) deferred (their clock is too far ahead)" : ""))
-            }
+            Output.emit(BundleApplied(file: file, recordsReceived: summary.recordsReceived, recordsChanged: summary.recordsChanged,
+                                      conflicts: summary.conflicts, recordsDeferred: summary.recordsDeferred), json: options.json)
         }
     }
 }
 
-/// What `bundle create --json` prints.
-struct BundleCreated: Encodable {
+/// What `bundle create` prints.
+struct BundleCreated: CommandOutput {
     var file: String
     var zones: Int
     var records: Int
     var assets: Int
     var bytes: Int
+    /// People are told the assets only when they asked for them.
+    var withAssets: Bool
+
+    enum CodingKeys: String, CodingKey { case file, zones, records, assets, bytes }
+
+    var text: String {
+        "wrote \(Output.count(records, "record")) of \(Output.count(zones, "zone"))\(withAssets ? " and \(Output.count(assets, "asset"))" : "") to \(file) (\(bytes) bytes)"
+    }
 }
 
-/// What `bundle apply --json` prints.
-struct BundleApplied: Encodable {
+/// What `bundle apply` prints.
+struct BundleApplied: CommandOutput {
     var file: String
     var recordsReceived: Int
     var recordsChanged: Int
     var conflicts: Int
     var recordsDeferred: Int
+
+    var text: String {
+        "applied \(file): \(Output.count(recordsChanged, "record")) changed of \(recordsReceived) received, \(Output.count(conflicts, "conflict"))"
+            + (recordsDeferred > 0 ? ", \(recordsDeferred) deferred (their clock is too far ahead)" : "")
+    }
 }
 
 /// Bundle and vector files' errors as the CLI's: a file that is not what it

@@ -10,19 +10,18 @@ struct IDCommand: ParsableCommand {
     func run() throws {
         let container = try options.openContainer(forOneCommand: true)
         let name = try library { try container.deviceName() }
-        if options.json {
-            Output.json(IDOutput(deviceID: container.deviceID, replicaID: container.replicaID.description, accountID: try library { try container.accountID }, name: name))
-        } else {
-            Output.line(container.deviceID)
-        }
+        Output.emit(IDOutput(deviceID: container.deviceID, replicaID: container.replicaID.description, accountID: try library { try container.accountID }, name: name),
+                    json: options.json)
     }
 }
 
-/// What `id --json` prints.
-struct IDOutput: Encodable {
+/// What `id` prints (people get the device ID alone).
+struct IDOutput: CommandOutput {
     var deviceID: String
     var replicaID: String
     /// The account's ID (its first device's): what `lattice share --with` takes.
     var accountID: String
     @Nullable var name: String?
+
+    var text: String { deviceID }
 }

@@ -14,21 +14,18 @@ struct InitCommand: ParsableCommand {
         let existed = FileManager.default.fileExists(atPath: directory.appendingPathComponent("lattice.sqlite").path)
         let container = try library { try Container(identifier: options.container, directory: directory, create: true) }
         if let name { try library { try container.setDeviceName(name) } }
-        if options.json {
-            Output.json(InitOutput(store: directory.path, deviceID: container.deviceID, replicaID: container.replicaID.description, created: !existed,
-                                   name: (try? container.deviceName()) ?? nil))
-        } else {
-            Output.line(existed ? "store already exists at \(directory.path)" : "created store at \(directory.path)")
-            Output.line("device ID \(container.deviceID)")
-        }
+        Output.emit(InitOutput(store: directory.path, deviceID: container.deviceID, replicaID: container.replicaID.description, created: !existed,
+                               name: (try? container.deviceName()) ?? nil), json: options.json)
     }
 }
 
-/// What `init --json` prints.
-struct InitOutput: Encodable {
+/// What `init` prints.
+struct InitOutput: CommandOutput {
     var store: String
     var deviceID: String
     var replicaID: String
     var created: Bool
     @Nullable var name: String?
+
+    var text: String { (created ? "created store at \(store)" : "store already exists at \(store)") + "\ndevice ID \(deviceID)" }
 }

@@ -45,3 +45,18 @@ enum Output {
         return lines.joined(separator: "\n")
     }
 }
+
+/// What a command prints, as one value: its JSON (`--json`) is the value
+/// encoded, its text for people is `text`. A command that prints one such
+/// value cannot say one thing to people and another to scripts.
+protocol CommandOutput: Encodable {
+    /// The lines for people.
+    var text: String { get }
+}
+
+extension Output {
+    /// Prints `value` as JSON or as its text.
+    static func emit(_ value: some CommandOutput, json: Bool) {
+        if json { self.json(value) } else { line(value.text) }
+    }
+}

@@ -13,8 +13,19 @@ struct TrustCommand: ParsableCommand {
     func run() throws {
         let container = try options.openContainer()
         try asUsage { try container.trust(deviceID: deviceID, name: name) }
-        if options.json { Output.json(["trusted": deviceID]) } else { Output.line("trusted \(deviceID)\(name.map { " (\($0))" } ?? "")") }
+        Output.emit(Trusted(trusted: deviceID, name: name), json: options.json)
     }
+}
+
+/// What `trust` prints (`{"trusted": ID}`).
+struct Trusted: CommandOutput {
+    var trusted: String
+    /// Shown to people only: the JSON has always been the ID alone.
+    var name: String?
+
+    enum CodingKeys: String, CodingKey { case trusted }
+
+    var text: String { "trusted \(trusted)\(name.map { " (\($0))" } ?? "")" }
 }
 
 /// A malformed device ID or name is a usage error (64), as other malformed arguments.

@@ -11,6 +11,12 @@ struct UntrustCommand: ParsableCommand {
     func run() throws {
         let container = try options.openContainer()
         try asUsage { try container.untrust(deviceID: deviceID) }
-        if options.json { Output.json(["untrusted": deviceID]) } else { Output.line("untrusted \(deviceID)") }
+        Output.emit(Untrusted(untrusted: deviceID), json: options.json)
     }
+}
+
+/// What `untrust` prints.
+struct Untrusted: CommandOutput {
+    var untrusted: String
+    var text: String { "untrusted \(untrusted)" }
 }

@@ -14,39 +14,16 @@ import Testing
 /// The session handler alone, in an `EmbeddedChannel`: the handshake's
 /// outcome comes in as its event, frames as reads, with no socket.
 @Suite struct SyncSessionHandlerTests {
-    final class Delegate: SyncDelegate, @unchecked Sendable {
-        let trusted: Set<DeviceID>
-        let hellos = NIOLockedValueBox(0)
-        init(trusting trusted: Set<DeviceID>) { self.trusted = trusted }
-        func access(for peer: DeviceID) -> PeerAccess? { trusted.contains(peer) ? .account : nil }
-        func noteConnected(_ peer: DeviceID, address: String) throws {}
-        func hello(for peer: DeviceID) throws -> Hello {
-            hellos.withLockedValue { $0 += 1 }
-            return Hello(container: "app", zones: [])
-        }
-        func zones() throws -> [ZoneKey] { [] }
-        func produceBatch(_ request: BatchRequest, for peer: DeviceID) throws -> OutgoingBatch? { nil }
-        func applyBatch(_ batch: IncomingBatch, from peer: DeviceID) throws -> AppliedBatch { AppliedBatch(vector: VersionVector(), recordsChanged: 0) }
-        func adoptRoster(_ roster: [UInt8], from peer: DeviceID) throws {}
-        func roster() throws -> [UInt8] { [] }
-    }
-
-    final class Events: @unchecked Sendable {
-        let list = NIOLockedValueBox<[ConnectionEvent]>([])
-        func add(_ event: ConnectionEvent) { list.withLockedValue { $0.append(event) } }
-        var all: [ConnectionEvent] { list.withLockedValue { $0 } }
-    }
-
     /// The handler on a `NIOAsyncTestingChannel`, whose loop the thread pool may complete work on.
     struct Rig {
         let channel = NIOAsyncTestingChannel()
-        let events = Events()
+        let events = StrangerRefusalTests.Events()
         let pool = NIOThreadPool(numberOfThreads: 1)
-        let delegate: Delegate
+        let delegate: StrangerRefusalTests.BlockingDelegate
 
         init(trusting trusted: Set<DeviceID>) async throws {
             pool.start()
-            let delegate = Delegate(trusting: trusted)
+            let delegate = StrangerRefusalTests.BlockingDelegate(trusting: trusted, blocks: false)
             self.delegate = delegate
             let (events, pool, channel) = (events, pool, channel)
             try await channel.testingEventLoop.executeInContext {
@@ -77,7 +54,7 @@ import Testing
         #expect(rig.channel.isActive)
         try await rig.handshakeCompleted(by: stranger)
         #expect(!rig.channel.isActive, "the stranger's connection stayed open")
-        #expect(rig.events.all.contains { if case .refused(let peer, _) = $0 { peer == stranger.deviceID } else { false } })
+        #expect(rig.events.list.withLockedValue { $0 }.contains { if case .refused(let peer, _) = $0 { peer == stranger.deviceID } else { false } })
         #expect(rig.delegate.hellos.withLockedValue { $0 } == 0, "the store was asked for a stranger")
         try await rig.stop()
     }
@@ -89,15 +66,15 @@ import Testing
         // The hello is asked for off the event loop; its answer comes back through the loop.
         let started = await eventually(30) {
             await rig.channel.testingEventLoop.run()
-            return rig.events.all.contains { if case .authenticated(let peer, _, _) = $0 { peer == friend.deviceID } else { false } }
+            return rig.events.list.withLockedValue { $0 }.contains { if case .authenticated(let peer, _, _) = $0 { peer == friend.deviceID } else { false } }
         }
-        #expect(started, "no session started: \(rig.events.all)")
+        #expect(started, "no session started: \(rig.events.list.withLockedValue { $0 })")
         // The session's opening went out: the hello, as a frame of bytes.
         #expect(try await rig.channel.readOutbound(as: ByteBuffer.self) != nil)
         try await rig.channel.writeInbound(ByteBuffer(bytes: [0xFF, 0xFE, 0xFD]))
         await rig.channel.testingEventLoop.run()
         #expect(!rig.channel.isActive, "a malformed message left the connection open")
-        #expect(rig.events.all.contains { if case .closed(_, _, .protocolError?) = $0 { true } else { false } }, "\(rig.events.all)")
+        #expect(rig.events.list.withLockedValue { $0 }.contains { if case .closed(_, _, .protocolError?) = $0 { true } else { false } }, "\(rig.events.list.withLockedValue { $0 })")
         try await rig.stop()
     }
 }
