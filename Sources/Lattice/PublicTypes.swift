@@ -35,6 +35,8 @@ public typealias AssetUsageReport = LatticeStore.AssetUsageReport
 public typealias AssetUsage = LatticeStore.AssetUsage
 /// Who made this device hold an asset: this account, another account, or a writer of unknown account.
 public typealias AssetSource = LatticeStore.AssetSource
+/// An asset records here reference, and whether its content is here (`Container.assetEntries`).
+public typealias AssetEntry = LatticeStore.AssetEntry
 /// What comparing zones with a peer found (`SyncNode.compare`), and what it cost.
 public typealias ZoneComparison = LatticeTransport.ReconcileOutcome
 /// A record (or a zone's own state) two devices hold differently.

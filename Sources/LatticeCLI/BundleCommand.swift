@@ -84,7 +84,8 @@ struct BundleApplied: CommandOutput {
 }
 
 /// Bundle and vector files' errors as the CLI's: a file that is not what it
-/// should be is bad input (65), one that is not there is not found (66), the rest input/output (74).
+/// should be is bad input (65), one that is not there is not found (66), one
+/// that cannot be read or written input/output (74); the store's own errors as everywhere.
 private func bundleFiles<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
@@ -92,8 +93,8 @@ private func bundleFiles<T>(_ body: () throws -> T) throws -> T {
         switch error.code {
         case .invalidArguments: throw CLIError.corrupt(error.message)
         case .unknownItem: throw CLIError(.notFound, code: "NOT_FOUND", error.message)
-        case .zoneNotFound, .badContainer, .badDatabase, .permissionFailure: throw CLIError(error)
-        default: throw CLIError.io(error.message)
+        case .internalError: throw CLIError.io(error.message)
+        default: throw CLIError(error)
         }
     }
 }

@@ -6,7 +6,8 @@ import GRDBSQLite
 /// insert or update), stepped through SQLite's own API. Through GRDB's
 /// argument boxing, cursors and row types each cost about three times
 /// SQLite's own work (perf of an initial sync, issue 39). Nothing observes
-/// these tables through GRDB, so stepping them directly skips no bookkeeping.
+/// these tables through GRDB; what GRDB's execute checks that matters here,
+/// that a write runs inside the transaction it was meant for, `execute` checks too.
 struct RecordRowStatement {
     private let statement: Statement
     private let connection: SQLiteConnection?
@@ -49,8 +50,13 @@ struct RecordRowStatement {
         }
     }
 
-    /// Runs a statement that returns no row.
+    /// Runs a statement that returns no row, inside the transaction the
+    /// store opened: if SQLite rolled that transaction back on its own (a full
+    /// disk, an I/O error), a write here would commit alone, so it is refused.
     func execute(_ values: [Value]) throws {
+        guard let connection, sqlite3_get_autocommit(connection) == 0 else {
+            throw DatabaseError(resultCode: .SQLITE_ABORT, message: "the transaction was rolled back; nothing written outside it", sql: statement.sql)
+        }
         _ = try step(values) { _ in () }
     }
 

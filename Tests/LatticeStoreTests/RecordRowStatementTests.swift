@@ -37,6 +37,16 @@ import Testing
         }
     }
 
+    /// A write outside a transaction (one SQLite rolled back on its own) is refused, not committed alone.
+    @Test func aWriteOutsideATransactionIsRefused() throws {
+        let queue = try table()
+        try queue.inDatabase { db in
+            let insert = try RecordRowStatement(db, sql: "INSERT INTO t (name, body) VALUES (?, ?)")
+            #expect { try insert.execute([.text("x"), .blob([1])]) } throws: { ($0 as? DatabaseError)?.resultCode == .SQLITE_ABORT }
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM t") == 0)
+        }
+    }
+
     /// A failing step throws GRDB's error, with SQLite's message, and leaves the statement usable.
     @Test func aConstraintViolationThrowsAndTheStatementStillWorks() throws {
         try table().write { db in

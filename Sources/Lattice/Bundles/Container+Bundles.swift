@@ -17,18 +17,18 @@ extension Container {
     ///
     /// The file is the user's alone (0600), written under a temporary name
     /// and renamed into place once synced, so a reader never sees half a
-    /// bundle. Errors: `unknownItem` if a path cannot be written,
-    /// `internalError` for a failed write (nothing is left at `path`).
+    /// bundle. Errors: `internalError` if the file cannot be written (nothing
+    /// is left at `path`), and the store's own if reading it fails.
     @discardableResult
     public func writeBundle(to path: String, zones: [ZoneKey], since vectors: [ZoneKey: VersionVector] = [:], withAssets: Bool = false) throws(LatticeError) -> BundleWritten {
         let included = Set(zones)
         let assets = withAssets ? try assetEntries().filter { $0.isLocal && !$0.zones.isDisjoint(with: included) }.map(\.asset) : []
-        let temporary = path + ".partial-\(getpid())"
+        // A name of this call's own: two writes of one process to one path never share a temporary file.
+        let temporary = path + ".partial-\(UUID().uuidString)"
         // A bundle holds the database's records: it is the user's alone, as the store is,
         // from its creation on (O_EXCL: never a file someone else placed there).
-        unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw LatticeError(.unknownItem, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw LatticeError(.internalError, "cannot write \(path): \(String(cString: strerror(errno)))") }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         let header = BundleFormat.header(zones: zones.count, assets: withAssets ? assets.count : nil)
         var written = BundleWritten(zones: zones.count, records: 0, assets: assets.count, bytes: header.count)
@@ -36,7 +36,7 @@ extension Container {
             try handle.write(contentsOf: header)
             for asset in assets {
                 guard let url = fileURL(for: asset), let input = FileHandle(forReadingAtPath: url.path) else {
-                    throw LatticeError(.assetFileNotFound, "asset \(asset.hexHash.prefix(16))… is no longer here")
+                    throw LatticeError(.internalError, "asset \(asset.hexHash.prefix(16))… is no longer here")
                 }
                 defer { try? input.close() }
                 try handle.write(contentsOf: BundleFormat.assetHeader(asset))
@@ -45,7 +45,7 @@ extension Container {
                     try handle.write(contentsOf: piece)
                     left -= Int64(piece.count)
                 }
-                guard left == 0 else { throw LatticeError(.assetFileNotFound, "asset \(asset.hexHash.prefix(16))… is shorter here than its size") }
+                guard left == 0 else { throw LatticeError(.internalError, "asset \(asset.hexHash.prefix(16))… is shorter here than its size") }
                 written.bytes += BundleFormat.assetHeaderLength + Int(asset.size)
             }
             for key in zones {
@@ -95,7 +95,8 @@ extension Container {
             assetCount = assets
         }
         // Assets first, each checked against its hash into a file of its own; taken only once the records apply.
-        let staging = directory.appendingPathComponent("assets/partial/bundle-\(getpid())")
+        // Of this call alone: two applies at once never share (or remove) each other's staged assets.
+        let staging = directory.appendingPathComponent("assets/partial/bundle-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: staging) }
         var carried: [(asset: AssetReference, file: URL)] = []
         for index in 0..<assetCount {
