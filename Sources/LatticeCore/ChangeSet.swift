@@ -171,12 +171,17 @@ public struct ChangeSetWriter {
     public mutating func append(_ state: RecordState) throws {
         if let failure { throw failure }
         let before = replicas.replicas.count
-        var sent = state
-        if let elisionBase, state.isAlive, !state.ghosts.isEmpty {
+        var trimmed: RecordState?
+        if let elisionBase, state.isAlive {
             let receiver = receiver
-            sent.ghosts.removeAll { elisionBase.covers($0.stamp) && $0.stamp.replica != receiver }
+            func leftOut(_ ghost: WriteGhost) -> Bool { elisionBase.covers(ghost.stamp) && ghost.stamp.replica != receiver }
+            // Copied only when a ghost goes: removing from a shared array copies it even if nothing goes.
+            if state.ghosts.contains(where: leftOut) {
+                trimmed = state
+                trimmed!.ghosts.removeAll(where: leftOut)
+            }
         }
-        codec.encode(sent, into: &frame, replicas: &replicas)
+        codec.encode(trimmed ?? state, into: &frame, replicas: &replicas)
         proofs?.note(state)
         guard replicas.replicas.count == before else {
             // The frame now holds what no reader could decode: nothing more goes out.

@@ -199,15 +199,14 @@ final class ProofCheck {
     private let knowledge: VersionVector
     /// Digests of the writes every record read shows, by stamp.
     private var computed: [Stamp: [UInt8]] = [:]
-    /// Writes that changed the replica, with the record that showed them (nil: the zone's incarnation): each must be proven.
-    private var required: [(stamp: Stamp, digest: [UInt8], record: String?)] = []
+    /// Writes that changed the replica, with the record that showed them (nil: the zone's incarnation)
+    /// and whether the state held here showed them already: each must be proven.
+    private var required: [(stamp: Stamp, digest: [UInt8], record: String?, heldHere: Bool)] = []
     /// A format-5 change set's base: writes it covers may arrive without their ghosts,
     /// which a replica that holds them does not need. One that lacks a write the merge
     /// keeps (a change set made for another replica) finds its view incomplete: the
     /// error then says that, not that the writer's signature was forged.
     var elisionBase: VersionVector?
-    /// Writes such a base covers that a changed record shows and the state held here did not.
-    private var coveredNotHeld = Set<Stamp>()
     /// Per replica, the highest entry a changed record's vector holds, and that record:
     /// every vector is within its bound exactly when this is.
     private var highest: [ReplicaID: (time: HLCTimestamp, record: String)] = [:]
@@ -239,10 +238,7 @@ final class ProofCheck {
             highest[entry.replica] = (entry.time, name)
         }
         /// A write the state held here did not show: one a format-5 base covers may have come incomplete.
-        func requireUnheld(_ stamp: Stamp, _ digest: [UInt8]) {
-            if let elisionBase, elisionBase.covers(stamp) { coveredNotHeld.insert(stamp) }
-            required.append((stamp, digest, name))
-        }
+        func requireUnheld(_ stamp: Stamp, _ digest: [UInt8]) { required.append((stamp, digest, name, false)) }
         guard let previous else {
             let outcome = merged == incoming ? writes : WriteDigest.writes(of: merged, in: zone)
             for (stamp, digest) in outcome { requireUnheld(stamp, digest) }
@@ -263,7 +259,7 @@ final class ProofCheck {
         }
         if incoming.hasGhostOfShownPart || previous.hasGhostOfShownPart {
             for (stamp, digest) in WriteDigest.writes(of: merged, in: zone) where before(stamp) != digest {
-                if before(stamp) == nil { requireUnheld(stamp, digest) } else { required.append((stamp, digest, name)) }
+                required.append((stamp, digest, name, before(stamp) != nil))
             }
             return
         }
@@ -273,7 +269,7 @@ final class ProofCheck {
             if previousStamps.contains(stamp) {
                 guard let incomingDigest, before(stamp) != incomingDigest else { continue }
                 let digest = WriteDigest.record(merged, stamp: stamp, in: zone)
-                if before(stamp) != digest { required.append((stamp, digest, name)) }
+                if before(stamp) != digest { required.append((stamp, digest, name, true)) }
             } else if let incomingDigest, !previous.ghosts.contains(where: { $0.stamp == stamp }) {
                 requireUnheld(stamp, incomingDigest)
             } else {
@@ -288,7 +284,7 @@ final class ProofCheck {
     }
 
     func zoneChanged(to zoneState: ZoneState) {
-        required.append((zoneState.stamp, WriteDigest.zone(zoneState, in: zone), nil))
+        required.append((zoneState.stamp, WriteDigest.zone(zoneState, in: zone), nil, true))
     }
 
     /// Checks the proofs and, if they hold, stores their blocks. `claim`: the
@@ -324,13 +320,13 @@ final class ProofCheck {
         func what(_ record: String?, _ stamp: Stamp) -> String {
             record.map { "record \"\($0)\"" } ?? "the zone's incarnation stamped \(stamp)"
         }
-        for (stamp, digest, record) in required {
+        for (stamp, digest, record, heldHere) in required {
             // Whatever block proves it (one stored before the removal was known, too).
             try refuseIfRemoved(stamp.replica, at: stamp.time)
             var signed = proven.digest(at: stamp)
             if signed == nil { signed = try storage.writeBlock(of: stamp.replica, in: zone, covering: stamp.time)?.digest(at: stamp.time) }
             guard let signed, signed == digest else {
-                if coveredNotHeld.contains(stamp) {
+                if !heldHere, let elisionBase, elisionBase.covers(stamp) {
                     // Not a forgery: a change set made for a replica that held this write, which this one lacks.
                     throw ChangeSetError.madeForMoreThanHeld(replica: stamp.replica.description)
                 }

@@ -28,8 +28,8 @@ struct RecordRowStatement {
     /// and hands the row, if any, to `read`; leaves the statement reset.
     func step<Result>(_ values: [Value], read: (OpaquePointer) -> Result) throws -> Result? {
         let handle = statement.sqliteStatement
+        // Every step leaves the statement reset, so none needs resetting first.
         defer { sqlite3_reset(handle) }
-        sqlite3_reset(handle)
         // SQLITE_TRANSIENT: SQLite copies text and blobs, so nothing bound need outlive the call.
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         for (offset, value) in values.enumerated() {

@@ -6,11 +6,16 @@ import Testing
 /// Bundles through the library: an app writes what another device lacks to a
 /// file and the other applies it, all or nothing.
 @Suite struct BundleTests {
-    @Test func aBundleCarriesWhatTheOtherSideLacks() throws {
+    /// A laptop that saved one movie, and a phone that holds nothing yet.
+    func laptopHoldingUpAndAnEmptyPhone() throws -> (TemporaryDirectory, Container, Container) {
         let directory = TemporaryDirectory()
         let laptop = try directory.container("laptop")
-        let phone = try directory.container("phone")
         try laptop.privateCloudDatabase.save(movie("up", ["title": "Up"]))
+        return (directory, laptop, try directory.container("phone"))
+    }
+
+    @Test func aBundleCarriesWhatTheOtherSideLacks() throws {
+        let (directory, laptop, phone) = try laptopHoldingUpAndAnEmptyPhone()
         let everything = directory.url.appendingPathComponent("all.ltb").path
         let first = try laptop.writeBundle(to: everything, zones: try laptop.allZoneKeys())
         #expect(first.records == 1 && first.zones == 1 && first.assets == 0)
@@ -33,10 +38,7 @@ import Testing
     }
 
     @Test func aDamagedOrMissingBundleChangesNothing() throws {
-        let directory = TemporaryDirectory()
-        let laptop = try directory.container("laptop")
-        let phone = try directory.container("phone")
-        try laptop.privateCloudDatabase.save(movie("up", ["title": "Up"]))
+        let (directory, laptop, phone) = try laptopHoldingUpAndAnEmptyPhone()
         let path = directory.url.appendingPathComponent("all.ltb").path
         try laptop.writeBundle(to: path, zones: try laptop.allZoneKeys())
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
