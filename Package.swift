@@ -18,6 +18,7 @@
 //        \       |   /
 //      LatticeCore + LatticeCrypto     pure: values, clocks, vectors, merge, change sets, queries | libsodium
 //
+//  LatticeNode             pure: the node's policy as values (dials, connections, asset schedule); Lattice's SyncNode runs it
 //  LatticeDiscovery        dns_sd advertiser and browser (knows nothing of records); only Lattice uses it
 //  CSodium, CDNSSD         system-library shims for libsodium and the DNS-SD API (Avahi's on Linux)
 //  LatticeFuzzing          the change-set fuzz target (store + core), for lattice-fuzz-changeset and the tests
@@ -70,6 +71,8 @@ let package = Package(
             dependencies: ["LatticeCore", "LatticeCrypto", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
         .target(name: "LatticeProtocol", dependencies: ["LatticeCore", "LatticeCrypto"]),
+        // The node's policy as values (dial plan, connection table, asset schedule, status debounce): time is an input, no I/O.
+        .target(name: "LatticeNode", dependencies: ["LatticeCore", "LatticeProtocol", .product(name: "NIOCore", package: "swift-nio")]),
         .target(
             name: "LatticeTransport",
             dependencies: [
@@ -86,7 +89,7 @@ let package = Package(
         .target(
             name: "Lattice",
             dependencies: [
-                "LatticeMacros", "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeTransport", "LatticeDiscovery",
+                "LatticeMacros", "LatticeCore", "LatticeCrypto", "LatticeStore", "LatticeProtocol", "LatticeNode", "LatticeTransport", "LatticeDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -117,6 +120,7 @@ let package = Package(
         .target(name: "LatticeTestSupport", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeStore"], path: "Tests/LatticeTestSupport"),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeCryptoTests", dependencies: ["LatticeCrypto"]),
+        .testTarget(name: "LatticeNodeTests", dependencies: ["LatticeNode", "LatticeCore", "LatticeProtocol", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "LatticeDiscoveryTests", dependencies: ["LatticeDiscovery"]),
         .testTarget(name: "LatticeProtocolTests", dependencies: ["LatticeProtocol", "LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),
         .testTarget(name: "LatticeTransportTests", dependencies: [

@@ -11,7 +11,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # LatticeCore, LatticeCrypto and LatticeProtocol are products the Benchmarks package builds on: not yet checked.
-DEFAULT = ["LatticeStore", "LatticeTransport", "LatticeDiscovery", "LatticeFuzzing", "LatticeRawClient"]
+DEFAULT = ["LatticeStore", "LatticeNode", "LatticeTransport", "LatticeDiscovery", "LatticeFuzzing", "LatticeRawClient"]
 DECLARATION = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s+)*public\s")
 
 

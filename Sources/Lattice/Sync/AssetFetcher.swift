@@ -3,32 +3,26 @@ import LatticeCore
 import LatticeCrypto
 import LatticeProtocol
 import LatticeStore
+import LatticeNode
 import LatticeTransport
+import NIOCore
 
 /// Fetches the content of assets that records here reference and this store
 /// lacks, from any connected peer that holds it (DESIGN §4): small assets
 /// (`eagerThreshold`, outside the public database) and those of eager zones
 /// as soon as their records arrive, others when asked for (`lattice asset fetch`, `SyncNode.fetchAssets`).
 ///
-/// Per asset: the outline first (checked against the asset's hash), then
-/// chunks, a few in flight per peer, spread over every peer that may have
-/// it; each chunk is checked before it is written (`PartialAsset`). A peer
-/// that lacks the asset, or sends a chunk that does not check, is left out
-/// of that asset for a while and the chunk is asked of another.
+/// Whom to ask for what, and when, is `AssetSchedule`'s (a value tested on a
+/// manual clock); this runs it: reads the store for what is wanted, checks
+/// each outline and chunk against the asset's hash before a byte is written
+/// (`PartialAsset`), sends the schedule's requests, and wakes when it says.
 ///
 /// Everything runs on one serial queue, off the network's event loop.
 final class AssetFetcher: @unchecked Sendable {
     struct Settings: Sendable {
         /// Assets up to this size come with their records' sync (CloudKit-sized thumbnails, icons).
         var eagerThreshold: Int64 = 256 * 1024
-        /// Chunks asked of one peer at once: record batches queue behind at most these (2 MiB).
-        var chunksInFlightPerPeer = 8
-        /// How long a peer that sent a bad chunk of an asset is not asked for it again.
-        var retryAfterBadContent: TimeInterval = 30
-        /// How long a peer that lacks an asset (it may be fetching it itself) is not asked for it again.
-        var retryAfterMissing: TimeInterval = 2
-        /// A request not answered in this time is asked of another peer (and its peer avoided as a bad one).
-        var replyTimeout: TimeInterval = 20
+        var schedule = AssetSchedule.Settings()
     }
 
     /// What the fetcher tells the node.
@@ -39,40 +33,29 @@ final class AssetFetcher: @unchecked Sendable {
         case status([NodeStatus.AssetTransfer], overQuota: [NodeStatus.QuotaHold])
     }
 
-    private struct Want {
-        var asset: AssetReference
-        var zones: Set<ZoneKey>
-        /// The peer asked for the outline, while it is asked.
-        var outlineFrom: String?
-        var partial: PartialAsset?
-        /// Chunk → the peer it was asked of.
-        var inFlight: [Int: String] = [:]
-        /// When each request in flight was made (chunk; -1 the outline).
-        var askedAt: [Int: Date] = [:]
-        /// Peers not to ask for it until then: they lack it, or sent what did not check.
-        var avoid: [String: Date] = [:]
-        var bytesByPeer: [String: Int64] = [:]
-        var problem: String?
-        var lastProgress = Date.distantPast
-    }
-
     let settings: Settings
-    /// Assets fetched at once.
-    static let maximumActive = 32
     private let store: RecordStore
     private let connections: @Sendable () -> [(peer: String, handle: ConnectionHandle)]
     /// Set once, by the node that owns the fetcher, before it starts.
     var report: @Sendable (Report) -> Void = { _ in }
     private let queue = DispatchQueue(label: "lattice.assets")
     // Confined to `queue`:
-    private var wants: [AssetReference: Want] = [:]
+    private var schedule: AssetSchedule
+    /// The files of assets whose outline arrived.
+    private var partials: [AssetReference: PartialAsset] = [:]
+    /// What the quota held back at the last refresh.
+    private var overQuota: [NodeStatus.QuotaHold] = []
     private var refreshScheduled = false
+    private var publishScheduled = false
+    /// When the queue wakes for the schedule next.
+    private var wakeAt: NIODeadline?
     private var stopped = false
 
     init(store: RecordStore, settings: Settings = Settings(), connections: @escaping @Sendable () -> [(peer: String, handle: ConnectionHandle)]) {
         self.store = store
         self.settings = settings
         self.connections = connections
+        schedule = AssetSchedule(settings: settings.schedule)
     }
 
     /// Records arrived or someone asked for assets: the store is read again soon (at most every 100 ms).
@@ -89,19 +72,23 @@ final class AssetFetcher: @unchecked Sendable {
 
     /// Connections changed: ask the new ones, requeue what the closed ones had in flight.
     func connectionsChanged() {
-        queue.async { self.requeueLost(); self.pump() }
+        queue.async {
+            self.schedule.sessionsChanged(live: Set(self.liveConnections().map(\.peer)))
+            self.pump()
+        }
     }
 
     /// Whether nothing is asked of any peer now, and no refresh is due: what
     /// can be fetched from the peers connected has been.
     var isIdle: Bool {
-        queue.sync { !refreshScheduled && wants.values.allSatisfy { $0.outlineFrom == nil && $0.inFlight.isEmpty } }
+        queue.sync { !refreshScheduled && schedule.isIdle }
     }
 
     func stop() {
         queue.sync {
             stopped = true
-            wants.removeAll()
+            schedule = AssetSchedule(settings: settings.schedule)
+            partials.removeAll()
         }
     }
 
@@ -112,6 +99,10 @@ final class AssetFetcher: @unchecked Sendable {
 
     // MARK: On the queue
 
+    private func liveConnections() -> [(peer: String, handle: ConnectionHandle)] {
+        connections().filter { $0.handle.isActive }
+    }
+
     private func refresh() {
         guard !stopped else { return }
         let found: [AssetEntry]
@@ -120,19 +111,9 @@ final class AssetFetcher: @unchecked Sendable {
         } catch {
             return
         }
-        var current = Set<AssetReference>()
-        for entry in found {
-            current.insert(entry.asset)
-            if wants[entry.asset] == nil {
-                wants[entry.asset] = Want(asset: entry.asset, zones: entry.zones)
-            } else {
-                wants[entry.asset]!.zones = entry.zones
-            }
-        }
         // No longer referenced, or arrived by another way (a bundle, a save): dropped, with what came of it.
-        for asset in wants.keys where !current.contains(asset) {
-            let partial = wants.removeValue(forKey: asset)?.partial
-            if partial != nil, (try? store.read { try $0.hasAsset(asset.hash) }) == false {
+        for asset in schedule.wanted(found.map { ($0.asset, $0.zones) }) where partials.removeValue(forKey: asset) != nil {
+            if (try? store.read { try $0.hasAsset(asset.hash) }) == false {
                 for url in [AssetFiles.partialPath(for: asset, in: store.directory), AssetFiles.partialLeavesPath(for: asset, in: store.directory)] {
                     try? FileManager.default.removeItem(at: url)
                 }
@@ -157,6 +138,7 @@ final class AssetFetcher: @unchecked Sendable {
                 automatic.append(entry)
             }
         }
+        let wants = schedule.wants
         var admission: AssetQuotaAdmission?
         for entry in automatic.sorted(by: { (wants[$0.asset] == nil ? 1 : 0, $0.asset.size, $0.asset.hexHash) < (wants[$1.asset] == nil ? 1 : 0, $1.asset.size, $1.asset.hexHash) }) {
             let sources = try snapshot.sources(of: entry)
@@ -171,9 +153,6 @@ final class AssetFetcher: @unchecked Sendable {
         return (chosen, held.sorted { $0.source < $1.source })
     }
 
-    /// What the quota held back at the last refresh.
-    private var overQuota: [NodeStatus.QuotaHold] = []
-
     /// Whether small assets of `zone` come with its records by default: not
     /// in the public database, where any device on the LAN can write records
     /// that reference content and serve it, so eager fetching would let a
@@ -187,153 +166,56 @@ final class AssetFetcher: @unchecked Sendable {
         return Set(text.split(separator: "\n").compactMap { ZoneKey(settingLine: String($0)) })
     }
 
-    private func requeueLost() {
-        let live = Set(connections().filter { $0.handle.isActive }.map(\.peer))
-        for asset in Array(wants.keys) {
-            guard var want = wants[asset] else { continue }
-            for (chunk, peer) in want.inFlight where !live.contains(peer) {
-                want.inFlight[chunk] = nil
-                want.askedAt[chunk] = nil
-            }
-            if let from = want.outlineFrom, !live.contains(from) {
-                want.outlineFrom = nil
-                want.askedAt[-1] = nil
-            }
-            wants[asset] = want
-        }
-    }
-
-    /// Requests a peer left unanswered too long are asked of others (a peer that stalls is avoided as one that lies).
-    private func expireUnanswered(now: Date) {
-        var expired = false
-        defer { if expired { publish() } }
-        for asset in Array(wants.keys) {
-            guard var want = wants[asset] else { continue }
-            for (chunk, asked) in want.askedAt where now.timeIntervalSince(asked) > settings.replyTimeout {
-                let peer = chunk < 0 ? want.outlineFrom : want.inFlight[chunk]
-                if chunk < 0 { want.outlineFrom = nil } else { want.inFlight[chunk] = nil }
-                want.askedAt[chunk] = nil
-                expired = true
-                guard let peer else { continue }
-                want.avoid[peer] = now.addingTimeInterval(settings.retryAfterBadContent)
-                want.problem = "\(peer.prefix(8)) did not answer in \(Int(settings.replyTimeout)) s"
-            }
-            wants[asset] = want
-        }
-    }
-
-    private var sweepScheduled = false
-
-    /// While requests are in flight, looks for unanswered ones every few seconds.
-    private func scheduleSweep() {
-        guard !sweepScheduled, wants.values.contains(where: { !$0.askedAt.isEmpty }) else { return }
-        sweepScheduled = true
-        queue.asyncAfter(deadline: .now() + settings.replyTimeout / 4) {
-            self.sweepScheduled = false
-            self.pump()
-        }
-    }
-
-    /// Asks peers for what is wanted, within each peer's window.
+    /// Sends what the schedule asks for now, and wakes when it next has something due.
     private func pump() {
-        guard !stopped, !wants.isEmpty else { return }
-        let now = Date()
-        expireUnanswered(now: now)
-        defer { scheduleSweep() }
-        let peers = connections().filter { $0.handle.isActive }
-        guard !peers.isEmpty else { return }
-        var inFlightByPeer: [String: Int] = [:]
-        for want in wants.values {
-            for peer in want.inFlight.values { inFlightByPeer[peer, default: 0] += 1 }
-            if let peer = want.outlineFrom { inFlightByPeer[peer, default: 0] += 1 }
+        guard !stopped, !schedule.wants.isEmpty else { return }
+        let now = NIODeadline.now()
+        if schedule.expire(at: now) { publish() }
+        let live = liveConnections()
+        let handles = Dictionary(live.map { ($0.peer, $0.handle) }, uniquingKeysWith: { first, _ in first })
+        for request in schedule.requests(at: now, peers: live.map { AssetSchedule.Peer(id: $0.peer, access: $0.handle.access) }) {
+            handles[request.peer]?.requestAsset(AssetRequest(hash: request.asset.hash, size: request.asset.size, chunk: request.chunk))
         }
-        // Smallest first: a thumbnail does not wait behind a film. A few at once (each holds a file open).
-        for asset in wants.keys.sorted(by: { ($0.size, $0.hexHash) < ($1.size, $1.hexHash) }).prefix(Self.maximumActive) {
-            guard var want = wants[asset] else { continue }
-            let candidates = peers.filter { peer in
-                (want.avoid[peer.peer].map { $0 <= now } ?? true) && want.zones.contains { peer.handle.access.allows($0) }
-            }
-            if want.partial == nil {
-                if want.outlineFrom == nil, let peer = candidates.min(by: { inFlightByPeer[$0.peer, default: 0] < inFlightByPeer[$1.peer, default: 0] }) {
-                    want.outlineFrom = peer.peer
-                    want.askedAt[-1] = now
-                    inFlightByPeer[peer.peer, default: 0] += 1
-                    peer.handle.requestAsset(AssetRequest(hash: asset.hash, size: asset.size, chunk: nil))
-                }
-                wants[asset] = want
-                continue
-            }
-            var missing = want.partial!.missingChunks.filter { want.inFlight[$0] == nil }[...]
-            var progressed = true
-            while !missing.isEmpty, progressed {
-                progressed = false
-                for peer in candidates where inFlightByPeer[peer.peer, default: 0] < settings.chunksInFlightPerPeer {
-                    guard let chunk = missing.popFirst() else { break }
-                    want.inFlight[chunk] = peer.peer
-                    want.askedAt[chunk] = now
-                    inFlightByPeer[peer.peer, default: 0] += 1
-                    peer.handle.requestAsset(AssetRequest(hash: asset.hash, size: asset.size, chunk: chunk))
-                    progressed = true
-                }
-            }
-            wants[asset] = want
-        }
-        scheduleRetry(after: now)
+        scheduleWake(after: now)
     }
 
-    private var retryScheduled = false
-
-    /// A want that no peer is asked for because its peers are avoided for now is tried again when the first may be asked.
-    private func scheduleRetry(after now: Date) {
-        guard !retryScheduled else { return }
-        let waiting = wants.values.filter { $0.outlineFrom == nil && $0.inFlight.isEmpty }
-        guard let next = waiting.flatMap({ $0.avoid.values.filter { $0 > now } }).min() else { return }
-        retryScheduled = true
-        queue.asyncAfter(deadline: .now() + next.timeIntervalSince(now) + 0.01) {
-            self.retryScheduled = false
+    private func scheduleWake(after now: NIODeadline) {
+        guard let next = schedule.nextWake, wakeAt.map({ next < $0 }) ?? true else { return }
+        wakeAt = next
+        let delay = Double(max(0, (next - now).nanoseconds)) / 1e9 + 0.01
+        queue.asyncAfter(deadline: .now() + delay) {
+            if self.wakeAt == next { self.wakeAt = nil }
             self.pump()
         }
     }
 
     private func handle(_ reply: AssetReply, from peer: String) {
-        guard !stopped else { return }
-        let key = reply.key
-        guard let asset = wants.keys.first(where: { $0.hash == key.hash }), var want = wants[asset] else { return }
-        defer {
-            if wants[asset] != nil { wants[asset] = want }
-            pump()
-        }
+        guard !stopped, let asset = schedule.asset(withHash: reply.key.hash) else { return }
+        defer { pump() }
+        let now = NIODeadline.now()
         switch reply {
         case .unavailable(_, let chunk, let reason):
-            guard (chunk.map { want.inFlight[$0] } ?? want.outlineFrom) == peer else { return }
-            if let chunk { want.inFlight[chunk] = nil } else { want.outlineFrom = nil }
-            want.askedAt[chunk ?? -1] = nil
-            want.avoid[peer] = Date().addingTimeInterval(settings.retryAfterMissing)
-            want.problem = "\(peer.prefix(8)): \(reason)"
-            publish()
+            if schedule.unavailable(asset, chunk: chunk, from: peer, reason: reason, at: now) { publish() }
         case .outline(_, let chunks):
-            guard want.outlineFrom == peer else { return }
-            want.outlineFrom = nil
-            want.askedAt[-1] = nil
-            guard want.partial == nil else { return }
+            guard schedule.outlineArrived(asset, from: peer) else { return }
             guard (try? AssetOutline.outlineMatches(chunks, hash: asset.hash, size: asset.size)) == true else {
-                want.avoid[peer] = Date().addingTimeInterval(settings.retryAfterBadContent)
-                want.problem = "\(peer.prefix(8)) sent an outline that does not hash to the asset"
-                report(.chunkRejected(asset: asset, peer: peer, chunk: -1, reason: "an outline that does not hash to the asset"))
+                let reason = "an outline that does not hash to the asset"
+                schedule.rejected(asset, from: peer, problem: "sent \(reason)", at: now)
+                report(.chunkRejected(asset: asset, peer: peer, chunk: -1, reason: reason))
                 return
             }
+            let partial: PartialAsset
             do {
-                want.partial = try PartialAsset(asset: asset, outline: chunks, store: store.directory)
+                partial = try PartialAsset(asset: asset, outline: chunks, store: store.directory)
             } catch {
-                want.problem = "\(error)"
+                schedule.failed(asset, problem: "\(error)")
                 return
             }
-            if want.partial!.isComplete { complete(&want, asset) }
+            partials[asset] = partial
+            schedule.outlineAccepted(asset, missing: partial.missingChunks)
+            if partial.isComplete { complete(asset) }
         case .chunk(_, let index, let leaves, let bytes):
-            guard want.inFlight[index] == peer else { return }
-            want.inFlight[index] = nil
-            want.askedAt[index] = nil
-            guard let partial = want.partial, index < partial.outline.count else { return }
+            guard schedule.chunkArrived(asset, chunk: index, from: peer), let partial = partials[asset], index < partial.outline.count else { return }
             let problem: String?
             do {
                 problem = try AssetOutline.problem(withChunk: index, leaves: leaves, bytes: bytes, expected: partial.outline[index], size: asset.size)
@@ -342,8 +224,7 @@ final class AssetFetcher: @unchecked Sendable {
             }
             if let problem {
                 // Nothing of it is written; the chunk is asked of another peer.
-                want.avoid[peer] = Date().addingTimeInterval(settings.retryAfterBadContent)
-                want.problem = "\(peer.prefix(8)) sent a bad chunk: \(problem)"
+                schedule.rejected(asset, from: peer, problem: "sent a bad chunk: \(problem)", at: now)
                 report(.chunkRejected(asset: asset, peer: peer, chunk: index, reason: problem))
                 publish()
                 return
@@ -351,35 +232,30 @@ final class AssetFetcher: @unchecked Sendable {
             do {
                 try partial.write(index, bytes: bytes, leaves: leaves)
             } catch {
-                want.problem = "\(error)"
+                schedule.failed(asset, problem: "\(error)")
                 return
             }
-            want.bytesByPeer[peer, default: 0] += Int64(bytes.count)
-            // Progress at most every 50 ms an asset: a large one would flood the event stream.
-            let now = Date()
-            if partial.isComplete || now.timeIntervalSince(want.lastProgress) >= 0.05 {
-                want.lastProgress = now
+            if schedule.chunkWritten(asset, chunk: index, bytes: bytes.count, from: peer, at: now) {
                 report(.progress(asset: asset, peer: peer, bytesDone: partial.bytesDone))
             }
-            if partial.isComplete { complete(&want, asset) } else { publishSoon() }
+            if partial.isComplete { complete(asset) } else { publishSoon() }
         }
     }
 
-    private func complete(_ want: inout Want, _ asset: AssetReference) {
-        guard let partial = want.partial else { return }
+    private func complete(_ asset: AssetReference) {
+        guard let partial = partials[asset] else { return }
         do {
             try partial.finish()
             try store.write { try $0.registerAsset(asset) }
         } catch {
-            want.problem = "\(error)"
+            schedule.failed(asset, problem: "\(error)")
             return
         }
-        wants[asset] = nil
+        schedule.completed(asset)
+        partials[asset] = nil
         report(.fetched(asset: asset, fetchedBytes: partial.bytesDone - partial.resumedBytes, resumedBytes: partial.resumedBytes))
         publish()
     }
-
-    private var publishScheduled = false
 
     private func publishSoon() {
         guard !publishScheduled else { return }
@@ -391,10 +267,11 @@ final class AssetFetcher: @unchecked Sendable {
     }
 
     private func publish() {
-        let transfers = wants.values.sorted { $0.asset.hexHash < $1.asset.hexHash }.map { want in
-            NodeStatus.AssetTransfer(
-                hash: want.asset.hexHash, size: want.asset.size, bytesDone: want.partial?.bytesDone ?? 0,
-                state: want.partial == nil ? "waiting" : "fetching", bytesByPeer: want.bytesByPeer, problem: want.problem)
+        let transfers = schedule.wants.values.sorted { $0.asset.hexHash < $1.asset.hexHash }.map { want in
+            let partial = partials[want.asset]
+            return NodeStatus.AssetTransfer(
+                hash: want.asset.hexHash, size: want.asset.size, bytesDone: partial?.bytesDone ?? 0,
+                state: partial == nil ? "waiting" : "fetching", bytesByPeer: want.bytesByPeer, problem: want.problem)
         }
         report(.status(transfers, overQuota: overQuota))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LatticeDiscovery
+import LatticeNode
 import LatticeProtocol
 
 /// What the node needs from discovery: `ServiceDiscovery` over DNS-SD, or a fake in tests.
@@ -26,18 +27,17 @@ extension SyncNode {
         discovery.start()
     }
 
-    /// Stops discovery; returns the dial loops to wait for.
-    func stopDiscovery() -> [Task<Void, Never>] {
-        let (discovery, dialers) = state.withLockedValue { state in
-            defer {
-                state.discovery = nil
-                state.discoveryDialers.removeAll()
-            }
-            return (state.discovery, Array(state.discoveryDialers.values))
+    /// Stops discovery, and dialing the devices it found (sessions with them stay).
+    func stopDiscovery() {
+        let (discovery, devices) = state.withLockedValue { state in
+            defer { state.discovery = nil }
+            return (state.discovery, state.dialPlan.devices)
         }
         discovery?.stop()
-        for dialer in dialers { dialer.cancel() }
-        return dialers
+        updateDialPlan { plan, _ in
+            for id in devices { plan.forget(id) }
+            return []
+        }
     }
 
     /// Whether this node syncs with the discovered device `id`: a trusted
@@ -88,10 +88,10 @@ extension SyncNode {
         reviewDiscovered()
     }
 
-    /// Updates the status's device list and starts a dial loop for each device to sync with that has none.
-    private func reviewDiscovered() {
-        state.withLockedValue { state in
-            guard !state.stopped, state.discovery != nil else { return }
+    /// Updates the status's device list, and tells the dial plan which devices to dial at which addresses.
+    func reviewDiscovered() {
+        let dialable = state.withLockedValue { state -> [(id: String, addresses: [PeerAddress]?)]? in
+            guard !state.stopped, state.discovery != nil else { return nil }
             let devices = state.discovered.devices
             // Every trusted device, and at most 100 others: anyone on the LAN can advertise.
             let shown = devices.filter { state.trusted.contains($0.deviceID) } + devices.filter { !state.trusted.contains($0.deviceID) }.prefix(100)
@@ -103,81 +103,30 @@ extension SyncNode {
                     protocolVersions: device.services.first?.txt["pv"], addresses: device.addresses.map(\.description),
                     port: device.services.first?.port ?? 0, interfaces: Set(device.services.map(\.interfaceIndex)).count,
                     trusted: trusted, problem: problem?.description, problemCause: problem?.cause,
-                    dialError: state.discoveryDialErrors[device.deviceID])
+                    dialError: state.dialPlan.dialErrors[device.deviceID])
             }
-            // Strangers too when the public database is open to them, a bounded number at once.
-            var strangersDialed = state.discoveryDialers.keys.filter { !state.trusted.contains($0) }.count
-            for device in devices where state.discoveryDialers[device.deviceID] == nil
-                && state.discovered.problem(device, trusted: syncsWith(device.deviceID, state)) == nil {
-                if !state.trusted.contains(device.deviceID) {
+            // Devices planned that vanished or are no longer to be synced with are forgotten; strangers
+            // are dialed too when the public database is open to them, a bounded number at once.
+            let planned = Set(state.dialPlan.devices)
+            var strangersDialed = planned.filter { !state.trusted.contains($0) }.count
+            var dialable = planned.filter { state.discovered.device($0) == nil }.map { (id: $0, addresses: [PeerAddress]?.none) }
+            for device in devices {
+                let addresses = state.discovered.dialAddresses(device.deviceID, trusted: syncsWith(device.deviceID, state))
+                if addresses != nil, !planned.contains(device.deviceID), !state.trusted.contains(device.deviceID) {
                     guard strangersDialed < configuration.maximumStrangersDialed else { continue }
                     strangersDialed += 1
                 }
-                // Made under the lock, so two reviews at once cannot start two loops for one device.
-                state.discoveryDialers[device.deviceID] = NodeTask.start { [weak self] in await self?.discoveredDialLoop(device.deviceID) }
+                dialable.append((device.deviceID, addresses))
             }
+            return dialable
+        }
+        guard let dialable else { return }
+        updateDialPlan { plan, now in
+            for device in dialable {
+                if let addresses = device.addresses { plan.dialable(device.id, at: addresses, now: now) } else { plan.forget(device.id) }
+            }
+            return []
         }
         publishStatus()
-    }
-
-    /// Dials a discovered device until it vanishes (or is no longer to be synced
-    /// with), trying each of its addresses, while no connection to it runs.
-    private func discoveredDialLoop(_ id: String) async {
-        // When both see each other at once, the smaller ID dials and the larger waits a
-        // moment (a LAN handshake takes milliseconds), so one handshake usually suffices;
-        // a race is settled by the dedup rule. Short, because a node that restarts sees
-        // the others at once (its daemon's cache) while they see it only after its name
-        // probe (~0.8 s): it should not wait long for them.
-        if container.deviceID > id { try? await Task.sleep(nanoseconds: 250_000_000) }
-        var backoff = DialBackoff(cap: 5)
-        while !Task.isCancelled {
-            let next = state.withLockedValue { state -> (addresses: [PeerAddress], connected: Bool)? in
-                guard !state.stopped, let addresses = state.discovered.dialAddresses(id, trusted: syncsWith(id, state)) else {
-                    state.discoveryDialers[id] = nil
-                    return nil
-                }
-                return (addresses, (state.connections[id] ?? []).contains { $0.isActive })
-            }
-            guard let next else { return }
-            if next.connected {
-                // Checked once a second: a node with many peers has a loop per peer.
-                backoff.reset()
-                try? await Task.sleep(nanoseconds: 1_000_000_000)
-                continue
-            }
-            var failures: [String] = []
-            for address in next.addresses {
-                let lasted: TimeInterval
-                switch await dial(address) {
-                case .ended(let after): lasted = after
-                case .unreachable(let reason):
-                    // A device that stays unreachable is reported once, not every few seconds.
-                    if failures.isEmpty, state.withLockedValue({ $0.discoveryDialErrors[id] == nil }) {
-                        continuation.yield(.unreachable(address: address.description, reason: reason))
-                    }
-                    failures.append("\(address): \(reason)")
-                    continue
-                }
-                // Anyone can advertise any device ID: only a session with that device
-                // counts. Another device at the address (a stale or forged advertisement)
-                // must not keep the real one's other addresses from being tried.
-                guard state.withLockedValue({ $0.peerOfAddress[address] == id }) else {
-                    failures.append("\(address): another device answers there")
-                    continue
-                }
-                backoff.connectionEnded(after: lasted)
-                failures = []
-                break
-            }
-            let failed = failures.isEmpty ? nil : failures.joined(separator: "; ")
-            let changed = state.withLockedValue { state in
-                defer { state.discoveryDialErrors[id] = failed }
-                return state.discoveryDialErrors[id] != failed
-            }
-            if changed { reviewDiscovered() }
-            // Liveness comes from the connection (keepalives), never from mDNS: a cut
-            // peer stays discovered for an hour, so keep trying it, at most every few seconds.
-            await sleepWithJitter(backoff.nextWait())
-        }
     }
 }

@@ -23,7 +23,7 @@ extension SyncNode {
     /// The account's devices this node has a relaying session with (both
     /// sides relay and stream the account's databases to each other).
     private func relayingHandles(_ state: State) -> [(peer: String, handle: ConnectionHandle)] {
-        state.connections.compactMap { peer, handles in
+        state.connections.byPeer.compactMap { peer, handles in
             handles.first { $0.isActive && $0.relays }.map { (peer, $0) }
         }
     }
@@ -103,7 +103,7 @@ extension SyncNode {
 
     func countTraffic(_ state: inout State) {
         var totals = state.pastTraffic
-        for peer in state.connections.keys { totals[peer] = totalTraffic(peer, state) }
+        for peer in state.connections.peers { totals[peer] = totalTraffic(peer, state) }
         for (peer, traffic) in totals where state.status.peers.contains(where: { $0.deviceID == peer }) {
             updatePeer(&state, peer) { status in
                 status.messagesSent = traffic.sent
@@ -120,7 +120,7 @@ extension SyncNode {
         let ticker = group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
             guard let self else { return }
             let changed = self.state.withLockedValue { state -> Bool in
-                state.connections.keys.contains { self.totalTraffic($0, state) != state.trafficPublished[$0] }
+                state.connections.peers.contains { self.totalTraffic($0, state) != state.trafficPublished[$0] }
             }
             if changed { self.publishStatus() }
         }

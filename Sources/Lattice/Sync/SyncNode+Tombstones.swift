@@ -17,7 +17,7 @@ extension SyncNode {
     func collectTombstones() -> Int {
         let store = container.store
         let (holds, connected) = state.withLockedValue { state in
-            (state.peerHolds, Set(state.connections.filter { $0.value.contains { $0.access.isAccount } }.map(\.key)))
+            (state.peerHolds, Set(state.connections.byPeer.filter { $0.value.contains { $0.access.isAccount } }.map(\.key)))
         }
         let now = RecordStore.systemWallClock()
         // Devices connected now were seen now: what `status` reads of the horizon is this pass's view.

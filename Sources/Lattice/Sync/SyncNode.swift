@@ -2,6 +2,7 @@ import Foundation
 import LatticeCore
 import LatticeCrypto
 import LatticeDiscovery
+import LatticeNode
 import LatticeProtocol
 import LatticeStore
 import LatticeTransport
@@ -154,11 +155,17 @@ public final class SyncNode: Sendable {
     public enum Direction: String, Sendable, Hashable { case receiving, sending }
 
     struct State {
-        var connections: [String: [ConnectionHandle]] = [:]
-        var peerOfAddress: [PeerAddress: String] = [:]
+        /// Sessions per device (`ConnectionTable`: one per device, crossed dials settled alike on both sides).
+        var connections: ConnectionTable<ConnectionHandle>
+        /// Whom to dial when (`DialPlan`), and the dials running, until their connections end.
+        var dialPlan: DialPlan<PeerAddress>
+        var dialTasks: [Int: Task<Void, Never>] = [:]
+        var dialTasksMade = 0
+        var dialTasksEndedEarly: Set<Int> = []
+        /// When the plan wakes the node next.
+        var dialWakeAt: NIODeadline?
         var status: NodeStatus
         var listener: Channel?
-        var dialers: [Task<Void, Never>] = []
         var watcher: CommitWatcher?
         var stopped = false
         /// When the status file is written next.
@@ -243,16 +250,18 @@ public final class SyncNode: Sendable {
         threadPool = NIOThreadPool(numberOfThreads: 2)
         backgroundPool = NIOThreadPool(numberOfThreads: 1)
         let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
-        state = NIOLockedValueBox(State(status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)))
+        state = NIOLockedValueBox(State(
+            connections: ConnectionTable<ConnectionHandle>(ownDeviceID: container.deviceID),
+            dialPlan: DialPlan<PeerAddress>(ownDeviceID: container.deviceID, reconnects: configuration.reconnect),
+            status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         let state = state
         var assetSettings = AssetFetcher.Settings()
-        let (seconds, attoseconds) = configuration.assetReplyTimeout.components
-        assetSettings.replyTimeout = Double(seconds) + Double(attoseconds) / 1e18
+        assetSettings.schedule.replyTimeout = TimeAmount(configuration.assetReplyTimeout)
         let fetchesAssets = !configuration.comparesOnly
         assetFetcher = AssetFetcher(store: container.store, settings: assetSettings) {
             guard fetchesAssets else { return [] }
-            return state.withLockedValue { state in state.connections.flatMap { peer, handles in handles.map { (peer, $0) } } }
+            return state.withLockedValue { state in state.connections.all.map { (peer: $0.peer, handle: $0.connection) } }
         }
         assetFetcher.report = { [weak self] report in self?.handleAssetReport(report) }
     }
@@ -342,8 +351,10 @@ public final class SyncNode: Sendable {
 
     /// Dials `address` (again whenever the connection ends, if the node reconnects).
     public func addPeer(_ address: PeerAddress) {
-        let task = NodeTask.start { [weak self] in _ = await self?.dialLoop(address) }
-        state.withLockedValue { $0.dialers.append(task) }
+        updateDialPlan { plan, now in
+            plan.add(address, at: now)
+            return []
+        }
     }
 
     /// The port the node listens on, once started.
@@ -353,7 +364,7 @@ public final class SyncNode: Sendable {
     public var status: NodeStatus { state.withLockedValue { $0.status } }
 
     /// Devices with a running session.
-    public var connectedPeers: [String] { state.withLockedValue { $0.connections.filter { !$0.value.isEmpty }.map(\.key).sorted() } }
+    public var connectedPeers: [String] { state.withLockedValue { $0.connections.peers.sorted() } }
 
     /// The session with `peer`, if one runs.
     func connection(to peer: String) -> ConnectionHandle? { state.withLockedValue { $0.connections[peer]?.first } }
@@ -362,20 +373,20 @@ public final class SyncNode: Sendable {
     public func stop() async {
         let (listener, dialers, watcher, handles, dialing) = state.withLockedValue { state in
             state.stopped = true
-            return (state.listener, state.dialers, state.watcher, state.connections.values.flatMap { $0 }, state.dialing.values.map(\.channel))
+            state.dialPlan.stop()
+            return (state.listener, Array(state.dialTasks.values), state.watcher, state.connections.all.map(\.connection), state.dialing.values.map(\.channel))
         }
-        for dialer in dialers { dialer.cancel() }
         assetFetcher.stop()
         state.withLockedValue { $0.assetCollector }?.cancel()
         state.withLockedValue { $0.trafficTicker }?.cancel()
-        let discoveryDialers = stopDiscovery()
+        stopDiscovery()
         watcher?.stop()
         state.withLockedValue { $0.poller }?.cancel()
         saveStrangers()
         for handle in handles { handle.close() }
         for channel in dialing { channel.close(promise: nil) } // connections still in their handshake
         try? await listener?.close()
-        for dialer in dialers + discoveryDialers { await dialer.value }
+        for dialer in dialers { await dialer.value }
         try? await Task.sleep(nanoseconds: 50_000_000) // let the closes reach the wire
         try? await threadPool.shutdownGracefully()
         try? await backgroundPool.shutdownGracefully()
@@ -403,47 +414,60 @@ public final class SyncNode: Sendable {
 
     // MARK: Dialing
 
-    private func dialLoop(_ address: PeerAddress) async {
-        var backoff = DialBackoff()
-        while !Task.isCancelled, !isStopped {
-            let known = state.withLockedValue { state in
-                state.peerOfAddress[address].map { (state.connections[$0] ?? []).contains { $0.isActive } } ?? false
-            }
-            if known {
-                // Already connected to that device (it dialed us): check again later.
-                try? await Task.sleep(nanoseconds: 1_000_000_000)
-                continue
-            }
-            let wait: Double
-            switch await dial(address) {
-            case .ended(let lasted):
-                wait = backoff.attemptEnded(.ended(after: lasted))
-            case .unreachable(let reason):
-                continuation.yield(.unreachable(address: address.description, reason: reason))
-                wait = backoff.attemptEnded(.unreachable)
-            }
-            guard configuration.reconnect else { return }
-            await sleepWithJitter(wait)
+    /// Changes the dial plan, then carries out what it says is due now, and
+    /// wakes when it next has something due. Every input to the plan goes through here.
+    func updateDialPlan(_ change: (inout DialPlan<PeerAddress>, NIODeadline) -> [DialPlan<PeerAddress>.Action] = { _, _ in [] }) {
+        let now = NIODeadline.now()
+        let (actions, wake) = state.withLockedValue { state -> ([DialPlan<PeerAddress>.Action], NIODeadline?) in
+            guard !state.stopped else { return ([], nil) }
+            let actions = change(&state.dialPlan, now) + state.dialPlan.due(at: now)
+            guard let next = state.dialPlan.nextWake, state.dialWakeAt.map({ next < $0 }) ?? true else { return (actions, nil) }
+            state.dialWakeAt = next
+            return (actions, next)
         }
+        if let wake {
+            group.next().scheduleTask(deadline: wake) { [weak self] in
+                guard let self else { return }
+                self.state.withLockedValue { state in if state.dialWakeAt == wake { state.dialWakeAt = nil } }
+                self.updateDialPlan()
+            }
+        }
+        for action in actions { carryOut(action) }
     }
 
     var isStopped: Bool { state.withLockedValue { $0.stopped } }
 
-    /// Sleeps about `seconds`, ±20%: peers that lost each other at once do not all dial at once.
-    func sleepWithJitter(_ seconds: Double) async {
-        try? await Task.sleep(nanoseconds: UInt64(seconds * Double.random(in: 0.8...1.2) * 1e9))
+    private func carryOut(_ action: DialPlan<PeerAddress>.Action) {
+        switch action {
+        case .dial(let address, let target):
+            let id = state.withLockedValue { state in
+                state.dialTasksMade += 1
+                return state.dialTasksMade
+            }
+            let task = NodeTask.start { [weak self] in
+                guard let self else { return }
+                let outcome = await self.dial(address)
+                self.state.withLockedValue { state in
+                    if state.dialTasks.removeValue(forKey: id) == nil { state.dialTasksEndedEarly.insert(id) }
+                }
+                self.updateDialPlan { plan, now in plan.dialEnded(target, at: address, outcome, now: now, jitter: Self.jitter()) }
+            }
+            state.withLockedValue { state in
+                if state.dialTasksEndedEarly.remove(id) == nil { state.dialTasks[id] = task }
+            }
+        case .unreachable(let address, let reason):
+            continuation.yield(.unreachable(address: address.description, reason: reason))
+        case .dialErrorChanged:
+            reviewDiscovered()
+        }
     }
 
-    enum DialOutcome {
-        /// A connection was made, and ended after this many seconds.
-        case ended(after: TimeInterval)
-        /// No connection could be made, for this reason in a few words.
-        case unreachable(String)
-    }
+    /// A wait's factor, 0.8–1.2: peers that lost each other at once do not all dial at once.
+    static func jitter() -> Double { Double.random(in: 0.8...1.2) }
 
     /// Connects to `address` and waits until that connection ends.
-    func dial(_ address: PeerAddress) async -> DialOutcome {
-        let began = Date()
+    func dial(_ address: PeerAddress) async -> DialPlan<PeerAddress>.Outcome {
+        let began = NIODeadline.now()
         do {
             let channel = try await endpoint.connect(host: address.host, port: address.port)
             let key = ObjectIdentifier(channel as AnyObject)
@@ -451,15 +475,15 @@ public final class SyncNode: Sendable {
                 guard !state.stopped else { return true }
                 state.dialing[key] = (channel, address)
                 // Its session may have started already: then learn whose address this is here.
-                if let peer = state.connections.first(where: { $0.value.contains { $0.connectionID == key } })?.key {
-                    state.peerOfAddress[address] = peer
+                if let peer = state.connections.all.first(where: { $0.connection.connectionID == key })?.peer {
+                    state.dialPlan.learned(address, is: peer)
                 }
                 return false
             }
             if stopped { channel.close(promise: nil) }
             try? await channel.closeFuture.get()
             state.withLockedValue { _ = $0.dialing.removeValue(forKey: key) }
-            return .ended(after: Date().timeIntervalSince(began))
+            return .ended(after: Double((NIODeadline.now() - began).nanoseconds) / 1e9)
         } catch {
             let reason = Self.describe(error)
             logger.info("cannot reach peer", metadata: ["address": "\(address)", "reason": "\(reason)"])
@@ -503,20 +527,17 @@ public final class SyncNode: Sendable {
         func push(_ handle: ConnectionHandle) {
             if let changes { handle.localCommit(changes) } else { handle.localCommit() }
         }
-        for (peer, handles) in connections {
-            let access = self.access(for: peer, trusted: trusted)
-            for handle in handles {
-                if handle.access == access {
-                    push(handle)
-                } else if let access, access.scopes == handle.access.scopes, access.sharedZones.isSuperset(of: handle.access.sharedZones) {
-                    // A share opened more zones to the device: its session grants them.
-                    handle.widen()
-                    push(handle)
-                } else {
-                    // Trust began or ended: the next session streams what the device may sync now.
-                    logger.notice("closing a session whose device's trust changed", metadata: ["peer": "\(peer)"])
-                    handle.close()
-                }
+        for verdict in connections.review({ access(for: $0, trusted: trusted) }) {
+            switch verdict {
+            case .push(let handle):
+                push(handle)
+            case .widen(let handle):
+                handle.widen()
+                push(handle)
+            case .close(let handle, let peer):
+                // Trust began or ended: the next session streams what the device may sync now.
+                logger.notice("closing a session whose device's trust changed", metadata: ["peer": "\(peer)"])
+                handle.close()
             }
         }
     }
@@ -525,27 +546,27 @@ public final class SyncNode: Sendable {
         switch event {
         case .authenticated(let peer, let address, let handle):
             let id = peer.description
-            guard handle.isActive else { return }
-            let duplicate = state.withLockedValue { state -> [ConnectionHandle] in
-                var handles = state.connections[id] ?? []
-                handles.append(handle)
-                state.connections[id] = handles
-                if let dialed = state.dialing[handle.connectionID] { state.peerOfAddress[dialed.address] = id }
+            let (registration, planned) = state.withLockedValue { state -> (ConnectionTable<ConnectionHandle>.Registration, [DialPlan<PeerAddress>.Action]) in
+                // What trust grants now is read under the lock: a commit's sweep of the sessions either
+                // sees this one, or ran after the trust this reads (`localCommit` reloads trust first).
+                let registration = state.connections.authenticated(handle, peer: id, accessNow: access(for: id, trusted: trustedDevices.all))
+                guard registration.verdict == .runs || registration.verdict == .duplicate else { return (registration, []) }
+                if let dialed = state.dialing[handle.connectionID] { state.dialPlan.learned(dialed.address, is: id) }
                 updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.access = handle.access.description; $0.lastError = nil; $0.lastErrorCause = nil }
-                // One session per device. Two that dialed each other at once keep the
-                // connection the smaller ID dialed (both sides decide alike); otherwise the newest stays.
-                guard handles.count > 1 else { return [] }
-                let keepInitiatedByUs = container.deviceID < id
-                let keep = handles.last { $0.initiator == keepInitiatedByUs } ?? handles.last!
-                return handles.filter { $0 != keep }
+                return (registration, state.dialPlan.connected(id))
             }
-            for extra in duplicate { extra.close() }
-            // Trust may have ended between the handshake and the registration,
-            // after the wake-up's sweep of the connections: look again.
-            guard access(for: id, trusted: trustedDevices.all) == handle.access else {
+            for connection in registration.closing { connection.close() }
+            for action in planned { carryOut(action) }
+            switch registration.verdict {
+            case .alreadyClosed: return
+            case .trustChanged:
                 logger.notice("closing a session whose device's trust changed", metadata: ["peer": "\(id)"])
-                handle.close()
-                break
+                publishStatus()
+                return
+            case .duplicate:
+                publishStatus()
+                return
+            case .runs: break
             }
             state.withLockedValue { _ = $0.deferredThisSession.remove(id) }
             // Remembered as strangers are (bounded, at most once a minute in the store), so a person can trust one.
@@ -569,13 +590,9 @@ public final class SyncNode: Sendable {
             }
             if let peer {
                 let id = peer.description
-                state.withLockedValue { state in
-                    for ended in (state.connections[id] ?? []) where !ended.isActive {
-                        let traffic = ended.traffic
-                        state.pastTraffic[id, default: Traffic()] += traffic
-                    }
-                    state.connections[id]?.removeAll { !$0.isActive }
-                    let connected = !(state.connections[id] ?? []).isEmpty
+                let stillConnected = state.withLockedValue { state in
+                    let (ended, connected) = state.connections.closed(peer: id)
+                    for connection in ended { state.pastTraffic[id, default: Traffic()] += connection.traffic }
                     // Two devices that dialed each other at once both close the same one of the
                     // two connections; the other side's close looks like a refusal, but is not.
                     if connected, reason?.cause == .notTrustedByPeer { reason = .duplicateClosed }
@@ -583,10 +600,10 @@ public final class SyncNode: Sendable {
                     // identities cost nothing, so the list would grow with each (`peers` keeps the recent ones).
                     if !connected, !trustedDevices.all.contains(id) {
                         state.status.peers.removeAll { $0.deviceID == id }
-                        return
+                        return connected
                     }
                     // Only devices that had a session are shown: strangers are in `peers`, bounded.
-                    guard state.status.peers.contains(where: { $0.deviceID == id }) else { return }
+                    guard state.status.peers.contains(where: { $0.deviceID == id }) else { return connected }
                     updatePeer(&state, id) { status in
                         status.connected = connected
                         if let reason, !connected {
@@ -595,7 +612,9 @@ public final class SyncNode: Sendable {
                         }
                         if !connected { for index in status.zones.indices { status.zones[index].state = "idle" } }
                     }
+                    return connected
                 }
+                if !stillConnected { updateDialPlan { plan, now in plan.disconnected(id, at: now, jitter: Self.jitter()); return [] } }
             }
             if let peer { connectionEnded(peer.description) }
             if let peer { state.withLockedValue { state in state.toldCollected = state.toldCollected.filter { !$0.hasPrefix(peer.description + " ") } } }

@@ -1,4 +1,4 @@
-@testable import Lattice
+@testable import LatticeNode
 import NIOCore
 import Testing
 

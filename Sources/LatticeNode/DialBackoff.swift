@@ -5,18 +5,18 @@
 /// what this says, with jitter, and the rule is tested without a clock
 /// (`NodePolicyTests`). Static addresses cap at 30 s; discovered devices,
 /// whose liveness mDNS does not tell, at 5 s.
-struct DialBackoff {
-    static let first = 0.25
-    static let longEnough = 5.0
-    let cap: Double
+package struct DialBackoff: Sendable {
+    package static let first = 0.25
+    package static let longEnough = 5.0
+    package let cap: Double
 
     /// The wait the next attempt's end will ask for, in seconds.
-    private(set) var delay = first
+    package private(set) var delay = first
 
-    init(cap: Double = 30) { self.cap = cap }
+    package init(cap: Double = 30) { self.cap = cap }
 
     /// How an attempt at an address ended.
-    enum Outcome: Equatable {
+    package enum Outcome: Equatable {
         /// A connection was made, and ended after this many seconds.
         case ended(after: Double)
         /// No connection could be made.
@@ -24,22 +24,22 @@ struct DialBackoff {
     }
 
     /// A connection to the peer ended after `lasted` seconds (one that lasted long starts over).
-    mutating func connectionEnded(after lasted: Double) {
+    package mutating func connectionEnded(after lasted: Double) {
         if lasted > Self.longEnough { reset() }
     }
 
     /// The peer is connected (by its own dial, say): the next wait starts over.
-    mutating func reset() { delay = Self.first }
+    package mutating func reset() { delay = Self.first }
 
     /// The seconds to wait before the next attempt (before jitter); the one after waits twice as long, up to `cap`.
-    mutating func nextWait() -> Double {
+    package mutating func nextWait() -> Double {
         let wait = delay
         delay = min(delay * 2, cap)
         return wait
     }
 
     /// The last attempt ended so: the seconds to wait before the next one.
-    mutating func attemptEnded(_ outcome: Outcome) -> Double {
+    package mutating func attemptEnded(_ outcome: Outcome) -> Double {
         if case .ended(let lasted) = outcome { connectionEnded(after: lasted) }
         return nextWait()
     }
