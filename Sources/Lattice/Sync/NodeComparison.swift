@@ -108,7 +108,7 @@ extension SyncNode {
         let requests: [NodeRequest]
         do { requests = try container.store.pendingNodeRequests() } catch { return }
         for request in requests where request.kind == ComparisonRequest.kind {
-            let fresh = state.withLockedValue { $0.servedRequests.insert(request.id).inserted }
+            let fresh = state.withLockedValue { $0.sessions.servedRequests.insert(request.id).inserted }
             guard fresh else { continue }
             let store = container.store
             _ = NodeTask.start { [weak self] in
@@ -124,7 +124,7 @@ extension SyncNode {
                     answer.error = "\(error)"
                 }
                 if let bytes = try? JSONEncoder().encode(answer) { try? store.answerNodeRequest(request.id, with: [UInt8](bytes)) }
-                self.state.withLockedValue { _ = $0.servedRequests.remove(request.id) } // answered: no longer pending
+                self.state.withLockedValue { _ = $0.sessions.servedRequests.remove(request.id) } // answered: no longer pending
             }
         }
     }

@@ -38,7 +38,7 @@ extension SyncNode {
         if let saved = try? container.store.read({ try $0.peerHolds() }) {
             state.withLockedValue { state in
                 for (peer, zones) in saved {
-                    for (zone, vector) in zones { state.peerHolds[peer, default: [:]][zone] = (state.peerHolds[peer]?[zone] ?? VersionVector()).joined(with: vector) }
+                    for (zone, vector) in zones { state.collection.peerHolds[peer, default: [:]][zone] = (state.collection.peerHolds[peer]?[zone] ?? VersionVector()).joined(with: vector) }
                 }
             }
         }
@@ -47,7 +47,7 @@ extension SyncNode {
         let task = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
             self?.runCollectionPass()
         }
-        state.withLockedValue { $0.assetCollector = task }
+        state.withLockedValue { $0.collection.timer = task }
     }
 
     /// One pass of asset and tombstone collection, on a thread of its own at
@@ -55,8 +55,8 @@ extension SyncNode {
     /// use, a pass under a flood of strangers held their batches up for a second.
     func runCollectionPass() {
         let start = state.withLockedValue { state -> Bool in
-            guard !state.collecting, !state.stopped else { return false }
-            state.collecting = true
+            guard !state.collection.running, !state.runtime.stopped else { return false }
+            state.collection.running = true
             return true
         }
         guard start else { return }
@@ -69,7 +69,7 @@ extension SyncNode {
                 self.collectUnreferencedAssets()
                 self.collectTombstones()
             }
-            self.state.withLockedValue { $0.collecting = false }
+            self.state.withLockedValue { $0.collection.running = false }
         }
         thread.start()
     }
@@ -80,16 +80,16 @@ extension SyncNode {
         let store = container.store
         // Saved at most once a pass, so a restarted node need not meet every device again.
         let unsaved = state.withLockedValue { state -> [String: [ZoneKey: VersionVector]]? in
-            guard state.peerHoldsChanged else { return nil }
-            state.peerHoldsChanged = false
-            return state.peerHolds
+            guard state.collection.peerHoldsChanged else { return nil }
+            state.collection.peerHoldsChanged = false
+            return state.collection.peerHolds
         }
         if let unsaved { try? store.write { try $0.savePeerHolds(unsaved) } }
         let own = container.deviceID
         guard let (orphans, devices) = try? store.read({ snapshot in
             (try snapshot.orphanedAssets(), try snapshot.devicesHoldingPrivateZones(besides: own))
         }), !orphans.isEmpty else { return [] }
-        let holds = state.withLockedValue { $0.peerHolds }
+        let holds = state.withLockedValue { $0.collection.peerHolds }
         var removed: [AssetReference] = []
         for orphan in orphans where orphan.zone.scope == .private {
             guard devices.allSatisfy({ holds[$0]?[orphan.zone]?.dominates(orphan.dropped) == true }) else { continue }

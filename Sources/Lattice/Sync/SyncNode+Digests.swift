@@ -48,8 +48,8 @@ extension SyncNode {
         guard configuration.verificationInterval > .zero, !configuration.comparesOnly else { return }
         let interval = TimeAmount(configuration.verificationInterval)
         let wait = state.withLockedValue { state -> TimeAmount? in
-            var entry = state.verifications[peer] ?? Verification()
-            defer { state.verifications[peer] = entry }
+            var entry = state.sessions.verifications[peer] ?? Verification()
+            defer { state.sessions.verifications[peer] = entry }
             entry.quiescent = true
             guard !entry.running, !entry.scheduled else { return nil }
             let due = delay.map { .now() + $0 } ?? entry.last.map { $0 + interval } ?? .now()
@@ -62,24 +62,24 @@ extension SyncNode {
 
     /// A stream with `peer` runs again: no comparison until it is quiescent.
     func streamsRun(_ peer: String) {
-        state.withLockedValue { $0.verifications[peer]?.quiescent = false }
+        state.withLockedValue { $0.sessions.verifications[peer]?.quiescent = false }
     }
 
     private func verify(_ peer: String) {
         let handle = state.withLockedValue { state -> ConnectionHandle? in
-            state.verifications[peer]?.scheduled = false
+            state.sessions.verifications[peer]?.scheduled = false
             // Within the account (each round can read a whole zone), on sessions that sync, once they are quiescent.
-            guard let handle = state.connections[peer]?.first, handle.access.isAccount, !handle.comparesOnly, !state.stopped,
-                  state.verifications[peer]?.quiescent == true else { return nil }
-            state.verifications[peer]?.running = true
+            guard let handle = state.connections[peer]?.first, handle.access.isAccount, !handle.comparesOnly, !state.runtime.stopped,
+                  state.sessions.verifications[peer]?.quiescent == true else { return nil }
+            state.sessions.verifications[peer]?.running = true
             return handle
         }
         guard let handle else { return }
         handle.reconcile(zones: nil) { [weak self] result in
             guard let self else { return }
             self.state.withLockedValue { state in
-                state.verifications[peer]?.running = false
-                state.verifications[peer]?.last = .now()
+                state.sessions.verifications[peer]?.running = false
+                state.sessions.verifications[peer]?.last = .now()
             }
             switch result {
             case .success(let outcome): self.verified(peer, outcome, handle: handle)
@@ -116,7 +116,7 @@ extension SyncNode {
         var persisting: [DigestDifference] = []
         var unconfirmed = false
         state.withLockedValue { state in
-            var entry = state.verifications[peer] ?? Verification()
+            var entry = state.sessions.verifications[peer] ?? Verification()
             var found: Set<String> = []
             for difference in outcome.differences {
                 let mark = "\(difference.zone) \(difference.key) \(difference.here ?? []) \(difference.there ?? [])"
@@ -132,7 +132,7 @@ extension SyncNode {
             entry.suspects = found
             // Bounded: differences repaired long ago need not be remembered for ever.
             if entry.repaired.count > 10_000 { entry.repaired = [] }
-            state.verifications[peer] = entry
+            state.sessions.verifications[peer] = entry
             updatePeer(&state, peer) { status in
                 var verified = Dictionary(uniqueKeysWithValues: (status.verified ?? []).map { ($0.zone, $0) })
                 let byZone = Dictionary(grouping: outcome.differences, by: \.zone)

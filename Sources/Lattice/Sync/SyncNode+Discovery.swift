@@ -20,8 +20,8 @@ extension SyncNode {
         let discovery = configuration.makeDiscovery(advertisement) { [weak self] event in self?.discoveryEvent(event) }
         let trusted = Set(((try? container.peers()) ?? []).filter(\.trusted).map(\.deviceID))
         state.withLockedValue { state in
-            state.trusted = trusted
-            state.discovery = discovery
+            state.discovery.trusted = trusted
+            state.discovery.service = discovery
             state.status.discovery = NodeStatus.Discovery(state: "running")
         }
         discovery.start()
@@ -30,8 +30,8 @@ extension SyncNode {
     /// Stops discovery, and dialing the devices it found (sessions with them stay).
     func stopDiscovery() {
         let (discovery, devices) = state.withLockedValue { state in
-            defer { state.discovery = nil }
-            return (state.discovery, state.dialPlan.devices)
+            defer { state.discovery.service = nil }
+            return (state.discovery.service, state.dials.plan.devices)
         }
         discovery?.stop()
         updateDialPlan { plan, _ in
@@ -43,14 +43,14 @@ extension SyncNode {
     /// Whether this node syncs with the discovered device `id`: a trusted
     /// device, or any when the public database is open to strangers.
     func syncsWith(_ id: String, _ state: State) -> Bool {
-        state.trusted.contains(id) || configuration.publicFrom == .anyone
+        state.discovery.trusted.contains(id) || configuration.publicFrom == .anyone
     }
 
     /// Trust changed (any commit may carry that): dial newly trusted devices.
     func trustChanged(_ trusted: Set<String>) {
         let changed = state.withLockedValue { state in
-            defer { state.trusted = trusted }
-            return state.trusted != trusted
+            defer { state.discovery.trusted = trusted }
+            return state.discovery.trusted != trusted
         }
         if changed { reviewDiscovered() }
     }
@@ -68,9 +68,9 @@ extension SyncNode {
                 state.status.discovery?.problem = nil
             case .found, .lost: break
             }
-            return state.discovered.apply(event).sorted().map { id in
-                guard let device = state.discovered.device(id) else { return .vanished(peer: id) }
-                let problem = state.discovered.problem(device, trusted: state.trusted.contains(id))
+            return state.discovery.found.apply(event).sorted().map { id in
+                guard let device = state.discovery.found.device(id) else { return .vanished(peer: id) }
+                let problem = state.discovery.found.problem(device, trusted: state.discovery.trusted.contains(id))
                 return .discovered(peer: id, addresses: device.addresses.map(\.description), problem: problem?.description)
             }
         }
@@ -91,28 +91,28 @@ extension SyncNode {
     /// Updates the status's device list, and tells the dial plan which devices to dial at which addresses.
     func reviewDiscovered() {
         let dialable = state.withLockedValue { state -> [(id: String, addresses: [PeerAddress]?)]? in
-            guard !state.stopped, state.discovery != nil else { return nil }
-            let devices = state.discovered.devices
+            guard !state.runtime.stopped, state.discovery.service != nil else { return nil }
+            let devices = state.discovery.found.devices
             // Every trusted device, and at most 100 others: anyone on the LAN can advertise.
-            let shown = devices.filter { state.trusted.contains($0.deviceID) } + devices.filter { !state.trusted.contains($0.deviceID) }.prefix(100)
+            let shown = devices.filter { state.discovery.trusted.contains($0.deviceID) } + devices.filter { !state.discovery.trusted.contains($0.deviceID) }.prefix(100)
             state.status.discovery?.devices = shown.map { device in
-                let trusted = state.trusted.contains(device.deviceID)
-                let problem = state.discovered.problem(device, trusted: trusted)
+                let trusted = state.discovery.trusted.contains(device.deviceID)
+                let problem = state.discovery.found.problem(device, trusted: trusted)
                 return NodeStatus.Device(
                     deviceID: device.deviceID, container: device.container,
                     protocolVersions: device.services.first?.txt["pv"], addresses: device.addresses.map(\.description),
                     port: device.services.first?.port ?? 0, interfaces: Set(device.services.map(\.interfaceIndex)).count,
                     trusted: trusted, problem: problem?.description, problemCause: problem?.cause,
-                    dialError: state.dialPlan.dialErrors[device.deviceID])
+                    dialError: state.dials.plan.dialErrors[device.deviceID])
             }
             // Devices planned that vanished or are no longer to be synced with are forgotten; strangers
             // are dialed too when the public database is open to them, a bounded number at once.
-            let planned = Set(state.dialPlan.devices)
-            var strangersDialed = planned.filter { !state.trusted.contains($0) }.count
-            var dialable = planned.filter { state.discovered.device($0) == nil }.map { (id: $0, addresses: [PeerAddress]?.none) }
+            let planned = Set(state.dials.plan.devices)
+            var strangersDialed = planned.filter { !state.discovery.trusted.contains($0) }.count
+            var dialable = planned.filter { state.discovery.found.device($0) == nil }.map { (id: $0, addresses: [PeerAddress]?.none) }
             for device in devices {
-                let addresses = state.discovered.dialAddresses(device.deviceID, trusted: syncsWith(device.deviceID, state))
-                if addresses != nil, !planned.contains(device.deviceID), !state.trusted.contains(device.deviceID) {
+                let addresses = state.discovery.found.dialAddresses(device.deviceID, trusted: syncsWith(device.deviceID, state))
+                if addresses != nil, !planned.contains(device.deviceID), !state.discovery.trusted.contains(device.deviceID) {
                     guard strangersDialed < configuration.maximumStrangersDialed else { continue }
                     strangersDialed += 1
                 }

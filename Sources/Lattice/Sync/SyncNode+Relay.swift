@@ -12,8 +12,8 @@ extension SyncNode {
     /// (once for a burst of changes, as when a whole LAN starts).
     func neighborsChanged() {
         let schedule = state.withLockedValue { state -> Bool in
-            guard !state.neighborsScheduled, !state.stopped else { return false }
-            state.neighborsScheduled = true
+            guard !state.relay.neighborsScheduled, !state.runtime.stopped else { return false }
+            state.relay.neighborsScheduled = true
             return true
         }
         guard schedule else { return }
@@ -32,7 +32,7 @@ extension SyncNode {
         // Handed to the sessions under the lock: each connection's loop takes
         // them in that order, so an older list never lands after a newer one.
         state.withLockedValue { state in
-            state.neighborsScheduled = false
+            state.relay.neighborsScheduled = false
             let handles = relayingHandles(state)
             let devices = handles.compactMap { DeviceID($0.peer) }
             for (_, handle) in handles { handle.tellNeighbors(devices) }
@@ -42,7 +42,7 @@ extension SyncNode {
 
     /// `peer` said which devices it has sessions with.
     func peerNeighbors(_ peer: String, _ devices: Set<String>) {
-        state.withLockedValue { $0.neighborsOf[peer] = devices }
+        state.withLockedValue { $0.relay.neighborsOf[peer] = devices }
         coverRelays()
     }
 
@@ -53,7 +53,7 @@ extension SyncNode {
         guard trustedDevices.all.contains(peer) else { return }
         let gone = state.withLockedValue { state -> Bool in
             guard (state.connections[peer] ?? []).isEmpty else { return false }
-            state.neighborsOf[peer] = nil
+            state.relay.neighborsOf[peer] = nil
             return true
         }
         guard gone else { return }
@@ -68,7 +68,7 @@ extension SyncNode {
             let handles = relayingHandles(state)
             let connected = Set(handles.map(\.peer))
             for (peer, handle) in handles {
-                handle.coverRelays(from: Set(state.neighborsOf.filter { connected.contains($0.key) && $0.value.contains(peer) }.keys))
+                handle.coverRelays(from: Set(state.relay.neighborsOf.filter { connected.contains($0.key) && $0.value.contains(peer) }.keys))
             }
         }
     }
@@ -78,19 +78,19 @@ extension SyncNode {
     /// (kept in memory, so each read takes only the new ones). Nil when the
     /// store cannot be read: sessions then read for themselves.
     func readLocalChanges() -> LocalChanges? {
-        let after = state.withLockedValue { $0.feedSequence }
+        let after = state.withLockedValue { $0.relay.feedSequence }
         let roster = trustedDevices.roster
         guard var changes = try? container.store.read({ try StoreSyncAdapter.localChanges(in: $0, roster: roster, after: after) }) else { return nil }
         state.withLockedValue { state in
             let now = changes.sequence ?? 0
             if let after, now >= after {
-                state.feedSources.merge(changes.sources) { $1 }
-                if state.feedSources.count > 1024 { state.feedSources = state.feedSources.filter { $0.key + 1024 > now } }
+                state.relay.feedSources.merge(changes.sources) { $1 }
+                if state.relay.feedSources.count > 1024 { state.relay.feedSources = state.relay.feedSources.filter { $0.key + 1024 > now } }
             } else {
-                state.feedSources = changes.sources
+                state.relay.feedSources = changes.sources
             }
-            state.feedSequence = changes.sequence
-            changes.sources = state.feedSources
+            state.relay.feedSequence = changes.sequence
+            changes.sources = state.relay.feedSources
         }
         return changes
     }
@@ -98,11 +98,11 @@ extension SyncNode {
     /// Copies the connections' message counts into the status (under the state's lock).
     /// Messages to and from `peer` in this node's run: its ended connections' and its open ones'.
     func totalTraffic(_ peer: String, _ state: State) -> Traffic {
-        (state.connections[peer] ?? []).reduce(into: state.pastTraffic[peer] ?? Traffic()) { $0 += $1.traffic }
+        (state.connections[peer] ?? []).reduce(into: state.publishing.pastTraffic[peer] ?? Traffic()) { $0 += $1.traffic }
     }
 
     func countTraffic(_ state: inout State) {
-        var totals = state.pastTraffic
+        var totals = state.publishing.pastTraffic
         for peer in state.connections.peers { totals[peer] = totalTraffic(peer, state) }
         for (peer, traffic) in totals where state.status.peers.contains(where: { $0.deviceID == peer }) {
             updatePeer(&state, peer) { status in
@@ -110,7 +110,7 @@ extension SyncNode {
                 status.messagesReceived = traffic.received
             }
         }
-        state.trafficPublished = totals
+        state.publishing.trafficShown = totals
     }
 
     /// Every second, the status is written again if message counts changed
@@ -120,10 +120,10 @@ extension SyncNode {
         let ticker = group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
             guard let self else { return }
             let changed = self.state.withLockedValue { state -> Bool in
-                state.connections.peers.contains { self.totalTraffic($0, state) != state.trafficPublished[$0] }
+                state.connections.peers.contains { self.totalTraffic($0, state) != state.publishing.trafficShown[$0] }
             }
             if changed { self.publishStatus() }
         }
-        state.withLockedValue { $0.trafficTicker = ticker }
+        state.withLockedValue { $0.publishing.ticker = ticker }
     }
 }

@@ -17,7 +17,7 @@ extension SyncNode {
     func collectTombstones() -> Int {
         let store = container.store
         let (holds, connected) = state.withLockedValue { state in
-            (state.peerHolds, Set(state.connections.byPeer.filter { $0.value.contains { $0.access.isAccount } }.map(\.key)))
+            (state.collection.peerHolds, Set(state.connections.byPeer.filter { $0.value.contains { $0.access.isAccount } }.map(\.key)))
         }
         let now = RecordStore.systemWallClock()
         // Devices connected now were seen now: what `status` reads of the horizon is this pass's view.
@@ -41,7 +41,7 @@ extension SyncNode {
         // Connected devices holding tombstones back may hold them already: a commit relayed to them
         // by another device brought this node no acknowledgement. Asked, they say (for the next pass).
         let handles = state.withLockedValue { state in
-            state.collectedThrough = through
+            state.collection.collectedThrough = through
             return ask.intersection(connected).compactMap { state.connections[$0]?.first(where: \.isActive) }
         }
         for handle in handles { handle.requestHolds() }
@@ -56,7 +56,7 @@ extension SyncNode {
                 if !vector.isEmpty { result[zone.key] = vector }
             }
         }) else { return }
-        state.withLockedValue { $0.collectedThrough = through }
+        state.withLockedValue { $0.collection.collectedThrough = through }
     }
 
     /// A device of the account says what it holds of a private zone: if that
@@ -66,9 +66,9 @@ extension SyncNode {
     func tellCollectedIfAway(_ peer: String, zone: ZoneKey, holding vector: VersionVector) {
         guard zone.scope == .private else { return }
         let handle = state.withLockedValue { state -> ConnectionHandle? in
-            guard let through = state.collectedThrough[zone], !vector.dominates(through),
+            guard let through = state.collection.collectedThrough[zone], !vector.dominates(through),
                   let handle = state.connections[peer]?.first(where: \.isActive), handle.access.isAccount,
-                  state.toldCollected.insert("\(peer) \(zone)").inserted else { return nil }
+                  state.collection.toldCollected.insert("\(peer) \(zone)").inserted else { return nil }
             return handle
         }
         guard let handle else { return }

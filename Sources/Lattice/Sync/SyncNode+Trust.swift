@@ -19,7 +19,7 @@ extension SyncNode {
             do {
                 let watcher = try CommitWatcher(store: container.directory) { [weak self] in self?.localCommit() }
                 state.withLockedValue {
-                    $0.watcher = watcher
+                    $0.runtime.watcher = watcher
                     $0.status.commitWatch = "wake-up socket"
                 }
                 return
@@ -41,7 +41,7 @@ extension SyncNode {
             }
         }
         state.withLockedValue {
-            $0.poller = poller
+            $0.runtime.poller = poller
             $0.status.commitWatch = "polling every \(interval.nanoseconds / 1_000_000) ms: \(reason)"
         }
     }
@@ -57,29 +57,20 @@ extension SyncNode {
     /// peers (so a person can trust one by its ID) at most once a minute.
     func noteStranger(_ reason: StrangerLog.Reason, address: String, deviceID: String? = nil) {
         let save = state.withLockedValue { state -> Bool in
-            state.strangers.note(reason, address: address, deviceID: deviceID, at: RecordStore.systemWallClock())
-            state.status.strangers = state.strangers
-            if deviceID != nil { state.strangersUnsaved = true }
-            guard state.strangersUnsaved, NIODeadline.now() - state.strangersSaved >= .seconds(60) else { return false }
-            // Counted as saved now: the save waits for a store thread, and refusals go on meanwhile.
-            state.strangersSaved = .now()
-            return true
+            let save = state.strangers.note(reason, address: address, deviceID: deviceID, wallClock: RecordStore.systemWallClock(), at: .now())
+            state.status.strangers = state.strangers.log
+            return save
         }
         if save { threadPool.submit { [weak self] _ in self?.saveStrangers() } }
     }
 
     /// Whether a refusal gets its own `refused` event: at most 5 in 10 seconds.
     /// Every refusal is counted in `status.strangers` whatever this says.
-    func announcesRefusal() -> Bool { state.withLockedValue { $0.refusedEvents.take() != nil } }
+    func announcesRefusal() -> Bool { state.withLockedValue { $0.strangers.announcesRefusal(at: .now()) } }
 
     /// Writes the recent untrusted devices to the store's peers, in one transaction.
     func saveStrangers() {
-        let devices = state.withLockedValue { state -> [StrangerLog.Device] in
-            guard state.strangersUnsaved else { return [] }
-            state.strangersUnsaved = false
-            state.strangersSaved = .now()
-            return state.strangers.devices
-        }
+        let devices = state.withLockedValue { $0.strangers.takeUnsaved(at: .now()) }
         guard !devices.isEmpty else { return }
         do {
             try container.store.write { transaction in

@@ -154,75 +154,21 @@ public final class SyncNode: Sendable {
 
     public enum Direction: String, Sendable, Hashable { case receiving, sending }
 
+    /// What the node holds, in parts named for what they hold; under one lock (`state`).
     struct State {
         /// Sessions per device (`ConnectionTable`: one per device, crossed dials settled alike on both sides).
         var connections: ConnectionTable<ConnectionHandle>
-        /// Whom to dial when (`DialPlan`), and the dials running, until their connections end.
-        var dialPlan: DialPlan<PeerAddress>
-        var dialTasks: [Int: Task<Void, Never>] = [:]
-        var dialTasksMade = 0
-        var dialTasksEndedEarly: Set<Int> = []
-        /// When the plan wakes the node next.
-        var dialWakeAt: NIODeadline?
+        var dials: Dials
+        var discovery: Discovering
+        /// Connections turned away: counted (bounded), saved, announced (`StrangerWatch`).
+        var strangers = StrangerWatch(at: .now())
+        /// What `lattice status` shows.
         var status: NodeStatus
-        var listener: Channel?
-        var watcher: CommitWatcher?
-        var stopped = false
-        /// When the status file is written next.
-        var statusDebounce = StatusDebounce()
-        var lock: Int32 = -1
-        /// Connections this node dialed, with the address dialed, until they end.
-        var dialing: [ObjectIdentifier: (channel: Channel, address: PeerAddress)] = [:]
-        var endpoint: SyncEndpoint?
-        /// Sessions in a row that ended with deferred records, per peer: the retry backs off.
-        var deferrals: [String: Int] = [:]
-        var deferredThisSession: Set<String> = []
-        var discovery: (any PeerDiscovery)?
-        var discovered: DiscoveredPeers
-        /// Trusted device IDs, as of the last commit (trust changes are commits).
-        var trusted: Set<String> = []
-        /// Connections turned away, bounded; published in the status.
-        var strangers = StrangerLog()
-        /// When untrusted devices were last written to the store's peers.
-        var strangersSaved = NIODeadline.now()
-        var strangersUnsaved = false
-        /// `refused` events: at most 5 in 10 seconds (a flood must not flood the event stream).
-        var refusedEvents = RateWindow(interval: .seconds(10), burst: 5)
-        /// Polls for commits when there is no wake-up socket.
-        var poller: RepeatedTask?
-        /// One dial loop per discovered device it should sync with.
-        var discoveryDialers: [String: Task<Void, Never>] = [:]
-        /// Why the last dial of a discovered device failed, until one succeeds.
-        var discoveryDialErrors: [String: String] = [:]
-        /// What each peer said it holds of each zone (hellos, acknowledgements, claims; saved ones at start).
-        var peerHolds: [String: [ZoneKey: VersionVector]] = [:]
-        /// Whether `peerHolds` grew since it was last saved.
-        var peerHoldsChanged = false
-        /// Per private zone, the join of its collected tombstones' vectors (`collectedThrough`), as of the last collection pass.
-        var collectedThrough: [ZoneKey: VersionVector] = [:]
-        /// Whether a collection pass runs (on its own thread; one at a time).
-        var collecting = false
-        /// Peers and zones told this connection which records were collected while they were away.
-        var toldCollected: Set<String> = []
-        /// Looks for unreferenced assets to remove.
-        var assetCollector: RepeatedTask?
-        /// Digest comparisons after syncs, per peer.
-        var verifications: [String: Verification] = [:]
-        /// Node requests taken (`serveNodeRequests`), so each runs once.
-        var servedRequests: Set<Int64> = []
-        /// The devices each peer of the account said it has sessions with (its `neighbors`).
-        var neighborsOf: [String: Set<String>] = [:]
-        var neighborsScheduled = false
-        /// Messages of the connections that ended, per peer, so `status` counts the whole run.
-        var pastTraffic: [String: Traffic] = [:]
-        /// The store's sequence when commits were last read (`readLocalChanges`), and the
-        /// sources of the commits up to it (the last 1,024), for every session at once.
-        var feedSequence: UInt64?
-        var feedSources: [UInt64: String] = [:]
-        /// The message counts the status last showed.
-        var trafficPublished: [String: Traffic] = [:]
-        /// Writes the status when message counts changed and nothing else wrote it.
-        var trafficTicker: RepeatedTask?
+        var publishing = Publishing()
+        var collection = Collection()
+        var sessions = SessionFollowUps()
+        var relay = Relay()
+        var runtime = Runtime()
     }
 
     public let container: Container
@@ -252,8 +198,9 @@ public final class SyncNode: Sendable {
         let status = NodeStatus(pid: getpid(), startedAt: RecordStore.systemWallClock(), listeningPort: nil, peers: [])
         state = NIOLockedValueBox(State(
             connections: ConnectionTable<ConnectionHandle>(ownDeviceID: container.deviceID),
-            dialPlan: DialPlan<PeerAddress>(ownDeviceID: container.deviceID, reconnects: configuration.reconnect),
-            status: status, discovered: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)))
+            dials: Dials(plan: DialPlan<PeerAddress>(ownDeviceID: container.deviceID, reconnects: configuration.reconnect)),
+            discovery: Discovering(found: DiscoveredPeers(ownDeviceID: container.deviceID, container: container.containerIdentifier, versions: SyncWire.versions)),
+            status: status))
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         let state = state
         var assetSettings = AssetFetcher.Settings()
@@ -274,16 +221,16 @@ public final class SyncNode: Sendable {
 
     /// Retry after deferred records: 30 s, doubling per session in a row that deferred again, up to an hour.
     private func deferredRetryDelay(_ peer: DeviceID) -> TimeAmount {
-        let count = state.withLockedValue { $0.deferrals[peer.description, default: 1] }
+        let count = state.withLockedValue { $0.sessions.deferrals[peer.description, default: 1] }
         return .seconds(Int64(min(3600, 30 << min(7, max(0, count - 1)))))
     }
 
     /// The endpoint every connection of this node goes through (one connection limiter), made at start.
     var endpoint: SyncEndpoint {
         state.withLockedValue { state in
-            if let endpoint = state.endpoint { return endpoint }
+            if let endpoint = state.runtime.endpoint { return endpoint }
             let endpoint = makeEndpoint()
-            state.endpoint = endpoint
+            state.runtime.endpoint = endpoint
             return endpoint
         }
     }
@@ -330,7 +277,7 @@ public final class SyncNode: Sendable {
                 }
                 let bound = listener.localAddress?.port ?? port
                 state.withLockedValue {
-                    $0.listener = listener
+                    $0.runtime.listener = listener
                     $0.status.listeningPort = bound
                 }
                 logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(bound)"])
@@ -372,16 +319,16 @@ public final class SyncNode: Sendable {
     /// Stops: closes every connection (each ends its stream in order), stops dialing and watching.
     public func stop() async {
         let (listener, dialers, watcher, handles, dialing) = state.withLockedValue { state in
-            state.stopped = true
-            state.dialPlan.stop()
-            return (state.listener, Array(state.dialTasks.values), state.watcher, state.connections.all.map(\.connection), state.dialing.values.map(\.channel))
+            state.runtime.stopped = true
+            state.dials.plan.stop()
+            return (state.runtime.listener, Array(state.dials.tasks.values), state.runtime.watcher, state.connections.all.map(\.connection), state.dials.inHandshake.values.map(\.channel))
         }
         assetFetcher.stop()
-        state.withLockedValue { $0.assetCollector }?.cancel()
-        state.withLockedValue { $0.trafficTicker }?.cancel()
+        state.withLockedValue { $0.collection.timer }?.cancel()
+        state.withLockedValue { $0.publishing.ticker }?.cancel()
         stopDiscovery()
         watcher?.stop()
-        state.withLockedValue { $0.poller }?.cancel()
+        state.withLockedValue { $0.runtime.poller }?.cancel()
         saveStrangers()
         for handle in handles { handle.close() }
         for channel in dialing { channel.close(promise: nil) } // connections still in their handshake
@@ -392,7 +339,7 @@ public final class SyncNode: Sendable {
         try? await backgroundPool.shutdownGracefully()
         try? await group.shutdownGracefully()
         continuation.finish()
-        let lock = state.withLockedValue { $0.lock }
+        let lock = state.withLockedValue { $0.runtime.lock }
         if lock >= 0 {
             try? FileManager.default.removeItem(at: container.directory.appendingPathComponent(NodeStatus.fileName))
             close(lock)
@@ -409,7 +356,7 @@ public final class SyncNode: Sendable {
             let pid = NodeStatus.read(store: container.directory).map { " (pid \($0.pid))" } ?? ""
             throw LatticeError(.permissionFailure, "a node already runs on \(container.directory.path)\(pid); stop it first, or use `lattice sync --once`")
         }
-        state.withLockedValue { $0.lock = fd }
+        state.withLockedValue { $0.runtime.lock = fd }
     }
 
     // MARK: Dialing
@@ -419,41 +366,41 @@ public final class SyncNode: Sendable {
     func updateDialPlan(_ change: (inout DialPlan<PeerAddress>, NIODeadline) -> [DialPlan<PeerAddress>.Action] = { _, _ in [] }) {
         let now = NIODeadline.now()
         let (actions, wake) = state.withLockedValue { state -> ([DialPlan<PeerAddress>.Action], NIODeadline?) in
-            guard !state.stopped else { return ([], nil) }
-            let actions = change(&state.dialPlan, now) + state.dialPlan.due(at: now)
-            guard let next = state.dialPlan.nextWake, state.dialWakeAt.map({ next < $0 }) ?? true else { return (actions, nil) }
-            state.dialWakeAt = next
+            guard !state.runtime.stopped else { return ([], nil) }
+            let actions = change(&state.dials.plan, now) + state.dials.plan.due(at: now)
+            guard let next = state.dials.plan.nextWake, state.dials.wakeAt.map({ next < $0 }) ?? true else { return (actions, nil) }
+            state.dials.wakeAt = next
             return (actions, next)
         }
         if let wake {
             group.next().scheduleTask(deadline: wake) { [weak self] in
                 guard let self else { return }
-                self.state.withLockedValue { state in if state.dialWakeAt == wake { state.dialWakeAt = nil } }
+                self.state.withLockedValue { state in if state.dials.wakeAt == wake { state.dials.wakeAt = nil } }
                 self.updateDialPlan()
             }
         }
         for action in actions { carryOut(action) }
     }
 
-    var isStopped: Bool { state.withLockedValue { $0.stopped } }
+    var isStopped: Bool { state.withLockedValue { $0.runtime.stopped } }
 
     private func carryOut(_ action: DialPlan<PeerAddress>.Action) {
         switch action {
         case .dial(let address, let target):
             let id = state.withLockedValue { state in
-                state.dialTasksMade += 1
-                return state.dialTasksMade
+                state.dials.made += 1
+                return state.dials.made
             }
             let task = NodeTask.start { [weak self] in
                 guard let self else { return }
                 let outcome = await self.dial(address)
                 self.state.withLockedValue { state in
-                    if state.dialTasks.removeValue(forKey: id) == nil { state.dialTasksEndedEarly.insert(id) }
+                    if state.dials.tasks.removeValue(forKey: id) == nil { state.dials.endedEarly.insert(id) }
                 }
                 self.updateDialPlan { plan, now in plan.dialEnded(target, at: address, outcome, now: now, jitter: Self.jitter()) }
             }
             state.withLockedValue { state in
-                if state.dialTasksEndedEarly.remove(id) == nil { state.dialTasks[id] = task }
+                if state.dials.endedEarly.remove(id) == nil { state.dials.tasks[id] = task }
             }
         case .unreachable(let address, let reason):
             continuation.yield(.unreachable(address: address.description, reason: reason))
@@ -472,17 +419,17 @@ public final class SyncNode: Sendable {
             let channel = try await endpoint.connect(host: address.host, port: address.port)
             let key = ObjectIdentifier(channel as AnyObject)
             let stopped = state.withLockedValue { state -> Bool in
-                guard !state.stopped else { return true }
-                state.dialing[key] = (channel, address)
+                guard !state.runtime.stopped else { return true }
+                state.dials.inHandshake[key] = (channel, address)
                 // Its session may have started already: then learn whose address this is here.
                 if let peer = state.connections.all.first(where: { $0.connection.connectionID == key })?.peer {
-                    state.dialPlan.learned(address, is: peer)
+                    state.dials.plan.learned(address, is: peer)
                 }
                 return false
             }
             if stopped { channel.close(promise: nil) }
             try? await channel.closeFuture.get()
-            state.withLockedValue { _ = $0.dialing.removeValue(forKey: key) }
+            state.withLockedValue { _ = $0.dials.inHandshake.removeValue(forKey: key) }
             return .ended(after: Double((NIODeadline.now() - began).nanoseconds) / 1e9)
         } catch {
             let reason = Self.describe(error)
@@ -519,7 +466,7 @@ public final class SyncNode: Sendable {
         assetFetcher.refreshSoon()
         serveNodeRequests()
         let connections = state.withLockedValue { $0.connections }
-        let discovering = state.withLockedValue { $0.discovery != nil }
+        let discovering = state.withLockedValue { $0.discovery.service != nil }
         guard !connections.isEmpty || discovering else { return }
         if discovering { trustChanged(trusted) }
         // Read once for every session: what committed, and which peers' batches made it.
@@ -551,9 +498,9 @@ public final class SyncNode: Sendable {
                 // sees this one, or ran after the trust this reads (`localCommit` reloads trust first).
                 let registration = state.connections.authenticated(handle, peer: id, accessNow: access(for: id, trusted: trustedDevices.all))
                 guard registration.verdict == .runs || registration.verdict == .duplicate else { return (registration, []) }
-                if let dialed = state.dialing[handle.connectionID] { state.dialPlan.learned(dialed.address, is: id) }
+                if let dialed = state.dials.inHandshake[handle.connectionID] { state.dials.plan.learned(dialed.address, is: id) }
                 updatePeer(&state, id) { $0.connected = true; $0.address = address; $0.access = handle.access.description; $0.lastError = nil; $0.lastErrorCause = nil }
-                return (registration, state.dialPlan.connected(id))
+                return (registration, state.dials.plan.connected(id))
             }
             for connection in registration.closing { connection.close() }
             for action in planned { carryOut(action) }
@@ -568,7 +515,7 @@ public final class SyncNode: Sendable {
                 return
             case .runs: break
             }
-            state.withLockedValue { _ = $0.deferredThisSession.remove(id) }
+            state.withLockedValue { _ = $0.sessions.deferredThisSession.remove(id) }
             // Remembered as strangers are (bounded, at most once a minute in the store), so a person can trust one.
             if !handle.access.isAccount { noteStranger(.publicOnly, address: PeerAddress(address)?.host ?? address, deviceID: id) }
             logger.info("connected", metadata: ["peer": "\(id)", "address": "\(address)"])
@@ -592,7 +539,7 @@ public final class SyncNode: Sendable {
                 let id = peer.description
                 let stillConnected = state.withLockedValue { state in
                     let (ended, connected) = state.connections.closed(peer: id)
-                    for connection in ended { state.pastTraffic[id, default: Traffic()] += connection.traffic }
+                    for connection in ended { state.publishing.pastTraffic[id, default: Traffic()] += connection.traffic }
                     // Two devices that dialed each other at once both close the same one of the
                     // two connections; the other side's close looks like a refusal, but is not.
                     if connected, reason?.cause == .notTrustedByPeer { reason = .duplicateClosed }
@@ -617,7 +564,7 @@ public final class SyncNode: Sendable {
                 if !stillConnected { updateDialPlan { plan, now in plan.disconnected(id, at: now, jitter: Self.jitter()); return [] } }
             }
             if let peer { connectionEnded(peer.description) }
-            if let peer { state.withLockedValue { state in state.toldCollected = state.toldCollected.filter { !$0.hasPrefix(peer.description + " ") } } }
+            if let peer { state.withLockedValue { state in state.collection.toldCollected = state.collection.toldCollected.filter { !$0.hasPrefix(peer.description + " ") } } }
             if peer != nil { assetFetcher.connectionsChanged() }
             // A refused stranger had its `refused` event (or its count in the status): no second one.
             if closeReason?.isRefusalOfStranger != true {
@@ -664,10 +611,10 @@ public final class SyncNode: Sendable {
             // database's strangers' went into memory and into every pass's store write, a second under a flood.
             guard zone.scope == .private else { break }
             state.withLockedValue { state in
-                let before = state.peerHolds[peer]?[zone] ?? VersionVector()
+                let before = state.collection.peerHolds[peer]?[zone] ?? VersionVector()
                 guard !before.dominates(vector) else { return }
-                state.peerHolds[peer, default: [:]][zone] = before.joined(with: vector)
-                state.peerHoldsChanged = true
+                state.collection.peerHolds[peer, default: [:]][zone] = before.joined(with: vector)
+                state.collection.peerHoldsChanged = true
             }
             tellCollectedIfAway(peer, zone: zone, holding: vector)
         case .delivered(let zone, let records, let bytes, let final):
@@ -675,8 +622,8 @@ public final class SyncNode: Sendable {
             advance(peer, zone, .sending, records, bytes, final)
         case .quiescent:
             state.withLockedValue { state in
-                if !state.deferredThisSession.contains(peer) {
-                    state.deferrals[peer] = nil
+                if !state.sessions.deferredThisSession.contains(peer) {
+                    state.sessions.deferrals[peer] = nil
                     updatePeer(&state, peer) { $0.clockSkew = nil }
                 }
             }
@@ -684,7 +631,7 @@ public final class SyncNode: Sendable {
             verifySoon(peer)
         case .deferred(let zone, let records):
             state.withLockedValue { state in
-                if state.deferredThisSession.insert(peer).inserted { state.deferrals[peer, default: 0] += 1 }
+                if state.sessions.deferredThisSession.insert(peer).inserted { state.sessions.deferrals[peer, default: 0] += 1 }
                 updatePeer(&state, peer) { $0.clockSkew = true }
             }
             logger.warning("records deferred: the peer's clock is ahead of this one's by more than the skew bound", metadata: ["peer": "\(peer)", "zone": "\(zone)", "records": "\(records)"])
@@ -769,16 +716,16 @@ public final class SyncNode: Sendable {
     func publishStatus() {
         guard configuration.publishesStatus else { return }
         let delay = state.withLockedValue { state -> TimeAmount? in
-            guard !state.stopped else { return nil }
-            return state.statusDebounce.changed(at: .now())
+            guard !state.runtime.stopped else { return nil }
+            return state.publishing.debounce.changed(at: .now())
         }
         guard let delay else { return }
         let directory = container.directory
         group.next().scheduleTask(in: delay) { [weak self] in
             guard let self else { return }
             let status = self.state.withLockedValue { state -> NodeStatus? in
-                state.statusDebounce.writing(at: .now())
-                guard !state.stopped else { return nil }
+                state.publishing.debounce.writing(at: .now())
+                guard !state.runtime.stopped else { return nil }
                 self.countTraffic(&state)
                 return state.status
             }
