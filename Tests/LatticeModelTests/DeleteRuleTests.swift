@@ -1,6 +1,7 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 @Model final class Folder {
     @Attribute(.unique) var name: String = ""
@@ -22,7 +23,7 @@ import Testing
 }
 
 @Suite struct DeleteRuleTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     @Test func denyRefusesWhileTheRelationshipHoldsObjects() async throws {
         let container = try await openContainer([Folder.self], in: directory, name: "store")

@@ -1,9 +1,10 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 @Suite struct FetchTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     func seeded() async throws -> (ModelContainer, ModelContext) {
         let container = try await openContainer(seedModels, in: directory, name: "store")

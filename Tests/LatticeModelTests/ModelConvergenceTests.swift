@@ -15,8 +15,7 @@ import Testing
     }
 
     func history(seed: UInt64) async throws {
-        let directory = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("lattice-models")
         var random = SeededGenerator(seed: seed)
         var replicas: [ModelContainer] = []
         for name in ["a", "b", "c"] { replicas.append(try await openContainer(seedModels, in: directory, name: name)) }

@@ -1,9 +1,10 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 @Suite struct ModelEventTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     @Test func changesStreamInsertsUpdatesAndDeletesIncludingThoseFromPeers() async throws {
         let laptop = try await openContainer(seedModels, in: directory, name: "laptop")

@@ -6,10 +6,10 @@ import Testing
 /// Two model containers whose sync nodes run over loopback TCP: the real
 /// transport, encryption and store, started by the container's one line.
 @Suite(.serialized) struct ModelSyncNodeTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     @Test func containersOpenedWithASyncPolicySyncTheirObjects() async throws {
-        let laptopDirectory = directory.appendingPathComponent("laptop"), phoneDirectory = directory.appendingPathComponent("phone")
+        let laptopDirectory = directory.url.appendingPathComponent("laptop"), phoneDirectory = directory.url.appendingPathComponent("phone")
         // Two devices of one account: each trusts the other (as `lattice pair` would make them).
         do {
             let laptop = try Container(identifier: "com.example.movies", directory: laptopDirectory)

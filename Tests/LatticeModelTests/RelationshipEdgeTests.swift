@@ -1,6 +1,7 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 @Model final class Person {
     @Attribute(.unique) var name: String = ""
@@ -23,7 +24,7 @@ import Testing
 }
 
 @Suite struct RelationshipEdgeTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     @Test func oneToOneKeepsBothSidesInStep() async throws {
         let container = try await openContainer([Person.self], in: directory, name: "store")

@@ -1,6 +1,7 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 enum Priority: Int, Codable { case low = 1, high = 9 }
 
@@ -45,7 +46,7 @@ struct Address: Codable, Equatable {
 }
 
 @Suite struct RoundTripTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     func filled(file: URL) -> Everything {
         let object = Everything()
@@ -90,8 +91,8 @@ struct Address: Codable, Equatable {
     }
 
     @Test func everyKindRoundTripsThroughTheStoreAndASync() async throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let poster = directory.appendingPathComponent("poster.jpg")
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        let poster = directory.url.appendingPathComponent("poster.jpg")
         try Data("not really a jpeg".utf8).write(to: poster)
         let laptop = try await openContainer([Everything.self], in: directory, name: "laptop")
         let phone = try await openContainer([Everything.self], in: directory, name: "phone")

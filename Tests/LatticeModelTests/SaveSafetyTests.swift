@@ -1,6 +1,7 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 @Model final class Account {
     @Attribute(.unique) var email: String? = nil
@@ -20,7 +21,7 @@ import Testing
 /// What a save does when it fails, meets records deleted elsewhere, or
 /// edits a relationship another context changed meanwhile.
 @Suite struct SaveSafetyTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     @Test func aFailedSaveLeavesTheContextAsItWas() async throws {
         let container = try await openContainer(seedModels, in: directory, name: "store")

@@ -1,6 +1,7 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 // Two versions of one model, side by side, as two releases of an app would declare it.
 @Model final class NoteV1 {
@@ -20,7 +21,7 @@ import Testing
 }
 
 @Suite struct SchemaEvolutionTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     @Test func versionTwoReadsVersionOneAndVersionOneKeepsVersionTwosFields() async throws {
         let old = try await openContainer([NoteV1.self], in: directory, name: "old-app")

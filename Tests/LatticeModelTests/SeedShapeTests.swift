@@ -1,10 +1,11 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 /// The seeds' shapes saved on one replica and read as objects on another.
 @Suite struct SeedShapeTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     func pair() async throws -> (ModelContainer, ModelContainer) {
         (try await openContainer(seedModels, in: directory, name: "laptop"), try await openContainer(seedModels, in: directory, name: "phone"))

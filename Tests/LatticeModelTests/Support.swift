@@ -4,12 +4,8 @@ import LatticeTestSupport
 import Testing
 
 /// A model container on a fresh store in a temporary directory, without a sync node.
-func openContainer(_ types: [any PersistentModel.Type], in directory: URL, name: String) async throws -> ModelContainer {
-    try await ModelContainer(for: types, configuration: ModelConfiguration("com.example.models", directory: directory.appendingPathComponent(name), sync: .none))
-}
-
-func temporaryDirectory() -> URL {
-    URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-models-\(UUID().uuidString)")
+func openContainer(_ types: [any PersistentModel.Type], in directory: TemporaryDirectory, name: String) async throws -> ModelContainer {
+    try await ModelContainer(for: types, configuration: ModelConfiguration("com.example.models", directory: directory.url.appendingPathComponent(name), sync: .none))
 }
 
 /// Sends each side what the other lacks, by change sets, as a sync session would.

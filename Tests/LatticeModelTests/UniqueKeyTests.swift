@@ -1,10 +1,11 @@
 import Foundation
 import Lattice
 import Testing
+import LatticeTestSupport
 
 /// A key names its record: creations of one key on several devices are one object.
 @Suite struct UniqueKeyTests {
-    let directory = temporaryDirectory()
+    let directory = TemporaryDirectory("lattice-models")
 
     @Test func twoDevicesOfflineCreateOneKeyAndEndWithOneObject() async throws {
         let laptop = try await openContainer(seedModels, in: directory, name: "laptop")

@@ -13,10 +13,6 @@ import Testing
 @Suite struct ElidedGhostsTests {
     let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Z"))
 
-    func temporaryStore() throws -> (RecordStore, URL) {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-store-\(UUID().uuidString)")
-        return (try RecordStore(directory: url), url)
-    }
 
     static func version(_ bytes: [UInt8]) -> UInt8 { bytes[4] }
 
@@ -52,8 +48,8 @@ import Testing
             let everything = try to.makeChangeSet(for: zone, since: VersionVector())
             let copy = try MemoryReplica(identity: .numbered(50), wallClock: { clock.now })
             try copy.apply(everything)
-            let (store, url) = try temporaryStore()
-            defer { try? FileManager.default.removeItem(at: url) }
+            let directory = TemporaryDirectory()
+            let store = try directory.store()
             try store.apply(everything)
             try to.apply(delta)
             try copy.apply(whole)

@@ -10,20 +10,15 @@ import Testing
 /// is not sent; adding the index again here brings it back.
 @Suite struct IndexRemovalTests {
     let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Z"))
-    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-index-removal-\(UUID().uuidString)")
+    let directory = TemporaryDirectory("lattice-index-removal")
 
-    func makeStore(_ name: String) throws -> RecordStore {
-        let store = try RecordStore(directory: directory.appendingPathComponent(name))
-        try store.write { _ = try $0.createZone(zone) }
-        return store
-    }
+    func makeStore(_ name: String) throws -> RecordStore { try directory.store(name, zones: [zone]) }
 
     func tables(_ store: RecordStore) throws -> [String] {
         try store.read { try String.fetchAll($0.db, sql: "SELECT name FROM sqlite_master WHERE name LIKE 'ix%' OR name LIKE 'gx%' OR name LIKE 'lm%' OR name LIKE 'tk%' ORDER BY name") }
     }
 
     @Test func aRemovedIndexStaysOffHereAndOnlyHere() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let a = try makeStore("a")
         let b = try makeStore("b")
         try a.write { transaction in
@@ -69,7 +64,7 @@ import Testing
         #expect(try a.read { try $0.schema() }.indexKinds("where", of: "Movie") == .queryable, "a removal is not sent")
 
         // It holds across a reopening, and adding the kind here brings the index back, filled.
-        let reopened = try RecordStore(directory: directory.appendingPathComponent("b"))
+        let reopened = try RecordStore(directory: directory.url.appendingPathComponent("b"))
         #expect(try reopened.read { try $0.schema() }.indexKinds("where", of: "Movie") == [])
         #expect(try reopened.write { try $0.addIndex(.queryable, field: "where", of: "Movie") } == .queryable)
         let restored = try reopened.read { try $0.queryPage(query, in: zone, after: nil, limit: 7) }
@@ -87,7 +82,6 @@ import Testing
     /// held back by the clock-skew bound, say): the field's first definition
     /// then decides how its index is held, and the index is rebuilt for it.
     @Test func anIndexWhoseFieldIsDefinedLaterIsRebuiltForTheFieldsType() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore("s")
         var asked = Schema()
         asked.merge(index: .queryable, field: "tags", of: "Movie")

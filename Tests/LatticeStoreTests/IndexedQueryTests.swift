@@ -10,18 +10,14 @@ import Testing
 /// zones and merges; and an indexed query reads only what it returns.
 @Suite struct IndexedQueryTests {
     let zones = [ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "A")), ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "B"))]
-    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-index-\(UUID().uuidString)")
+    let directory = TemporaryDirectory("lattice-index")
 
     // Canonically equivalent spellings ("é" and "e" + U+0301) are different text to an index and to the engine.
     static let titles = ["Toy", "Toy Story", "Toy Story 2", "toy", "Up", "Über", "école", "e\u{301}cole", "", "Z", "Zebra \u{10FFFF}", "Cars", "Coco", "Café", "Cafe\u{301}"]
     static let words = ["toy story", "story of a toy", "cars", "up up and away", "Coco music", "", "école et toy", "e\u{301}cole café", "cafe\u{301}"]
     static let big: Int64 = 9_007_199_254_740_992 // 2^53: doubles round the integers around it
 
-    func makeStore(_ name: String) throws -> RecordStore {
-        let store = try RecordStore(directory: directory.appendingPathComponent(name))
-        try store.write { transaction in for zone in zones { _ = try transaction.createZone(zone) } }
-        return store
-    }
+    func makeStore(_ name: String) throws -> RecordStore { try directory.store(name, zones: zones) }
 
     func randomFields(_ random: inout SeededGenerator) -> [(name: String, value: FieldValue?)] {
         func maybe(_ value: @autoclosure () -> FieldValue) -> FieldValue? { Int.random(in: 0..<5, using: &random) == 0 ? nil : value() }
@@ -152,7 +148,6 @@ import Testing
 
     @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6])
     func everyPlanPagesExactlyAsAScan(seed: UInt64) throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         var random = SeededGenerator(seed: seed)
         let store = try makeStore("s")
         // Index some fields before any record (maintenance), others after (backfill).
@@ -216,7 +211,6 @@ import Testing
     }
 
     @Test func aQueryWhoseFilterAndSortAreIndexedReadsOnlyWhatItReturns() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore("s")
         try store.write { transaction in
             for i in 0..<3_000 {
@@ -249,7 +243,6 @@ import Testing
     }
 
     @Test func indexesTravelWithTheSchema() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let a = try makeStore("a")
         let b = try makeStore("b")
         try a.write { transaction in
@@ -269,10 +262,9 @@ import Testing
     }
 
     @Test func aMergedSpellingThatSwiftCallsEqualStillReachesTheIndex() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let clock = ManualClock()
         func store(_ name: String) throws -> RecordStore {
-            let store = try RecordStore(directory: directory.appendingPathComponent(name), wallClock: { clock.now })
+            let store = try RecordStore(directory: directory.url.appendingPathComponent(name), wallClock: { clock.now })
             try store.write { _ = try $0.createZone(zones[0]) }
             return store
         }
@@ -328,7 +320,6 @@ import Testing
     }
 
     @Test func anIndexNeedsAFieldOfAnIndexableType() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore("s")
         try store.write { _ = try $0.save("m", type: "Movie", in: zones[0], changes: [("tags", .list(["a"])), ("rating", .int64(1))]) }
         try store.write { _ = try $0.save("n", type: "Movie", in: zones[0], changes: [

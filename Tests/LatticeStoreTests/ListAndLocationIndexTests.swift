@@ -9,16 +9,12 @@ import Testing
 /// the page a scan returns, and reads only the records near its answer.
 @Suite struct ListAndLocationIndexTests {
     let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Z"))
-    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-list-index-\(UUID().uuidString)")
+    let directory = TemporaryDirectory("lattice-list-index")
 
     static let tags = ["noir", "no", "", "drama", "Drama", "é", "e\u{301}", "z\u{10FFFF}", "noir 2", "n"]
     static let prefixes = ["no", "", "n", "e", "é", "D", "z\u{10FFFF}", "noir"]
 
-    func makeStore() throws -> RecordStore {
-        let store = try RecordStore(directory: directory)
-        try store.write { _ = try $0.createZone(zone) }
-        return store
-    }
+    func makeStore() throws -> RecordStore { try directory.store(zones: [zone]) }
 
     /// Places near the poles, the antimeridian, and two cities.
     func randomPlace(_ random: inout SeededGenerator) -> Location {
@@ -66,7 +62,6 @@ import Testing
 
     @Test(arguments: [UInt64(1), 2, 3, 4])
     func listAndLocationIndexesAgreeWithScans(seed: UInt64) throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         var random = SeededGenerator(seed: seed)
         let store = try makeStore()
         for _ in 0..<100 { try randomWrite(store, &random) }
@@ -107,7 +102,6 @@ import Testing
     }
 
     @Test func aListOrLocationQueryReadsOnlyTheRecordsItReturns() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore()
         try store.write { transaction in
             for i in 0..<4_000 {
@@ -148,7 +142,6 @@ import Testing
     /// kinds (from a peer) held them in an empty column: opening it builds
     /// the member table from the records.
     @Test func aStoreFromAnEarlierBuildGetsItsListIndexAtUpgrade() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         do {
             let store = try makeStore()
             try store.write { transaction in
@@ -156,12 +149,12 @@ import Testing
             }
         }
         // What an earlier build left: the kinds recorded, no member table, no v14.
-        try DatabaseQueue(path: directory.appendingPathComponent("lattice.sqlite").path).write { db in
+        try DatabaseQueue(path: directory.url.appendingPathComponent("store/lattice.sqlite").path).write { db in
             try db.execute(sql: "INSERT INTO schema_indexes (record_type, field, kinds) VALUES ('Movie', 'tags', 1)")
             try db.execute(sql: "DROP TABLE index_removals")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v14: index removals'")
         }
-        let reopened = try RecordStore(directory: directory)
+        let reopened = try RecordStore(directory: directory.url.appendingPathComponent("store"))
         let query = QueryEngine(recordType: "Movie", predicate: .condition(QueryCondition(.field("tags"), .listContains, .string("t1"))), sorts: [])
         let page = try reopened.read { try $0.queryPage(query, in: zone, after: nil, limit: 50) }
         #expect(page.records.map(\.recordName) == ["m1", "m13", "m17", "m5", "m9"])

@@ -8,13 +8,9 @@ import Testing
 /// candidates and a scan by the rows each would read, and takes the least.
 @Suite struct QueryPlannerTests {
     let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))
-    let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-planner-\(UUID().uuidString)")
+    let directory = TemporaryDirectory("lattice-planner")
 
-    func makeStore() throws -> RecordStore {
-        let store = try RecordStore(directory: directory)
-        try store.write { _ = try $0.createZone(zone) }
-        return store
-    }
+    func makeStore() throws -> RecordStore { try directory.store(zones: [zone]) }
 
     func page(_ store: RecordStore, _ engine: QueryEngine, limit: Int, forcing: QueryAccess? = nil) throws -> QueryPageResult {
         try store.read { try $0.queryPage(engine, in: zone, after: nil, limit: limit, forcing: forcing) }
@@ -23,7 +19,6 @@ import Testing
     /// `rating >= 990 --sort rating --limit 50`: the filter's own condition on the sort key bounds the
     /// walk, which reads the page and one more, where the candidates (200 here) used to be read and sorted.
     @Test func aFilterOnTheSortKeyBoundsTheWalk() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore()
         try store.write { transaction in
             for i in 0..<20_000 {
@@ -50,7 +45,6 @@ import Testing
     /// A filter whose records all sort late: counted over the whole range (past the counts' cap) the walk
     /// would look short, but the walk's first entries hold no candidate, so the candidates are read.
     @Test func aFilterThatShunsTheStartOfTheWalkIsReadAsCandidates() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore()
         try store.write { transaction in
             for i in 0..<12_000 {
@@ -74,7 +68,6 @@ import Testing
 
     /// A rare filter on another field makes a walk of the sort key's index long: its candidates are read instead.
     @Test func aRareFilterIsReadThroughItsOwnIndex() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let store = try makeStore()
         try store.write { transaction in
             for i in 0..<5_000 {
@@ -98,7 +91,6 @@ import Testing
     /// the estimates choose never reads more rows than the best of the others by more than a small factor.
     @Test(arguments: [UInt64(11), 12, 13])
     func theChosenWayReadsAtMostAFewTimesTheLeast(seed: UInt64) throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         var random = SeededGenerator(seed: seed)
         let store = try makeStore()
         let count = Int.random(in: 1_000...3_000, using: &random)

@@ -12,17 +12,13 @@ import Testing
 @Suite struct StoreMergeTests {
     let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Z"))
 
-    func temporaryStore() throws -> (RecordStore, URL) {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-store-\(UUID().uuidString)")
-        return (try RecordStore(directory: url), url)
-    }
 
     @Test(arguments: 0..<20 as Range<UInt64>) func storeAndMemoryAgreeOnRandomHistories(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let clock = ManualClock()
         let (writers, genesis) = try MemoryReplica.writersSharing(zone, clock: clock)
-        let (store, url) = try temporaryStore()
-        defer { try? FileManager.default.removeItem(at: url) }
+        let directory = TemporaryDirectory()
+        let store = try directory.store()
         let mirror = try MemoryReplica(identity: store.identity, wallClock: { clock.now })
         var deliveries: [[UInt8]] = [genesis]
         for _ in 0..<40 {
@@ -66,8 +62,8 @@ import Testing
             deliveries.append(try writer.makeChangeSet(for: zone, since: VersionVector()))
         }
         let bundle = genesis + deliveries.shuffled(using: &rng).joined()
-        let (store, url) = try temporaryStore()
-        defer { try? FileManager.default.removeItem(at: url) }
+        let directory = TemporaryDirectory()
+        let store = try directory.store()
         let mirror = try MemoryReplica(identity: store.identity, wallClock: { clock.now })
         let stored = try store.apply(bundle)
         let remembered = try mirror.apply(bundle)
@@ -77,13 +73,9 @@ import Testing
     }
 
     @Test func deltasCarryOnlyWhatThePeerLacks() throws {
-        let (a, urlA) = try temporaryStore()
-        let (b, urlB) = try temporaryStore()
-        defer {
-            try? FileManager.default.removeItem(at: urlA)
-            try? FileManager.default.removeItem(at: urlB)
-        }
-        try a.write { try $0.createZone(zone) }
+        let directory = TemporaryDirectory()
+        let a = try directory.store("a", zones: [zone])
+        let b = try directory.store("b")
         func save(_ name: String, on store: RecordStore) throws {
             try store.write { try $0.save(name, type: "T", in: zone, changes: [("v", .string("\(name) \(UUID())"))]) }
         }
@@ -110,8 +102,8 @@ import Testing
 /// logged losers folded into its records, and without the log table.
 @Suite struct StoreMigrationTests {
     @Test func theV1ConflictLogIsFoldedIntoRecords() throws {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-migration-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: url) }
+        let directory = TemporaryDirectory("lattice-migration")
+        let url = directory.url
         let zone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Z"))
         var stamps: [Stamp] = []
         do {
