@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import LatticeTestSupport
 import Testing
 
 /// `lattice batch`: JSON lines in, one JSON result line out per line, in order;
@@ -136,8 +137,7 @@ import Testing
                 Thread.sleep(forTimeInterval: 0.005)
             }
         }.start()
-        let deadline = Date().addingTimeInterval(60)
-        while printed.withLock({ $0.count }) < 300, Date() < deadline { Thread.sleep(forTimeInterval: 0.002) }
+        _ = eventuallyBlocking { printed.withLock { $0.count } >= 300 }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try? writer.close()

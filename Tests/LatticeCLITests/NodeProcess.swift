@@ -1,4 +1,5 @@
 import Foundation
+import LatticeTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -34,16 +35,15 @@ final class NodeProcess: @unchecked Sendable {
             guard let self else { return }
             self.lock.withLock { self.errorBuffer += String(decoding: data, as: UTF8.self) }
         }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if let event = events.first(where: { $0["event"] as? String == "listening" }), let port = event["port"] as? Int {
-                self.port = port
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.02)
+        let listening = eventuallyBlocking(20) {
+            guard let port = events.first(where: { $0["event"] as? String == "listening" })?["port"] as? Int else { return false }
+            self.port = port
+            return true
         }
-        stop()
-        throw NodeError.didNotStart(store)
+        guard listening else {
+            stop()
+            throw NodeError.didNotStart(store)
+        }
     }
 
     enum NodeError: Error { case didNotStart(String) }

@@ -28,17 +28,15 @@ import Testing
         #expect(logSize("a") == 0, "an import of 20,000 records left a log of \(logSize("a")) bytes")
         #expect(try cli.ok(["record", "get", "Movies/m19999", "--json"]).stdout.contains("m19999"))
 
-        // Another process reading: the command does not wait for it (the busy timeout is 30 s) and leaves the log.
+        // Another process reading: the command leaves the log (that it does not wait for the reader is
+        // LogTruncationTests' to check, without a clock).
         var configuration = Configuration()
         configuration.readonly = true
         let reader = try DatabaseQueue(path: cli.path("a") + "/lattice.sqlite", configuration: configuration)
         defer { try? reader.close() }
         try reader.read { db in
             _ = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records")
-            let start = Date()
             try cli.ok(["record", "import", "Movies", "-"], input: importLines(20_000, from: 20_000))
-            // Not a speed bound: a command that waited for the reader would give up only at the 30 s busy timeout.
-            #expect(Date().timeIntervalSince(start) < 20, "the import waited for the reader")
             #expect(logSize("a") > 1 << 20, "the log was emptied under a reader")
         }
         #expect(try cli.ok(["record", "get", "Movies/m39999", "--json"]).stdout.contains("m39999"))

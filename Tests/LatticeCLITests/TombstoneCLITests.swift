@@ -1,4 +1,5 @@
 import Foundation
+import LatticeTestSupport
 import Testing
 
 /// Tombstones through the CLI: `status` says what is held and why, a running
@@ -30,11 +31,9 @@ import Testing
         let node = try NodeProcess(cli: cli, store: "a", extra: ["--collect-every", "0.2", "--tombstone-horizon", "12h"])
         defer { node.stop() }
         var collected: [String: Any]?
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
+        _ = try eventuallyBlocking {
             collected = try tombstones("a")
-            if collected?["collected"] as? Int == 1 { break }
-            Thread.sleep(forTimeInterval: 0.1)
+            return collected?["collected"] as? Int == 1
         }
         #expect(collected?["held"] as? Int == 0 && collected?["collected"] as? Int == 1, "\(String(describing: collected))")
         let get = try cli.run(["record", "get", "Movies/up"], store: "a")

@@ -25,17 +25,11 @@ import Testing
         for _ in 0..<blockers { Task.detached { started.signal(); gate.wait() } }
         for _ in 0..<blockers { started.wait() }
         dialing.addPeer(PeerAddress(host: "127.0.0.1", port: port))
-        let connected = blockingWait(30) { !dialing.connectedPeers.isEmpty }
+        // Polled blocking this thread on purpose: it stays taken from the pool meanwhile.
+        let connected = { eventuallyBlocking(30) { !dialing.connectedPeers.isEmpty } }()
         for _ in 0..<blockers { gate.signal() }
         #expect(connected, "the dial loop ran while the cooperative pool was blocked")
         await dialing.stop()
         await listening.stop()
     }
-}
-
-/// Polls `condition` without awaiting, so the calling thread stays taken.
-private func blockingWait(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition(), Date() < deadline { usleep(20_000) }
-    return condition()
 }
