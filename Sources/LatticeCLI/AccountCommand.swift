@@ -22,28 +22,14 @@ struct ListAccount: ParsableCommand {
         let container = try options.openContainer()
         let account = try library { try container.account() }
         let formatter = ISO8601DateFormatter()
-        if options.json {
-            Output.json(AccountOutput(
-                founder: account.founder,
-                devices: account.devices.map {
-                    .init(deviceID: $0.deviceID, name: $0.name, thisDevice: $0.isThisDevice, addedBy: $0.addedBy, addedAt: $0.addedAt.map(formatter.string))
-                },
-                removed: account.removed.map {
-                    .init(deviceID: $0.deviceID, name: $0.name, removedBy: $0.removedBy, removedAt: formatter.string(from: $0.removedAt))
-                }))
-            return
-        }
-        let names = Dictionary(account.devices.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) } + account.removed.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) }, uniquingKeysWith: { first, _ in first })
-        Output.table(
-            header: ["NAME", "DEVICE ID", "ADDED BY", "ADDED"],
-            rows: account.devices.map { device in
-                [(device.name ?? "-") + (device.isThisDevice ? " (this device)" : ""), device.deviceID,
-                 device.addedBy.map { names[$0] ?? $0 } ?? "founder", device.addedAt.map(formatter.string) ?? "-"]
-            })
-        for device in account.removed {
-            Output.line("removed: \(device.name ?? "-") \(device.deviceID), by \(names[device.removedBy] ?? device.removedBy) at \(formatter.string(from: device.removedAt))")
-        }
-        if account.devices.count == 1 { Output.line("this device is alone in its account: add one with `lattice pair` here and `lattice pair CODE --peer ...` there") }
+        Output.emit(AccountOutput(
+            founder: account.founder,
+            devices: account.devices.map {
+                .init(deviceID: $0.deviceID, name: $0.name, thisDevice: $0.isThisDevice, addedBy: $0.addedBy, addedAt: $0.addedAt.map(formatter.string))
+            },
+            removed: account.removed.map {
+                .init(deviceID: $0.deviceID, name: $0.name, removedBy: $0.removedBy, removedAt: formatter.string(from: $0.removedAt))
+            }), json: options.json)
     }
 }
 
@@ -60,12 +46,18 @@ struct RemoveDevice: ParsableCommand {
     func run() throws {
         let container = try options.openContainer()
         try asUsage { try container.removeDevice(deviceID) }
-        if options.json { Output.json(["removed": deviceID]) } else { Output.line("removed \(deviceID) from the account; members refuse it from their next sync") }
+        Output.emit(DeviceRemoved(removed: deviceID), json: options.json)
     }
 }
 
-/// What `account --json` prints: the roster's members and removed devices.
-struct AccountOutput: Encodable {
+/// What `account remove` prints.
+struct DeviceRemoved: CommandOutput {
+    var removed: String
+    var text: String { "removed \(removed) from the account; members refuse it from their next sync" }
+}
+
+/// What `account` prints: the roster's members and removed devices.
+struct AccountOutput: CommandOutput {
     struct Member: Encodable {
         var deviceID: String
         @Nullable var name: String?
@@ -84,4 +76,20 @@ struct AccountOutput: Encodable {
     var founder: String
     var devices: [Member]
     var removed: [Removed]
+
+    /// A table of the members, a line per removed device, and a hint for a device alone.
+    var text: String {
+        let names = Dictionary(devices.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) } + removed.map { ($0.deviceID, $0.name ?? String($0.deviceID.prefix(7))) },
+                               uniquingKeysWith: { first, _ in first })
+        var lines = [Output.table(
+            header: ["NAME", "DEVICE ID", "ADDED BY", "ADDED"],
+            rows: devices.map { device in
+                [(device.name ?? "-") + (device.thisDevice ? " (this device)" : ""), device.deviceID, device.addedBy.map { names[$0] ?? $0 } ?? "founder", device.addedAt ?? "-"]
+            })]
+        for device in removed {
+            lines.append("removed: \(device.name ?? "-") \(device.deviceID), by \(names[device.removedBy] ?? device.removedBy) at \(device.removedAt)")
+        }
+        if devices.count == 1 { lines.append("this device is alone in its account: add one with `lattice pair` here and `lattice pair CODE --peer ...` there") }
+        return lines.joined(separator: "\n")
+    }
 }

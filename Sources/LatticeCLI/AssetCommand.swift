@@ -42,13 +42,7 @@ struct AssetCommand: ParsableCommand {
             let record = try library { try database.record(for: target.recordID) }
             let assets = try AssetCommand.assets(of: record, field: field, path: path)
             try AssetCommand.fetch(assets.map(\.asset), container: container, options: options, peers: try parsePeers(peer), timeout: timeout)
-            if options.json {
-                Output.json(AssetsOutput(assets: assets.map { AssetsOutput.Asset(field: $0.field, asset: $0.asset, container: container, records: nil) }))
-            } else {
-                for (field, asset) in assets {
-                    Output.line("\(field): \(container.fileURL(for: asset)?.path ?? "not here") (\(asset.size) bytes)")
-                }
-            }
+            Output.emit(AssetsFetched(assets: assets.map { AssetsOutput.Asset(field: $0.field, asset: $0.asset, container: container, records: nil) }), json: options.json)
         }
     }
 
@@ -63,31 +57,14 @@ struct AssetCommand: ParsableCommand {
             let container = try options.openContainer()
             let entries = try library { try container.assetEntries(missingOnly: missing) }
             let fetching = NodeStatus.read(store: container.directory)?.assets ?? []
-            if options.json {
-                Output.json(AssetsOutput(assets: entries.map { entry in
-                    var asset = AssetsOutput.Asset(field: nil, asset: entry.asset, container: container, records: entry.records.map { "\($0.zone.zoneID)/\($0.name)" })
-                    asset.bytesDone = fetching.first { $0.hash == entry.asset.hexHash }?.bytesDone
-                    asset.wanted = entry.isWanted
-                    return asset
-                }))
-                return
-            }
-            guard !entries.isEmpty else {
-                Output.line(missing ? "no asset content is missing" : "no record here references an asset")
-                return
-            }
-            for entry in entries {
-                let records = entry.records.map { "\($0.zone.zoneID.zoneName)/\($0.name)" }.joined(separator: ", ")
-                let state: String
-                if entry.isLocal {
-                    state = "here"
-                } else if let transfer = fetching.first(where: { $0.hash == entry.asset.hexHash }) {
-                    state = "fetching \(transfer.bytesDone)/\(entry.asset.size) bytes"
-                } else {
-                    state = entry.isWanted ? "asked for" : "not here"
-                }
-                Output.line("\(entry.asset.hexHash.prefix(16))…  \(entry.asset.size) bytes  \(state)  \(records)")
-            }
+            Output.emit(AssetsOutput(assets: entries.map { entry in
+                var asset = AssetsOutput.Asset(field: nil, asset: entry.asset, container: container, records: entry.records.map { "\($0.zone.zoneID)/\($0.name)" })
+                asset.bytesDone = fetching.first { $0.hash == entry.asset.hexHash }?.bytesDone
+                asset.wanted = entry.isWanted
+                asset.heldInStore = entry.isLocal
+                asset.recordsByZoneName = entry.records.map { "\($0.zone.zoneID.zoneName)/\($0.name)" }
+                return asset
+            }, missingOnly: missing), json: options.json)
         }
     }
 
@@ -162,8 +139,8 @@ struct AssetCommand: ParsableCommand {
     }
 }
 
-/// What `asset fetch --json` and `asset list --json` print.
-struct AssetsOutput: Encodable {
+/// What `asset list` prints: the assets records here reference, and where their content stands.
+struct AssetsOutput: CommandOutput {
     struct Asset: Encodable {
         var field: String?
         var fileChecksum: String
@@ -173,6 +150,13 @@ struct AssetsOutput: Encodable {
         var records: [String]?
         var wanted: Bool?
         var bytesDone: Int64?
+        /// People are shown the content's file, the records by zone name, and
+        /// whether the store has the content (`local`: whether its file is there).
+        var path: String?
+        var recordsByZoneName: [String] = []
+        var heldInStore = false
+
+        enum CodingKeys: String, CodingKey { case field, fileChecksum, size, local, downloadURL, records, wanted, bytesDone }
 
         init(field: String?, asset: AssetReference, container: Container, records: [String]?) {
             self.field = field
@@ -181,9 +165,38 @@ struct AssetsOutput: Encodable {
             let url = container.fileURL(for: asset)
             local = url != nil
             downloadURL = url?.absoluteString
+            path = url?.path
             self.records = records
         }
     }
 
     var assets: [Asset]
+    /// With `--missing`: people are told that none is missing rather than that none is referenced.
+    var missingOnly = false
+
+    enum CodingKeys: String, CodingKey { case assets }
+
+    var text: String {
+        guard !assets.isEmpty else { return missingOnly ? "no asset content is missing" : "no record here references an asset" }
+        return assets.map { asset in
+            let state: String
+            if asset.heldInStore {
+                state = "here"
+            } else if let bytesDone = asset.bytesDone {
+                state = "fetching \(bytesDone)/\(asset.size) bytes"
+            } else {
+                state = asset.wanted == true ? "asked for" : "not here"
+            }
+            return "\(asset.fileChecksum.prefix(16))…  \(asset.size) bytes  \(state)  \(asset.recordsByZoneName.joined(separator: ", "))"
+        }.joined(separator: "\n")
+    }
+}
+
+/// What `asset fetch` prints: where each asset's content is now.
+struct AssetsFetched: CommandOutput {
+    var assets: [AssetsOutput.Asset]
+
+    var text: String {
+        assets.map { "\($0.field ?? "asset"): \($0.path ?? "not here") (\($0.size) bytes)" }.joined(separator: "\n")
+    }
 }

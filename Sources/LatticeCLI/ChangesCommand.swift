@@ -17,23 +17,32 @@ struct ChangesCommand: ParsableCommand {
         let token = try since.map { text in try library { try ChangeToken(stringValue: text) } }
         let zoneID = try library { try database.resolveZoneID(Zone.ID(zoneName: zone)) }
         let changes = try library { try database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: limit) }
-        if options.json {
-            let deleted = changes.deletions.map { WebServicesRecordEntry.deleted(WebServicesDeletedRecord(recordName: $0.recordID.recordName, recordType: $0.recordType)) }
-            Output.json(ChangesOutput(
-                records: changes.modifications.map { .record(WebServicesRecord($0, container: container)) } + deleted,
-                syncToken: changes.changeToken.description, moreComing: changes.moreComing, zoneID: WebServicesZoneID(zoneID)))
-        } else {
-            for record in changes.modifications { Output.line("changed \(zone)/\(record.recordID.recordName) \(record.recordType) tag=\(record.recordChangeTag ?? "-")") }
-            for deletion in changes.deletions { Output.line("deleted \(zone)/\(deletion.recordID.recordName) \(deletion.recordType)") }
-            Output.line("token \(changes.changeToken)" + (changes.moreComing ? " (more coming)" : ""))
-        }
+        let deleted = changes.deletions.map { WebServicesRecordEntry.deleted(WebServicesDeletedRecord(recordName: $0.recordID.recordName, recordType: $0.recordType)) }
+        Output.emit(ChangesOutput(
+            records: changes.modifications.map { .record(WebServicesRecord($0, container: container)) } + deleted,
+            syncToken: changes.changeToken.description, moreComing: changes.moreComing, zoneID: WebServicesZoneID(zoneID), zoneAsNamed: zone), json: options.json)
     }
 }
 
-/// What `changes --json` prints, as CloudKit Web Services' zone changes response.
-struct ChangesOutput: Encodable {
+/// What `changes` prints; its JSON is CloudKit Web Services' zone changes response.
+struct ChangesOutput: CommandOutput {
     var records: [WebServicesRecordEntry]
     var syncToken: String
     var moreComing: Bool
     var zoneID: WebServicesZoneID
+    /// The zone as the command line named it, which people are shown.
+    var zoneAsNamed: String
+
+    enum CodingKeys: String, CodingKey { case records, syncToken, moreComing, zoneID }
+
+    /// A line per change, the changed records first, then the token.
+    var text: String {
+        let lines = records.map { entry in
+            switch entry {
+            case .record(let record): return "changed \(zoneAsNamed)/\(record.recordName) \(record.recordType) tag=\(record.recordChangeTag ?? "-")"
+            case .deleted(let deletion): return "deleted \(zoneAsNamed)/\(deletion.recordName) \(deletion.recordType ?? "-")"
+            }
+        }
+        return (lines + ["token \(syncToken)" + (moreComing ? " (more coming)" : "")]).joined(separator: "\n")
+    }
 }

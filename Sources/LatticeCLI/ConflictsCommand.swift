@@ -19,29 +19,26 @@ struct ConflictsCommand: ParsableCommand {
             _ = try library { try database.record(for: target.recordID) }
         }
         if clear { try library { try database.clearConflicts(for: target.recordID) } }
-        if options.json {
-            Output.json(ConflictsOutput(recordName: target.recordName, zoneID: WebServicesZoneID(target.zoneID), cleared: clear,
-                                        conflicts: conflicts.map(ConflictsOutput.Entry.init)))
-        } else {
-            if conflicts.isEmpty { Output.line("no conflicts on \(path)") }
-            for conflict in conflicts {
-                Output.line("\(conflict.field): kept \(conflict.winningValue.map(FieldDisplay.text) ?? "(removed)"), lost \(conflict.losingValue.map(FieldDisplay.text) ?? "(removed)") written by \(conflict.losingStamp.replica.description.prefix(8)) at \(ISO8601Milliseconds.format(Int64(conflict.losingStamp.time.milliseconds)))")
-            }
-            if clear { Output.line("cleared \(conflicts.count) conflicts") }
-        }
+        Output.emit(ConflictsOutput(recordName: target.recordName, zoneID: WebServicesZoneID(target.zoneID), cleared: clear,
+                                    conflicts: conflicts.map(ConflictsOutput.Entry.init), pathAsNamed: path), json: options.json)
     }
 }
 
-/// What `conflicts --json` prints: each losing write and the write that won.
-struct ConflictsOutput: Encodable {
+/// What `conflicts` prints: each losing write and the write that won.
+struct ConflictsOutput: CommandOutput {
     struct Entry: Encodable {
         var fieldName: String
         @Nullable var losingValue: WebServicesField?
         @Nullable var winningValue: WebServicesField?
         var losingWrite: WebServicesTimestamp
         var winningWrite: WebServicesTimestamp
+        /// People are shown the values as `record get` shows them.
+        var conflict: FieldConflict
+
+        enum CodingKeys: String, CodingKey { case fieldName, losingValue, winningValue, losingWrite, winningWrite }
 
         init(_ conflict: FieldConflict) {
+            self.conflict = conflict
             fieldName = conflict.field
             losingValue = conflict.losingValue.map { WebServicesField($0) }
             winningValue = conflict.winningValue.map { WebServicesField($0) }
@@ -54,4 +51,17 @@ struct ConflictsOutput: Encodable {
     var zoneID: WebServicesZoneID
     var cleared: Bool
     var conflicts: [Entry]
+    /// The record as the command line named it, which people are shown.
+    var pathAsNamed: String
+
+    enum CodingKeys: String, CodingKey { case recordName, zoneID, cleared, conflicts }
+
+    var text: String {
+        var lines = conflicts.isEmpty ? ["no conflicts on \(pathAsNamed)"] : []
+        for conflict in conflicts.map(\.conflict) {
+            lines.append("\(conflict.field): kept \(conflict.winningValue.map(FieldDisplay.text) ?? "(removed)"), lost \(conflict.losingValue.map(FieldDisplay.text) ?? "(removed)") written by \(conflict.losingStamp.replica.description.prefix(8)) at \(ISO8601Milliseconds.format(Int64(conflict.losingStamp.time.milliseconds)))")
+        }
+        if cleared { lines.append("cleared \(conflicts.count) conflicts") }
+        return lines.joined(separator: "\n")
+    }
 }

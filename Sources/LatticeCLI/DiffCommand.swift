@@ -123,25 +123,14 @@ struct DiffCommand: ParsableCommand {
             let there = difference.there == nil ? "missing" : (difference.here == nil ? "present" : "another state")
             return DiffOutput.Difference(zone: zone, recordName: name, here: here, there: there)
         }
-        let summary = "\(outcome.rounds) round trip\(outcome.rounds == 1 ? "" : "s"), \(outcome.bytesSent) bytes sent, \(outcome.bytesReceived) received"
-        if options.json {
-            Output.json(DiffOutput(inSync: rows.isEmpty, differences: rows, roundTrips: outcome.rounds, bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived))
-            return
-        }
-        if rows.isEmpty {
-            Output.line("in sync")
-        } else {
-            for row in rows {
-                let path = row.recordName.map { "\(row.zone)/\($0)" } ?? "\(row.zone) (the zone itself)"
-                Output.line("\(path)\there: \(row.here)\tthere: \(row.there)")
-            }
-        }
-        FileHandle.standardError.write(Data("\(rows.isEmpty ? "in sync" : "\(rows.count) difference\(rows.count == 1 ? "" : "s")"): \(summary)\n".utf8))
+        let output = DiffOutput(inSync: rows.isEmpty, differences: rows, roundTrips: outcome.rounds, bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
+        Output.emit(output, json: options.json)
+        if !options.json { Output.standardError(output.summary) }
     }
 }
 
-/// `lattice diff --json`.
-struct DiffOutput: Encodable {
+/// What `lattice diff` prints: `in sync`, or each record held differently.
+struct DiffOutput: CommandOutput {
     struct Difference: Encodable {
         var zone: String
         /// Nil for the zone's own state (deleted or re-created differently).
@@ -156,4 +145,18 @@ struct DiffOutput: Encodable {
     var roundTrips: Int
     var bytesSent: Int
     var bytesReceived: Int
+
+    var text: String {
+        guard !differences.isEmpty else { return "in sync" }
+        return differences.map { row in
+            let path = row.recordName.map { "\(row.zone)/\($0)" } ?? "\(row.zone) (the zone itself)"
+            return "\(path)\there: \(row.here)\tthere: \(row.there)"
+        }.joined(separator: "\n")
+    }
+
+    /// What people are told on standard error: how many differences, and what finding them took.
+    var summary: String {
+        let count = differences.isEmpty ? "in sync" : "\(differences.count) difference\(differences.count == 1 ? "" : "s")"
+        return "\(count): \(roundTrips) round trip\(roundTrips == 1 ? "" : "s"), \(bytesSent) bytes sent, \(bytesReceived) received"
+    }
 }

@@ -64,15 +64,9 @@ struct DoctorCommand: ParsableCommand {
             findings.append(Finding(subject: subject, kind: row.trusted && status != nil ? .problem : .note, detail: problem))
         }
         let problems = findings.filter { $0.kind == .problem }.count
-        if options.json {
-            Output.json(DoctorOutput(device: container.deviceID, problems: problems, findings: findings.map {
-                .init(subject: $0.subject, ok: $0.kind != .problem, kind: $0.kind.rawValue, detail: $0.detail)
-            }))
-        } else {
-            let labels: [Finding.Kind: String] = [.ok: "ok     ", .note: "note   ", .problem: "PROBLEM"]
-            for finding in findings { Output.line("\(labels[finding.kind]!) \(finding.subject): \(finding.detail)") }
-            Output.line(problems == 0 ? "no problem found" : "\(problems) problem(s) found")
-        }
+        Output.emit(DoctorOutput(device: container.deviceID, problems: problems, findings: findings.map {
+            .init(subject: $0.subject, ok: $0.kind != .problem, kind: $0.kind.rawValue, detail: $0.detail)
+        }), json: options.json)
         if problems > 0 { Foundation.exit(ExitStatus.unavailable.rawValue) }
     }
 
@@ -160,8 +154,8 @@ struct DoctorCommand: ParsableCommand {
     }
 }
 
-/// What `doctor --json` prints.
-struct DoctorOutput: Encodable {
+/// What `doctor` prints.
+struct DoctorOutput: CommandOutput {
     struct Finding: Encodable {
         var subject: String
         var ok: Bool
@@ -172,4 +166,12 @@ struct DoctorOutput: Encodable {
     var device: String
     var problems: Int
     var findings: [Finding]
+
+    /// A line per finding, labelled by its kind, then the count of problems.
+    var text: String {
+        typealias Kind = DoctorCommand.Finding.Kind
+        let labels = [Kind.ok.rawValue: "ok     ", Kind.note.rawValue: "note   ", Kind.problem.rawValue: "PROBLEM"]
+        return (findings.map { "\(labels[$0.kind] ?? $0.kind) \($0.subject): \($0.detail)" } + [problems == 0 ? "no problem found" : "\(problems) problem(s) found"])
+            .joined(separator: "\n")
+    }
 }

@@ -23,15 +23,14 @@ enum Output {
     }
 
     /// Columns padded to their widest cell, two spaces apart; the last one is not padded.
-    static func table(header: [String], rows: [[String]]) {
+    static func table(header: [String], rows: [[String]]) -> String {
         let all = [header] + rows
         let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
-        for row in all {
-            let cells = row.indices.map { column in
+        return all.map { row in
+            row.indices.map { column in
                 column == row.count - 1 ? row[column] : row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }
-            line(cells.joined(separator: "  "))
-        }
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
     }
 
     static var standardErrorIsTerminal: Bool { isatty(2) == 1 }
@@ -50,13 +49,16 @@ enum Output {
 /// encoded, its text for people is `text`. A command that prints one such
 /// value cannot say one thing to people and another to scripts.
 protocol CommandOutput: Encodable {
-    /// The lines for people.
+    /// The lines for people, without the last newline; empty for none
+    /// (`zone list` of a store without zones prints nothing).
     var text: String { get }
 }
 
 extension Output {
     /// Prints `value` as JSON or as its text.
     static func emit(_ value: some CommandOutput, json: Bool) {
-        if json { self.json(value) } else { line(value.text) }
+        if json { return self.json(value) }
+        let text = value.text
+        if !text.isEmpty { line(text) }
     }
 }

@@ -62,19 +62,24 @@ struct PairCommand: ParsableCommand {
     }
 
     private func report(_ paired: PairedDevice, joined: Bool) {
-        if options.json {
-            Output.json(PairOutput(paired: paired.deviceID, name: paired.name, verifier: paired.verifier, accountDevices: paired.accountDevices))
-        } else {
-            let who = paired.name.isEmpty ? paired.deviceID : "\(paired.name) (\(paired.deviceID))"
-            Output.line("\(joined ? "joined" : "paired with") \(who); the account has \(paired.accountDevices) devices. Verifier \(paired.verifier): the other screen shows the same.")
-        }
+        Output.emit(PairOutput(paired: paired.deviceID, name: paired.name, verifier: paired.verifier, accountDevices: paired.accountDevices, joined: joined),
+                    json: options.json)
     }
 }
 
-/// What `pair --json` prints once a device has joined.
-struct PairOutput: Encodable {
+/// What `pair` prints once a device has joined.
+struct PairOutput: CommandOutput {
     var paired: String
     var name: String
     var verifier: String
     var accountDevices: Int
+    /// Whether this device joined (`pair CODE`) rather than offered the code: people are told which.
+    var joined: Bool
+
+    enum CodingKeys: String, CodingKey { case paired, name, verifier, accountDevices }
+
+    var text: String {
+        let who = name.isEmpty ? paired : "\(name) (\(paired))"
+        return "\(joined ? "joined" : "paired with") \(who); the account has \(accountDevices) devices. Verifier \(verifier): the other screen shows the same."
+    }
 }

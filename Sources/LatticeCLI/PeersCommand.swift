@@ -15,20 +15,10 @@ struct PeersCommand: ParsableCommand {
         let container = try options.openContainer()
         let rows = try PeerRow.all(container)
         let status = NodeStatus.read(store: container.directory)
-        if options.json {
-            Output.json(PeersOutput(device: container.deviceID, nodeRunning: status != nil, discovery: status?.discovery?.state,
-                                    peers: rows.map(\.json), turnedAway: status?.strangers))
-            return
+        if !options.json, !rows.isEmpty, status == nil {
+            Output.standardError("lattice: no node runs on this store, so connection state is unknown (start one with `lattice serve`)")
         }
-        defer { if let strangers = status?.strangers, let summary = Self.summary(strangers) { Output.line(summary) } }
-        if rows.isEmpty {
-            Output.line("no known devices; trust one with `lattice trust DEVICE-ID` (its `lattice id`)")
-            return
-        }
-        if status == nil { Output.standardError("lattice: no node runs on this store, so connection state is unknown (start one with `lattice serve`)") }
-        Output.table(
-            header: ["NAME", "DEVICE ID", "TRUSTED", "CONNECTED", "ON LAN", "ADDRESS", "LAST SEEN", "BEHIND (us/them)", "NOTE"],
-            rows: rows.map(\.text))
+        Output.emit(PeersOutput(device: container.deviceID, status: status, rows: rows), json: options.json)
     }
 
     /// Refusals in a line or two: totals by reason, then the busiest sources.
@@ -159,8 +149,8 @@ struct PeerRow {
     }
 }
 
-/// What `peers --json` prints: every known device, and the connections the node turned away.
-struct PeersOutput: Encodable {
+/// What `peers` prints: every known device, and the connections the node turned away.
+struct PeersOutput: CommandOutput {
     struct Peer: Encodable {
         struct Refused: Encodable {
             var count: Int
@@ -202,4 +192,25 @@ struct PeersOutput: Encodable {
     @Nullable var discovery: String?
     var peers: [Peer]
     @Nullable var turnedAway: StrangerLog?
+    /// The devices as people see them: a row of the table each.
+    var rows: [PeerRow]
+
+    enum CodingKeys: String, CodingKey { case device, nodeRunning, discovery, peers, turnedAway }
+
+    init(device: String, status: NodeStatus?, rows: [PeerRow]) {
+        self.device = device
+        nodeRunning = status != nil
+        discovery = status?.discovery?.state
+        peers = rows.map(\.json)
+        turnedAway = status?.strangers
+        self.rows = rows
+    }
+
+    /// A table of the devices, then what the node turned away.
+    var text: String {
+        var lines = [rows.isEmpty ? "no known devices; trust one with `lattice trust DEVICE-ID` (its `lattice id`)"
+            : Output.table(header: ["NAME", "DEVICE ID", "TRUSTED", "CONNECTED", "ON LAN", "ADDRESS", "LAST SEEN", "BEHIND (us/them)", "NOTE"], rows: rows.map(\.text))]
+        if let turnedAway, let summary = PeersCommand.summary(turnedAway) { lines.append(summary) }
+        return lines.joined(separator: "\n")
+    }
 }

@@ -47,20 +47,10 @@ struct QueryCommand: ParsableCommand {
             let explanation = try library {
                 try database.explain(query, inZoneWith: zoneID, after: cursor.map { text throws(LatticeError) in try Query.Cursor(stringValue: text, query: query, zoneID: zoneID) }, resultsLimit: limit)
             }
-            if options.json {
-                Output.json(ExplainOutput(
-                    plan: explanation.plan, recordsRead: explanation.recordsRead, recordsReturned: explanation.recordsReturned, rowsRead: explanation.rowsRead,
-                    estimates: explanation.estimates.map { ExplainOutput.Estimate(plan: $0.way, rows: $0.rows, atLeast: $0.atLeast) },
-                    suggestions: explanation.suggestions))
-            } else {
-                Output.line("plan: \(explanation.plan)")
-                for (index, estimate) in explanation.estimates.enumerated() {
-                    Output.line("  \(index == 0 ? "taken" : "weighed"): \(estimate.way), estimated to read \(estimate.atLeast ? "at least " : "")\(Output.count(estimate.rows, "row"))")
-                }
-                let rows = explanation.rowsRead != explanation.recordsRead ? " (\(Output.count(explanation.rowsRead, "index entry", plural: "index entries")) passed)" : ""
-                Output.line("read \(Output.count(explanation.recordsRead, "record"))\(rows) to return \(explanation.recordsReturned)")
-                for suggestion in explanation.suggestions { Output.line("an index would help: \(suggestion)") }
-            }
+            Output.emit(ExplainOutput(
+                plan: explanation.plan, recordsRead: explanation.recordsRead, recordsReturned: explanation.recordsReturned, rowsRead: explanation.rowsRead,
+                estimates: explanation.estimates.map { ExplainOutput.Estimate(plan: $0.way, rows: $0.rows, atLeast: $0.atLeast) },
+                suggestions: explanation.suggestions), json: options.json)
             return
         }
         let page = try library {
@@ -69,18 +59,31 @@ struct QueryCommand: ParsableCommand {
             }
             return try database.records(matching: query, inZoneWith: zoneID, resultsLimit: limit)
         }
-        if options.json {
-            Output.json(WebServicesQueryResponse(records: page.matchResults.map { WebServicesRecord($0, container: container) },
-                                                 continuationMarker: page.queryCursor?.stringValue))
-        } else {
-            for record in page.matchResults { Output.line(Output.text(record)) }
-            Output.line(Output.count(page.matchResults.count, "record") + (page.queryCursor.map { "; more with --cursor \($0.stringValue)" } ?? ""))
-        }
+        Output.emit(QueryPageOutput(records: page.matchResults, continuationMarker: page.queryCursor?.stringValue, container: container), json: options.json)
     }
 }
 
-/// What `query --explain --json` prints.
-struct ExplainOutput: Encodable {
+/// What `query` prints: a page of records, and where the next one starts.
+/// Its JSON is CloudKit Web Services' query response.
+struct QueryPageOutput: CommandOutput {
+    var records: [Record]
+    var continuationMarker: String?
+    /// Where the records' asset content is (`downloadURL`).
+    var container: Container
+
+    func encode(to encoder: Encoder) throws {
+        try WebServicesQueryResponse(records: records.map { WebServicesRecord($0, container: container) }, continuationMarker: continuationMarker).encode(to: encoder)
+    }
+
+    /// Each record as `record get` shows it, then how many and where the next page starts.
+    var text: String {
+        (records.map(Output.text) + [Output.count(records.count, "record") + (continuationMarker.map { "; more with --cursor \($0)" } ?? "")])
+            .joined(separator: "\n")
+    }
+}
+
+/// What `query --explain` prints: how the query was read.
+struct ExplainOutput: CommandOutput {
     struct Estimate: Encodable {
         var plan: String
         var rows: Int
@@ -94,4 +97,15 @@ struct ExplainOutput: Encodable {
     /// The ways of reading weighed, the one taken first.
     var estimates: [Estimate]
     var suggestions: [String]
+
+    var text: String {
+        var lines = ["plan: \(plan)"]
+        for (index, estimate) in estimates.enumerated() {
+            lines.append("  \(index == 0 ? "taken" : "weighed"): \(estimate.plan), estimated to read \(estimate.atLeast ? "at least " : "")\(Output.count(estimate.rows, "row"))")
+        }
+        let rows = rowsRead != recordsRead ? " (\(Output.count(rowsRead, "index entry", plural: "index entries")) passed)" : ""
+        lines.append("read \(Output.count(recordsRead, "record"))\(rows) to return \(recordsReturned)")
+        for suggestion in suggestions { lines.append("an index would help: \(suggestion)") }
+        return lines.joined(separator: "\n")
+    }
 }

@@ -7,21 +7,7 @@ struct RecordCommand: ParsableCommand {
         subcommands: [Save.self, Get.self, Delete.self, Import.self])
 
     static func print(_ record: Record, container: Container, json: Bool) {
-        if json { Output.json(RecordsOutput(records: [WebServicesRecord(record, container: container)])) } else { Output.line(Output.text(record)) }
-        guard !json else { return }
-        // Where each asset's content stands: here, or still to come from a peer.
-        for field in record.allKeys() {
-            var assets: [AssetReference] = []
-            if case .asset(let asset)? = record[field] { assets = [asset] }
-            if case .list(let items)? = record[field] { for case .asset(let asset) in items { assets.append(asset) } }
-            for asset in assets {
-                if let url = container.fileURL(for: asset) {
-                    Output.line("  \(field): content at \(url.path)")
-                } else {
-                    Output.line("  \(field): content not here yet (`lattice asset fetch \(record.recordID.zoneID.zoneName)/\(record.recordID.recordName) \(field)`)")
-                }
-            }
-        }
+        Output.emit(RecordOutput(record: record, container: container), json: json)
     }
 
     struct Save: ParsableCommand {
@@ -132,11 +118,7 @@ struct RecordCommand: ParsableCommand {
             } else {
                 try library { try database.deleteRecord(withID: target.recordID) }
             }
-            if options.json {
-                Output.json(RecordsOutput(records: [WebServicesDeletedRecord(recordName: target.recordName, zoneID: target.zoneID)]))
-            } else {
-                Output.line("deleted \(path)")
-            }
+            Output.emit(RecordDeleted(deleted: WebServicesDeletedRecord(recordName: target.recordName, zoneID: target.zoneID), pathAsNamed: path), json: options.json)
         }
     }
 
@@ -207,9 +189,50 @@ struct RecordCommand: ParsableCommand {
                 }
             }
             if progress { FileHandle.standardError.write(Data("\n".utf8)) }
-            if options.json { Output.json(ImportOutput(imported: imported, lines: lineCount)) } else { Output.line("imported \(Output.count(imported, "record")) from \(Output.count(lineCount, "line"))") }
+            Output.emit(ImportOutput(imported: imported, lines: lineCount), json: options.json)
         }
     }
+}
+
+/// What `record get` and `record save` print: the record, and where its
+/// assets' content is. Its JSON is `{"records": [record]}`, as CloudKit's.
+struct RecordOutput: CommandOutput {
+    var record: Record
+    /// Where the record's asset content is (`downloadURL`).
+    var container: Container
+
+    func encode(to encoder: Encoder) throws {
+        try RecordsOutput(records: [WebServicesRecord(record, container: container)]).encode(to: encoder)
+    }
+
+    /// The record's fields, then where each asset's content stands: here, or still to come from a peer.
+    var text: String {
+        var lines = [Output.text(record)]
+        for field in record.allKeys() {
+            var assets: [AssetReference] = []
+            if case .asset(let asset)? = record[field] { assets = [asset] }
+            if case .list(let items)? = record[field] { for case .asset(let asset) in items { assets.append(asset) } }
+            for asset in assets {
+                if let url = container.fileURL(for: asset) {
+                    lines.append("  \(field): content at \(url.path)")
+                } else {
+                    lines.append("  \(field): content not here yet (`lattice asset fetch \(record.recordID.zoneID.zoneName)/\(record.recordID.recordName) \(field)`)")
+                }
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// What `record delete` prints. Its JSON is `{"records": [deletion]}`, as CloudKit's.
+struct RecordDeleted: CommandOutput {
+    var deleted: WebServicesDeletedRecord
+    /// The record as the command line named it, which people are shown.
+    var pathAsNamed: String
+
+    func encode(to encoder: Encoder) throws { try RecordsOutput(records: [deleted]).encode(to: encoder) }
+
+    var text: String { "deleted \(pathAsNamed)" }
 }
 
 /// Batches of records parsed from JSON lines on a thread of their own, at
@@ -325,8 +348,10 @@ extension ArraySlice<UInt8> {
     }
 }
 
-/// What `record import --json` prints.
-struct ImportOutput: Encodable {
+/// What `record import` prints.
+struct ImportOutput: CommandOutput {
     var imported: Int
     var lines: Int
+
+    var text: String { "imported \(Output.count(imported, "record")) from \(Output.count(lines, "line"))" }
 }

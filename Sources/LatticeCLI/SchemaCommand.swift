@@ -13,28 +13,15 @@ struct SchemaCommand: ParsableCommand {
         func run() throws {
             let schema = try library { try options.openContainer(forOneCommand: true).schema() }
             let types = schema.recordTypes.sorted()
-            if options.json {
-                Output.json(SchemaOutput(
-                    environment: schema.isProduction ? "production" : "development",
-                    recordTypes: types.map { type in
-                        .init(recordType: type, fields: schema.sortedFields.filter { $0.recordType == type }.map { field in
-                            .init(fieldName: field.field, fieldType: field.type.description,
-                                  indexes: schema.indexKinds(field.field, of: type).names.map { $0.uppercased() },
-                                  removedHere: schema.removedIndexes[.init(recordType: type, field: field.field)]?.names.map { $0.uppercased() })
-                        })
-                    }))
-            } else {
-                Output.line("environment: \(schema.isProduction ? "production" : "development")")
-                for type in types {
-                    Output.line(type)
-                    for field in schema.sortedFields where field.recordType == type {
-                        let kinds = schema.indexKinds(field.field, of: type)
-                        let removed = schema.removedIndexes[.init(recordType: type, field: field.field)] ?? []
-                        Output.line("  \(field.field): \(field.type)" + (kinds.isEmpty ? "" : "  [\(kinds.names.joined(separator: ", "))]")
-                            + (removed.isEmpty ? "" : "  (removed here: \(removed.names.joined(separator: ", ")))"))
-                    }
-                }
-            }
+            Output.emit(SchemaOutput(
+                environment: schema.isProduction ? "production" : "development",
+                recordTypes: types.map { type in
+                    .init(recordType: type, fields: schema.sortedFields.filter { $0.recordType == type }.map { field in
+                        .init(fieldName: field.field, fieldType: field.type.description,
+                              indexes: schema.indexKinds(field.field, of: type).names.map { $0.uppercased() },
+                              removedHere: schema.removedIndexes[.init(recordType: type, field: field.field)]?.names.map { $0.uppercased() })
+                    })
+                }), json: options.json)
         }
     }
 
@@ -72,14 +59,8 @@ struct SchemaCommand: ParsableCommand {
                 let schema = try library { try container.schema() }
                 let now = schema.indexKinds(field, of: recordType)
                 let keptOff = schema.removedIndexes[.init(recordType: recordType, field: field)] ?? []
-                if options.json {
-                    Output.json(IndexOutput(recordType: recordType, fieldName: field, indexes: now.names.map { $0.uppercased() }, added: [],
-                                            removed: removed.names.map { $0.uppercased() }, removedHere: keptOff.names.map { $0.uppercased() }))
-                } else if removed.isEmpty {
-                    Output.line("\(recordType).\(field) had no such index; \(keptOff.isEmpty ? "nothing changed" : "\(keptOff) stay off on this device")")
-                } else {
-                    Output.line("removed \(removed) from \(recordType).\(field) on this device" + (now.isEmpty ? "" : "; it keeps \(now)"))
-                }
+                Output.emit(IndexOutput(recordType: recordType, fieldName: field, indexes: now.names.map { $0.uppercased() }, added: [],
+                                        removed: removed.names.map { $0.uppercased() }, removedHere: keptOff.names.map { $0.uppercased() }), json: options.json)
                 return
             }
             if kinds.isEmpty {
@@ -89,13 +70,8 @@ struct SchemaCommand: ParsableCommand {
             }
             let added = try library { try container.addIndex(kinds, field: field, of: recordType) }
             let now = try library { try container.schema() }.indexKinds(field, of: recordType)
-            if options.json {
-                Output.json(IndexOutput(recordType: recordType, fieldName: field, indexes: now.names.map { $0.uppercased() }, added: added.names.map { $0.uppercased() }))
-            } else if added.isEmpty {
-                Output.line("\(recordType).\(field) is already indexed: \(now)")
-            } else {
-                Output.line("indexed \(recordType).\(field): \(now)")
-            }
+            Output.emit(IndexOutput(recordType: recordType, fieldName: field, indexes: now.names.map { $0.uppercased() }, added: added.names.map { $0.uppercased() }),
+                        json: options.json)
         }
     }
 
@@ -106,13 +82,13 @@ struct SchemaCommand: ParsableCommand {
 
         func run() throws {
             try library { try options.openContainer(forOneCommand: true).deploySchema() }
-            if options.json { Output.json(["environment": "production"]) } else { Output.line("schema deployed: the container is in production mode") }
+            Output.emit(SchemaDeployed(), json: options.json)
         }
     }
 }
 
-/// What `schema show --json` prints.
-struct SchemaOutput: Encodable {
+/// What `schema show` prints.
+struct SchemaOutput: CommandOutput {
     struct RecordType: Encodable {
         struct Field: Encodable {
             var fieldName: String
@@ -128,10 +104,24 @@ struct SchemaOutput: Encodable {
 
     var environment: String
     var recordTypes: [RecordType]
+
+    /// The environment, then each type and its fields, with their index kinds.
+    var text: String {
+        var lines = ["environment: \(environment)"]
+        for type in recordTypes {
+            lines.append(type.recordType)
+            for field in type.fields {
+                let removed = field.removedHere ?? []
+                lines.append("  \(field.fieldName): \(field.fieldType)" + (field.indexes.isEmpty ? "" : "  [\(IndexOutput.words(field.indexes))]")
+                    + (removed.isEmpty ? "" : "  (removed here: \(IndexOutput.words(removed)))"))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
 }
 
-/// What `schema index --json` prints.
-struct IndexOutput: Encodable {
+/// What `schema index` prints.
+struct IndexOutput: CommandOutput {
     var recordType: String
     var fieldName: String
     var indexes: [String]
@@ -140,4 +130,25 @@ struct IndexOutput: Encodable {
     var removed: [String]? = nil
     /// With --remove: every kind kept off the field on this device.
     var removedHere: [String]? = nil
+
+    var text: String {
+        let now = Self.words(indexes)
+        guard let removed else {
+            return added.isEmpty ? "\(recordType).\(fieldName) is already indexed: \(now)" : "indexed \(recordType).\(fieldName): \(now)"
+        }
+        guard !removed.isEmpty else {
+            let keptOff = removedHere ?? []
+            return "\(recordType).\(fieldName) had no such index; \(keptOff.isEmpty ? "nothing changed" : "\(Self.words(keptOff)) stay off on this device")"
+        }
+        return "removed \(Self.words(removed)) from \(recordType).\(fieldName) on this device" + (indexes.isEmpty ? "" : "; it keeps \(now)")
+    }
+
+    /// Index kinds as people read and type them (`IndexKinds.description`): "queryable, sortable".
+    static func words(_ kinds: [String]) -> String { kinds.map { $0.lowercased() }.joined(separator: ", ") }
+}
+
+/// What `schema deploy` prints.
+struct SchemaDeployed: CommandOutput {
+    var environment = "production"
+    var text: String { "schema deployed: the container is in production mode" }
 }
