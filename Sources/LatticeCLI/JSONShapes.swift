@@ -20,9 +20,37 @@ struct RecordsOutput<Entry: Encodable>: Encodable {
     var records: [Entry]
 }
 
-/// `{"zones": [...]}`: what zone commands print.
-struct ZonesOutput: Encodable {
+/// `{"zones": [...]}`: what zone commands (and `share accept`) print.
+struct ZonesOutput: CommandOutput {
+    /// What became of the zones, which people are told; the JSON is CloudKit's zones alone.
+    enum Event {
+        case created
+        /// With the zone as the command line named it.
+        case deleted(asNamed: String)
+        case listed
+        case accepted
+    }
+
     var zones: [WebServicesZone]
+    var event: Event
+
+    enum CodingKeys: String, CodingKey { case zones }
+
+    var text: String {
+        zones.map { zone in
+            switch event {
+            case .created: return "created zone \(zone.zoneID.zoneName)"
+            case .deleted(let name): return "deleted zone \(name)"
+            case .listed: return "\(zone.zoneID.displayName)\t\(Output.count(zone.recordCount ?? 0, "record"))"
+            case .accepted: return "accepted \(zone.zoneID.displayName); it appears in the shared database (--database shared) once a device that holds it syncs with this one"
+            }
+        }.joined(separator: "\n")
+    }
+}
+
+extension WebServicesZoneID {
+    /// The zone as people read and type it (`Zone.ID.description`): NAME, or NAME:OWNER for another account's.
+    var displayName: String { Zone.ID(zoneName: zoneName, ownerName: ownerName).description }
 }
 
 /// The error line of `--json`: CloudKit's dictionary and the exit code the command gives.

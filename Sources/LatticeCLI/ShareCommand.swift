@@ -33,11 +33,7 @@ struct ShareCommand: ParsableCommand {
             let container = try options.openContainer()
             let permission: SharePermission = readOnly ? .readOnly : .readWrite
             let share = try library { try container.share(zone: zone, with: participant, permission: permission) }
-            if options.json {
-                Output.json(SharesOutput(shares: [SharesOutput.Share(share)]))
-            } else {
-                Output.line("shared \(share.zoneID.zoneName) (\(share.zoneID)) with \(participant), \(permission.words); it accepts with `lattice share accept \(share.zoneID.zoneName)`")
-            }
+            Output.emit(ShareAdded(share: SharesOutput.Share(share), participant: participant, permission: permission), json: options.json)
         }
     }
 
@@ -49,19 +45,9 @@ struct ShareCommand: ParsableCommand {
             let container = try options.openContainer()
             let invitations = try library { try container.shareInvitations() }
             let formatter = ISO8601DateFormatter()
-            if options.json {
-                Output.json(InvitationsOutput(invitations: invitations.map {
-                    .init(zoneID: WebServicesZoneID($0.zone), offeredBy: $0.offeredBy, offeredAt: formatter.string(from: $0.offeredAt))
-                }))
-                return
-            }
-            guard !invitations.isEmpty else {
-                Output.line("no invitations: a running node notes them as other accounts' devices offer their shares")
-                return
-            }
-            Output.table(header: ["ZONE", "OWNER", "OFFERED BY", "AT"], rows: invitations.map {
-                [$0.zone.zoneName, $0.zone.ownerName, $0.offeredBy, formatter.string(from: $0.offeredAt)]
-            })
+            Output.emit(InvitationsOutput(invitations: invitations.map {
+                .init(zoneID: WebServicesZoneID($0.zone), offeredBy: $0.offeredBy, offeredAt: formatter.string(from: $0.offeredAt))
+            }), json: options.json)
         }
     }
 
@@ -75,9 +61,7 @@ struct ShareCommand: ParsableCommand {
         func run() throws {
             let container = try options.openContainer()
             let zone = try library { try container.acceptShare(invitation) }
-            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(zone)])) } else {
-                Output.line("accepted \(zone); it appears in the shared database (--database shared) once a device that holds it syncs with this one")
-            }
+            Output.emit(ZonesOutput(zones: [WebServicesZone(zone)], event: .accepted), json: options.json)
         }
     }
 
@@ -88,21 +72,7 @@ struct ShareCommand: ParsableCommand {
         func run() throws {
             let container = try options.openContainer()
             let shares = try library { try container.shares() }
-            if options.json {
-                Output.json(SharesOutput(shares: shares.map(SharesOutput.Share.init)))
-                return
-            }
-            guard !shares.isEmpty else {
-                Output.line("no shared zones: share one with `lattice share ZONE --with ID`, or accept an invitation (`lattice share invitations`)")
-                return
-            }
-            for share in shares {
-                let role = share.isOwner ? "owned by this account" : "owned by \(share.zoneID.ownerName), \(share.permission?.words ?? "not a participant")"
-                Output.line("\(share.zoneID.zoneName)\t\(role)\t\(Output.count(share.records, "record"))")
-                for participant in share.participants {
-                    Output.line("  \(participant.account)\t\(participant.permission.words)")
-                }
-            }
+            Output.emit(SharesOutput(shares: shares.map(SharesOutput.Share.init)), json: options.json)
         }
     }
 
@@ -117,7 +87,7 @@ struct ShareCommand: ParsableCommand {
         func run() throws {
             let container = try options.openContainer()
             try library { try container.removeParticipant(participant, fromZone: zone) }
-            if options.json { Output.json(["removed": participant]) } else { Output.line("removed \(participant) from \(zone)") }
+            Output.emit(ParticipantRemoved(removed: participant, zone: zone), json: options.json)
         }
     }
 
@@ -132,7 +102,7 @@ struct ShareCommand: ParsableCommand {
             let container = try options.openContainer()
             let zoneID = try library { try container.sharedCloudDatabase.resolveZoneID(Zone.ID(zoneName: zone)) }
             try library { try container.leaveShare(zoneID) }
-            if options.json { Output.json(["left": zoneID.description]) } else { Output.line("left \(zoneID)") }
+            Output.emit(ShareLeft(left: zoneID.description), json: options.json)
         }
     }
 }
@@ -149,10 +119,45 @@ extension SharePermission {
         case .removed: return "removed"
         }
     }
+
+    /// The words for a permission as JSON names it (its raw value).
+    static func words(_ rawValue: String) -> String { SharePermission(rawValue: rawValue)?.words ?? rawValue }
 }
 
-/// What `share list --json` prints.
-struct SharesOutput: Encodable {
+/// What `share add` prints. Its JSON is `share list`'s, with the one share.
+struct ShareAdded: CommandOutput {
+    var share: SharesOutput.Share
+    /// The account (or device) as the command line named it, and the permission given it: people are shown both.
+    var participant: String
+    var permission: SharePermission
+
+    func encode(to encoder: Encoder) throws { try SharesOutput(shares: [share]).encode(to: encoder) }
+
+    var text: String {
+        "shared \(share.zoneID.zoneName) (\(share.zoneID.displayName)) with \(participant), \(permission.words); it accepts with `lattice share accept \(share.zoneID.zoneName)`"
+    }
+}
+
+/// What `share remove` prints.
+struct ParticipantRemoved: CommandOutput {
+    var removed: String
+    /// The zone as the command line named it, which people are shown.
+    var zone: String
+
+    enum CodingKeys: String, CodingKey { case removed }
+
+    var text: String { "removed \(removed) from \(zone)" }
+}
+
+/// What `share leave` prints.
+struct ShareLeft: CommandOutput {
+    /// The zone: NAME:OWNER.
+    var left: String
+    var text: String { "left \(left)" }
+}
+
+/// What `share list` prints.
+struct SharesOutput: CommandOutput {
     struct Participant: Encodable {
         var account: String
         var permission: String
@@ -177,10 +182,24 @@ struct SharesOutput: Encodable {
     }
 
     var shares: [Share]
+
+    /// A line per share, then a line per participant of it.
+    var text: String {
+        guard !shares.isEmpty else { return "no shared zones: share one with `lattice share ZONE --with ID`, or accept an invitation (`lattice share invitations`)" }
+        var lines: [String] = []
+        for share in shares {
+            let role = share.owner ? "owned by this account" : "owned by \(share.zoneID.ownerName), \(share.permission.map(SharePermission.words) ?? "not a participant")"
+            lines.append("\(share.zoneID.zoneName)\t\(role)\t\(Output.count(share.records, "record"))")
+            for participant in share.participants {
+                lines.append("  \(participant.account)\t\(SharePermission.words(participant.permission))")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
 }
 
-/// What `share invitations --json` prints.
-struct InvitationsOutput: Encodable {
+/// What `share invitations` prints.
+struct InvitationsOutput: CommandOutput {
     struct Invitation: Encodable {
         var zoneID: WebServicesZoneID
         var offeredBy: String
@@ -188,4 +207,9 @@ struct InvitationsOutput: Encodable {
     }
 
     var invitations: [Invitation]
+
+    var text: String {
+        guard !invitations.isEmpty else { return "no invitations: a running node notes them as other accounts' devices offer their shares" }
+        return Output.table(header: ["ZONE", "OWNER", "OFFERED BY", "AT"], rows: invitations.map { [$0.zoneID.zoneName, $0.zoneID.ownerName, $0.offeredBy, $0.offeredAt] })
+    }
 }

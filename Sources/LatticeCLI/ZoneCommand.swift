@@ -13,7 +13,7 @@ struct ZoneCommand: ParsableCommand {
         func run() throws {
             let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
             try library { try database.save(Zone(zoneName: zone)) }
-            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(Zone.ID(zoneName: zone))])) } else { Output.line("created zone \(zone)") }
+            Output.emit(ZonesOutput(zones: [WebServicesZone(Zone.ID(zoneName: zone))], event: .created), json: options.json)
         }
     }
 
@@ -28,7 +28,7 @@ struct ZoneCommand: ParsableCommand {
             let exists = try library { try database.allRecordZones() }.contains { $0.zoneID == zoneID }
             guard exists else { throw CLIError(.notFound, code: "ZONE_NOT_FOUND", "zone \(zone) does not exist (see `lattice zone list`)") }
             try library { try database.deleteZone(withID: zoneID) }
-            if options.json { Output.json(ZonesOutput(zones: [WebServicesZone(zoneID, deleted: true)])) } else { Output.line("deleted zone \(zone)") }
+            Output.emit(ZonesOutput(zones: [WebServicesZone(zoneID, deleted: true)], event: .deleted(asNamed: zone)), json: options.json)
         }
     }
 
@@ -40,11 +40,7 @@ struct ZoneCommand: ParsableCommand {
             let database = try options.openContainer(forOneCommand: true).database(with: options.scope)
             let zones = try library { try database.allRecordZones() }
             let counts = try zones.map { zone in try library { try database.recordCount(inZoneWith: zone.zoneID) } }
-            if options.json {
-                Output.json(ZonesOutput(zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) }))
-            } else {
-                for (zone, count) in zip(zones, counts) { Output.line("\(zone.zoneID.description)\t\(Output.count(count, "record"))") }
-            }
+            Output.emit(ZonesOutput(zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) }, event: .listed), json: options.json)
         }
     }
 
@@ -65,9 +61,16 @@ struct ZoneCommand: ParsableCommand {
             let zoneID = Zone.ID(zoneName: zone)
             if let policy { try library { try database.setAssetPolicy(policy, ofZone: zoneID) } }
             let now = try library { try database.assetPolicy(ofZone: zoneID) }
-            if options.json { Output.json(["zoneName": zone, "assets": now.rawValue]) } else { Output.line("\(zone): assets \(now.rawValue)") }
+            Output.emit(ZoneAssetPolicy(zoneName: zone, assets: now.rawValue), json: options.json)
         }
     }
+}
+
+/// What `zone assets` prints: the zone's asset policy, eager or lazy.
+struct ZoneAssetPolicy: CommandOutput {
+    var zoneName: String
+    var assets: String
+    var text: String { "\(zoneName): assets \(assets)" }
 }
 
 extension AssetPolicy: ExpressibleByArgument {}
