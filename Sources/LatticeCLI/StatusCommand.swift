@@ -18,81 +18,18 @@ struct StatusCommand: ParsableCommand {
         let tombstones = options.scope == .private ? try library { try container.tombstoneReports() } : []
         let usage = try library { try container.assetUsage() }
         let quota = try library { try container.assetQuota() }
-        if options.json {
-            Output.json(StatusOutput(
-                store: container.directory.path, deviceID: container.deviceID, name: name, database: options.scope.description, commitSequence: sequence,
-                environment: schema.isProduction ? "production" : "development",
-                zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) },
-                tombstones: tombstones.map(StatusOutput.Tombstones.init),
-                assets: StatusOutput.Assets(usage, quota: quota),
-                sync: StatusOutput.Sync(nodeStatus)))
-        } else {
-            Output.line("store      \(container.directory.path)")
-            Output.line("device     \(container.deviceID)\(name.map { " (\($0))" } ?? "")")
-            Output.line("database   \(options.scope)  schema: \(schema.isProduction ? "production" : "development")  commits: \(sequence)")
-            for (zone, count) in zip(zones, counts) { Output.line("zone       \(zone.zoneID.zoneName): \(Output.count(count, "record"))") }
-            for report in tombstones where report.held + report.collected > 0 {
-                let waiting = report.waitingFor.map { "\($0.name.map { "\($0) " } ?? "")\($0.deviceID) (\($0.tombstones))" }.joined(separator: ", ")
-                let why = !waiting.isEmpty ? ", waiting for \(waiting) to acknowledge them" : report.held > 0 ? ", acknowledged by every device (the node collects them at its next pass)" : ""
-                let away = report.away.isEmpty ? "" : "; away past the tombstone horizon, holding none back: \(report.away.joined(separator: ", "))"
-                Output.line("tombstones \(report.zoneID.zoneName): \(report.held) held\(why), \(report.collected) collected\(away)")
-            }
-            for line in Self.assetLines(usage, quota: quota) { Output.line("assets     \(line)") }
-            guard let nodeStatus else {
-                Output.line("sync       no node runs on this store (start one with `lattice serve`)")
-                return
-            }
-            Output.line("sync       node pid \(nodeStatus.pid)\(nodeStatus.listeningPort.map { ", listening on port \($0)" } ?? "")")
-            if let discovery = nodeStatus.discovery {
-                Output.line("mdns       \(discovery.state)\(discovery.problem.map { ": \($0)" } ?? "")\(discovery.state == "running" ? ", \(discovery.devices.count) other device(s) seen" : "")")
-            } else {
-                Output.line("mdns       off (--no-mdns)")
-            }
-            if let watch = nodeStatus.commitWatch { Output.line("commits    heard by \(watch)") }
-            for peer in nodeStatus.peers {
-                Output.line("peer       \(peer.deviceID)  \(peer.connected ? "connected" : "disconnected")  \(peer.address)\(peer.lastError.map { "  last error: \($0)" } ?? "")")
-                for zone in peer.zones {
-                    let last = zone.lastSync.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "never"
-                    let progress = zone.state == "syncing"
-                        ? "  \(zone.recordsDone)/\(zone.recordsTotal) records, \(zone.bytesDone / 1024)/\(zone.bytesTotal / 1024) KiB" : ""
-                    Output.line("  \(zone.zone) \(zone.direction): \(zone.state)\(progress)  last sync \(last)")
-                }
-                for zone in peer.verified ?? [] {
-                    let when = zone.inSyncAt.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000)) }
-                    Output.line("  \(zone.zone) " + (zone.differences == 0 ? "verified in sync at \(when ?? "?")" : "\(zone.differences) record(s) differ at the last comparison\(when.map { "; last verified in sync at \($0)" } ?? "")"))
-                }
-                if let mismatch = peer.lastMismatch { Output.line("  digests: \(mismatch)") }
-            }
-            for hold in nodeStatus.assetsOverQuota ?? [] {
-                Output.line("assets     \(hold.source): \(Output.count(hold.assets, "asset")) (\(AssetQuota.describe(hold.bytes))) wait over the quota; `lattice asset fetch` gets them anyway")
-            }
-            for asset in nodeStatus.assets ?? [] {
-                let peers = asset.bytesByPeer.sorted { $0.key < $1.key }.map { "\($0.key.prefix(8)) \($0.value / 1024) KiB" }.joined(separator: ", ")
-                Output.line("asset      \(asset.hash.prefix(16))…  \(asset.state)  \(asset.bytesDone / 1024)/\(asset.size / 1024) KiB\(peers.isEmpty ? "" : "  from \(peers)")\(asset.problem.map { "  last problem: \($0)" } ?? "")")
-            }
-        }
+        Output.emit(StatusOutput(
+            store: container.directory.path, deviceID: container.deviceID, name: name, database: options.scope.description, commitSequence: sequence,
+            environment: schema.isProduction ? "production" : "development",
+            zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) },
+            tombstones: tombstones.map(StatusOutput.Tombstones.init),
+            assets: StatusOutput.Assets(usage, quota: quota),
+            sync: StatusOutput.Sync(nodeStatus)), json: options.json)
     }
 }
 
-extension StatusCommand {
-    /// Asset content per source, and the quota on content from outside the account.
-    static func assetLines(_ usage: AssetUsageReport, quota: AssetQuota) -> [String] {
-        guard !usage.sources.isEmpty else { return [] }
-        var lines = usage.sources.map { row in
-            let held = "\(Output.count(row.heldAssets, "asset")) held (\(AssetQuota.describe(row.heldBytes)))"
-            let missing = row.missingAssets > 0 ? ", \(row.missingAssets) not here (\(AssetQuota.describe(row.missingBytes)))" : ""
-            let bound = row.source.isOutsideAccount ? ", quota \(AssetQuota.describe(quota.perSource))" : ""
-            return "\(row.source): \(held)\(missing)\(bound)"
-        }
-        if usage.sources.contains(where: \.source.isOutsideAccount) {
-            lines.append("outside this account: \(AssetQuota.describe(usage.outsideHeldBytes)) held of a \(AssetQuota.describe(quota.total)) quota (`lattice serve --asset-quota`, `--asset-quota-per-writer`)")
-        }
-        return lines
-    }
-}
-
-/// What `status --json` prints: the store, its zones, and the running node's state.
-struct StatusOutput: Encodable {
+/// What `status` prints: the store, its zones, and the running node's state.
+struct StatusOutput: CommandOutput {
     /// `{"running": false}` without a node; the node's published status with one.
     struct Sync: Encodable {
         struct Peer: Encodable {
@@ -138,8 +75,11 @@ struct StatusOutput: Encodable {
         var peers: [Peer]?
         var assets: [NodeStatus.AssetTransfer]?
         var assetsOverQuota: [NodeStatus.QuotaHold]?
+        /// The node's status as it published it, which people are shown (not encoded).
+        var node: NodeStatus?
 
         init(_ status: NodeStatus?) {
+            node = status
             guard let status else { running = false; return }
             running = true
             pid = Int(status.pid)
@@ -185,6 +125,56 @@ struct StatusOutput: Encodable {
     var assets: Assets
     var sync: Sync
 
+    /// A line per fact, labelled in a column of its own; the node's state last.
+    var text: String {
+        var lines = [
+            "store      \(store)",
+            "device     \(deviceID)\(name.map { " (\($0))" } ?? "")",
+            "database   \(database)  schema: \(environment)  commits: \(commitSequence)",
+        ]
+        for zone in zones { lines.append("zone       \(zone.zoneID.zoneName): \(Output.count(zone.recordCount ?? 0, "record"))") }
+        for report in tombstones where report.held + report.collected > 0 {
+            let waiting = report.waitingFor.map { "\($0.name.map { "\($0) " } ?? "")\($0.deviceID) (\($0.tombstones))" }.joined(separator: ", ")
+            let why = !waiting.isEmpty ? ", waiting for \(waiting) to acknowledge them" : report.held > 0 ? ", acknowledged by every device (the node collects them at its next pass)" : ""
+            let away = report.away.isEmpty ? "" : "; away past the tombstone horizon, holding none back: \(report.away.joined(separator: ", "))"
+            lines.append("tombstones \(report.zoneName): \(report.held) held\(why), \(report.collected) collected\(away)")
+        }
+        lines += assets.lines.map { "assets     \($0)" }
+        guard let nodeStatus = sync.node else {
+            lines.append("sync       no node runs on this store (start one with `lattice serve`)")
+            return lines.joined(separator: "\n")
+        }
+        lines.append("sync       node pid \(nodeStatus.pid)\(nodeStatus.listeningPort.map { ", listening on port \($0)" } ?? "")")
+        if let discovery = nodeStatus.discovery {
+            lines.append("mdns       \(discovery.state)\(discovery.problem.map { ": \($0)" } ?? "")\(discovery.state == "running" ? ", \(discovery.devices.count) other device(s) seen" : "")")
+        } else {
+            lines.append("mdns       off (--no-mdns)")
+        }
+        if let watch = nodeStatus.commitWatch { lines.append("commits    heard by \(watch)") }
+        for peer in nodeStatus.peers {
+            lines.append("peer       \(peer.deviceID)  \(peer.connected ? "connected" : "disconnected")  \(peer.address)\(peer.lastError.map { "  last error: \($0)" } ?? "")")
+            for zone in peer.zones {
+                let last = zone.lastSync.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "never"
+                let progress = zone.state == "syncing"
+                    ? "  \(zone.recordsDone)/\(zone.recordsTotal) records, \(zone.bytesDone / 1024)/\(zone.bytesTotal / 1024) KiB" : ""
+                lines.append("  \(zone.zone) \(zone.direction): \(zone.state)\(progress)  last sync \(last)")
+            }
+            for zone in peer.verified ?? [] {
+                let when = zone.inSyncAt.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000)) }
+                lines.append("  \(zone.zone) " + (zone.differences == 0 ? "verified in sync at \(when ?? "?")" : "\(zone.differences) record(s) differ at the last comparison\(when.map { "; last verified in sync at \($0)" } ?? "")"))
+            }
+            if let mismatch = peer.lastMismatch { lines.append("  digests: \(mismatch)") }
+        }
+        for hold in nodeStatus.assetsOverQuota ?? [] {
+            lines.append("assets     \(hold.source): \(Output.count(hold.assets, "asset")) (\(AssetQuota.describe(hold.bytes))) wait over the quota; `lattice asset fetch` gets them anyway")
+        }
+        for asset in nodeStatus.assets ?? [] {
+            let peers = asset.bytesByPeer.sorted { $0.key < $1.key }.map { "\($0.key.prefix(8)) \($0.value / 1024) KiB" }.joined(separator: ", ")
+            lines.append("asset      \(asset.hash.prefix(16))…  \(asset.state)  \(asset.bytesDone / 1024)/\(asset.size / 1024) KiB\(peers.isEmpty ? "" : "  from \(peers)")\(asset.problem.map { "  last problem: \($0)" } ?? "")")
+        }
+        return lines.joined(separator: "\n")
+    }
+
     /// Asset content per source, with the quota on what comes from outside the account.
     struct Assets: Encodable {
         struct Source: Encodable {
@@ -194,6 +184,10 @@ struct StatusOutput: Encodable {
             var heldBytes: Int64
             var missingAssets: Int
             var missingBytes: Int64
+            /// Whether the quota bounds it: people are shown the quota beside such a source.
+            var outsideAccount: Bool
+
+            enum CodingKeys: String, CodingKey { case source, heldAssets, heldBytes, missingAssets, missingBytes }
         }
 
         var quotaPerSource: Int64
@@ -206,8 +200,24 @@ struct StatusOutput: Encodable {
             quotaTotal = quota.total
             outsideHeldBytes = usage.outsideHeldBytes
             sources = usage.sources.map {
-                Source(source: $0.source.description, heldAssets: $0.heldAssets, heldBytes: $0.heldBytes, missingAssets: $0.missingAssets, missingBytes: $0.missingBytes)
+                Source(source: $0.source.description, heldAssets: $0.heldAssets, heldBytes: $0.heldBytes, missingAssets: $0.missingAssets, missingBytes: $0.missingBytes,
+                       outsideAccount: $0.source.isOutsideAccount)
             }
+        }
+
+        /// Asset content per source, and the quota on content from outside the account.
+        var lines: [String] {
+            guard !sources.isEmpty else { return [] }
+            var lines = sources.map { row in
+                let held = "\(Output.count(row.heldAssets, "asset")) held (\(AssetQuota.describe(row.heldBytes)))"
+                let missing = row.missingAssets > 0 ? ", \(row.missingAssets) not here (\(AssetQuota.describe(row.missingBytes)))" : ""
+                let bound = row.outsideAccount ? ", quota \(AssetQuota.describe(quotaPerSource))" : ""
+                return "\(row.source): \(held)\(missing)\(bound)"
+            }
+            if sources.contains(where: \.outsideAccount) {
+                lines.append("outside this account: \(AssetQuota.describe(outsideHeldBytes)) held of a \(AssetQuota.describe(quotaTotal)) quota (`lattice serve --asset-quota`, `--asset-quota-per-writer`)")
+            }
+            return lines
         }
     }
 

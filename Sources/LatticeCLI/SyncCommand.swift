@@ -120,12 +120,11 @@ struct SyncCommand: ParsableCommand {
         if result.caughtUp.isEmpty, let failure = result.failures.first { throw failure.error }
         let received = result.received.values.reduce(0, +)
         let sent = result.sent.values.reduce(0, +)
-        if options.json {
-            Output.json(SyncOutput(synced: result.caughtUp.sorted(), recordsReceived: received, recordsSent: sent,
-                                   recordsRefused: result.refused, failures: result.failures.map(\.error.message)))
-        } else {
-            Output.line("synced with \(result.caughtUp.count) of \(peerCount) peer(s): received \(received) record(s), sent \(sent)")
-            for failure in result.failures { Output.standardError("lattice: \(failure.error.message)") }
+        let output = SyncOutput(synced: result.caughtUp.sorted(), recordsReceived: received, recordsSent: sent,
+                                recordsRefused: result.refused, failures: result.failures.map(\.error.message), peersNamed: peerCount)
+        Output.emit(output, json: options.json)
+        if !options.json {
+            for failure in output.failures { Output.standardError("lattice: \(failure)") }
             // Refused writes are not a failed sync: the rest landed, and every honest replica refuses the same.
             if let note = result.refusedNote { Output.standardError("lattice: \(note)") }
         }
@@ -200,12 +199,18 @@ struct ProgressLine {
     }
 }
 
-/// What `sync --once --json` prints.
-struct SyncOutput: Encodable {
+/// What `sync --once` prints (people get the failures on standard error).
+struct SyncOutput: CommandOutput {
     var synced: [String]
     var recordsReceived: Int
     var recordsSent: Int
     /// Records refused: writes their writers had no right to make.
     var recordsRefused: Int
     var failures: [String]
+    /// The peers named, which people are told the synced ones out of.
+    var peersNamed: Int
+
+    enum CodingKeys: String, CodingKey { case synced, recordsReceived, recordsSent, recordsRefused, failures }
+
+    var text: String { "synced with \(synced.count) of \(peersNamed) peer(s): received \(recordsReceived) record(s), sent \(recordsSent)" }
 }

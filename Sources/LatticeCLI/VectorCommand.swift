@@ -11,13 +11,21 @@ struct VectorCommand: ParsableCommand {
         let container = try options.openContainer()
         let keys = try library { try container.allZoneKeys() }
         let vectors = try keys.map { key in (key, try library { try container.vector(for: key) }) }
-        if options.json {
-            Output.json(VersionVectorFile(vectors))
-        } else {
-            for (key, vector) in vectors {
-                Output.line("\(key): " + vector.entries.map { "\($0.replica.description.prefix(8))=\($0.time)" }.joined(separator: " "))
-            }
-        }
+        Output.emit(VectorOutput(vectors: vectors), json: options.json)
+    }
+}
+
+/// What `vector` prints: each zone's version vector. Its JSON is a vector
+/// file, what `bundle create --since` reads.
+struct VectorOutput: CommandOutput {
+    var vectors: [(ZoneKey, VersionVector)]
+
+    func encode(to encoder: Encoder) throws { try VersionVectorFile(vectors).encode(to: encoder) }
+
+    /// A line per zone: each replica (its first 8 hex digits) and its time.
+    var text: String {
+        vectors.map { key, vector in "\(key): " + vector.entries.map { "\($0.replica.description.prefix(8))=\($0.time)" }.joined(separator: " ") }
+            .joined(separator: "\n")
     }
 }
 
