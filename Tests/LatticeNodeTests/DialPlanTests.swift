@@ -46,7 +46,7 @@ import Testing
         plan.learned("b:1", is: "b")
         _ = plan.dialEnded(.address("b:1"), at: "b:1", .ended(after: 60), now: at(60))
         // Before the redial is due, b dials this node.
-        plan.connected("b")
+        _ = plan.connected("b")
         do {
             let dials = plan.due(at: at(61))
             #expect(dials.isEmpty)
