@@ -115,7 +115,7 @@ let package = Package(
         // A plain blocking TCP client of Lattice's framing and nothing more: what it sends is up to its caller.
         .target(name: "LatticeRawClient"),
         // The change-set fuzzer: a library the tests replay crashers with, and its binary (scripts/fuzz.sh).
-        .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeStore"]),
+        .target(name: "LatticeFuzzing", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeStore"]),
         .executableTarget(name: "lattice-fuzz-changeset", dependencies: ["LatticeFuzzing"]),
         .target(name: "LatticeTestSupport", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeStore"], path: "Tests/LatticeTestSupport"),
         .testTarget(name: "LatticeCoreTests", dependencies: ["LatticeCore", "LatticeCrypto", "LatticeTestSupport"]),

@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// Asset content lives in `assets/` beside the database, one file per hash,
 /// written to a temporary name, synced, then renamed: a crash leaves either

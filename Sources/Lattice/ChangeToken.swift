@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// A point in a zone's history on one store, as `CKServerChangeToken`.

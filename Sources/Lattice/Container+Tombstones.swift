@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// What a private zone holds of deleted records, and why.

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// The record calls apps use, in `async` form as CloudKit's are: the store
 /// work runs on a background queue, never on the caller's thread or actor.

@@ -1,3 +1,4 @@
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// One write of a batch, as CloudKit Web Services' `records/modify` names its operations.

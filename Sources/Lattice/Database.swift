@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// How a save treats the record already stored, as `CKModifyRecordsOperation.RecordSavePolicy`.

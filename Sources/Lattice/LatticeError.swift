@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// The one error type of the library, with CloudKit's codes (`CKError.Code`)

@@ -1,7 +1,7 @@
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import LatticeTransport
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import LatticeStore
 
 // The engine's types an app meets through `import Lattice`: values, identities,

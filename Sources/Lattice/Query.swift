@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// A query, as `CKQuery`: a record type, a predicate and sort descriptors.

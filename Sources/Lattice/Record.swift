@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A zone, as `CKRecordZone`.
 public struct Zone: Hashable, Sendable {

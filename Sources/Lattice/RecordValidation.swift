@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// CloudKit's limits, checked before anything is written.
 enum RecordValidation {

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// Carries out one `modifyRecords` inside its transaction: checks every item

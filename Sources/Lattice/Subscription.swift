@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// What to be told about, as `CKRecordZoneSubscription` and `CKQuerySubscription`.

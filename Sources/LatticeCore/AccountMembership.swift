@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import Synchronization
 
 /// A device's proof that it belongs to an account, which any replica checks
@@ -11,25 +11,25 @@ import Synchronization
 /// where the removal is not known (another account's replicas). And an
 /// account can list any device, even one of another account: that only ever
 /// gives the listed device its rights, never the listing account more.
-public struct AccountMembership: Hashable, Sendable {
+package struct AccountMembership: Hashable, Sendable {
     /// Chains longer than this are refused: an account's devices add each other in a few steps.
-    public static let maximumLength = 16
+    package static let maximumLength = 16
 
     /// The founder's public key: the account's identity.
-    public let account: [UInt8]
+    package let account: [UInt8]
     /// The device the chain ends at (the founder itself for an empty chain).
-    public let member: [UInt8]
-    public let entries: [RosterEntry]
+    package let member: [UInt8]
+    package let entries: [RosterEntry]
 
     /// The chain that proves `member` belongs to `roster`'s account, or nil
     /// when the roster does not hold it as a member.
-    public init?(of member: [UInt8], in roster: AccountRoster) {
+    package init?(of member: [UInt8], in roster: AccountRoster) {
         self.init(of: member, in: roster, state: roster.state)
     }
 
     /// The same, with the roster's state computed already (a caller that
     /// proves every member computes it once, not per member).
-    public init?(of member: [UInt8], in roster: AccountRoster, state: AccountRoster.State) {
+    package init?(of member: [UInt8], in roster: AccountRoster, state: AccountRoster.State) {
         var chain: [RosterEntry] = []
         var current = member
         while current != roster.founder {
@@ -48,7 +48,7 @@ public struct AccountMembership: Hashable, Sendable {
 
     /// Reads and checks a chain: every entry an add of the one account,
     /// signed by the founder first, then by the device the entry before added.
-    public init(decoding bytes: [UInt8]) throws(RosterError) {
+    package init(decoding bytes: [UInt8]) throws(RosterError) {
         var reader = BinaryReader(bytes)
         do {
             account = Array(try reader.raw(RosterEntry.keyLength))
@@ -73,7 +73,7 @@ public struct AccountMembership: Hashable, Sendable {
         }
     }
 
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var writer = BinaryWriter()
         writer.raw(account)
         writer.varint(entries.count)
@@ -82,10 +82,10 @@ public struct AccountMembership: Hashable, Sendable {
     }
 
     /// The account's ID as people see it: its founder's device ID.
-    public var accountID: String { (try? DeviceID(publicKey: account).description) ?? "?" }
+    package var accountID: String { (try? DeviceID(publicKey: account).description) ?? "?" }
 
     /// The member's replica: the writer of its stamps.
-    public var replica: ReplicaID { (try? WriteBlock.replica(of: member)) ?? ReplicaID(bytes: member) }
+    package var replica: ReplicaID { (try? WriteBlock.replica(of: member)) ?? ReplicaID(bytes: member) }
 }
 
 extension AccountMembership {
@@ -95,7 +95,7 @@ extension AccountMembership {
     static let maximumChecked = 4096
 
     /// `init(decoding:)`, from the chains checked already where it can.
-    public static func decodingOnce(_ bytes: [UInt8]) throws(RosterError) -> AccountMembership {
+    package static func decodingOnce(_ bytes: [UInt8]) throws(RosterError) -> AccountMembership {
         if let known = checked.withLock({ $0[bytes] }) { return known }
         let membership = try AccountMembership(decoding: bytes)
         checked.withLock { checked in

@@ -4,12 +4,12 @@
 /// thousands of entries is larger than a message may be (1 MiB).
 extension AccountRoster {
     /// The largest piece a hello or a roster message carries.
-    public static let maximumPieceBytes = 256 * 1024
+    package static let maximumPieceBytes = 256 * 1024
 
     /// The founder and each entry's bytes of an encoded roster, read without
     /// checking signatures (the sender's own roster, or a peer's that the
     /// store checks as it merges it); nil for bytes that are no roster.
-    public static func entryBytes(of encoded: [UInt8]) -> (founder: [UInt8], entries: [[UInt8]])? {
+    package static func entryBytes(of encoded: [UInt8]) -> (founder: [UInt8], entries: [[UInt8]])? {
         var reader = BinaryReader(encoded)
         guard let founder = try? reader.raw(RosterEntry.keyLength), let count = try? reader.count(below: maximumStoredEntries + 1, "roster entries") else { return nil }
         var entries: [[UInt8]] = []
@@ -25,7 +25,7 @@ extension AccountRoster {
     /// least one entry, and one entry is far smaller): the roster itself when
     /// it fits. Taken in the order given, each piece's entries find what they
     /// need in the pieces before (`causalOrder`).
-    public static func pieces(of encoded: [UInt8], maximumBytes: Int = maximumPieceBytes) -> [[UInt8]] {
+    package static func pieces(of encoded: [UInt8], maximumBytes: Int = maximumPieceBytes) -> [[UInt8]] {
         guard encoded.count > maximumBytes, let roster = try? AccountRoster(decoding: encoded) else { return [encoded] }
         return pieces(founder: roster.founder, entries: roster.causalOrder().map(\.bytes), maximumBytes: maximumBytes)
     }
@@ -34,7 +34,7 @@ extension AccountRoster {
     /// entry after the add of its author and, for a removal or a held mark,
     /// the add of its subject; a member's removal before the entries that
     /// member signed (they then do not count against the bounds).
-    public func causalOrder() -> [RosterEntry] {
+    package func causalOrder() -> [RosterEntry] {
         // A device's level: how many adds from the founder.
         var level: [[UInt8]: Int] = [founder: 0]
         var changed = true
@@ -58,7 +58,7 @@ extension AccountRoster {
     /// The entries of a piece, each checked (signature, account), without
     /// merging them: they may need entries of earlier pieces, which the
     /// receiver holds.
-    public static func checkedEntries(of piece: [UInt8]) throws(RosterError) -> (founder: [UInt8], entries: [RosterEntry]) {
+    package static func checkedEntries(of piece: [UInt8]) throws(RosterError) -> (founder: [UInt8], entries: [RosterEntry]) {
         guard let (founder, blobs) = entryBytes(of: piece) else { throw .malformed("a roster piece that does not read") }
         var entries: [RosterEntry] = []
         for blob in blobs {
@@ -72,7 +72,7 @@ extension AccountRoster {
     /// The entries of `new` that `old` lacks, in pieces (nil when it lacks
     /// none): what a peer told `old` needs to learn `new`. A roster of
     /// another founder goes whole.
-    public static func newPieces(from old: [UInt8], to new: [UInt8], maximumBytes: Int = maximumPieceBytes) -> [[UInt8]]? {
+    package static func newPieces(from old: [UInt8], to new: [UInt8], maximumBytes: Int = maximumPieceBytes) -> [[UInt8]]? {
         guard old != new else { return nil }
         guard let (founder, entries) = entryBytes(of: new), let (oldFounder, oldEntries) = entryBytes(of: old), founder == oldFounder else {
             return pieces(of: new, maximumBytes: maximumBytes)
@@ -107,7 +107,7 @@ extension AccountRoster {
     /// what the receiver needs first: the membership chains of `keys` and
     /// every removal, then the other entries as they fit (the rest comes in
     /// pieces when the receiver first syncs with the account).
-    public func encoded(fitting maximumBytes: Int, first keys: [[UInt8]]) -> [UInt8] {
+    package func encoded(fitting maximumBytes: Int, first keys: [[UInt8]]) -> [UInt8] {
         let whole = encoded
         guard whole.count > maximumBytes else { return whole }
         var chosen: [[UInt8]: RosterEntry] = [:]

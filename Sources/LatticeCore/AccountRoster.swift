@@ -1,29 +1,29 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// An account's roster: the founder's key and every signed entry (who added
 /// whom, removals), a grow-only set that syncs like the data. Its meaning,
 /// `state`, depends on the set alone, so every device that holds the same
 /// entries trusts the same devices.
-public struct AccountRoster: Sendable, Equatable {
+package struct AccountRoster: Sendable, Equatable {
     /// Entries the account's members (removed ones not counted) may have
     /// signed, removals aside: past it, adds wait until members are removed.
-    public static let maximumEntries = 1024
+    package static let maximumEntries = 1024
     /// Entries one device may sign: one hostile member fills only its own share.
-    public static let maximumEntriesPerAuthor = 512
+    package static let maximumEntriesPerAuthor = 512
     /// Entries a roster read from a peer may hold: those counted, removals,
     /// and what removed members signed before they went.
-    public static let maximumStoredEntries = 4 * maximumEntries
+    package static let maximumStoredEntries = 4 * maximumEntries
 
     /// The founder's public key. A device that never paired is the founder of an account of one.
-    public let founder: [UInt8]
-    public private(set) var entries: [[UInt8]: RosterEntry] = [:]
+    package let founder: [UInt8]
+    package private(set) var entries: [[UInt8]: RosterEntry] = [:]
 
-    public init(founder: [UInt8]) {
+    package init(founder: [UInt8]) {
         self.founder = founder
     }
 
     /// Rosters are equal when they hold the same entries (what is derived from them follows).
-    public static func == (lhs: AccountRoster, rhs: AccountRoster) -> Bool {
+    package static func == (lhs: AccountRoster, rhs: AccountRoster) -> Bool {
         lhs.founder == rhs.founder && Set(lhs.entries.keys) == Set(rhs.entries.keys)
     }
 
@@ -39,7 +39,7 @@ public struct AccountRoster: Sendable, Equatable {
     /// author and subject), so a member that filled the roster can always be
     /// removed, which frees its share.
     @discardableResult
-    public mutating func insert(_ entry: RosterEntry) throws(RosterError) -> Bool {
+    package mutating func insert(_ entry: RosterEntry) throws(RosterError) -> Bool {
         guard entry.account == founder else { throw .otherAccount }
         guard entries[entry.hash] == nil else { return false }
         guard entry.author == founder || added.contains(entry.author) else { throw .unknownAuthor }
@@ -79,7 +79,7 @@ public struct AccountRoster: Sendable, Equatable {
 
     /// Entries this roster held and let go (a removal replaced by one of the
     /// same author and subject with a smaller hash): a store forgets them too.
-    public private(set) var dropped = Set<[UInt8]>()
+    package private(set) var dropped = Set<[UInt8]>()
     /// Per author and subject, the removal kept.
     private var removals: [[UInt8]: [UInt8]] = [:]
 
@@ -97,7 +97,7 @@ public struct AccountRoster: Sendable, Equatable {
     /// roster stays usable, and a later exchange offers it again). Returns
     /// the entries taken.
     @discardableResult
-    public mutating func merge(_ incoming: some Collection<RosterEntry>) throws(RosterError) -> [RosterEntry] {
+    package mutating func merge(_ incoming: some Collection<RosterEntry>) throws(RosterError) -> [RosterEntry] {
         var waiting = incoming.filter { entries[$0.hash] == nil }
         var taken: [RosterEntry] = []
         var progress = true
@@ -138,14 +138,14 @@ public struct AccountRoster: Sendable, Equatable {
     private var added = Set<[UInt8]>()
 
     /// The entries no other entry names: what a new entry follows.
-    public var heads: [[UInt8]] {
+    package var heads: [[UInt8]] {
         let named = Set(entries.values.flatMap(\.parents))
         return entries.keys.filter { !named.contains($0) }.sorted { $0.lexicographicallyPrecedes($1) }
     }
 
     /// Signs a new entry by `identity` after every entry held now, and takes it.
     @discardableResult
-    public mutating func sign(_ action: RosterEntry.Action, subject: [UInt8], by identity: Identity, at time: UInt64) throws -> RosterEntry {
+    package mutating func sign(_ action: RosterEntry.Action, subject: [UInt8], by identity: Identity, at time: UInt64) throws -> RosterEntry {
         let entry = try RosterEntry(account: founder, subject: subject, action: action, time: time, parents: Array(heads.prefix(RosterEntry.maximumParents)), by: identity)
         try insert(entry)
         return entry
@@ -153,29 +153,29 @@ public struct AccountRoster: Sendable, Equatable {
 
     // MARK: Meaning
 
-    public struct Member: Hashable, Sendable {
-        public var publicKey: [UInt8]
-        public var name: String
+    package struct Member: Hashable, Sendable {
+        package var publicKey: [UInt8]
+        package var name: String
         /// Who added it; nil for the founder.
-        public var addedBy: [UInt8]?
+        package var addedBy: [UInt8]?
         /// When, by the adder's clock (milliseconds since 1970).
-        public var addedAt: UInt64?
+        package var addedAt: UInt64?
         /// Steps from the founder: the more senior member's entry goes first among concurrent ones.
-        public var seniority: Int
+        package var seniority: Int
     }
 
-    public struct Removal: Hashable, Sendable {
-        public var publicKey: [UInt8]
-        public var name: String
-        public var removedBy: [UInt8]
-        public var removedAt: UInt64
+    package struct Removal: Hashable, Sendable {
+        package var publicKey: [UInt8]
+        package var name: String
+        package var removedBy: [UInt8]
+        package var removedAt: UInt64
         /// The device's writes stamped after this are refused.
-        public var writesUpTo: HLCTimestamp
+        package var writesUpTo: HLCTimestamp
     }
 
-    public struct State: Equatable, Sendable {
-        public var members: [[UInt8]: Member] = [:]
-        public var removed: [[UInt8]: Removal] = [:]
+    package struct State: Equatable, Sendable {
+        package var members: [[UInt8]: Member] = [:]
+        package var removed: [[UInt8]: Removal] = [:]
     }
 
     /// Who is in the account and who was removed. Entries are taken in one
@@ -189,7 +189,7 @@ public struct AccountRoster: Sendable, Equatable {
     /// entry taken before its author's add waits for it, and a removal taken
     /// before its subject's add makes that add void, so a removal spreads to
     /// a device that never held what its remover held.
-    public var state: State {
+    package var state: State {
         var state = State()
         state.members[founder] = Member(publicKey: founder, name: "", addedBy: nil, addedAt: nil, seniority: 0)
         // Kahn's order: an entry is ready once every entry it names is taken.
@@ -268,13 +268,13 @@ public struct AccountRoster: Sendable, Equatable {
     // MARK: Wire
 
     /// The founder's key, then every entry, in hash order (so equal rosters encode alike).
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         Self.encode(founder: founder, entries: entries.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { entries[$0]!.bytes })
     }
 
     /// The encoding of a roster from its entries' bytes, already in hash order
     /// (a store reads them so, without checking signatures again).
-    public static func encode(founder: [UInt8], entries: [[UInt8]]) -> [UInt8] {
+    package static func encode(founder: [UInt8], entries: [[UInt8]]) -> [UInt8] {
         var writer = BinaryWriter()
         writer.raw(founder)
         writer.varint(entries.count)
@@ -284,7 +284,7 @@ public struct AccountRoster: Sendable, Equatable {
 
     /// Reads a roster and checks every entry's signature and account; entries
     /// past a bound are left out, as `merge` leaves them.
-    public init(decoding bytes: [UInt8]) throws(RosterError) {
+    package init(decoding bytes: [UInt8]) throws(RosterError) {
         var reader = BinaryReader(bytes)
         do {
             founder = Array(try reader.raw(RosterEntry.keyLength))

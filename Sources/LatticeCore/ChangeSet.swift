@@ -4,18 +4,18 @@
 /// lacks. When it `claimsTop`, applying it completely to a replica that has
 /// everything up to `base` gives that replica everything up to `top`. Parts
 /// of a split change set do not claim; their records still merge.
-public struct ChangeSetHeader: Hashable, Sendable {
-    public var zone: ZoneKey
-    public var zoneState: ZoneState
-    public var base: VersionVector
-    public var top: VersionVector
-    public var claimsTop: Bool
+package struct ChangeSetHeader: Hashable, Sendable {
+    package var zone: ZoneKey
+    package var zoneState: ZoneState
+    package var base: VersionVector
+    package var top: VersionVector
+    package var claimsTop: Bool
     /// Every replica a stamp in this change set may name.
-    public var replicas: [ReplicaID]
-    public var schema: Schema
+    package var replicas: [ReplicaID]
+    package var schema: Schema
     /// A shared zone's: how its writers belong to accounts
     /// (`AccountMembership.encoded`), for the receiver to judge their rights.
-    public var memberships: [[UInt8]] = []
+    package var memberships: [[UInt8]] = []
     /// Whether live records leave out their ghosts of writes `base` covers
     /// (format version 5), so a concurrent edit of a record does not carry
     /// every field it replaced a second time. A receiver at `base` needs
@@ -23,9 +23,9 @@ public struct ChangeSetHeader: Hashable, Sendable {
     /// held there shows it too, with all its parts or their ghosts, and the
     /// merge takes the ghosts from there (`reconcileGhosts`). A receiver that
     /// lacks such a write is told so (`ChangeSetError.madeForMoreThanHeld`).
-    public var elidesCoveredGhosts = false
+    package var elidesCoveredGhosts = false
 
-    public init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
+    package init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
         self.zone = zone
         self.zoneState = zoneState
         self.base = base
@@ -43,7 +43,7 @@ extension ChangeSetHeader {
     /// Its replica table names every replica a stamp of the header or of the
     /// zone's records can carry: every record's stamps are covered by the
     /// record's vector, and every merged or written vector by the zone's knowledge.
-    public init(zone: ZoneKey, sync: ZoneSyncState, base: VersionVector, schema: Schema, claimsTop: Bool = true) {
+    package init(zone: ZoneKey, sync: ZoneSyncState, base: VersionVector, schema: Schema, claimsTop: Bool = true) {
         var replicas = Set<ReplicaID>()
         for vector in [sync.knowledge, sync.vector, base] { replicas.formUnion(vector.entries.lazy.map(\.replica)) }
         replicas.insert(sync.zoneState.stamp.replica)
@@ -59,13 +59,13 @@ extension ChangeSetHeader {
     /// shared zone's replica can cover writes it dropped since (void writes
     /// of a revoked participant, refetched from its peers), and a public
     /// name's state can give way whole to another creator's.
-    public static func elides(in zone: ZoneKey, base: VersionVector) -> Bool {
+    package static func elides(in zone: ZoneKey, base: VersionVector) -> Bool {
         zone.scope == .private && !base.isEmpty
     }
 }
 
 /// Why a change set was refused.
-public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible {
     case notAChangeSet
     case unsupportedVersion(UInt8)
     case checksumMismatch(frame: Int)
@@ -77,7 +77,7 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
     /// A change set that leaves out ghosts (format 5) made for a base beyond what the receiver holds.
     case madeForMoreThanHeld(replica: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notAChangeSet: return "not a Lattice change set (bad magic bytes)"
         case .unsupportedVersion(let version): return "change set format version \(version) is not supported by this build (supports \(ChangeSetFormat.readableVersions.lowerBound)-\(ChangeSetFormat.readableVersions.upperBound))"
@@ -98,8 +98,8 @@ public enum ChangeSetError: Error, Equatable, Sendable, CustomStringConvertible 
 /// a CRC-32C chained from the previous frame's, so a dropped, repeated or
 /// reordered frame is caught as surely as a flipped bit. An end frame with
 /// the record count closes the change set; without it nothing is applied.
-public enum ChangeSetFormat {
-    public static let magic: [UInt8] = Array("LTCS".utf8)
+package enum ChangeSetFormat {
+    package static let magic: [UInt8] = Array("LTCS".utf8)
     /// Version 2 added conflicts and target incarnations to record states;
     /// version 3 the schema's field indexes in the header and the compact
     /// record form (front-coded names, a lone vector entry as a flag);
@@ -107,14 +107,14 @@ public enum ChangeSetFormat {
     /// version 5 the same frames with the ghosts of writes the base covers
     /// left out of live records (`ChangeSetHeader.elidesCoveredGhosts`), and
     /// a record's ghost count only where it has ghosts (a bit of its causal length).
-    public static let version: UInt8 = 4
-    public static let elidingVersion: UInt8 = 5
-    public static let readableVersions: ClosedRange<UInt8> = 1...5
+    package static let version: UInt8 = 4
+    package static let elidingVersion: UInt8 = 5
+    package static let readableVersions: ClosedRange<UInt8> = 1...5
     /// Proofs frames are cut after this many blocks.
     static let blocksPerProofsFrame = 128
     /// Frames are cut near this size, so writer and reader hold one frame at a time.
-    public static let targetFrameSize = 64 * 1024
-    public static let maximumFrameSize = 16 * 1024 * 1024
+    package static let targetFrameSize = 64 * 1024
+    package static let maximumFrameSize = 16 * 1024 * 1024
 
     /// The CRC chain starts from the opening bytes (from version 2), so a
     /// flipped version byte is caught like any other.
@@ -129,7 +129,7 @@ public enum ChangeSetFormat {
 }
 
 /// Writes a change set as a stream of frames handed to `sink` as they fill.
-public struct ChangeSetWriter {
+package struct ChangeSetWriter {
     private let sink: ([UInt8]) throws -> Void
     private let proofs: ProofCollector?
     /// With format 5: the base whose writes' ghosts live records leave out.
@@ -143,14 +143,14 @@ public struct ChangeSetWriter {
     private var frameRecords = 0
     private var chain: UInt32 = 0
     private var failure: ChangeSetError?
-    public private(set) var recordCount = 0
-    public private(set) var byteCount = 0
+    package private(set) var recordCount = 0
+    package private(set) var byteCount = 0
 
     /// `proofs` gathers the blocks that let the receiver check the writes
     /// (nil only where no replica signs: tests under made-up replica IDs).
     /// `receiver`: in a change set that leaves out ghosts (format 5), the
     /// replica it is for, whose own writes keep theirs.
-    public init(header: ChangeSetHeader, proofs: ProofCollector?, receiver: ReplicaID? = nil, sink: @escaping ([UInt8]) throws -> Void) throws {
+    package init(header: ChangeSetHeader, proofs: ProofCollector?, receiver: ReplicaID? = nil, sink: @escaping ([UInt8]) throws -> Void) throws {
         self.receiver = receiver
         self.sink = sink
         self.proofs = proofs
@@ -168,7 +168,7 @@ public struct ChangeSetWriter {
         try writeFrame(.header, payload.bytes)
     }
 
-    public mutating func append(_ state: RecordState) throws {
+    package mutating func append(_ state: RecordState) throws {
         if let failure { throw failure }
         let before = replicas.replicas.count
         var trimmed: RecordState?
@@ -194,7 +194,7 @@ public struct ChangeSetWriter {
     }
 
     /// Writes the last records and the end frame. Nothing may be appended after.
-    public mutating func finish() throws {
+    package mutating func finish() throws {
         if let failure { throw failure }
         try flushRecords()
         if let proofs {
@@ -247,15 +247,15 @@ public protocol ByteSource {
 }
 
 /// A byte source over bytes in memory.
-public struct ArrayByteSource: ByteSource {
+package struct ArrayByteSource: ByteSource {
     private let bytes: [UInt8]
     private var offset = 0
 
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    public var isAtEnd: Bool { offset >= bytes.count }
+    package var isAtEnd: Bool { offset >= bytes.count }
 
-    public mutating func read(upTo count: Int) throws -> [UInt8] {
+    package mutating func read(upTo count: Int) throws -> [UInt8] {
         let end = min(bytes.count, offset + count)
         defer { offset = end }
         return Array(bytes[offset..<end])
@@ -263,11 +263,11 @@ public struct ArrayByteSource: ByteSource {
 }
 
 /// Reads a change set frame by frame: memory stays at one frame whatever the size.
-public struct ChangeSetReader<Source: ByteSource> {
-    public private(set) var source: Source
-    public private(set) var header: ChangeSetHeader?
+package struct ChangeSetReader<Source: ByteSource> {
+    package private(set) var source: Source
+    package private(set) var header: ChangeSetHeader?
     /// The blocks the change set's proofs frames carried, complete once `nextRecord` returned nil.
-    public private(set) var proofs: [BlockProof] = []
+    package private(set) var proofs: [BlockProof] = []
     private var codec = RecordCodec()
     private var frame = BinaryReader([])
     private var recordsLeftInFrame = 0
@@ -276,11 +276,11 @@ public struct ChangeSetReader<Source: ByteSource> {
     private var frameIndex = 0
     private var finished = false
 
-    public init(source: Source) { self.source = source }
+    package init(source: Source) { self.source = source }
 
     /// Reads the magic bytes and the header. Returns nil at a clean end of stream
     /// (no further change set), for readers of several concatenated change sets.
-    public mutating func readHeader() throws -> ChangeSetHeader? {
+    package mutating func readHeader() throws -> ChangeSetHeader? {
         let magic = try source.read(upTo: 5)
         if magic.isEmpty { return nil }
         guard magic.count == 5, Array(magic.prefix(4)) == ChangeSetFormat.magic else { throw ChangeSetError.notAChangeSet }
@@ -297,7 +297,7 @@ public struct ChangeSetReader<Source: ByteSource> {
     }
 
     /// The next record, or nil once the end frame is read and verified.
-    public mutating func nextRecord() throws -> RecordState? {
+    package mutating func nextRecord() throws -> RecordState? {
         guard let header else { throw ChangeSetError.malformed("records read before the header") }
         while recordsLeftInFrame == 0 {
             if finished { return nil }

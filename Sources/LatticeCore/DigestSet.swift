@@ -1,6 +1,6 @@
 /// A range of digest keys: from `lower` (inclusive) to `upper` (exclusive;
 /// nil for the end of the key space).
-public struct DigestRange: Hashable, Sendable {
+@_spi(Tools) public struct DigestRange: Hashable, Sendable {
     public var lower: [UInt8]
     public var upper: [UInt8]?
 
@@ -17,7 +17,7 @@ public struct DigestRange: Hashable, Sendable {
 }
 
 /// One part of a range cut by count: its upper bound and the sum of its items.
-public struct DigestPart: Hashable, Sendable {
+@_spi(Tools) public struct DigestPart: Hashable, Sendable {
     public var upper: [UInt8]?
     public var sum: DigestSum
 
@@ -28,7 +28,7 @@ public struct DigestPart: Hashable, Sendable {
 }
 
 /// Where a replica's digest items of a zone come from (a store, or memory).
-public protocol DigestSource {
+@_spi(Tools) public protocol DigestSource {
     /// The sum of the zone's items in `range`.
     func digestSum(of zone: ZoneKey, in range: DigestRange) throws -> DigestSum
     /// The zone's items in `range`, in key order.
@@ -41,23 +41,23 @@ public protocol DigestSource {
 /// the shortest prefix of its part's first key that still follows the key
 /// before it: bounds stay short, and both sides can sum their own items
 /// between them.
-public struct DigestSplitter {
+package struct DigestSplitter {
     private let total: Int
     private let parts: Int
     private let range: DigestRange
     private var seen = 0
     private var previousKey: [UInt8]?
     private var current = DigestSum()
-    public private(set) var result: [DigestPart] = []
+    package private(set) var result: [DigestPart] = []
 
     /// `total` items of `range` will come, cut into at most `parts` parts.
-    public init(total: Int, parts: Int, range: DigestRange) {
+    package init(total: Int, parts: Int, range: DigestRange) {
         self.total = max(1, total)
         self.parts = max(1, min(parts, total))
         self.range = range
     }
 
-    public mutating func add(key: [UInt8], hash: [UInt8]) {
+    package mutating func add(key: [UInt8], hash: [UInt8]) {
         // The part this item falls in: items [i·total/parts, (i+1)·total/parts) make part i.
         if seen > 0, seen * parts / total != (seen - 1) * parts / total, let previousKey {
             result.append(DigestPart(upper: Self.separator(after: previousKey, upTo: key), sum: current))
@@ -69,7 +69,7 @@ public struct DigestSplitter {
     }
 
     /// The parts, the last one reaching the range's upper bound.
-    public mutating func finish() -> [DigestPart] {
+    package mutating func finish() -> [DigestPart] {
         if current.count > 0 || result.isEmpty { result.append(DigestPart(upper: range.upper, sum: current)) }
         current = DigestSum()
         return result
@@ -84,24 +84,24 @@ public struct DigestSplitter {
 }
 
 /// A digest set held in memory, sorted by key: for tests, and replicas in memory.
-public struct MemoryDigestSet: Sendable {
-    public private(set) var items: [DigestItem]
+package struct MemoryDigestSet: Sendable {
+    package private(set) var items: [DigestItem]
 
     /// One item per key (the last given wins).
-    public init(_ items: [DigestItem]) {
+    package init(_ items: [DigestItem]) {
         var byKey: [[UInt8]: DigestItem] = [:]
         for item in items { byKey[item.key] = item }
         self.items = byKey.values.sorted { digestKeyPrecedes($0.key, $1.key) }
     }
 
     /// The zone state's item and every record's.
-    public init(zone: ZoneState?, records: [RecordState]) throws {
+    package init(zone: ZoneState?, records: [RecordState]) throws {
         var items = try records.map { try DigestItem($0) }
         if let zone { items.append(try DigestItem(zone)) }
         self.init(items)
     }
 
-    public func items(in range: DigestRange) -> ArraySlice<DigestItem> {
+    package func items(in range: DigestRange) -> ArraySlice<DigestItem> {
         let start = firstIndex(notBefore: range.lower)
         let end = range.upper.map { firstIndex(notBefore: $0) } ?? items.count
         return items[start..<max(start, end)]
@@ -116,13 +116,13 @@ public struct MemoryDigestSet: Sendable {
         return low
     }
 
-    public func sum(in range: DigestRange) -> DigestSum {
+    package func sum(in range: DigestRange) -> DigestSum {
         var sum = DigestSum()
         for item in items(in: range) { sum.add(item.hash) }
         return sum
     }
 
-    public func parts(in range: DigestRange, count: Int) -> [DigestPart] {
+    package func parts(in range: DigestRange, count: Int) -> [DigestPart] {
         let slice = items(in: range)
         var splitter = DigestSplitter(total: slice.count, parts: count, range: range)
         for item in slice { splitter.add(key: item.key, hash: item.hash) }
@@ -131,14 +131,14 @@ public struct MemoryDigestSet: Sendable {
 }
 
 /// Several zones' sets in memory, as a `DigestSource`.
-public struct MemoryDigestSource: DigestSource, Sendable {
-    public var zones: [ZoneKey: MemoryDigestSet]
+package struct MemoryDigestSource: DigestSource, Sendable {
+    package var zones: [ZoneKey: MemoryDigestSet]
 
-    public init(_ zones: [ZoneKey: MemoryDigestSet]) { self.zones = zones }
+    package init(_ zones: [ZoneKey: MemoryDigestSet]) { self.zones = zones }
 
-    public func digestSum(of zone: ZoneKey, in range: DigestRange) -> DigestSum { zones[zone]?.sum(in: range) ?? DigestSum() }
-    public func digestItems(of zone: ZoneKey, in range: DigestRange) -> [DigestItem] { Array(zones[zone]?.items(in: range) ?? []) }
-    public func digestParts(of zone: ZoneKey, in range: DigestRange, parts: Int) -> [DigestPart] {
+    package func digestSum(of zone: ZoneKey, in range: DigestRange) -> DigestSum { zones[zone]?.sum(in: range) ?? DigestSum() }
+    package func digestItems(of zone: ZoneKey, in range: DigestRange) -> [DigestItem] { Array(zones[zone]?.items(in: range) ?? []) }
+    package func digestParts(of zone: ZoneKey, in range: DigestRange, parts: Int) -> [DigestPart] {
         zones[zone]?.parts(in: range, count: parts) ?? [DigestPart(upper: range.upper, sum: DigestSum())]
     }
 }

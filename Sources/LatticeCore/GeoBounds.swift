@@ -5,13 +5,13 @@ import Darwin
 #endif
 
 /// A latitude and longitude box, in degrees, bounds included.
-public struct GeoBox: Hashable, Sendable {
-    public var minLatitude: Double
-    public var maxLatitude: Double
-    public var minLongitude: Double
-    public var maxLongitude: Double
+package struct GeoBox: Hashable, Sendable {
+    package var minLatitude: Double
+    package var maxLatitude: Double
+    package var minLongitude: Double
+    package var maxLongitude: Double
 
-    public func contains(_ location: Location) -> Bool {
+    package func contains(_ location: Location) -> Bool {
         (minLatitude...maxLatitude).contains(location.latitude) && (minLongitude...maxLongitude).contains(location.longitude)
     }
 }
@@ -19,11 +19,11 @@ public struct GeoBox: Hashable, Sendable {
 /// The boxes that hold every location within a distance of a center, by the
 /// great-circle distance `Location.distance` measures: what a location index
 /// reads for NEAR before the exact distance of each candidate is checked.
-public enum GeoBounds {
+package enum GeoBounds {
     /// One box, or two where the circle crosses the antimeridian; nil when
     /// the center is not a location on Earth or the circle holds most of it
     /// (no box would narrow anything).
-    public static func boxes(around center: Location, within meters: Double) -> [GeoBox]? {
+    package static func boxes(around center: Location, within meters: Double) -> [GeoBox]? {
         guard meters.isFinite, meters >= 0, Limits.accepts(location: center) else { return nil }
         let degrees = 180 / Double.pi
         // The angle the distance spans at Earth's center, widened a little so

@@ -1,23 +1,23 @@
 /// CloudKit's limits, and the name rules: checked on every local write, and
 /// on every record and header a peer sends, so nothing enters a replica from
 /// the network that it could not have written itself.
-public enum Limits {
+package enum Limits {
     /// A record's fields total at most this (CloudKit's 1 MB); larger data goes in an asset.
-    public static let maximumRecordBytes = 1_000_000
-    public static let maximumNameLength = 255
+    package static let maximumRecordBytes = 1_000_000
+    package static let maximumNameLength = 255
     /// Memberships a shared zone's change set may carry: one per writer, a few each.
-    public static let maximumMembershipsPerChangeSet = 4096
+    package static let maximumMembershipsPerChangeSet = 4096
     /// Indexed fields per record type: each is a column of the type's index
     /// table, and SQLite allows 2,000 columns.
-    public static let maximumIndexedFieldsPerType = 100
+    package static let maximumIndexedFieldsPerType = 100
     /// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in milliseconds.
-    public static let dateRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
+    package static let dateRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
     /// Causal lengths beyond this are refused: honest histories stay far below,
     /// and arithmetic on them (a delete adds one) must never overflow.
-    public static let maximumCausalLength: UInt64 = 1 << 62
+    package static let maximumCausalLength: UInt64 = 1 << 62
 
     /// Field names and record types: a letter, then letters, digits and `_`.
-    public static func isIdentifier(_ name: String) -> Bool {
+    package static func isIdentifier(_ name: String) -> Bool {
         var utf8 = name.utf8.makeIterator()
         guard let first = utf8.next(), isLetter(first), name.utf8.count <= maximumNameLength else { return false }
         while let byte = utf8.next() {
@@ -27,25 +27,25 @@ public enum Limits {
     }
 
     /// Record names: 1 to 255 bytes, no `/`, no control characters.
-    public static func isRecordName(_ name: String) -> Bool {
+    package static func isRecordName(_ name: String) -> Bool {
         isPrintableName(name, refusingSpaces: false)
     }
 
     /// Zone names: 1 to 255 bytes, no `/`, spaces or control characters.
-    public static func isZoneName(_ name: String) -> Bool {
+    package static func isZoneName(_ name: String) -> Bool {
         isPrintableName(name, refusingSpaces: true)
     }
 
     /// A string or bytes value of this size fits in a record.
-    @inlinable public static func accepts(byteCount: Int) -> Bool { byteCount <= maximumRecordBytes }
-    @inlinable public static func accepts(date milliseconds: Int64) -> Bool { dateRange.contains(milliseconds) }
-    public static func accepts(location: Location) -> Bool {
+    @inlinable package static func accepts(byteCount: Int) -> Bool { byteCount <= maximumRecordBytes }
+    @inlinable package static func accepts(date milliseconds: Int64) -> Bool { dateRange.contains(milliseconds) }
+    package static func accepts(location: Location) -> Bool {
         (-90...90).contains(location.latitude) && (-180...180).contains(location.longitude) && (location.altitude?.isFinite ?? true)
     }
-    public static func accepts(asset: AssetReference) -> Bool { asset.hash.count == 32 && asset.size >= 0 }
+    package static func accepts(asset: AssetReference) -> Bool { asset.hash.count == 32 && asset.size >= 0 }
 
     /// Why a single value cannot be written, nil if it can (the record's total is the caller's to add up).
-    public static func problem(with value: FieldValue) -> String? {
+    package static func problem(with value: FieldValue) -> String? {
         switch value {
         case .string(let text) where !accepts(byteCount: text.utf8.count):
             return "\(text.utf8.count) bytes is more than a record may hold (\(maximumRecordBytes)) — put large data in an asset"

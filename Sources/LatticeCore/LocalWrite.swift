@@ -1,5 +1,5 @@
 /// How a local save treats the fields the app did not set.
-public enum FieldReplacement: Sendable {
+package enum FieldReplacement: Sendable {
     /// Write only the given fields (CloudKit's changedKeys and ifServerRecordUnchanged).
     case changedKeys
     /// The given fields become the record's whole field set (CloudKit's allKeys).
@@ -8,12 +8,12 @@ public enum FieldReplacement: Sendable {
 
 /// Local writes, expressed as states to merge: a save or delete stamped `stamp`
 /// produces the state its writer intends.
-public enum LocalWrite {
+package enum LocalWrite {
     /// The state after saving `changes` (nil values remove fields) onto `previous`.
     /// A written field's conflicts are resolved: its writer saw them.
     /// `targetIncarnation` gives, for a `deleteSelf` target, the causal length
     /// the reference is written against (see `RecordState.cascadeReferences`).
-    public static func save(
+    package static func save(
         previous: RecordState?, recordName: String, recordType: String,
         changes: [(name: String, value: FieldValue?)], replacement: FieldReplacement, stamp: Stamp,
         targetIncarnation: (String) -> UInt64 = { _ in 1 }
@@ -55,7 +55,7 @@ public enum LocalWrite {
 
     /// Whether saving `changes` onto `previous` would change nothing a reader
     /// can see: same type, same values, no conflict to resolve.
-    public static func changesNothing(
+    package static func changesNothing(
         previous: RecordState?, recordType: String, changes: [(name: String, value: FieldValue?)],
         replacement: FieldReplacement, targetIncarnation: (String) -> UInt64 = { _ in 1 }
     ) -> Bool {
@@ -75,7 +75,7 @@ public enum LocalWrite {
     }
 
     /// The state after deleting the incarnation `previous` holds.
-    public static func delete(previous: RecordState, stamp: Stamp) -> RecordState {
+    package static func delete(previous: RecordState, stamp: Stamp) -> RecordState {
         precondition(previous.isAlive, "only a live record can be deleted")
         var next = previous
         next.causalLength += 1
@@ -88,7 +88,7 @@ public enum LocalWrite {
 
     /// The state after resolving every conflict of `previous` as it stands:
     /// the losing writes are dropped, and the stamp makes that a write peers receive.
-    public static func clearConflicts(previous: RecordState, stamp: Stamp) -> RecordState {
+    package static func clearConflicts(previous: RecordState, stamp: Stamp) -> RecordState {
         var next = previous
         for index in next.fields.indices { next.fields[index].losers = [] }
         next.vector.advance(stamp.replica, to: stamp.time)

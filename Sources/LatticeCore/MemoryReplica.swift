@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// A whole replica in memory: the replica's logic without SQLite.
 ///
@@ -7,7 +7,7 @@ import LatticeCrypto
 /// disk, and lets the store be compared against it. Every operation is a
 /// transaction: it applies whole or not at all, and one that changes nothing
 /// takes no commit sequence.
-public final class MemoryReplica: ReplicaStorage {
+package final class MemoryReplica: ReplicaStorage {
     struct Zone {
         var sync: ZoneSyncState
         var records: [String: (state: RecordState, sequence: UInt64)] = [:]
@@ -18,15 +18,15 @@ public final class MemoryReplica: ReplicaStorage {
         var residues: [String: RecordResidue] = [:]
     }
 
-    public let replica: ReplicaID
-    public let signer: Identity?
+    package let replica: ReplicaID
+    package let signer: Identity?
     /// Smaller than `WriteBlock.maximumEntries` only in tests that want many blocks.
-    public var sealedBlockEntries = WriteBlock.maximumEntries
-    public var pendingLocalWrites: [PendingLocalWrite] = []
+    package var sealedBlockEntries = WriteBlock.maximumEntries
+    package var pendingLocalWrites: [PendingLocalWrite] = []
     /// Blocks by writer and zone, sorted by `last`.
     private var blocks: [BlockKey: [WriteBlock]] = [:]
-    public var clock: HybridLogicalClock
-    public var wallClock: () -> UInt64
+    package var clock: HybridLogicalClock
+    package var wallClock: () -> UInt64
     private var currentSchema = Schema()
     /// Zones in slots, found by key; a merge asks for one zone many times per
     /// record, so the last one found is kept rather than hashed again.
@@ -34,7 +34,7 @@ public final class MemoryReplica: ReplicaStorage {
     private var slotOfZone: [ZoneKey: Int] = [:]
     private var lastZone: (key: ZoneKey, slot: Int)?
     /// The last committed sequence.
-    public private(set) var sequence: UInt64 = 0
+    package private(set) var sequence: UInt64 = 0
     private var touchedSlots: [Int] = []
     private var changed = false
     /// How to take back each change of the running transaction, newest last.
@@ -58,7 +58,7 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     /// A replica under a made-up ID: it neither signs its writes nor checks others' (unit tests of the merge).
-    public init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
+    package init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
         self.replica = replica
         signer = nil
         self.wallClock = wallClock
@@ -66,7 +66,7 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     /// A replica that signs its writes as `identity` and checks every write it receives, as the store does.
-    public init(identity: Identity, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) throws {
+    package init(identity: Identity, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) throws {
         replica = try WriteBlock.replica(of: identity.publicKey)
         signer = identity
         self.wallClock = wallClock
@@ -84,7 +84,7 @@ public final class MemoryReplica: ReplicaStorage {
 
     /// Runs `body` as one commit: undone whole if it throws, no sequence taken
     /// if it changed no zone (as in the store).
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         let savedClock = clock
         touchedSlots = []
         changed = false
@@ -134,11 +134,11 @@ public final class MemoryReplica: ReplicaStorage {
 
     // MARK: ReplicaStorage
 
-    public func wallClockNow() -> UInt64 { wallClock() }
+    package func wallClockNow() -> UInt64 { wallClock() }
 
-    public func syncState(of zone: ZoneKey) -> ZoneSyncState? { slot(zone).map { slots[$0].sync } }
+    package func syncState(of zone: ZoneKey) -> ZoneSyncState? { slot(zone).map { slots[$0].sync } }
 
-    public func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
+    package func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
         if let slot = slot(zone) {
             undo.append(.sync(slot: slot, slots[slot].sync))
             slots[slot].sync = state
@@ -151,7 +151,7 @@ public final class MemoryReplica: ReplicaStorage {
         }
     }
 
-    public func removeAllRecords(in zone: ZoneKey) {
+    package func removeAllRecords(in zone: ZoneKey) {
         guard let slot = slot(zone), !slots[slot].records.isEmpty || !slots[slot].residues.isEmpty else { return }
         undo.append(.records(slot: slot, slots[slot].records, slots[slot].cascadeIndex, slots[slot].residues))
         slots[slot].records = [:]
@@ -160,18 +160,18 @@ public final class MemoryReplica: ReplicaStorage {
         touch(slot)
     }
 
-    public func record(named name: String, in zone: ZoneKey) -> RecordState? {
+    package func record(named name: String, in zone: ZoneKey) -> RecordState? {
         guard let slot = slot(zone) else { return nil }
         return slots[slot].records[name]?.state
     }
 
     /// The state as it is: in memory there is no decoding to spare, and the merge finds a covered state unchanged.
-    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) -> RecordLookup {
+    package func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) -> RecordLookup {
         guard let slot = slot(zone), let state = slots[slot].records[name]?.state else { return .absent }
         return .state(state)
     }
 
-    public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
+    package func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
         let slot = slot(zone)!
         let name = state.recordName
         if previous == nil, let residue = slots[slot].residues.removeValue(forKey: name) { undo.append(.residue(slot: slot, name: name, residue)) }
@@ -191,11 +191,11 @@ public final class MemoryReplica: ReplicaStorage {
         touch(slot)
     }
 
-    public func residue(named name: String, in zone: ZoneKey) -> RecordResidue? {
+    package func residue(named name: String, in zone: ZoneKey) -> RecordResidue? {
         slot(zone).flatMap { slots[$0].residues[name] }
     }
 
-    public func forget(_ state: RecordState, in zone: ZoneKey) {
+    package func forget(_ state: RecordState, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         var bare = state
         bare.fields = []
@@ -203,17 +203,17 @@ public final class MemoryReplica: ReplicaStorage {
         undo.append(.record(slot: slot, name: state.recordName, slots[slot].records.removeValue(forKey: state.recordName)))
     }
 
-    public func residueDeletions(in zone: ZoneKey) -> [Stamp] {
+    package func residueDeletions(in zone: ZoneKey) -> [Stamp] {
         slot(zone).map { slots[$0].residues.values.compactMap(\.deletion) } ?? []
     }
 
-    public func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) {
+    package func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         undo.append(.residue(slot: slot, name: name, slots[slot].residues.updateValue(residue, forKey: name)))
         touch(slot)
     }
 
-    public func collect(_ tombstone: RecordState, in zone: ZoneKey) {
+    package func collect(_ tombstone: RecordState, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         let name = tombstone.recordName
         if let removed = slots[slot].records.removeValue(forKey: name) { undo.append(.record(slot: slot, name: name, removed)) }
@@ -221,28 +221,28 @@ public final class MemoryReplica: ReplicaStorage {
         changed = true
     }
 
-    public func tombstones(in zone: ZoneKey) -> [RecordState] {
+    package func tombstones(in zone: ZoneKey) -> [RecordState] {
         guard let slot = slot(zone) else { return [] }
         return slots[slot].records.values.map(\.state).filter { !$0.isAlive }.sorted { $0.recordName < $1.recordName }
     }
 
     /// The zone's collected tombstones' residues, by name.
-    public func residues(in key: ZoneKey) -> [String: RecordResidue] { slot(key).map { slots[$0].residues } ?? [:] }
+    package func residues(in key: ZoneKey) -> [String: RecordResidue] { slot(key).map { slots[$0].residues } ?? [:] }
 
     /// Collects the zone's tombstones that `acknowledged` covers, as one transaction.
     @discardableResult
-    public func collectTombstones(in key: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+    package func collectTombstones(in key: ZoneKey, acknowledged: VersionVector) throws -> [String] {
         try transaction { try (self as any ReplicaStorage).collectTombstones(in: key, acknowledged: acknowledged) }
     }
 
-    public func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {
+    package func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {
         guard let slot = slot(zone), !slots[slot].cascadeIndex.isEmpty, let sources = slots[slot].cascadeIndex[target] else { return [] }
         return Array(sources)
     }
 
-    public func schema() -> Schema { currentSchema }
+    package func schema() -> Schema { currentSchema }
 
-    public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) -> WriteBlock? {
+    package func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) -> WriteBlock? {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
         guard let time else { return list.last }
         let start = Self.firstBlock(in: list, endingAtOrAfter: time)
@@ -251,18 +251,18 @@ public final class MemoryReplica: ReplicaStorage {
         return list[start..<min(list.count, start + 8)].first { $0.digest(at: time) != nil } ?? list[start]
     }
 
-    public func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) -> [WriteBlock] {
+    package func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) -> [WriteBlock] {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return [] }
         return Array(list[Self.firstBlock(in: list, endingAtOrAfter: range.lowerBound)...].prefix { $0.last <= range.upperBound })
     }
 
-    public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) -> WriteBlock? {
+    package func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) -> WriteBlock? {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
         let index = Self.firstBlock(in: list, endingAtOrAfter: time)
         return index > 0 ? list[index - 1] : nil
     }
 
-    public func insertWriteBlock(_ block: WriteBlock) {
+    package func insertWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
         let index = Self.firstBlock(in: blocks[key] ?? [], endingAtOrAfter: block.last)
         if let existing = blocks[key], index < existing.count, existing[index].last == block.last {
@@ -274,7 +274,7 @@ public final class MemoryReplica: ReplicaStorage {
         changed = true
     }
 
-    public func removeWriteBlock(_ block: WriteBlock) {
+    package func removeWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
         guard let list = blocks[key] else { return }
         let index = Self.firstBlock(in: list, endingAtOrAfter: block.last)
@@ -284,18 +284,18 @@ public final class MemoryReplica: ReplicaStorage {
         changed = true
     }
 
-    public func blockWriters(in zone: ZoneKey) -> [ReplicaID] {
+    package func blockWriters(in zone: ZoneKey) -> [ReplicaID] {
         blocks.filter { $0.key.zone == zone && !$0.value.isEmpty }.map(\.key.replica).sorted()
     }
 
-    public func forEachRecord(in zone: ZoneKey, _ body: (RecordState) throws -> Void) throws {
+    package func forEachRecord(in zone: ZoneKey, _ body: (RecordState) throws -> Void) throws {
         guard let slot = slot(zone) else { return }
         for entry in slots[slot].records.values { try body(entry.state) }
     }
 
     /// Collects the zone's write blocks that prove nothing shown, as one transaction.
     @discardableResult
-    public func collectWriteBlocks(in key: ZoneKey) throws -> Int {
+    package func collectWriteBlocks(in key: ZoneKey) throws -> Int {
         try transaction { try (self as any ReplicaStorage).collectWriteBlocks(in: key) }
     }
 
@@ -310,13 +310,13 @@ public final class MemoryReplica: ReplicaStorage {
         return low
     }
 
-    public func persistSchemaChanges(_ changes: Schema) {
+    package func persistSchemaChanges(_ changes: Schema) {
         undo.append(.schema(currentSchema))
         currentSchema.merge(changes)
         changed = true
     }
 
-    public func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) {
+    package func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) {
         undo.append(.schema(currentSchema))
         currentSchema.setRemoved(index: removed, field: field, of: recordType)
         changed = true
@@ -329,27 +329,27 @@ public final class MemoryReplica: ReplicaStorage {
 
     // MARK: Reading
 
-    public var zoneKeys: [ZoneKey] { Array(slotOfZone.keys) }
+    package var zoneKeys: [ZoneKey] { Array(slotOfZone.keys) }
 
-    public func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
+    package func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
 
     /// Every record of a zone, tombstones included, by name.
-    public func records(in key: ZoneKey) -> [RecordState] {
+    package func records(in key: ZoneKey) -> [RecordState] {
         (slot(key).map { slots[$0].records.values.map(\.state) } ?? []).sorted { $0.recordName < $1.recordName }
     }
 
     // MARK: Operations, each a transaction
 
-    public func createZone(_ key: ZoneKey) {
+    package func createZone(_ key: ZoneKey) {
         _ = try? transaction { try (self as any ReplicaStorage).createZone(key) }
     }
 
-    public func deleteZone(_ key: ZoneKey) throws {
+    package func deleteZone(_ key: ZoneKey) throws {
         try transaction { try (self as any ReplicaStorage).deleteZone(key) }
     }
 
     @discardableResult
-    public func save(
+    package func save(
         _ name: String, type: String, in key: ZoneKey, changes: [(name: String, value: FieldValue?)],
         replacement: FieldReplacement = .changedKeys
     ) throws -> RecordState {
@@ -357,7 +357,7 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     /// Deletes a live record (and what it cascades to); unknownRecord otherwise.
-    public func delete(_ name: String, in key: ZoneKey) throws {
+    package func delete(_ name: String, in key: ZoneKey) throws {
         try transaction {
             guard record(named: name, in: key)?.isAlive == true else { throw ReplicaError.unknownRecord(name) }
             try (self as any ReplicaStorage).delete([name], in: key)
@@ -365,29 +365,29 @@ public final class MemoryReplica: ReplicaStorage {
     }
 
     @discardableResult
-    public func clearConflicts(of name: String, in key: ZoneKey) throws -> Bool {
+    package func clearConflicts(of name: String, in key: ZoneKey) throws -> Bool {
         try transaction { try (self as any ReplicaStorage).clearConflicts(of: name, in: key) }
     }
 
     @discardableResult
-    public func deploySchema() throws -> Bool {
+    package func deploySchema() throws -> Bool {
         try transaction { try (self as any ReplicaStorage).deploySchema() }
     }
 
     @discardableResult
-    public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+    package func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         try transaction { try (self as any ReplicaStorage).addIndex(kinds, field: field, of: recordType) }
     }
 
     @discardableResult
-    public func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+    package func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         try transaction { try (self as any ReplicaStorage).removeIndex(kinds, field: field, of: recordType) }
     }
 
     // MARK: Change sets
 
     /// A change set of what this replica has in `key` that `vector` lacks.
-    public func makeChangeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
+    package func makeChangeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
         guard let slot = slot(key) else { throw ReplicaError.zoneNotFound(key) }
         let zone = slots[slot]
         let start = Checkpoint.deltaStart(in: zone.checkpoints, for: vector)
@@ -398,7 +398,7 @@ public final class MemoryReplica: ReplicaStorage {
         return try Self.encode(header: header, records: changed, proofs: proofs)
     }
 
-    public static func encode(header: ChangeSetHeader, records: [RecordState], proofs: ProofCollector? = nil) throws -> [UInt8] {
+    package static func encode(header: ChangeSetHeader, records: [RecordState], proofs: ProofCollector? = nil) throws -> [UInt8] {
         var bytes: [UInt8] = []
         var writer = try ChangeSetWriter(header: header, proofs: proofs) { bytes.append(contentsOf: $0) }
         for record in records { try writer.append(record) }
@@ -409,7 +409,7 @@ public final class MemoryReplica: ReplicaStorage {
     /// Applies every change set in `bytes` in one transaction, as the store
     /// does: if any fails to decode, the replica stays as it was.
     @discardableResult
-    public func apply(_ bytes: [UInt8]) throws -> ApplySummary {
+    package func apply(_ bytes: [UInt8]) throws -> ApplySummary {
         try transaction { try (self as any ReplicaStorage).applyChangeSets(from: ArrayByteSource(bytes)) }
     }
 }

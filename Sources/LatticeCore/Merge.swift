@@ -1,10 +1,10 @@
 /// The outcome of merging one incoming record state into the local one.
-public struct MergeOutcome: Sendable {
-    public var state: RecordState
+package struct MergeOutcome: Sendable {
+    package var state: RecordState
     /// Whether `state` differs from the local state (nothing to persist otherwise).
-    public var changed: Bool
+    package var changed: Bool
     /// How many losing writes the merge added to the record's conflicts.
-    public var newConflicts: Int
+    package var newConflicts: Int
 }
 
 /// The merge rule of the contract (DESIGN §2), written once and used for every
@@ -20,8 +20,8 @@ public struct MergeOutcome: Sendable {
 /// side's vector covers but that side no longer holds was overwritten (or its
 /// conflict cleared) there, so it is dropped. This needs every stamp of a
 /// state to be covered by its vector, which `RecordCodec` checks on decode.
-public enum Merge {
-    public static func merge(local: RecordState?, incoming: RecordState) -> MergeOutcome {
+package enum Merge {
+    package static func merge(local: RecordState?, incoming: RecordState) -> MergeOutcome {
         guard let local else { return MergeOutcome(state: incoming, changed: true, newConflicts: incoming.conflictCount) }
         if local.causalLength != incoming.causalLength {
             var winner = local.causalLength > incoming.causalLength ? local : incoming
@@ -120,7 +120,7 @@ public enum Merge {
         return ValueOrder.canonicalBytes(current).lexicographicallyPrecedes(ValueOrder.canonicalBytes(candidate))
     }
 
-    public static func merge(_ states: [RecordState]) -> RecordState? {
+    package static func merge(_ states: [RecordState]) -> RecordState? {
         guard var result = states.first else { return nil }
         for state in states.dropFirst() { result = merge(local: result, incoming: state).state }
         return result

@@ -14,16 +14,16 @@ public struct QuerySort: Hashable, Sendable {
 /// Where a page ended: the last record's sort values and name. The next page
 /// starts strictly after it, so records saved or deleted meanwhile neither
 /// shift nor repeat the rest (keyset pagination, not an offset).
-public struct QueryPosition: Hashable, Sendable {
-    public var values: [FieldValue?]
-    public var recordName: String
+package struct QueryPosition: Hashable, Sendable {
+    package var values: [FieldValue?]
+    package var recordName: String
 
-    public init(values: [FieldValue?], recordName: String) {
+    package init(values: [FieldValue?], recordName: String) {
         self.values = values
         self.recordName = recordName
     }
 
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
         writer.string(recordName)
         writer.varint(values.count)
@@ -31,7 +31,7 @@ public struct QueryPosition: Hashable, Sendable {
         return writer.bytes
     }
 
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var reader = BinaryReader(bytes)
         recordName = try reader.string()
         let count = try reader.count(below: 64, "sort key count")
@@ -41,24 +41,24 @@ public struct QueryPosition: Hashable, Sendable {
 }
 
 /// Runs a query over records: filter, order, page.
-public struct QueryEngine: Sendable {
-    public var recordType: String
-    public var predicate: QueryPredicate
-    public var sorts: [QuerySort]
+package struct QueryEngine: Sendable {
+    package var recordType: String
+    package var predicate: QueryPredicate
+    package var sorts: [QuerySort]
 
-    public init(recordType: String, predicate: QueryPredicate, sorts: [QuerySort]) {
+    package init(recordType: String, predicate: QueryPredicate, sorts: [QuerySort]) {
         self.recordType = recordType
         self.predicate = predicate
         self.sorts = sorts
     }
 
-    public func position(of record: RecordState) -> QueryPosition {
+    package func position(of record: RecordState) -> QueryPosition {
         QueryPosition(values: sorts.map { sortValue(record, $0) }, recordName: record.recordName)
     }
 
     /// One page of matches after `cursor`, at most `limit`, and where it ended
     /// when more may follow.
-    public func page<Records: Sequence>(_ records: Records, after cursor: QueryPosition?, limit: Int) -> (records: [RecordState], next: QueryPosition?)
+    package func page<Records: Sequence>(_ records: Records, after cursor: QueryPosition?, limit: Int) -> (records: [RecordState], next: QueryPosition?)
     where Records.Element == RecordState {
         var matches: [(QueryPosition, RecordState)] = []
         for record in records where record.isAlive && record.recordType == recordType && predicate.matches(record) {
@@ -74,7 +74,7 @@ public struct QueryEngine: Sendable {
 
     /// Total order on positions: each sort key in turn (missing values last),
     /// then record name so equal keys still have one order on every replica.
-    public func compare(_ a: QueryPosition, _ b: QueryPosition) -> Int {
+    package func compare(_ a: QueryPosition, _ b: QueryPosition) -> Int {
         for index in sorts.indices {
             let order = compareKey(index, index < a.values.count ? a.values[index] : nil, index < b.values.count ? b.values[index] : nil)
             if order != 0 { return order }
@@ -86,7 +86,7 @@ public struct QueryEngine: Sendable {
 
     /// The order of two values of sort key `index`: missing values last,
     /// whichever the direction.
-    public func compareKey(_ index: Int, _ x: FieldValue?, _ y: FieldValue?) -> Int {
+    package func compareKey(_ index: Int, _ x: FieldValue?, _ y: FieldValue?) -> Int {
         switch (x, y) {
         case (nil, nil): return 0
         case (nil, _): return 1

@@ -19,7 +19,7 @@ extension RecordState {
 
 extension QueryPredicate {
     /// Whether a live record matches. Type mismatches never match.
-    public func matches(_ record: RecordState) -> Bool {
+    package func matches(_ record: RecordState) -> Bool {
         switch self {
         case .all: return true
         case .condition(let condition): return condition.matches(record)
@@ -31,7 +31,7 @@ extension QueryPredicate {
 }
 
 extension QueryCondition {
-    public func matches(_ record: RecordState) -> Bool {
+    package func matches(_ record: RecordState) -> Bool {
         if key == .allTokens {
             let text = record.presentFields.compactMap { field -> String? in
                 if case .string(let text) = field.value { return text }
@@ -107,16 +107,16 @@ extension QueryCondition {
 }
 
 /// Splits text into lowercase words, as CloudKit's token searches do.
-public enum Tokenizer {
-    public static func tokens(_ text: String) -> [String] {
+package enum Tokenizer {
+    package static func tokens(_ text: String) -> [String] {
         text.lowercased().split { !($0.isLetter || $0.isNumber) }.map(String.init)
     }
 }
 
 /// Comparisons between field values: numbers compare across Int64 and Double,
 /// dates with dates, strings with strings; other pairs are unordered.
-public enum ValueComparison {
-    public static func equal(_ a: FieldValue, _ b: FieldValue) -> Bool {
+package enum ValueComparison {
+    package static func equal(_ a: FieldValue, _ b: FieldValue) -> Bool {
         if let order = order(a, b) { return order == 0 }
         switch (a, b) {
         case (.reference(let x), .reference(let y)): return textOrder(x.recordName, y.recordName) == 0
@@ -126,7 +126,7 @@ public enum ValueComparison {
     }
 
     /// -1, 0 or 1; nil when the two values have no order.
-    public static func order(_ a: FieldValue, _ b: FieldValue) -> Int? {
+    package static func order(_ a: FieldValue, _ b: FieldValue) -> Int? {
         switch (a, b) {
         case (.int64(let x), .int64(let y)): return x < y ? -1 : (x == y ? 0 : 1)
         case (.double(let x), .double(let y)): return x < y ? -1 : (x == y ? 0 : 1)
@@ -153,7 +153,7 @@ public enum ValueComparison {
 
     /// Text orders by its UTF-8 bytes (so by code point), as SQLite's indexes
     /// order it: an indexed query and a scan agree on every string.
-    public static func textOrder(_ x: String, _ y: String) -> Int {
+    package static func textOrder(_ x: String, _ y: String) -> Int {
         var a = x
         var b = y
         return a.withUTF8 { p in

@@ -2,18 +2,18 @@
 /// says when reading may stop. The page is the same whatever the plan: the
 /// predicate and cursor are checked on each candidate and the page is sorted
 /// by the engine's order, so an index only decides how much is read.
-public struct QueryPageCollector {
-    public let engine: QueryEngine
-    public let cursor: QueryPosition?
-    public let limit: Int
+package struct QueryPageCollector {
+    package let engine: QueryEngine
+    package let cursor: QueryPosition?
+    package let limit: Int
     private let order: Ordering
     private var matches: [(position: QueryPosition, record: RecordState)] = []
     /// The first sort key of the match that filled the page, in grouped order.
     private var boundary: FieldValue??
-    public private(set) var candidatesRead = 0
+    package private(set) var candidatesRead = 0
 
     /// How candidates arrive.
-    public enum Ordering: Sendable {
+    package enum Ordering: Sendable {
         /// Exactly in the query's order.
         case complete
         /// Ordered by the first sort key only.
@@ -21,20 +21,20 @@ public struct QueryPageCollector {
         case unordered
     }
 
-    public init(engine: QueryEngine, cursor: QueryPosition?, limit: Int, order: Ordering) {
+    package init(engine: QueryEngine, cursor: QueryPosition?, limit: Int, order: Ordering) {
         self.engine = engine
         self.cursor = cursor
         self.limit = limit
         self.order = order
     }
 
-    public init(engine: QueryEngine, plan: QueryPlan, cursor: QueryPosition?, limit: Int) {
+    package init(engine: QueryEngine, plan: QueryPlan, cursor: QueryPosition?, limit: Int) {
         let ordering: Ordering = plan.order == .none ? .unordered : (plan.orderIsComplete ? .complete : .byFirstKey)
         self.init(engine: engine, cursor: cursor, limit: limit, order: ordering)
     }
 
     /// Takes one candidate; returns false once no later candidate can be on the page.
-    public mutating func offer(_ record: RecordState) -> Bool {
+    package mutating func offer(_ record: RecordState) -> Bool {
         candidatesRead += 1
         guard record.isAlive, record.recordType == engine.recordType, engine.predicate.matches(record) else { return true }
         let position = engine.position(of: record)
@@ -67,7 +67,7 @@ public struct QueryPageCollector {
     }
 
     /// The page and, when more may follow, where it ended.
-    public func finish() -> (records: [RecordState], next: QueryPosition?) {
+    package func finish() -> (records: [RecordState], next: QueryPosition?) {
         let sorted = matches.sorted { engine.compare($0.position, $1.position) < 0 }
         guard sorted.count > limit else { return (sorted.map(\.record), nil) }
         let page = sorted.prefix(limit)

@@ -1,5 +1,5 @@
 /// A column an index can read: a field's indexed values, or the record's name.
-public enum IndexColumn: Hashable, Sendable {
+package enum IndexColumn: Hashable, Sendable {
     case field(String)
     case recordName
 }
@@ -7,8 +7,8 @@ public enum IndexColumn: Hashable, Sendable {
 /// The part of a query's filter that indexes can check. It is never narrower
 /// than the predicate: every record the predicate matches passes it, so the
 /// predicate, checked again on each candidate, has the last word.
-public indirect enum IndexFilter: Hashable, Sendable {
-    public enum Comparison: String, Hashable, Sendable {
+package indirect enum IndexFilter: Hashable, Sendable {
+    package enum Comparison: String, Hashable, Sendable {
         case equals = "=", lessThan = "<", lessThanOrEquals = "<=", greaterThan = ">", greaterThanOrEquals = ">="
     }
 
@@ -44,7 +44,7 @@ public indirect enum IndexFilter: Hashable, Sendable {
     }
 
     /// How many conditions the filter holds.
-    public var conditionCount: Int {
+    package var conditionCount: Int {
         switch self {
         case .compare, .oneOf, .prefix, .tokens, .members, .memberPrefix, .within: return 1
         case .and(let parts), .or(let parts): return parts.reduce(0) { $0 + $1.conditionCount }
@@ -52,7 +52,7 @@ public indirect enum IndexFilter: Hashable, Sendable {
     }
 
     /// The fields whose indexes this filter reads.
-    public var fields: Set<String> {
+    package var fields: Set<String> {
         switch self {
         case .compare(.field(let name), _, _), .oneOf(.field(let name), _), .prefix(.field(let name), _), .tokens(let name, _, _),
              .members(let name, _, _), .memberPrefix(let name, _), .within(let name, _):
@@ -66,8 +66,8 @@ public indirect enum IndexFilter: Hashable, Sendable {
 /// How a query reads the store: which rows it reads as candidates, in which
 /// order, and when it may stop. Made by `QueryPlanner` from the query and the
 /// schema's indexes; the store turns it into SQL.
-public struct QueryPlan: Hashable, Sendable {
-    public enum Order: Hashable, Sendable {
+package struct QueryPlan: Hashable, Sendable {
+    package enum Order: Hashable, Sendable {
         /// Candidates in no useful order: all of them are read, then sorted.
         case none
         case recordName(ascending: Bool)
@@ -76,28 +76,28 @@ public struct QueryPlan: Hashable, Sendable {
     }
 
     /// What indexes check before a record is read; nil when they check nothing.
-    public var filter: IndexFilter?
-    public var order: Order
+    package var filter: IndexFilter?
+    package var order: Order
     /// Candidates arrive in exactly the query's order, so reading stops once
     /// the page is full. Otherwise they arrive grouped by the first sort key
     /// (reading stops after the group that fills the page) or in no order.
-    public var orderIsComplete: Bool
+    package var orderIsComplete: Bool
     /// A field whose index would let this query read fewer rows, with the kind it needs.
-    public struct Suggestion: Hashable, Sendable {
-        public var field: String
-        public var kind: IndexKinds
+    package struct Suggestion: Hashable, Sendable {
+        package var field: String
+        package var kind: IndexKinds
     }
 
-    public var suggestions: [Suggestion]
+    package var suggestions: [Suggestion]
 
     /// Whether the type's index table is read (else the records table is).
-    public var readsTypeIndex: Bool {
+    package var readsTypeIndex: Bool {
         if case .field = order { return true }
         return !(filter?.fields.isEmpty ?? true)
     }
 
     /// One line for `query --explain`.
-    public var summary: String {
+    package var summary: String {
         let filterPart = filter.map { filter -> String in
             let fields = filter.fields.sorted()
             return fields.isEmpty ? "record names narrowed by the filter" : "the index on \(fields.joined(separator: ", ")) narrows the candidates"
@@ -117,8 +117,8 @@ public struct QueryPlan: Hashable, Sendable {
 }
 
 /// Chooses how to run a query from the indexes the schema has.
-public enum QueryPlanner {
-    public static func plan(_ engine: QueryEngine, schema: Schema) -> QueryPlan {
+package enum QueryPlanner {
+    package static func plan(_ engine: QueryEngine, schema: Schema) -> QueryPlan {
         let kinds = { (field: String) in schema.indexKinds(field, of: engine.recordType) }
         var filter = translate(engine.predicate, schema: schema, recordType: engine.recordType)
         // SQLite refuses expressions nested 1,000 deep; a filter that large
@@ -255,14 +255,14 @@ public enum QueryPlanner {
     static let maximumPushedValues = 500
 
     /// Values an index compares exactly as the query engine does.
-    public static func isIndexable(_ value: FieldValue) -> Bool {
+    package static func isIndexable(_ value: FieldValue) -> Bool {
         switch value {
         case .string, .int64, .double, .bool, .date, .bytes, .reference: return true
         case .asset, .location, .list: return false
         }
     }
 
-    public static func isOrderable(_ value: FieldValue) -> Bool {
+    package static func isOrderable(_ value: FieldValue) -> Bool {
         switch value {
         case .string, .int64, .double, .bool, .date: return true
         default: return false

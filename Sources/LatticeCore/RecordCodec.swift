@@ -1,21 +1,21 @@
 /// Maps replica IDs to the small indexes a change set or a store writes instead.
-public struct ReplicaTable: Sendable {
-    public private(set) var replicas: [ReplicaID] = []
+package struct ReplicaTable: Sendable {
+    package private(set) var replicas: [ReplicaID] = []
     private var indexes: [ReplicaID: Int] = [:]
 
-    public init(_ replicas: [ReplicaID] = []) {
+    package init(_ replicas: [ReplicaID] = []) {
         for replica in replicas { _ = index(of: replica) }
     }
 
     /// The index of `replica`, adding it if new.
-    public mutating func index(of replica: ReplicaID) -> Int {
+    package mutating func index(of replica: ReplicaID) -> Int {
         if let index = indexes[replica] { return index }
         indexes[replica] = replicas.count
         replicas.append(replica)
         return replicas.count - 1
     }
 
-    public func existingIndex(of replica: ReplicaID) -> Int? { indexes[replica] }
+    package func existingIndex(of replica: ReplicaID) -> Int? { indexes[replica] }
 }
 
 /// Field names and record types written once per frame, then by index.

@@ -14,7 +14,7 @@
 /// device back after the tombstone horizon deletes a record it holds live
 /// only on a delete its writer signed (`takeCollected`), never on the word
 /// of the device that tells it.
-public struct RecordResidue: Hashable, Sendable {
+@_spi(Tools) public struct RecordResidue: Hashable, Sendable {
     public var causalLength: UInt64
     public var vector: VersionVector
     /// The tombstone's delete (nil in residues kept before deletes were: they prove nothing to another device).

@@ -32,7 +32,7 @@ extension RecordState {
 
 extension Optional where Wrapped == FieldValue {
     /// Names of the records a value references with `deleteSelf`, in order.
-    public var cascadeTargets: [String] {
+    package var cascadeTargets: [String] {
         switch self {
         case .reference(let reference)? where reference.action == .deleteSelf:
             return [reference.recordName]

@@ -1,5 +1,5 @@
 /// One write to a field: the value (nil removes the field) and its stamp.
-public struct FieldVersion: Hashable, Sendable {
+@_spi(Tools) public struct FieldVersion: Hashable, Sendable {
     public var value: FieldValue?
     public var stamp: Stamp
     /// For each `deleteSelf` reference in `value`, in order: the causal length
@@ -20,7 +20,7 @@ public struct FieldVersion: Hashable, Sendable {
 /// concurrent with it (`losers`): they are replicated state, so every replica
 /// holding the record shows the same conflicts, until a write to the field
 /// or a clear resolves them (DESIGN §2.5).
-public struct FieldRegister: Hashable, Sendable {
+@_spi(Tools) public struct FieldRegister: Hashable, Sendable {
     public var name: String
     public var value: FieldValue?
     public var stamp: Stamp
@@ -81,7 +81,7 @@ public struct FieldRegister: Hashable, Sendable {
 /// write made after seeing a delete (or with nothing seen) moves to the next
 /// odd length. The larger causal length wins outright; equal lengths merge
 /// field by field.
-public struct RecordState: Hashable, Sendable {
+@_spi(Tools) public struct RecordState: Hashable, Sendable {
     public var recordName: String
     public var causalLength: UInt64
     /// The record type, a register of its own (concurrent creations may disagree).
@@ -179,7 +179,7 @@ public struct RecordState: Hashable, Sendable {
 }
 
 /// A record's causal length and version vector, readable without its fields.
-public struct RecordVersion: Hashable, Sendable {
+@_spi(Tools) public struct RecordVersion: Hashable, Sendable {
     public var causalLength: UInt64
     public var vector: VersionVector
 
@@ -197,7 +197,7 @@ public struct RecordVersion: Hashable, Sendable {
 }
 
 /// A zone's own register: incarnations as for records (odd exists, even deleted).
-public struct ZoneState: Hashable, Sendable {
+@_spi(Tools) public struct ZoneState: Hashable, Sendable {
     public var causalLength: UInt64
     public var stamp: Stamp
 

@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// The identity of one replica (one device's store) in stamps and version vectors.
 ///
@@ -48,7 +48,7 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// The replica a device writes as: the first 16 bytes of its ID's digest
     /// (both are SHA-256 of its public key, `WriteBlock.replica(of:)`).
-    public init(device: DeviceID) { self.init(bytes: Array(device.digest.prefix(16))) }
+    package init(device: DeviceID) { self.init(bytes: Array(device.digest.prefix(16))) }
 
     /// Parses the 32-hex-digit form printed by `description`.
     public init?(hex: String) {
@@ -64,7 +64,7 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// Parses exactly the spelling `description` prints (lowercase), as
     /// names that embed a replica need: one replica, one name.
-    package init?<Text: StringProtocol>(canonicalHex text: Text) {
+    public init?<Text: StringProtocol>(canonicalHex text: Text) {
         guard let replica = ReplicaID(hex: String(text)), replica.description == text else { return nil }
         self = replica
     }

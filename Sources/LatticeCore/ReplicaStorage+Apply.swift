@@ -50,7 +50,7 @@ extension ReplicaStorage {
     /// caller knows this replica still lacks part of what the sender claims).
     /// With `takingSchema` false, the change sets' schemas are not merged (a
     /// stranger's: the schema is the container's, private record types too).
-    public func applyChangeSets<Source: ByteSource>(from source: Source, takingClaims: Bool = true, takingSchema: Bool = true) throws -> ApplySummary {
+    package func applyChangeSets<Source: ByteSource>(from source: Source, takingClaims: Bool = true, takingSchema: Bool = true) throws -> ApplySummary {
         var reader = ChangeSetReader(source: source)
         var total = ApplySummary()
         while try reader.readHeader() != nil {
@@ -68,7 +68,7 @@ extension ReplicaStorage {
     /// The caller commits only if this returns: a truncated or corrupt change
     /// set throws before its end and must leave nothing behind. Nothing is
     /// written when the change set brings nothing new.
-    public func apply<Source: ByteSource>(_ reader: inout ChangeSetReader<Source>, takingClaim: Bool = true, takingSchema: Bool = true) throws -> ApplySummary {
+    package func apply<Source: ByteSource>(_ reader: inout ChangeSetReader<Source>, takingClaim: Bool = true, takingSchema: Bool = true) throws -> ApplySummary {
         guard let header = reader.header else { throw ChangeSetError.malformed("no header read") }
         let zone = header.zone
         var summary = ApplySummary()

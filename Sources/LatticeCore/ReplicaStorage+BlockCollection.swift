@@ -16,10 +16,10 @@
 /// - this replica's own heads that peers hold are entry times of its blocks
 ///   (`holdsOwnHead`): the storage notes how far its own blocks went
 ///   (`noteOwnBlocksCollected`), and a head up to there is one it signed.
-public enum WriteBlockCollection {
+package enum WriteBlockCollection {
     /// The stamps a zone shows, by writer: the zone's incarnation's and every
     /// part of every record `records` calls its body with (tombstones too).
-    public static func shownStamps(zoneState: ZoneState?, residueDeletions: [Stamp] = [], records: ((RecordState) throws -> Void) throws -> Void) rethrows -> [ReplicaID: Set<HLCTimestamp>] {
+    package static func shownStamps(zoneState: ZoneState?, residueDeletions: [Stamp] = [], records: ((RecordState) throws -> Void) throws -> Void) rethrows -> [ReplicaID: Set<HLCTimestamp>] {
         var shown: [ReplicaID: Set<HLCTimestamp>] = [:]
         if let zoneState { shown[zoneState.stamp.replica, default: []].insert(zoneState.stamp.time) }
         // A residue's delete is proven to devices back after the horizon (`takeCollected`).
@@ -30,24 +30,24 @@ public enum WriteBlockCollection {
 
     /// Of one writer's blocks in a zone (all of them, by `last`), those that
     /// may go: none of their writes is `shown`, and they are not the latest two.
-    public static func collectable(_ blocks: [WriteBlock], shown: Set<HLCTimestamp>) -> [WriteBlock] {
+    package static func collectable(_ blocks: [WriteBlock], shown: Set<HLCTimestamp>) -> [WriteBlock] {
         blocks.dropLast(2).filter { !proves($0, anyOf: shown) }
     }
 
     /// Whether `block` holds one of the `shown` writes (a head, whose entries are unknown, may).
-    public static func proves(_ block: WriteBlock, anyOf shown: Set<HLCTimestamp>) -> Bool {
+    package static func proves(_ block: WriteBlock, anyOf shown: Set<HLCTimestamp>) -> Bool {
         block.entries.map { entries in entries.contains { shown.contains($0.time) } } ?? true
     }
 
     /// Every time a block can end at: to read all of a writer's blocks.
-    public static let anyEnd = HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max))
+    package static let anyEnd = HLCTimestamp.zero...HLCTimestamp(rawValue: UInt64(Int64.max))
 }
 
 extension ReplicaStorage {
     /// Drops the zone's write blocks that prove no write the replica shows,
     /// but each writer's latest two; returns how many went.
     @discardableResult
-    public func collectWriteBlocks(in zone: ZoneKey) throws -> Int {
+    package func collectWriteBlocks(in zone: ZoneKey) throws -> Int {
         guard let sync = try syncState(of: zone) else { return 0 }
         let shown = try WriteBlockCollection.shownStamps(zoneState: sync.zoneState, residueDeletions: try residueDeletions(in: zone)) { body in try forEachRecord(in: zone, body) }
         var dropped = 0

@@ -12,13 +12,13 @@ extension ReplicaStorage {
     /// (the meet of what every device holding the zone acknowledged, this one
     /// included); returns their names.
     @discardableResult
-    public func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+    package func collectTombstones(in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
         try collect(try tombstones(in: zone), in: zone, acknowledged: acknowledged)
     }
 
     /// Collects those of the zone's `tombstones` (as `tombstones(in:)` read
     /// them in this transaction) whose vectors `acknowledged` dominates.
-    public func collect(_ tombstones: [RecordState], in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+    package func collect(_ tombstones: [RecordState], in zone: ZoneKey, acknowledged: VersionVector) throws -> [String] {
         var collected: [String] = []
         for tombstone in tombstones where acknowledged.dominates(tombstone.vector) {
             try collect(tombstone, in: zone)
@@ -41,7 +41,7 @@ extension ReplicaStorage {
     /// signed: the residue names it, and one of `blocks` (or a block stored
     /// here) must sign exactly that delete, by a writer this replica accepts.
     /// What is not so proven is skipped, and nothing of it changes.
-    public func takeCollected(_ records: [(name: String, residue: RecordResidue)], blocks: [WriteBlock] = [], in zone: ZoneKey) throws -> Int {
+    package func takeCollected(_ records: [(name: String, residue: RecordResidue)], blocks: [WriteBlock] = [], in zone: ZoneKey) throws -> Int {
         guard try syncState(of: zone)?.zoneState.exists == true else { return 0 }
         var taken = 0
         var candidates = Set<String>()

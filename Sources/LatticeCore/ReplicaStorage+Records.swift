@@ -1,9 +1,9 @@
 /// What a local save did.
-public struct SaveOutcome: Sendable {
+package struct SaveOutcome: Sendable {
     /// The record as stored after the save.
-    public var state: RecordState
+    package var state: RecordState
     /// False when the save would have changed nothing and was not written.
-    public var changed: Bool
+    package var changed: Bool
 }
 
 extension ReplicaStorage {
@@ -13,7 +13,7 @@ extension ReplicaStorage {
     /// `knownPrevious`: the record's state as the caller just read it in this
     /// transaction (`.some(nil)` when absent), so it is not read again.
     @discardableResult
-    public func save(
+    package func save(
         _ name: String, type: String, in zone: ZoneKey, changes: [(name: String, value: FieldValue?)],
         replacement: FieldReplacement = .changedKeys, knownPrevious: RecordState?? = .none
     ) throws -> SaveOutcome {
@@ -66,7 +66,7 @@ extension ReplicaStorage {
     /// Deletes the live records among `names`, in order, then every record the
     /// deletes cascade to. Returns the names deleted, the requested ones first.
     @discardableResult
-    public func delete(_ names: [String], in zone: ZoneKey) throws -> [String] {
+    package func delete(_ names: [String], in zone: ZoneKey) throws -> [String] {
         var sync = try liveSyncState(of: zone)
         var deleted: [String] = []
         var candidates = Set<String>()
@@ -94,7 +94,7 @@ extension ReplicaStorage {
     /// Resolves the record's conflicts as they stand (a write that syncs).
     /// Returns false when it has none.
     @discardableResult
-    public func clearConflicts(of name: String, in zone: ZoneKey) throws -> Bool {
+    package func clearConflicts(of name: String, in zone: ZoneKey) throws -> Bool {
         let sync = try liveSyncState(of: zone)
         guard let previous = try record(named: name, in: zone), previous.isAlive, previous.hasConflicts else { return false }
         if let refusal = try localWriteRefusal(writing: previous, named: name, in: zone) { throw ReplicaError.permission(refusal) }

@@ -1,6 +1,6 @@
 extension ReplicaStorage {
     /// The share of a shared zone as held here, or nil (none yet, or another database).
-    public func share(of zone: ZoneKey) throws -> Share? {
+    package func share(of zone: ZoneKey) throws -> Share? {
         guard zone.scope == .shared else { return nil }
         return Share.held(try record(named: Share.recordName, in: zone), in: zone)
     }
@@ -28,7 +28,7 @@ extension ReplicaStorage {
     /// which writes its leave field. Returns false when the account already
     /// has that permission.
     @discardableResult
-    public func setSharePermission(_ permission: SharePermission, of account: String, in zone: ZoneKey) throws -> Bool {
+    package func setSharePermission(_ permission: SharePermission, of account: String, in zone: ZoneKey) throws -> Bool {
         let sync = try liveSyncState(of: zone)
         let previous = try record(named: Share.recordName, in: zone)
         let current = previous.flatMap { Share.held($0, in: zone) }?.currentPermission(of: account)
@@ -67,7 +67,7 @@ extension ReplicaStorage {
     /// device's later writes by this (`Share.removedDevices`). Returns
     /// whether it wrote.
     @discardableResult
-    public func recordAccountRemovals(_ removals: [ReplicaID: HLCTimestamp], of account: String, in zone: ZoneKey) throws -> Bool {
+    package func recordAccountRemovals(_ removals: [ReplicaID: HLCTimestamp], of account: String, in zone: ZoneKey) throws -> Bool {
         guard enforcesWriteRights, zone.scope == .shared,
               let previous = try record(named: Share.recordName, in: zone), let share = Share.held(previous, in: zone) else { return false }
         let changes: [(String, FieldValue?)] = removals.filter { $0.key != replica && share.removedDevices[$0.key]?[account] != $0.value }
@@ -97,7 +97,7 @@ extension ReplicaStorage {
     /// `notVouching`: records that came in the same change set as the share
     /// change, ahead of it: a modified client's order, not what this device
     /// held before it learned of the revocation.
-    public func settleRevocations(in zone: ZoneKey, notVouching: Set<String> = []) throws -> Int {
+    package func settleRevocations(in zone: ZoneKey, notVouching: Set<String> = []) throws -> Int {
         guard enforcesWriteRights, zone.scope == .shared, let previous = try record(named: Share.recordName, in: zone),
               let share = Share.held(previous, in: zone), !share.revokedAccounts.isEmpty || !share.removedDevices.isEmpty else { return 0 }
         guard accounts(of: replica).contains(zone.zoneID.ownerName) else { return try stripRevokedWrites(in: zone, share: share) }

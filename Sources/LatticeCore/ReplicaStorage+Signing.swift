@@ -1,13 +1,13 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// A local write of the running transaction, to seal into a block when it commits.
-public struct PendingLocalWrite: Hashable, Sendable {
-    public var zone: ZoneKey
+package struct PendingLocalWrite: Hashable, Sendable {
+    package var zone: ZoneKey
     /// The record written, or nil for a write to the zone itself.
-    public var record: String?
-    public var stamp: Stamp
+    package var record: String?
+    package var stamp: Stamp
 
-    public init(zone: ZoneKey, record: String?, stamp: Stamp) {
+    package init(zone: ZoneKey, record: String?, stamp: Stamp) {
         self.zone = zone
         self.record = record
         self.stamp = stamp
@@ -18,7 +18,7 @@ extension ReplicaStorage {
     /// Keeps a checked block, dropping the versions of it that it supersedes;
     /// a block superseded by one kept (or a different one with the same
     /// `last` it does not supersede) is not kept.
-    public func storeWriteBlock(_ block: WriteBlock) throws {
+    package func storeWriteBlock(_ block: WriteBlock) throws {
         // Heads first (no entries to decode): the usual block is the newest of its replica.
         let end = HLCTimestamp(rawValue: UInt64(Int64.max))
         if !(try writeBlocks(of: block.replica, in: block.zone, endingIn: block.last...end, entries: false)).isEmpty {
@@ -43,7 +43,7 @@ extension ReplicaStorage {
     /// Signs the running transaction's local writes: per zone, blocks of the
     /// digests of the writes still shown, the last ending at the replica's
     /// entry in the zone's vector (its signed head). Called just before commit.
-    public func sealLocalWrites() throws {
+    package func sealLocalWrites() throws {
         guard let signer, !pendingLocalWrites.isEmpty else { return }
         let pending = pendingLocalWrites
         pendingLocalWrites = []

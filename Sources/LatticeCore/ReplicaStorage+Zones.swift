@@ -1,7 +1,7 @@
 extension ReplicaStorage {
     /// Creates the zone, or re-creates it after a delete. Returns false if it exists.
     @discardableResult
-    public func createZone(_ zone: ZoneKey) throws -> Bool {
+    package func createZone(_ zone: ZoneKey) throws -> Bool {
         let existing = try syncState(of: zone)
         if existing?.zoneState.exists == true { return false }
         if let existing { keepClockPastOwnWrites(in: existing) }
@@ -16,7 +16,7 @@ extension ReplicaStorage {
     }
 
     /// Ends the zone's incarnation and removes its records, on every replica it reaches.
-    public func deleteZone(_ zone: ZoneKey) throws {
+    package func deleteZone(_ zone: ZoneKey) throws {
         var sync = try liveSyncState(of: zone)
         let stamp = nextStamp()
         sync.zoneState = ZoneState(causalLength: sync.zoneState.causalLength + 1, stamp: stamp)
@@ -28,7 +28,7 @@ extension ReplicaStorage {
 
     /// Moves the schema to production. Returns false if it already is.
     @discardableResult
-    public func deploySchema() throws -> Bool {
+    package func deploySchema() throws -> Bool {
         guard try !schema().isProduction else { return false }
         var deployment = Schema()
         deployment.merge(deployed: nextStamp())
@@ -41,7 +41,7 @@ extension ReplicaStorage {
     /// holds with another type, or anything new once the schema is deployed,
     /// is refused. Returns whether the schema changed (nothing new: no write).
     @discardableResult
-    public func declare(recordTypes: [String], fields: [(recordType: String, field: String, type: FieldType)]) throws -> Bool {
+    package func declare(recordTypes: [String], fields: [(recordType: String, field: String, type: FieldType)]) throws -> Bool {
         let current = try schema()
         var declaration = Schema()
         for recordType in recordTypes where !current.recordTypes.contains(recordType) {
@@ -65,7 +65,7 @@ extension ReplicaStorage {
     /// Adds index kinds to a field the schema has; returns the kinds that were
     /// new (empty when the field had them all). Indexes sync with the schema.
     @discardableResult
-    public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+    package func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         guard !kinds.isEmpty else { throw ReplicaError.index("name at least one index kind: queryable, sortable or searchable") }
         let current = try schema()
         guard let definition = current.field(field, of: recordType) else {
@@ -96,7 +96,7 @@ extension ReplicaStorage {
     /// its own choice and removals are not sent. Returns the kinds the field
     /// had and no longer has.
     @discardableResult
-    public func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+    package func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         guard !kinds.isEmpty else { throw ReplicaError.index("name at least one index kind: queryable, sortable or searchable") }
         let current = try schema()
         let key = Schema.Key(recordType: recordType, field: field)

@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// Where a replica keeps its state: a store transaction on disk, or memory.
 ///
@@ -7,7 +7,7 @@ import LatticeCrypto
 /// primitives (`ReplicaStorage+*.swift`), so the store and the in-memory
 /// replica run the same code and what the fuzzer proves of one holds for the
 /// other. Implementations only persist; they decide nothing.
-public protocol ReplicaStorage: AnyObject {
+package protocol ReplicaStorage: AnyObject {
     /// The replica this storage belongs to: the writer of its local stamps.
     var replica: ReplicaID { get }
     /// The hybrid clock, persisted with the rest when the storage commits.
@@ -120,7 +120,7 @@ public protocol ReplicaStorage: AnyObject {
 }
 
 /// What `recordToMerge` found.
-public enum RecordLookup {
+package enum RecordLookup {
     case absent
     /// The stored state already holds everything the incoming one does.
     case covers
@@ -128,39 +128,39 @@ public enum RecordLookup {
 }
 
 extension ReplicaStorage {
-    public func stateToSeal(named name: String, in zone: ZoneKey) throws -> RecordState? { try record(named: name, in: zone) }
+    package func stateToSeal(named name: String, in zone: ZoneKey) throws -> RecordState? { try record(named: name, in: zone) }
 
-    public func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? { nil }
+    package func refusal(ofWriter replica: ReplicaID, at time: HLCTimestamp) -> String? { nil }
 
     /// Per device until accounts' rosters travel with the zones that need them.
-    public func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool { lhs == rhs }
+    package func sameAccount(_ lhs: ReplicaID, _ rhs: ReplicaID) -> Bool { lhs == rhs }
 
-    public var enforcesWriteRights: Bool { true }
+    package var enforcesWriteRights: Bool { true }
 
-    public func accounts(of replica: ReplicaID) -> Set<String> { [] }
+    package func accounts(of replica: ReplicaID) -> Set<String> { [] }
 
-    public func takeMemberships(_ memberships: [AccountMembership]) throws {}
+    package func takeMemberships(_ memberships: [AccountMembership]) throws {}
 
-    public func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership] { [] }
+    package func memberships(of replicas: [ReplicaID]) throws -> [AccountMembership] { [] }
 
-    public var checksWrites: Bool { true }
+    package var checksWrites: Bool { true }
 
-    public var sealedBlockEntries: Int { WriteBlock.maximumEntries }
+    package var sealedBlockEntries: Int { WriteBlock.maximumEntries }
 
     /// Nothing to note where no one asks whether a head was signed (`holdsOwnHead` is the store's).
-    public func noteOwnBlocksCollected(through last: HLCTimestamp, in zone: ZoneKey) throws {}
-    public func forgetResumePoints(in zone: ZoneKey) throws {}
+    package func noteOwnBlocksCollected(through last: HLCTimestamp, in zone: ZoneKey) throws {}
+    package func forgetResumePoints(in zone: ZoneKey) throws {}
     /// Nothing to note where nothing tells peers its vector (`vectorToTell` is the store's).
-    public func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in zone: ZoneKey) throws {}
-    public func noteRefetched(_ names: Set<String>, in zone: ZoneKey) throws {}
-    public func ownRefetchNames(in zone: ZoneKey) throws -> Set<String> { [] }
+    package func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in zone: ZoneKey) throws {}
+    package func noteRefetched(_ names: Set<String>, in zone: ZoneKey) throws {}
+    package func ownRefetchNames(in zone: ZoneKey) throws -> Set<String> { [] }
 
-    public func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
+    package func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
         try record(named: name, in: zone)?.version
     }
 
     /// A fresh stamp for a local write, later than every stamp this replica has seen.
-    public func nextStamp() -> Stamp {
+    package func nextStamp() -> Stamp {
         Stamp(time: clock.tick(wallClock: wallClockNow()), replica: replica)
     }
 
@@ -199,7 +199,7 @@ extension ReplicaStorage {
 }
 
 /// Why the replica refused a local operation.
-public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     case zoneNotFound(ZoneKey)
     case unknownRecord(String)
     case recordTypeMismatch(record: String, stored: String, requested: String)
@@ -211,7 +211,7 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A write this replica has no right to make (`WriteRights`).
     case permission(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .zoneNotFound(let zone): return "zone \(zone.zoneID) does not exist; create it first"
         case .unknownRecord(let name): return "record \(name) does not exist"

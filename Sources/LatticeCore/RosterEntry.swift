@@ -1,12 +1,12 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// One signed change to an account's roster: a member adds a device, removes
 /// one, or says how far it held a removed device's writes when it learnt of
 /// the removal. Entries form a graph: each names the roster's heads its
 /// author knew (`parents`), so every replica orders them the same way
 /// (`AccountRoster.state`).
-public struct RosterEntry: Hashable, Sendable {
-    public enum Action: Hashable, Sendable {
+package struct RosterEntry: Hashable, Sendable {
+    package enum Action: Hashable, Sendable {
         /// The subject joins the account, under a name people see.
         case add(name: String)
         /// The subject leaves the account; its writes stamped after
@@ -19,26 +19,26 @@ public struct RosterEntry: Hashable, Sendable {
         case held(writesUpTo: HLCTimestamp)
     }
 
-    public static let keyLength = WriteBlock.publicKeyLength
-    public static let hashLength = ContentHasher.length
+    package static let keyLength = WriteBlock.publicKeyLength
+    package static let hashLength = ContentHasher.length
     /// A roster of `AccountRoster.maximumEntries` stays well under a message's megabyte.
-    public static let maximumParents = 8
-    public static let maximumNameBytes = 64
+    package static let maximumParents = 8
+    package static let maximumNameBytes = 64
 
     /// The founder's public key: the account's identity.
-    public let account: [UInt8]
-    public let author: [UInt8]
-    public let subject: [UInt8]
-    public let action: Action
+    package let account: [UInt8]
+    package let author: [UInt8]
+    package let subject: [UInt8]
+    package let action: Action
     /// The author's wall clock when it signed, in milliseconds since 1970 (shown, never trusted for order).
-    public let time: UInt64
-    public let parents: [[UInt8]]
-    public let signature: [UInt8]
+    package let time: UInt64
+    package let parents: [[UInt8]]
+    package let signature: [UInt8]
     /// BLAKE2b-256 of the entry's bytes: how other entries name it.
-    public let hash: [UInt8]
+    package let hash: [UInt8]
 
     /// `text` cut to a name an entry can hold: one line, at most `maximumNameBytes` of UTF-8.
-    public static func name(fitting text: String) -> String {
+    package static func name(fitting text: String) -> String {
         var name = ""
         for character in text.prefix(while: { !$0.isNewline }) {
             guard name.utf8.count + String(character).utf8.count <= maximumNameBytes else { break }
@@ -48,13 +48,13 @@ public struct RosterEntry: Hashable, Sendable {
     }
 
     /// Signs a new entry as `identity`.
-    public init(account: [UInt8], subject: [UInt8], action: Action, time: UInt64, parents: [[UInt8]], by identity: Identity) throws {
+    package init(account: [UInt8], subject: [UInt8], action: Action, time: UInt64, parents: [[UInt8]], by identity: Identity) throws {
         let content = Self.content(account: account, author: identity.publicKey, subject: subject, action: action, time: time, parents: parents)
         try self.init(content: content, signature: try identity.sign(Self.signedMessage(content)))
     }
 
     /// Reads one entry (its content, then the signature) and checks the signature.
-    public init(bytes: [UInt8]) throws(RosterError) {
+    package init(bytes: [UInt8]) throws(RosterError) {
         guard bytes.count > WriteBlock.signatureLength else { throw .malformed("an entry of \(bytes.count) bytes") }
         try self.init(content: Array(bytes.dropLast(WriteBlock.signatureLength)), signature: Array(bytes.suffix(WriteBlock.signatureLength)))
     }
@@ -95,7 +95,7 @@ public struct RosterEntry: Hashable, Sendable {
     }
 
     /// The entry as stored and sent: its content, then the signature.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     private static func content(account: [UInt8], author: [UInt8], subject: [UInt8], action: Action, time: UInt64, parents: [[UInt8]]) -> [UInt8] {
         var writer = BinaryWriter()
@@ -125,7 +125,7 @@ public struct RosterEntry: Hashable, Sendable {
 }
 
 /// Why a roster or one of its entries was refused.
-public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
     case malformed(String)
     case badSignature
     case otherAccount
@@ -134,7 +134,7 @@ public enum RosterError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A removal of a device no entry added.
     case unknownSubject
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed(let why): return "a malformed roster entry: \(why)"
         case .badSignature: return "a roster entry whose signature does not hold"

@@ -113,7 +113,7 @@ public struct Schema: Hashable, Sendable {
 
     /// How the store holds a field's index, from its kinds and type (kinds
     /// from a peer are not checked against the type, so the type decides).
-    public func indexStructure(_ field: String, of recordType: String) -> IndexStructure? {
+    package func indexStructure(_ field: String, of recordType: String) -> IndexStructure? {
         let kinds = indexKinds(field, of: recordType)
         guard kinds.isOrdered else { return nil }
         guard let type = self.field(field, of: recordType)?.type else { return .column }
@@ -161,7 +161,7 @@ public struct Schema: Hashable, Sendable {
     /// is fixed by its first definition, and production refuses new types and fields.
     /// Returns the fields written that the schema does not define yet.
     @discardableResult
-    public func check(recordType: String, values: [(name: String, value: FieldValue?)]) throws(SchemaViolation) -> [(name: String, type: FieldType)] {
+    package func check(recordType: String, values: [(name: String, value: FieldValue?)]) throws(SchemaViolation) -> [(name: String, type: FieldType)] {
         if isProduction, !recordTypes.contains(recordType) { throw .unknownRecordType(recordType) }
         var undefined: [(name: String, type: FieldType)] = []
         let defined = fieldsByType[recordType] ?? [:]
@@ -192,12 +192,12 @@ public struct Schema: Hashable, Sendable {
 }
 
 /// Why a write breaks the schema.
-public enum SchemaViolation: Error, Equatable, Sendable, CustomStringConvertible {
+package enum SchemaViolation: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownRecordType(String)
     case unknownField(recordType: String, field: String)
     case typeMismatch(recordType: String, field: String, defined: FieldType, written: FieldType)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unknownRecordType(let type):
             return "record type \(type) does not exist in the production schema; add it in development before deploying"
@@ -254,7 +254,7 @@ public struct IndexKinds: OptionSet, Hashable, Sendable, CustomStringConvertible
 }
 
 /// Where a queryable or sortable field's index lives in the store.
-public enum IndexStructure: Sendable {
+package enum IndexStructure: Sendable {
     /// A column of the type's index table, in an SQL index by value.
     case column
     /// One row per distinct list member (LIST_CONTAINS, LIST_MEMBER_BEGINS_WITH).
@@ -263,5 +263,5 @@ public enum IndexStructure: Sendable {
     case location
 
     /// List elements a member index holds: those it compares as the query engine does.
-    public static let memberElements: Set<FieldType.Element> = [.string, .int64, .double, .date, .bool, .bytes, .reference]
+    package static let memberElements: Set<FieldType.Element> = [.string, .int64, .double, .date, .bool, .bytes, .reference]
 }

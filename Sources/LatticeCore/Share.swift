@@ -20,42 +20,42 @@ public enum SharePermission: String, Sendable, Hashable, CaseIterable {
 /// field of its own (`left_…`), whose stamp is the time it left: it can say
 /// it left, and nothing else (a participant that could rewrite the owner's
 /// text could make itself read-write).
-public struct Share: Sendable, Hashable {
-    public static let recordName = "cloudkit.zoneshare"
-    public static let recordType = "cloudkit_share"
+package struct Share: Sendable, Hashable {
+    package static let recordName = "cloudkit.zoneshare"
+    package static let recordType = "cloudkit_share"
     static let fieldPrefix = "participant_"
     static let leftPrefix = "left_"
     /// What a leave field holds: its stamp, not its value, says when.
     static let leftValue = "removed"
 
-    public struct Change: Sendable, Hashable {
-        public var permission: SharePermission
-        public var time: HLCTimestamp
+    package struct Change: Sendable, Hashable {
+        package var permission: SharePermission
+        package var time: HLCTimestamp
         /// Whether the participant itself made it (it left), not the owner.
-        public var isLeave = false
+        package var isLeave = false
     }
 
     /// The owner's account ID (the zone ID's owner name).
-    public var owner: String
+    package var owner: String
     /// Each participant account's permission history, oldest first.
-    public var participants: [String: [Change]]
+    package var participants: [String: [Change]]
     /// The participants' writes the owner's devices vouch for (`VouchedWrites`).
-    public var vouched: VouchedWrites
+    package var vouched: VouchedWrites
     /// Devices an account of the zone (the owner's or a participant's)
     /// removed from itself, by device then account, each with its removal's
     /// mark (the roster's `writesUpTo`): a device of that account writes
     /// it here, since other accounts never hold that account's roster; past
     /// the mark, the removed device's writes are not that account's.
-    public var removedDevices: [ReplicaID: [String: HLCTimestamp]] = [:]
+    package var removedDevices: [ReplicaID: [String: HLCTimestamp]] = [:]
 
-    public init(owner: String, participants: [String: [Change]] = [:], vouched: VouchedWrites = VouchedWrites()) {
+    package init(owner: String, participants: [String: [Change]] = [:], vouched: VouchedWrites = VouchedWrites()) {
         self.owner = owner
         self.participants = participants
         self.vouched = vouched
     }
 
     /// The share a live share record holds; nil for another record or a deleted one.
-    public init?(_ state: RecordState, owner: String) {
+    package init?(_ state: RecordState, owner: String) {
         guard state.recordName == Self.recordName, state.isAlive else { return nil }
         self.owner = owner
         participants = [:]
@@ -98,20 +98,20 @@ public struct Share: Sendable, Hashable {
     }
 
     /// The share a zone holds as `state` (its share record, or nil): none outside the shared database.
-    public static func held(_ state: RecordState?, in zone: ZoneKey) -> Share? {
+    package static func held(_ state: RecordState?, in zone: ZoneKey) -> Share? {
         guard zone.scope == .shared, let state else { return nil }
         return Share(state, owner: zone.zoneID.ownerName)
     }
 
     /// The accounts (of `replica`'s, `of`) a write `replica` stamped
     /// `time` is no longer of: those that removed it before then.
-    public func accountsLeft(by replica: ReplicaID, at time: HLCTimestamp, of: Set<String>) -> Set<String> {
+    package func accountsLeft(by replica: ReplicaID, at time: HLCTimestamp, of: Set<String>) -> Set<String> {
         guard let marks = removedDevices[replica] else { return [] }
         return of.filter { account in marks[account].map { time > $0 } ?? false }
     }
 
     /// The permission `account` had at `time`: its last change at or before then.
-    public func permission(of account: String, at time: HLCTimestamp) -> SharePermission? {
+    package func permission(of account: String, at time: HLCTimestamp) -> SharePermission? {
         participants[account]?.last(where: { $0.time <= time })?.permission
     }
 
@@ -120,12 +120,12 @@ public struct Share: Sendable, Hashable {
     /// that stamp. A leave does not end it here: its stamp is the
     /// participant's word, and a leave backdated to before a write would
     /// otherwise free that write from the owner's revocation.
-    public func requiresVouching(_ account: String, at time: HLCTimestamp) -> Bool {
+    package func requiresVouching(_ account: String, at time: HLCTimestamp) -> Bool {
         participants[account]?.contains { $0.time > time && !$0.isLeave && $0.permission != .readWrite } ?? false
     }
 
     /// How a write stamped `time` by a device of `accounts` stands.
-    public enum Standing: Equatable, Sendable {
+    package enum Standing: Equatable, Sendable {
         /// None of them was read-write then.
         case notReadWrite
         case readWrite
@@ -133,7 +133,7 @@ public struct Share: Sendable, Hashable {
         case readWriteSinceEnded
     }
 
-    public func standing(of accounts: Set<String>, at time: HLCTimestamp) -> Standing {
+    package func standing(of accounts: Set<String>, at time: HLCTimestamp) -> Standing {
         let writable = accounts.filter { permission(of: $0, at: time) == .readWrite }
         if writable.isEmpty { return .notReadWrite }
         return writable.allSatisfy { requiresVouching($0, at: time) } ? .readWriteSinceEnded : .readWrite
@@ -141,7 +141,7 @@ public struct Share: Sendable, Hashable {
 
     /// Accounts whose read-write time the owner ended (a downgrade or a
     /// removal after a read-write grant): whose writes may need vouching.
-    public var revokedAccounts: Set<String> {
+    package var revokedAccounts: Set<String> {
         Set(participants.filter { _, history in
             guard let granted = history.first(where: { $0.permission == .readWrite })?.time else { return false }
             return history.contains { !$0.isLeave && $0.permission != .readWrite && $0.time > granted }
@@ -149,30 +149,30 @@ public struct Share: Sendable, Hashable {
     }
 
     /// The permission `account` has now.
-    public func currentPermission(of account: String) -> SharePermission? {
+    package func currentPermission(of account: String) -> SharePermission? {
         participants[account]?.last?.permission
     }
 
     /// Accounts whose permission now is read-only or read-write.
-    public var currentParticipants: [String: SharePermission] {
+    package var currentParticipants: [String: SharePermission] {
         participants.compactMapValues { $0.last?.permission }.filter { $0.value != .removed }
     }
 
     /// Whether the share ever named one of `accounts`: a removed participant
     /// still gets the share, to learn it was removed.
-    public func lists(_ accounts: Set<String>) -> Bool {
+    package func lists(_ accounts: Set<String>) -> Bool {
         accounts.contains(owner) || accounts.contains { participants[$0] != nil }
     }
 
     /// Whether one of `accounts` may read the zone now: the owner or a participant.
-    public func admits(_ accounts: Set<String>) -> Bool {
+    package func admits(_ accounts: Set<String>) -> Bool {
         accounts.contains(owner) || accounts.contains { currentParticipants[$0] != nil }
     }
 
     // MARK: The record's fields
 
     /// The field that holds `account`'s history: account IDs have dashes, which field names do not.
-    public static func field(of account: String) -> String {
+    package static func field(of account: String) -> String {
         fieldPrefix + account.filter { $0 != "-" }
     }
 
@@ -181,7 +181,7 @@ public struct Share: Sendable, Hashable {
     /// The field that holds the mark of `replica`'s removal from
     /// `account` (the owner's or a participant's): only a device of that
     /// account (or the owner's) writes it.
-    public static func removedField(of replica: ReplicaID, from account: String) -> String {
+    package static func removedField(of replica: ReplicaID, from account: String) -> String {
         removedPrefix + account.filter { $0 != "-" } + "_" + replica.description
     }
 
@@ -199,7 +199,7 @@ public struct Share: Sendable, Hashable {
     }
 
     /// The field in which `account` says it left.
-    public static func leftField(of account: String) -> String {
+    package static func leftField(of account: String) -> String {
         leftPrefix + account.filter { $0 != "-" }
     }
 
@@ -233,7 +233,7 @@ public struct Share: Sendable, Hashable {
     }
 
     /// The field's text once `permission` is appended at `time`.
-    public static func appending(_ permission: SharePermission, at time: HLCTimestamp, to text: String?) -> String {
+    package static func appending(_ permission: SharePermission, at time: HLCTimestamp, to text: String?) -> String {
         let entry = "\(permission.rawValue)@\(time.rawValue)"
         guard let text, !text.isEmpty else { return entry }
         return text + ";" + entry

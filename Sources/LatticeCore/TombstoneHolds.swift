@@ -3,18 +3,18 @@
 /// A tombstone may go once every device that holds its zone acknowledged a
 /// vector covering it (`ReplicaStorage.collectTombstones`); the vector that
 /// stands for all of them is the meet of what each acknowledged.
-public struct TombstoneHolds: Sendable, Equatable {
+package struct TombstoneHolds: Sendable, Equatable {
     /// What every device acknowledged: the tombstones it covers may go.
-    public var acknowledged: VersionVector
+    package var acknowledged: VersionVector
     /// Tombstones that must stay for now.
-    public var held: Int
+    package var held: Int
     /// For each device holding some back, how many (a device never heard
     /// from holds every tombstone back).
-    public var waitingFor: [String: Int]
+    package var waitingFor: [String: Int]
 
     /// `own`: this replica's vector of the zone; `devices`: the other devices
     /// that hold it; `acknowledgements`: what each of them acknowledged, where known.
-    public init(tombstones: [VersionVector], own: VersionVector, devices: Set<String>, acknowledgements: [String: VersionVector]) {
+    package init(tombstones: [VersionVector], own: VersionVector, devices: Set<String>, acknowledgements: [String: VersionVector]) {
         var acknowledged = own
         for device in devices { acknowledged = acknowledged.met(with: acknowledgements[device] ?? VersionVector()) }
         self.acknowledged = acknowledged

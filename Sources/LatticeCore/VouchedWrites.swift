@@ -20,46 +20,46 @@
 /// nothing to last-writer-wins. A write is named by its stamp and the first
 /// `digestPrefix` bytes of its digest (`WriteDigest`), so a write signed
 /// again under a vouched stamp with other content is not vouched for.
-public struct VouchedWrites: Hashable, Sendable {
+package struct VouchedWrites: Hashable, Sendable {
     /// Bytes of a write's digest kept: a second write matching them takes 2^128 work.
-    public static let digestPrefix = 16
+    package static let digestPrefix = 16
     /// A list this long still leaves the share record room (1 MB in all): about 24 bytes a write.
     /// Past it a revocation is refused, never cut short (a write left out would be void).
-    public static let maximumWrites = 30_000
+    package static let maximumWrites = 30_000
     static let fieldPrefix = "held_"
     static let formatVersion: UInt8 = 1
 
-    public private(set) var digests: [Stamp: [UInt8]]
+    package private(set) var digests: [Stamp: [UInt8]]
     /// Per participant replica, the latest of its writes the voucher's
     /// records had seen (their vectors' entries): a state may say it saw that
     /// replica's writes up to there, and no further, inside the time the owner ended.
-    public private(set) var heads: [ReplicaID: HLCTimestamp] = [:]
+    package private(set) var heads: [ReplicaID: HLCTimestamp] = [:]
 
-    public init(_ digests: [Stamp: [UInt8]] = [:]) {
+    package init(_ digests: [Stamp: [UInt8]] = [:]) {
         self.digests = digests.mapValues { Array($0.prefix(Self.digestPrefix)) }
     }
 
-    public var count: Int { digests.count }
-    public var isEmpty: Bool { digests.isEmpty && heads.isEmpty }
+    package var count: Int { digests.count }
+    package var isEmpty: Bool { digests.isEmpty && heads.isEmpty }
 
     /// Raises the head of `replica` to `time`.
-    public mutating func noteHead(_ replica: ReplicaID, at time: HLCTimestamp) {
+    package mutating func noteHead(_ replica: ReplicaID, at time: HLCTimestamp) {
         heads[replica] = max(heads[replica] ?? .zero, time)
     }
 
     /// Whether the write `stamp`, whose digest is `digest`, is vouched for.
-    public func vouches(for stamp: Stamp, digest: [UInt8]) -> Bool {
+    package func vouches(for stamp: Stamp, digest: [UInt8]) -> Bool {
         guard let held = digests[stamp] else { return false }
         return held.elementsEqual(digest.prefix(Self.digestPrefix))
     }
 
-    public mutating func insert(_ stamp: Stamp, digest: [UInt8]) {
+    package mutating func insert(_ stamp: Stamp, digest: [UInt8]) {
         digests[stamp] = Array(digest.prefix(Self.digestPrefix))
     }
 
     /// Both lists: a stamp both name with different digests keeps neither
     /// (someone signed two writes under it, and neither is vouched for).
-    public mutating func formUnion(_ other: VouchedWrites) {
+    package mutating func formUnion(_ other: VouchedWrites) {
         for (stamp, digest) in other.digests {
             if let mine = digests[stamp], mine != digest { digests[stamp] = [] } else { digests[stamp] = digest }
         }
@@ -69,7 +69,7 @@ public struct VouchedWrites: Hashable, Sendable {
     // MARK: The share's fields
 
     /// The field in which `replica`, a device of the owner's account, vouches.
-    public static func field(of replica: ReplicaID) -> String { fieldPrefix + replica.description }
+    package static func field(of replica: ReplicaID) -> String { fieldPrefix + replica.description }
 
     /// Whether a share field is a vouching one.
     static func isField(_ name: String) -> Bool {
@@ -78,7 +78,7 @@ public struct VouchedWrites: Hashable, Sendable {
 
     /// The field's bytes: per replica (in order), its writes' times as
     /// rising deltas, each with its digest prefix; then the heads.
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var writer = BinaryWriter(capacity: digests.count * 24 + 8)
         writer.byte(Self.formatVersion)
         let byReplica = Dictionary(grouping: digests.filter { $0.value.count == Self.digestPrefix }.keys, by: \.replica)
@@ -103,7 +103,7 @@ public struct VouchedWrites: Hashable, Sendable {
     }
 
     /// Reads a field's bytes; throws on anything `encoded` does not write.
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var reader = BinaryReader(bytes)
         guard try reader.byte() == Self.formatVersion else { throw BinaryDecodingError.malformed("unknown vouched-writes format", offset: 0) }
         var digests: [Stamp: [UInt8]] = [:]

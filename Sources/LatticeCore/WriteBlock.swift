@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// What one replica signed for one zone: the digests of a run of its writes
 /// (`WriteDigest`), in stamp order, up to `last`.
@@ -10,7 +10,7 @@ import LatticeCrypto
 /// key, `last`, the entry count and a hash of the entries; a relay can send
 /// the signature with the entry hash alone (a head) when the receiver needs
 /// no entry of it.
-public struct WriteBlock: Hashable, Sendable {
+@_spi(Tools) public struct WriteBlock: Hashable, Sendable {
     public struct Entry: Hashable, Sendable {
         public var time: HLCTimestamp
         public var digest: [UInt8]
@@ -157,14 +157,14 @@ public struct WriteBlock: Hashable, Sendable {
 extension WriteBlock {
     /// A block's identity where blocks are gathered (its signature too: a
     /// forged copy of a block is another one).
-    package struct Key: Hashable, Sendable {
+    public struct Key: Hashable, Sendable {
         var replica: ReplicaID
         var last: HLCTimestamp
         var entriesHash: [UInt8]
         var signature: [UInt8]
     }
 
-    package var key: Key { Key(replica: replica, last: last, entriesHash: entriesHash, signature: signature) }
+    public var key: Key { Key(replica: replica, last: last, entriesHash: entriesHash, signature: signature) }
 }
 
 /// A block's entries as the store keeps them and `collected` carries them:

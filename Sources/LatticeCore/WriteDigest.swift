@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// The digests writers sign: one per write, over everything the write set.
 ///
@@ -7,11 +7,11 @@ import LatticeCrypto
 /// incarnation and its stamp. A replica checks a write it receives by
 /// computing the digest from the state it got (shown parts and ghosts) and
 /// finding it in a block its writer signed (`WriteBlock`).
-public enum WriteDigest {
-    public static let length = 32
+package enum WriteDigest {
+    package static let length = 32
 
     /// The digest of the record write `stamp` as `state` shows it, in `zone`.
-    public static func record(_ state: RecordState, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
+    package static func record(_ state: RecordState, stamp: Stamp, in zone: ZoneKey) -> [UInt8] {
         var writer = opening("LTWR", state.recordName, stamp, zone)
         for (key, item) in state.items(of: stamp) {
             writer.string(key)
@@ -21,7 +21,7 @@ public enum WriteDigest {
     }
 
     /// The digest of the zone write that gave the zone `state`.
-    public static func zone(_ state: ZoneState, in zone: ZoneKey) -> [UInt8] {
+    package static func zone(_ state: ZoneState, in zone: ZoneKey) -> [UInt8] {
         var writer = BinaryWriter(capacity: 96)
         writer.raw("LTWZ".utf8)
         encode(zone, into: &writer)
@@ -38,7 +38,7 @@ public enum WriteDigest {
     }
 
     /// The digest of every write `state` shows, by stamp.
-    public static func writes(of state: RecordState, in zone: ZoneKey) -> [(stamp: Stamp, digest: [UInt8])] {
+    package static func writes(of state: RecordState, in zone: ZoneKey) -> [(stamp: Stamp, digest: [UInt8])] {
         if let only = state.onlyStamp { return [(only, singleWrite(state, stamp: only, in: zone))] }
         // One pass over the parts and ghosts, grouped by stamp and sorted by key (as `items(of:)` gives
         // each), their items encoded straight into each digest's buffer.

@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// A part of one write that a record no longer shows: a field (or the type,
 /// or the creation) that a later write replaced while other parts of the
@@ -9,7 +9,7 @@ import LatticeCrypto
 /// prove what it shows. Ghosts are a function of the live parts and the
 /// writes' contents, so replicas holding the same live state hold the same
 /// ghosts (they converge like the rest of the state).
-public struct WriteGhost: Hashable, Sendable {
+@_spi(Tools) public struct WriteGhost: Hashable, Sendable {
     public var stamp: Stamp
     /// `#t` (type), `#c` (creation), `#d` (deletion) or a field name.
     public var key: String

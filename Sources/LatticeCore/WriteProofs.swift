@@ -1,8 +1,8 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// Why a change set's writes were refused: each means a peer (or a relay
 /// before it) sent what its writer did not sign. Nothing of the change set is applied.
-public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A write no block its writer signed accounts for (a forged replica ID, or a stamp taken from another).
     case unproven(stamp: Stamp, what: String)
     /// A write whose content differs from what its writer signed under its stamp.
@@ -19,7 +19,7 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
     case forbidden(String)
     case malformed(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unproven(let stamp, let what): return "\(what) stamped \(stamp) carries no signature of its writer"
         case .tampered(let stamp, let what): return "\(what) stamped \(stamp) differs from what its writer signed"
@@ -36,13 +36,13 @@ public enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible 
 
 /// One block as a change set carries it: whole, with the digests of the
 /// writes the change set shows left out (the receiver computes them), or a head.
-public struct BlockProof: Sendable {
-    public var block: WriteBlock
+package struct BlockProof: Sendable {
+    package var block: WriteBlock
     /// For a whole block: the entries' times, and for each whether the change set shows it.
-    public var times: [HLCTimestamp]?
-    public var shown: [Bool]
+    package var times: [HLCTimestamp]?
+    package var shown: [Bool]
     /// The digests of the entries not shown, in order.
-    public var supplied: [[UInt8]]
+    package var supplied: [[UInt8]]
 }
 
 /// The proofs frame: a list of blocks of the change set's zone.
@@ -114,8 +114,8 @@ enum ProofFrameCodec {
 /// The sender's side: gathers, while records are written, the blocks the
 /// receiver needs to check them — whole blocks for the writes its vector
 /// (`base`) lacks, heads for the vectors the change set carries.
-public final class ProofCollector {
-    public typealias Lookup = (_ replica: ReplicaID, _ covering: HLCTimestamp?) throws -> WriteBlock?
+package final class ProofCollector {
+    package typealias Lookup = (_ replica: ReplicaID, _ covering: HLCTimestamp?) throws -> WriteBlock?
     private let base: VersionVector
     /// The block of a replica whose `last` is the first at or after a time; with nil, its latest.
     private let lookup: Lookup
@@ -128,7 +128,7 @@ public final class ProofCollector {
     private var unshown: [ReplicaID: Set<HLCTimestamp>] = [:]
     private var vectors = VersionVector()
 
-    public init(base: VersionVector, lookup: @escaping Lookup) {
+    package init(base: VersionVector, lookup: @escaping Lookup) {
         self.base = base
         self.lookup = lookup
     }
@@ -456,7 +456,7 @@ extension BlockProof {
     /// The blocks of a change set's proofs, resolved against its records and
     /// zone state: what a relay that re-cuts a change set (tests that split
     /// one into parts) gives a `ProofCollector` to prove each part again.
-    public static func resolve(_ proofs: [BlockProof], records: [RecordState], header: ChangeSetHeader) throws -> [WriteBlock] {
+    package static func resolve(_ proofs: [BlockProof], records: [RecordState], header: ChangeSetHeader) throws -> [WriteBlock] {
         var computed: [Stamp: [UInt8]] = [header.zoneState.stamp: WriteDigest.zone(header.zoneState, in: header.zone)]
         for record in records {
             for (stamp, digest) in WriteDigest.writes(of: record, in: header.zone) { computed[stamp] = digest }
@@ -467,7 +467,7 @@ extension BlockProof {
 
 extension ProofCollector {
     /// A collector that finds blocks among `blocks` alone.
-    public convenience init(base: VersionVector, blocks: [WriteBlock]) {
+    package convenience init(base: VersionVector, blocks: [WriteBlock]) {
         let byReplica = Dictionary(grouping: blocks, by: \.replica).mapValues { $0.sorted { $0.last < $1.last } }
         self.init(base: base) { replica, time in
             guard let list = byReplica[replica] else { return nil }

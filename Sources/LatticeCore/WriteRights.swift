@@ -15,9 +15,9 @@
 /// plain by earlier builds: a name carries its creator
 /// (`PublicRecordName`), so two creations of one name are two records, and
 /// no stamp lets one device take over another's.
-public enum WriteRights {
+package enum WriteRights {
     /// What the public database's rules make of an incoming state.
-    public enum PublicMerge: Equatable {
+    package enum PublicMerge: Equatable {
         /// One creation: the usual merge.
         case merge
         /// Another creation, after the local one: the local state stays.
@@ -29,7 +29,7 @@ public enum WriteRights {
     /// How `incoming` merges with `local` in the public database: states of
     /// one creation merge; of two, the earlier keeps the name whole (two
     /// creations by one device too, as a store restored from a copy makes).
-    public static func publicMerge(local: RecordState, incoming: RecordState) -> PublicMerge {
+    package static func publicMerge(local: RecordState, incoming: RecordState) -> PublicMerge {
         guard local.created != incoming.created else { return .merge }
         return incoming.created < local.created ? .takeIncoming : .keepLocal
     }
@@ -39,7 +39,7 @@ public enum WriteRights {
     /// names its creator's writes alone: a state's vector says which writes
     /// it holds, and one that named another creator's would keep that
     /// creator's state from being sent where it should win.
-    public static func publicRefusal(_ state: RecordState, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
+    package static func publicRefusal(_ state: RecordState, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
         let owner = state.created.replica
         if let named = PublicRecordName.parts(of: state.recordName).creator, named != owner {
             return "record \"\(PublicRecordName.plain(state.recordName))\" of the public database is named for replica \(named.short), which created it; a creation by replica \(owner.short) cannot hold that name"
@@ -58,7 +58,7 @@ public enum WriteRights {
 
     /// Why a local write by `writer` to `previous` is refused, or nil: a
     /// public record is its creator's, and a deleted one's name is not reused.
-    public static func localRefusal(writing previous: RecordState?, in zone: ZoneKey, by writer: ReplicaID, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
+    package static func localRefusal(writing previous: RecordState?, in zone: ZoneKey, by writer: ReplicaID, sameAccount: (ReplicaID, ReplicaID) -> Bool) -> String? {
         guard zone.scope == .public, let previous else { return nil }
         guard previous.isAlive else {
             return "record \"\(previous.recordName)\" of the public database was deleted; a public record's name is not reused (choose another name)"
@@ -69,7 +69,7 @@ public enum WriteRights {
 
     /// Why a change set may not move `zone` to `zoneState`, or nil. A shared
     /// zone is made and deleted by its owner's account alone.
-    public static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey, share: Share? = nil, accounts: (ReplicaID) -> Set<String> = { _ in [] }) -> String? {
+    package static func zoneRefusal(_ zoneState: ZoneState, of zone: ZoneKey, share: Share? = nil, accounts: (ReplicaID) -> Set<String> = { _ in [] }) -> String? {
         if zone.scope == .shared {
             let writer = zoneState.stamp
             if let share, share.accountsLeft(by: writer.replica, at: writer.time, of: accounts(writer.replica)).contains(zone.zoneID.ownerName) {
@@ -92,7 +92,7 @@ extension WriteRights {
     /// the share, while its permission is read-write at the write's stamp.
     /// Writers' accounts come from the memberships the zone's change sets
     /// carry (`AccountMembership`); `share` is the zone's share as held here.
-    public static func sharedRefusal(_ state: RecordState, in zone: ZoneKey, share: Share?, accounts: (ReplicaID) -> Set<String>) -> String? {
+    package static func sharedRefusal(_ state: RecordState, in zone: ZoneKey, share: Share?, accounts: (ReplicaID) -> Set<String>) -> String? {
         let owner = zone.zoneID.ownerName
         let isShare = state.recordName == Share.recordName
         // In the share, a participant writes two things: its own leave field, and the removals of its
@@ -180,26 +180,26 @@ extension WriteRights {
     }
 
     /// What a revocation in its share voids in `state`.
-    public struct RevokedWrites: Equatable, Sendable {
+    package struct RevokedWrites: Equatable, Sendable {
         /// Participants' writes stamped inside a read-write time the owner
         /// ended since, which no owner device vouches for (`VouchedWrites`).
-        public var unvouched = Set<Stamp>()
+        package var unvouched = Set<Stamp>()
         /// Participants' writes stamped after the owner ended their read-write time.
-        public var afterRevocation = Set<Stamp>()
+        package var afterRevocation = Set<Stamp>()
         /// Vector entries of participants beyond their read-write time: how
         /// far each may go (zero: not at all).
-        public var vectorLimits: [ReplicaID: HLCTimestamp] = [:]
+        package var vectorLimits: [ReplicaID: HLCTimestamp] = [:]
         /// Of those, the ones inside the read-write time the owner ended: how
         /// far the state saw the participant's writes (what an owner device vouches for as its head).
-        public var unvouchedHeads: [ReplicaID: HLCTimestamp] = [:]
+        package var unvouchedHeads: [ReplicaID: HLCTimestamp] = [:]
 
-        public var isEmpty: Bool { unvouched.isEmpty && afterRevocation.isEmpty && vectorLimits.isEmpty }
+        package var isEmpty: Bool { unvouched.isEmpty && afterRevocation.isEmpty && vectorLimits.isEmpty }
     }
 
     /// What a revocation in `share` voids in `state`: what an honest replica
     /// took before it learned of the revocation (its writer had not learned
     /// of it either), and drops then, as every other replica refuses it.
-    public static func revokedWrites(of state: RecordState, in zone: ZoneKey, share: Share, accounts: (ReplicaID) -> Set<String>) -> RevokedWrites {
+    package static func revokedWrites(of state: RecordState, in zone: ZoneKey, share: Share, accounts: (ReplicaID) -> Set<String>) -> RevokedWrites {
         var result = RevokedWrites()
         // Writes of devices removed from their account (every account they are of), after their marks: the share's too.
         // (Of a device removed from several, the last of their marks: past it, it is none of them.)
@@ -261,7 +261,7 @@ extension WriteRights {
 
     /// Why this replica, of `accounts`, may not write record `name` of the
     /// shared zone `zone` now, or nil.
-    public static func sharedLocalRefusal(named name: String, in zone: ZoneKey, share: Share?, accounts: Set<String>, at time: HLCTimestamp) -> String? {
+    package static func sharedLocalRefusal(named name: String, in zone: ZoneKey, share: Share?, accounts: Set<String>, at time: HLCTimestamp) -> String? {
         if accounts.contains(zone.zoneID.ownerName) { return nil }
         if name == Share.recordName { return "the share of zone \(zone.zoneID) is its owner's to change" }
         let permission = accounts.lazy.compactMap { share?.permission(of: $0, at: time) }.first

@@ -1,10 +1,10 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 
 /// One element of a zone's digest set: a key and the hash of what it holds.
 /// Records are keyed by their name's UTF-8 bytes; the zone's own state (its
 /// causal length and stamp) is the element with the empty key, which no record
 /// name can be, so it sorts first.
-public struct DigestItem: Hashable, Sendable {
+@_spi(Tools) public struct DigestItem: Hashable, Sendable {
     public var key: [UInt8]
     /// BLAKE2b-256 of the element's whole state (`RecordState.digestHash`).
     /// It must cover the key too (a record's state holds its name): sums
@@ -33,14 +33,14 @@ public struct DigestItem: Hashable, Sendable {
 
 /// Keys compare as their bytes (SQLite's BINARY order, memcmp), not as Swift
 /// strings do (Unicode canonical equivalence).
-@inline(__always) public func digestKeyPrecedes(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+@inline(__always) package func digestKeyPrecedes(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
     lhs.lexicographicallyPrecedes(rhs)
 }
 
 /// The sum of item hashes, each read as a 256-bit little-endian number,
 /// modulo 2^256: adding and removing an item are O(1), and the sum does not
 /// depend on the order items were added in.
-public struct DigestSum: Hashable, Sendable {
+@_spi(Tools) public struct DigestSum: Hashable, Sendable {
     public private(set) var limbs: [UInt64] = [0, 0, 0, 0]
     public private(set) var count: Int = 0
 
@@ -93,7 +93,7 @@ public struct DigestSum: Hashable, Sendable {
 
 /// What a range of a digest set is compared by: a keyed BLAKE2b of its sum
 /// and count, cut short (a sum alone would let items that cancel out pass).
-public struct DigestFingerprint: Hashable, Sendable, CustomStringConvertible {
+@_spi(Tools) public struct DigestFingerprint: Hashable, Sendable, CustomStringConvertible {
     public static let length = 12
     /// Bytes of an item's hash an item list carries.
     public static let shortLength = 12

@@ -9,19 +9,19 @@
 /// To serve a peer whose `vector` is V, it sends the records changed after the
 /// last checkpoint whose knowledge V covers: every record unchanged since then
 /// holds only writes V already has. Cost follows what V lacks, not store size.
-public struct ZoneSyncState: Hashable, Sendable {
-    public var zoneState: ZoneState
-    public var vector: VersionVector
-    public var knowledge: VersionVector
+package struct ZoneSyncState: Hashable, Sendable {
+    package var zoneState: ZoneState
+    package var vector: VersionVector
+    package var knowledge: VersionVector
 
-    public init(zoneState: ZoneState, vector: VersionVector = VersionVector(), knowledge: VersionVector = VersionVector()) {
+    package init(zoneState: ZoneState, vector: VersionVector = VersionVector(), knowledge: VersionVector = VersionVector()) {
         self.zoneState = zoneState
         self.vector = vector
         self.knowledge = knowledge
     }
 
     /// Accounts for a local write.
-    public mutating func recordLocalWrite(_ stamp: Stamp) {
+    package mutating func recordLocalWrite(_ stamp: Stamp) {
         vector.advance(stamp.replica, to: stamp.time)
         knowledge.advance(stamp.replica, to: stamp.time)
     }
@@ -29,7 +29,7 @@ public struct ZoneSyncState: Hashable, Sendable {
     /// Accounts for a fully applied change set: its claim holds if we had its base.
     /// Returns whether the claim was taken.
     @discardableResult
-    public mutating func applyClaim(of header: ChangeSetHeader) -> Bool {
+    package mutating func applyClaim(of header: ChangeSetHeader) -> Bool {
         guard header.claimsTop, vector.dominates(header.base) else { return false }
         vector.join(header.top)
         knowledge.join(vector)
@@ -38,11 +38,11 @@ public struct ZoneSyncState: Hashable, Sendable {
 }
 
 /// A commit's checkpoint: the change sequence it got and the knowledge it had.
-public struct Checkpoint: Hashable, Sendable {
-    public var sequence: UInt64
-    public var knowledge: VersionVector
+package struct Checkpoint: Hashable, Sendable {
+    package var sequence: UInt64
+    package var knowledge: VersionVector
 
-    public init(sequence: UInt64, knowledge: VersionVector) {
+    package init(sequence: UInt64, knowledge: VersionVector) {
         self.sequence = sequence
         self.knowledge = knowledge
     }
@@ -50,7 +50,7 @@ public struct Checkpoint: Hashable, Sendable {
     /// The sequence after which a peer at `vector` may lack records: the last
     /// checkpoint whose knowledge `vector` covers, or 0 for "everything".
     /// Knowledge only grows along the checkpoints, so a binary search finds it.
-    public static func deltaStart(in checkpoints: [Checkpoint], for vector: VersionVector) -> UInt64 {
+    package static func deltaStart(in checkpoints: [Checkpoint], for vector: VersionVector) -> UInt64 {
         var low = 0
         var high = checkpoints.count
         while low < high {

@@ -15,13 +15,13 @@ import CSodium
 /// checked against the outline, and each leaf is checked as it is read. So a
 /// wrong byte is caught within the 16 KiB leaf that holds it, before anything
 /// is written, and the chunk is fetched again elsewhere.
-public enum AssetOutline {
-    public static let leafSize = 16 * 1024
-    public static let leavesPerChunk = 16
-    public static let chunkSize = leafSize * leavesPerChunk
-    public static let hashLength = 32
+package enum AssetOutline {
+    package static let leafSize = 16 * 1024
+    package static let leavesPerChunk = 16
+    package static let chunkSize = leafSize * leavesPerChunk
+    package static let hashLength = 32
     /// The largest asset an outline fits a message for: 32,768 chunks (8 GiB).
-    public static let maximumChunks = 32_768
+    package static let maximumChunks = 32_768
 
     private static let leafKey = key("lattice asset leaf")
     private static let chunkKey = key("lattice asset chunk")
@@ -32,42 +32,42 @@ public enum AssetOutline {
     }
 
     /// How many chunks content of `size` bytes has (one for empty content).
-    public static func chunkCount(size: Int64) -> Int {
+    package static func chunkCount(size: Int64) -> Int {
         max(1, Int((size + Int64(chunkSize) - 1) / Int64(chunkSize)))
     }
 
     /// How many leaves content of `size` bytes has, all chunks together: 16
     /// a chunk but the last, whose leaves are those its bytes fill (at least one).
-    public static func leafCount(size: Int64) -> Int {
+    package static func leafCount(size: Int64) -> Int {
         let chunks = chunkCount(size: size)
         let last = chunkLength(chunks - 1, size: size)
         return (chunks - 1) * leavesPerChunk + max(1, (last + leafSize - 1) / leafSize)
     }
 
     /// How many bytes chunk `index` of content of `size` bytes holds.
-    public static func chunkLength(_ index: Int, size: Int64) -> Int {
+    package static func chunkLength(_ index: Int, size: Int64) -> Int {
         let start = Int64(index) * Int64(chunkSize)
         return Int(max(0, min(Int64(chunkSize), size - start)))
     }
 
-    public static func leafHash(_ bytes: UnsafeRawBufferPointer) throws -> [UInt8] {
+    package static func leafHash(_ bytes: UnsafeRawBufferPointer) throws -> [UInt8] {
         try keyedHash([bytes], key: leafKey)
     }
 
     /// The hash of a chunk from its leaves' hashes.
-    public static func chunkHash(leaves: [[UInt8]]) throws -> [UInt8] {
+    package static func chunkHash(leaves: [[UInt8]]) throws -> [UInt8] {
         try keyedHash(bytes: leaves.flatMap { $0 }, key: chunkKey)
     }
 
     /// The asset's content hash from its size and its chunks' hashes.
-    public static func assetHash(size: Int64, chunks: [[UInt8]]) throws -> [UInt8] {
+    package static func assetHash(size: Int64, chunks: [[UInt8]]) throws -> [UInt8] {
         var sizeBytes = [UInt8](repeating: 0, count: 8)
         for index in 0..<8 { sizeBytes[index] = UInt8(truncatingIfNeeded: UInt64(size) >> (8 * index)) }
         return try keyedHash(bytes: sizeBytes + chunks.flatMap { $0 }, key: assetKey)
     }
 
     /// The leaf hashes of one chunk's bytes.
-    public static func leafHashes(of chunk: UnsafeRawBufferPointer) throws -> [[UInt8]] {
+    package static func leafHashes(of chunk: UnsafeRawBufferPointer) throws -> [[UInt8]] {
         var hashes: [[UInt8]] = []
         var offset = 0
         repeat {
@@ -78,13 +78,13 @@ public enum AssetOutline {
         return hashes
     }
 
-    public static func leafHashes(of chunk: [UInt8]) throws -> [[UInt8]] {
+    package static func leafHashes(of chunk: [UInt8]) throws -> [[UInt8]] {
         try chunk.withUnsafeBytes { try leafHashes(of: $0) }
     }
 
     /// Whether `chunks` (an outline received from a peer) is the outline of
     /// `asset`: the right count for its size, and hashing to its hash.
-    public static func outlineMatches(_ chunks: [[UInt8]], hash: [UInt8], size: Int64) throws -> Bool {
+    package static func outlineMatches(_ chunks: [[UInt8]], hash: [UInt8], size: Int64) throws -> Bool {
         guard chunks.count == chunkCount(size: size), chunks.allSatisfy({ $0.count == hashLength }) else { return false }
         return try assetHash(size: size, chunks: chunks) == hash
     }
@@ -92,7 +92,7 @@ public enum AssetOutline {
     /// What is wrong with chunk `index` a peer sent, or nil when it checks:
     /// its leaf hashes must hash to the outline's `expected`, and each 16 KiB
     /// of `bytes` to its leaf hash (the first that does not is named).
-    public static func problem(withChunk index: Int, leaves: [[UInt8]], bytes: [UInt8], expected: [UInt8], size: Int64) throws -> String? {
+    package static func problem(withChunk index: Int, leaves: [[UInt8]], bytes: [UInt8], expected: [UInt8], size: Int64) throws -> String? {
         let length = chunkLength(index, size: size)
         guard bytes.count == length else { return "chunk \(index) has \(bytes.count) bytes, not \(length)" }
         let leafCount = max(1, (length + leafSize - 1) / leafSize)
@@ -113,7 +113,7 @@ public enum AssetOutline {
     }
 
     /// Whether `bytes` are chunk `index` as the outline says (a chunk read back from disk).
-    public static func chunkMatches(_ bytes: [UInt8], index: Int, outline: [[UInt8]], size: Int64) throws -> Bool {
+    package static func chunkMatches(_ bytes: [UInt8], index: Int, outline: [[UInt8]], size: Int64) throws -> Bool {
         guard index < outline.count, bytes.count == chunkLength(index, size: size) else { return false }
         return try chunkHash(leaves: try leafHashes(of: bytes)) == outline[index]
     }
@@ -139,19 +139,19 @@ public enum AssetOutline {
 
 /// Hashes content as it streams past, in any piece sizes: its chunk hashes
 /// (the outline) and its asset hash, without holding more than one chunk.
-public final class AssetHasher {
+package final class AssetHasher {
     private var pending: [UInt8] = []
-    public private(set) var chunks: [[UInt8]] = []
-    public private(set) var size: Int64 = 0
+    package private(set) var chunks: [[UInt8]] = []
+    package private(set) var size: Int64 = 0
     /// Given each chunk's leaf hashes, in order (to keep them beside the content).
     private let leafSink: (([[UInt8]]) throws -> Void)?
 
-    public init(leafSink: (([[UInt8]]) throws -> Void)? = nil) {
+    package init(leafSink: (([[UInt8]]) throws -> Void)? = nil) {
         self.leafSink = leafSink
         pending.reserveCapacity(AssetOutline.chunkSize)
     }
 
-    public func update(_ bytes: UnsafeRawBufferPointer) throws {
+    package func update(_ bytes: UnsafeRawBufferPointer) throws {
         var offset = 0
         while offset < bytes.count {
             let take = min(AssetOutline.chunkSize - pending.count, bytes.count - offset)
@@ -170,7 +170,7 @@ public final class AssetHasher {
     }
 
     /// The asset hash; the outline is `chunks` after this.
-    public func finish() throws -> [UInt8] {
+    package func finish() throws -> [UInt8] {
         if !pending.isEmpty || chunks.isEmpty { try closeChunk() }
         return try AssetOutline.assetHash(size: size, chunks: chunks)
     }

@@ -3,7 +3,7 @@ import CSodium
 /// A device's ID: the SHA-256 of its public key, in base32 with a check
 /// character per 13, grouped by 7 — the form Syncthing made familiar, easy to
 /// read aloud and compare, and a typo in it is caught rather than trusted.
-public struct DeviceID: Hashable, Sendable, CustomStringConvertible {
+@_spi(Tools) public struct DeviceID: Hashable, Sendable, CustomStringConvertible {
     /// SHA-256 of the Ed25519 public key.
     public let digest: [UInt8]
     /// `XXXXXXX-XXXXXXX-…`, eight groups of seven; made once, as logs and the store key peers by it.

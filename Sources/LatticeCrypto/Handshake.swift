@@ -1,13 +1,13 @@
 import CSodium
 
 /// Why a handshake failed. Every case ends the connection; none is a crash.
-public enum HandshakeError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum HandshakeError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformed(String)
     case unsupportedVersion(theirs: ClosedRange<UInt8>, ours: ClosedRange<UInt8>)
     case badSignature
     case unexpectedMessage(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed(let why): return "malformed handshake message: \(why)"
         case .unsupportedVersion(let theirs, let ours):
@@ -20,12 +20,12 @@ public enum HandshakeError: Error, Equatable, Sendable, CustomStringConvertible 
 
 /// What both ends hold after a handshake: the peer's identity, the agreed
 /// protocol version, and one key per direction.
-public struct HandshakeResult: Sendable {
-    public let peerPublicKey: [UInt8]
-    public let peerDeviceID: DeviceID
-    public let version: UInt8
-    public let sendKey: SecretBytes
-    public let receiveKey: SecretBytes
+package struct HandshakeResult: Sendable {
+    package let peerPublicKey: [UInt8]
+    package let peerDeviceID: DeviceID
+    package let version: UInt8
+    package let sendKey: SecretBytes
+    package let receiveKey: SecretBytes
 
     /// Derives the direction keys from the crypto_kx pair and wipes the pair.
     init(peerPublicKey: [UInt8], version: UInt8, kx: inout (send: [UInt8], receive: [UInt8]), transcript: [UInt8], directions: (send: String, receive: String)) throws {
@@ -55,16 +55,16 @@ public struct HandshakeResult: Sendable {
 /// into another handshake, and the keys of each direction are the crypto_kx
 /// session keys hashed with the whole transcript. Ephemeral keys live only in
 /// this value: a stolen identity later cannot decrypt a recorded session.
-public enum Handshake {
-    public static let magic: [UInt8] = Array("LTHS".utf8)
+package enum Handshake {
+    package static let magic: [UInt8] = Array("LTHS".utf8)
     static let keyLength = Int(crypto_kx_PUBLICKEYBYTES)
     static let signLength = Int(crypto_sign_BYTES)
     static let identityLength = Int(crypto_sign_PUBLICKEYBYTES)
-    public static let firstMessageLength = 4 + 2 + keyLength
-    public static let secondMessageLength = 4 + 1 + keyLength + identityLength + signLength
-    public static let thirdMessageLength = identityLength + signLength
+    package static let firstMessageLength = 4 + 2 + keyLength
+    package static let secondMessageLength = 4 + 1 + keyLength + identityLength + signLength
+    package static let thirdMessageLength = identityLength + signLength
     /// The largest handshake message: a frame decoder may refuse anything bigger before the handshake ends.
-    public static let maximumMessageLength = secondMessageLength
+    package static let maximumMessageLength = secondMessageLength
 
     static func transcriptHash(_ parts: [UInt8]...) throws -> [UInt8] {
         let message = Array("lattice handshake transcript v1".utf8) + parts.joined()
@@ -108,26 +108,26 @@ public enum Handshake {
 }
 
 /// The side that connects.
-public struct HandshakeInitiator: Sendable {
-    public let identity: Identity
-    public let versions: ClosedRange<UInt8>
+package struct HandshakeInitiator: Sendable {
+    package let identity: Identity
+    package let versions: ClosedRange<UInt8>
     private let ephemeral: (public: [UInt8], secret: SecretBytes)
     private var firstMessage: [UInt8] = []
 
-    public init(identity: Identity, versions: ClosedRange<UInt8>) throws {
+    package init(identity: Identity, versions: ClosedRange<UInt8>) throws {
         self.identity = identity
         self.versions = versions
         ephemeral = try Handshake.ephemeralKeyPair()
     }
 
     /// M1, the opening message.
-    public mutating func start() -> [UInt8] {
+    package mutating func start() -> [UInt8] {
         firstMessage = Handshake.magic + [versions.lowerBound, versions.upperBound] + ephemeral.public
         return firstMessage
     }
 
     /// Reads M2; returns M3 to send and the session.
-    public func receive(_ message: [UInt8]) throws -> (reply: [UInt8], result: HandshakeResult) {
+    package func receive(_ message: [UInt8]) throws -> (reply: [UInt8], result: HandshakeResult) {
         guard !firstMessage.isEmpty else { throw HandshakeError.unexpectedMessage("a reply before the opening message") }
         guard message.count == Handshake.secondMessageLength else {
             throw HandshakeError.malformed("the reply has \(message.count) bytes, expected \(Handshake.secondMessageLength)")
@@ -157,22 +157,22 @@ public struct HandshakeInitiator: Sendable {
 }
 
 /// The side that accepts.
-public struct HandshakeResponder: Sendable {
-    public let identity: Identity
-    public let versions: ClosedRange<UInt8>
+package struct HandshakeResponder: Sendable {
+    package let identity: Identity
+    package let versions: ClosedRange<UInt8>
     private let ephemeral: (public: [UInt8], secret: SecretBytes)
     private var firstMessage: [UInt8] = []
     private var secondMessage: [UInt8] = []
     private var peerEphemeral: [UInt8] = []
 
-    public init(identity: Identity, versions: ClosedRange<UInt8>) throws {
+    package init(identity: Identity, versions: ClosedRange<UInt8>) throws {
         self.identity = identity
         self.versions = versions
         ephemeral = try Handshake.ephemeralKeyPair()
     }
 
     /// Reads M1; returns M2.
-    public mutating func receiveOpening(_ message: [UInt8]) throws -> [UInt8] {
+    package mutating func receiveOpening(_ message: [UInt8]) throws -> [UInt8] {
         guard firstMessage.isEmpty else { throw HandshakeError.unexpectedMessage("a second opening message") }
         guard message.count == Handshake.firstMessageLength else {
             throw HandshakeError.malformed("the opening message has \(message.count) bytes, expected \(Handshake.firstMessageLength)")
@@ -192,7 +192,7 @@ public struct HandshakeResponder: Sendable {
     }
 
     /// Reads M3; returns the session.
-    public func receiveProof(_ message: [UInt8]) throws -> HandshakeResult {
+    package func receiveProof(_ message: [UInt8]) throws -> HandshakeResult {
         guard !secondMessage.isEmpty else { throw HandshakeError.unexpectedMessage("a proof before the opening message") }
         guard message.count == Handshake.thirdMessageLength else {
             throw HandshakeError.malformed("the proof has \(message.count) bytes, expected \(Handshake.thirdMessageLength)")

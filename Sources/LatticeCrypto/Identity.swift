@@ -2,7 +2,7 @@ import CSodium
 
 /// A device's Ed25519 identity. The secret stays in this value and in the
 /// store's key file; everything else uses the public key or the device ID.
-public struct Identity: Sendable {
+@_spi(Tools) public struct Identity: Sendable {
     public static let seedLength = 32
     public let publicKey: [UInt8]
     public let deviceID: DeviceID

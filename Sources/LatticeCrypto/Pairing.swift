@@ -50,13 +50,13 @@ public struct PairingCode: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why a pairing exchange failed on the cryptography's account.
-public enum PairingError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum PairingError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The peer's message is not a valid group element (or is the identity).
     case invalidMessage
     /// The peer's confirmation does not match: it used another code (or is an attacker).
     case wrongCode
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidMessage: return "the other device's pairing message is not valid"
         case .wrongCode: return "the code does not match the one the other device shows"
@@ -70,22 +70,22 @@ public enum PairingError: Error, Equatable, Sendable, CustomStringConvertible {
 /// used the same code. A party that does not know the code learns nothing
 /// from the exchange and gets one guess per exchange (no offline dictionary
 /// attack: the shared point depends on the code through the generator).
-public struct CPace: Sendable {
-    public enum Role: UInt8, Sendable {
+package struct CPace: Sendable {
+    package enum Role: UInt8, Sendable {
         case initiator = 1, responder = 2
     }
 
-    public static let messageLength = Int(crypto_core_ristretto255_BYTES)
-    public let role: Role
+    package static let messageLength = Int(crypto_core_ristretto255_BYTES)
+    package let role: Role
     /// The message to send: this side's share.
-    public let message: [UInt8]
+    package let message: [UInt8]
     private let generator: [UInt8]
     private let scalar: SecretBytes
     private let sessionID: [UInt8]
 
     /// `sessionID`: bytes both sides agreed on before (both sides' nonces),
     /// binding the exchange to this session; `context`: what the keys are for.
-    public init(code: PairingCode, sessionID: [UInt8], context: String, role: Role) throws {
+    package init(code: PairingCode, sessionID: [UInt8], context: String, role: Role) throws {
         try Sodium.ready()
         self.role = role
         self.sessionID = sessionID
@@ -109,7 +109,7 @@ public struct CPace: Sendable {
 
     /// The keys both sides share once the peer's message is in; the same on
     /// both sides only if they used the same code.
-    public func finish(peerMessage: [UInt8]) throws -> PairingKeys {
+    package func finish(peerMessage: [UInt8]) throws -> PairingKeys {
         guard peerMessage.count == Self.messageLength, crypto_core_ristretto255_is_valid_point(peerMessage) == 1, peerMessage != message else {
             throw PairingError.invalidMessage
         }
@@ -130,10 +130,10 @@ public struct CPace: Sendable {
 /// What a finished CPace exchange gives both sides: confirmations that
 /// prove knowledge of the key, a key for what follows, and a short verifier
 /// a person can compare on both screens.
-public struct PairingKeys: Sendable {
+package struct PairingKeys: Sendable {
     private let key: SecretBytes
     private let transcript: [UInt8]
-    public let role: CPace.Role
+    package let role: CPace.Role
 
     init(key: SecretBytes, transcript: [UInt8], role: CPace.Role) {
         self.key = key
@@ -151,24 +151,24 @@ public struct PairingKeys: Sendable {
     }
 
     /// What this side sends to prove it holds the key.
-    public var confirmation: [UInt8] { mac(role == .initiator ? "confirm initiator" : "confirm responder") }
+    package var confirmation: [UInt8] { mac(role == .initiator ? "confirm initiator" : "confirm responder") }
 
     /// Checks the peer's confirmation (in constant time).
-    public func checkPeerConfirmation(_ tag: [UInt8]) throws {
+    package func checkPeerConfirmation(_ tag: [UInt8]) throws {
         let expected = mac(role == .initiator ? "confirm responder" : "confirm initiator")
         guard tag.count == expected.count, sodium_memcmp(tag, expected, expected.count) == 0 else { throw PairingError.wrongCode }
     }
 
     /// Bytes both sides share and nobody else has: what each side signs with
     /// its identity, binding that identity to this exchange.
-    public var binding: [UInt8] { mac("identity binding") }
+    package var binding: [UInt8] { mac("identity binding") }
 
     /// A 32-byte key for the exchange that follows the confirmation.
-    public var sessionKey: [UInt8] { mac("session key") }
+    package var sessionKey: [UInt8] { mac("session key") }
 
     /// Encrypts `plaintext` for the peer: XChaCha20-Poly1305 under the
     /// session key, the nonce naming the sender's role and message number.
-    public func seal(_ plaintext: [UInt8], number: UInt8) throws -> [UInt8] {
+    package func seal(_ plaintext: [UInt8], number: UInt8) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + Int(crypto_aead_xchacha20poly1305_ietf_ABYTES))
         var length: UInt64 = 0
         let key = sessionKey
@@ -178,7 +178,7 @@ public struct PairingKeys: Sendable {
     }
 
     /// Decrypts what the peer sealed as its message `number`; wrongCode if it does not open.
-    public func open(_ sealed: [UInt8], number: UInt8) throws -> [UInt8] {
+    package func open(_ sealed: [UInt8], number: UInt8) throws -> [UInt8] {
         guard sealed.count >= Int(crypto_aead_xchacha20poly1305_ietf_ABYTES) else { throw PairingError.wrongCode }
         var out = [UInt8](repeating: 0, count: sealed.count - Int(crypto_aead_xchacha20poly1305_ietf_ABYTES))
         var length: UInt64 = 0
@@ -198,7 +198,7 @@ public struct PairingKeys: Sendable {
     }
 
     /// Six digits both screens show: equal exactly when both sides hold the same key.
-    public var verifier: String {
+    package var verifier: String {
         let bytes = mac("verifier")
         let number = (UInt32(bytes[0]) << 16 | UInt32(bytes[1]) << 8 | UInt32(bytes[2])) % 1_000_000
         let digits = String(number)

@@ -1,14 +1,14 @@
 import CSodium
 
 /// Why an encrypted frame was refused: the connection must end.
-public enum SecretStreamError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum SecretStreamError: Error, Equatable, Sendable, CustomStringConvertible {
     case badHeader
     /// Modified, replayed, reordered or from another stream: authentication failed.
     case forged
     /// A frame after the final one.
     case afterFinal
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .badHeader: return "the stream header is malformed"
         case .forged: return "a frame failed authentication (modified, replayed, reordered or forged)"
@@ -20,14 +20,14 @@ public enum SecretStreamError: Error, Equatable, Sendable, CustomStringConvertib
 /// The sending half of an XChaCha20-Poly1305 secretstream: each frame is
 /// encrypted and authenticated under a nonce the stream advances, so the
 /// receiver detects a dropped, repeated or reordered frame.
-public struct SecretStreamSender: Sendable {
-    public static let headerLength = Int(crypto_secretstream_xchacha20poly1305_HEADERBYTES)
-    public static let overhead = Int(crypto_secretstream_xchacha20poly1305_ABYTES)
+package struct SecretStreamSender: Sendable {
+    package static let headerLength = Int(crypto_secretstream_xchacha20poly1305_HEADERBYTES)
+    package static let overhead = Int(crypto_secretstream_xchacha20poly1305_ABYTES)
     private var state = crypto_secretstream_xchacha20poly1305_state()
     /// Sent once, in clear, before the first frame.
-    public let header: [UInt8]
+    package let header: [UInt8]
 
-    public init(key: [UInt8]) throws {
+    package init(key: [UInt8]) throws {
         try Sodium.ready()
         guard key.count == Int(crypto_secretstream_xchacha20poly1305_KEYBYTES) else { throw CryptoError.invalidKey("a stream key has 32 bytes") }
         var header = [UInt8](repeating: 0, count: Self.headerLength)
@@ -36,7 +36,7 @@ public struct SecretStreamSender: Sendable {
     }
 
     /// Encrypts one frame; `final` marks the orderly end of the stream.
-    public mutating func seal(_ plaintext: [UInt8], final: Bool = false) throws -> [UInt8] {
+    package mutating func seal(_ plaintext: [UInt8], final: Bool = false) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + Self.overhead)
         let tag = final ? UInt8(crypto_secretstream_xchacha20poly1305_TAG_FINAL) : UInt8(crypto_secretstream_xchacha20poly1305_TAG_MESSAGE)
         try Sodium.check(
@@ -46,17 +46,17 @@ public struct SecretStreamSender: Sendable {
     }
 
     /// Zeroes the stream's state (its key): the stream cannot be used after.
-    public mutating func wipe() {
+    package mutating func wipe() {
         withUnsafeMutableBytes(of: &state) { buffer in sodium_memzero(buffer.baseAddress, buffer.count) }
     }
 }
 
 /// The receiving half.
-public struct SecretStreamReceiver: Sendable {
+package struct SecretStreamReceiver: Sendable {
     private var state = crypto_secretstream_xchacha20poly1305_state()
-    public private(set) var finished = false
+    package private(set) var finished = false
 
-    public init(key: [UInt8], header: [UInt8]) throws {
+    package init(key: [UInt8], header: [UInt8]) throws {
         try Sodium.ready()
         guard key.count == Int(crypto_secretstream_xchacha20poly1305_KEYBYTES) else { throw CryptoError.invalidKey("a stream key has 32 bytes") }
         guard header.count == SecretStreamSender.headerLength,
@@ -64,7 +64,7 @@ public struct SecretStreamReceiver: Sendable {
     }
 
     /// Decrypts and authenticates one frame; `final` is set on the orderly last one.
-    public mutating func open(_ ciphertext: [UInt8]) throws -> (plaintext: [UInt8], final: Bool) {
+    package mutating func open(_ ciphertext: [UInt8]) throws -> (plaintext: [UInt8], final: Bool) {
         guard !finished else { throw SecretStreamError.afterFinal }
         guard ciphertext.count >= SecretStreamSender.overhead else { throw SecretStreamError.forged }
         var out = [UInt8](repeating: 0, count: ciphertext.count - SecretStreamSender.overhead)
@@ -77,7 +77,7 @@ public struct SecretStreamReceiver: Sendable {
     }
 
     /// Zeroes the stream's state (its key): the stream cannot be used after.
-    public mutating func wipe() {
+    package mutating func wipe() {
         withUnsafeMutableBytes(of: &state) { buffer in sodium_memzero(buffer.baseAddress, buffer.count) }
     }
 

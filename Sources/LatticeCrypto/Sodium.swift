@@ -1,12 +1,12 @@
 import CSodium
 
 /// Why a libsodium operation failed.
-public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     case initializationFailed
     case operationFailed(String)
     case invalidKey(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .initializationFailed: return "libsodium could not initialize (no entropy source?)"
         case .operationFailed(let what): return "libsodium \(what) failed"
@@ -17,7 +17,7 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// The one place libsodium is called from: initializes it once and turns
 /// return codes into typed errors.
-public enum Sodium {
+package enum Sodium {
     private static let initialized: Bool = sodium_init() >= 0
 
     static func ready() throws {
@@ -30,7 +30,7 @@ public enum Sodium {
     }
 
     /// Overwrites `bytes` with zeros in place, in a way the compiler may not skip.
-    public static func wipe(_ bytes: inout [UInt8]) {
+    package static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { buffer in
             if let base = buffer.baseAddress { sodium_memzero(base, buffer.count) }
         }

@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import LatticeStore
 
 /// What the change-set fuzzer checks on every input: whatever bytes a peer

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Rewrites the frame checksums of a (mutated) change set so they match its
 /// bytes. A lying peer can compute checksums too: this is what lets the

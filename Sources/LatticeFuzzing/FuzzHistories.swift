@@ -1,4 +1,5 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// The histories the fuzzer starts from: a base state every input is applied
 /// onto, and seed inputs that reach the interesting paths (conflicts,

@@ -1,5 +1,5 @@
-import LatticeCore
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeProtocol
 import NIOCore
 
 /// Which peer is asked for which part of which asset, and when: the asset

@@ -1,4 +1,4 @@
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 
 /// What the node's connection table needs of a session's connection.
 package protocol SessionConnection: Hashable, Sendable {

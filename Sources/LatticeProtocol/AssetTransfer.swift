@@ -1,8 +1,8 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A request for part of an asset's content, by its hash: its outline (the
 /// chunk hashes, `chunk == nil`) or one chunk (`AssetOutline`).
-public struct AssetRequest: Hashable, Sendable, CustomStringConvertible {
+@_spi(Tools) public struct AssetRequest: Hashable, Sendable, CustomStringConvertible {
     public var hash: [UInt8]
     /// The content's size, as the record that references it says.
     public var size: Int64
@@ -30,7 +30,7 @@ public struct AssetRequest: Hashable, Sendable, CustomStringConvertible {
 
 /// A peer's answer to an `AssetRequest`. What it holds is checked by the
 /// requester against the hash it asked for (`AssetOutline`), never trusted.
-public enum AssetReply: Hashable, Sendable {
+@_spi(Tools) public enum AssetReply: Hashable, Sendable {
     /// The chunk hashes of the asset.
     case outline(hash: [UInt8], chunks: [[UInt8]])
     /// One chunk: its leaves' hashes, then its bytes.

@@ -1,10 +1,10 @@
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// The messages of `lattice pair`, in order: the joiner's share, the
 /// inviter's share and key confirmation, then each side's identity sealed
 /// under the exchanged key and signed over it.
-public enum PairingMessage: Hashable, Sendable {
+package enum PairingMessage: Hashable, Sendable {
     /// Joiner → inviter: a fresh nonce (the session's ID), the container, its CPace share.
     case join(nonce: [UInt8], container: String, share: [UInt8])
     /// Inviter → joiner: its share and its confirmation of the key.
@@ -16,18 +16,18 @@ public enum PairingMessage: Hashable, Sendable {
     /// Either side: the exchange ends, and why.
     case refused(String)
 
-    public static let nonceLength = 16
+    package static let nonceLength = 16
     static let magic = Array("LTPR".utf8)
     /// The largest message an inviter takes: anyone on the LAN can send one.
-    public static let maximumLength = 64 * 1024
+    package static let maximumLength = 64 * 1024
     /// The largest a joiner takes from the device it chose to dial: the
     /// inviter's introduction carries the account's roster, or as much of it
     /// as fits with the joiner's and the inviter's chains and every removal
     /// first (`AccountRoster.encoded(fitting:first:)`); the rest comes in
     /// pieces at the joiner's first sync.
-    public static let maximumIntroductionLength = 1 << 20
+    package static let maximumIntroductionLength = 1 << 20
 
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var writer = BinaryWriter()
         writer.raw(Self.magic)
         switch self {
@@ -54,7 +54,7 @@ public enum PairingMessage: Hashable, Sendable {
         return writer.bytes
     }
 
-    public init(bytes: [UInt8], maximumLength: Int = maximumLength) throws {
+    package init(bytes: [UInt8], maximumLength: Int = maximumLength) throws {
         guard bytes.count <= maximumLength, bytes.count >= 5, Array(bytes.prefix(4)) == Self.magic else {
             throw ProtocolError.malformed("not a pairing message")
         }
@@ -81,11 +81,11 @@ public enum PairingMessage: Hashable, Sendable {
 /// Who a device is, as it tells the other inside the sealed exchange: its
 /// key, a name, and what the account adds (the roster), signed with its
 /// identity over the session so it cannot be replayed into another.
-public struct PairingIntroduction: Hashable, Sendable {
-    public var publicKey: [UInt8]
-    public var name: String
-    public var extra: [UInt8]
-    public var signature: [UInt8]
+package struct PairingIntroduction: Hashable, Sendable {
+    package var publicKey: [UInt8]
+    package var name: String
+    package var extra: [UInt8]
+    package var signature: [UInt8]
 
     static func signedBytes(publicKey: [UInt8], name: String, extra: [UInt8], binding: [UInt8]) -> [UInt8] {
         var writer = BinaryWriter()
@@ -130,14 +130,14 @@ public struct PairingIntroduction: Hashable, Sendable {
 }
 
 /// How a pairing ended well: the other device, and the verifier both screens show.
-public struct PairingOutcome: Hashable, Sendable {
-    public var peer: PairingIntroduction
-    public var deviceID: DeviceID
-    public var verifier: String
+package struct PairingOutcome: Hashable, Sendable {
+    package var peer: PairingIntroduction
+    package var deviceID: DeviceID
+    package var verifier: String
 }
 
 /// Why a pairing failed.
-public enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
+package enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
     case wrongCode
     case expired
     case tooManyAttempts
@@ -152,7 +152,7 @@ public enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
     /// The other side did not finish the exchange in time.
     case timedOut
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .wrongCode: return "the code does not match the one shown on the other device (check it and run `lattice pair CODE` again)"
         case .expired: return "the pairing code expired; run `lattice pair` again on the other device for a new one"
@@ -169,7 +169,7 @@ public enum PairingFailure: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What a side of the exchange asks its driver to do.
-public enum PairingAction: Hashable, Sendable {
+package enum PairingAction: Hashable, Sendable {
     case send(PairingMessage)
     case paired(PairingOutcome)
     case failed(PairingFailure)
@@ -177,7 +177,7 @@ public enum PairingAction: Hashable, Sendable {
 
 /// The inviter's side of one exchange (one attempt at the code). Its offer
 /// (`PairingOffer`) counts failed attempts and the code's expiry across attempts.
-public struct PairingInviter: Sendable {
+package struct PairingInviter: Sendable {
     private let code: PairingCode
     private let identity: Identity
     private let name: String
@@ -188,12 +188,12 @@ public struct PairingInviter: Sendable {
 
     /// Whether this exchange got as far as the key: its confirmation went
     /// out, so the other side could test one guess of the code against it.
-    public var exchangedKeys: Bool { keys != nil }
+    package var exchangedKeys: Bool { keys != nil }
 
     /// `extra`: what the inviter adds to its introduction once it knows the
     /// joiner (the account's roster with the joiner added); a `PairingFailure`
     /// it throws ends the exchange with that reason.
-    public init(code: PairingCode, identity: Identity, name: String, container: String, extra: @escaping @Sendable (PairingIntroduction) throws -> [UInt8] = { _ in [] }) {
+    package init(code: PairingCode, identity: Identity, name: String, container: String, extra: @escaping @Sendable (PairingIntroduction) throws -> [UInt8] = { _ in [] }) {
         self.code = code
         self.identity = identity
         self.name = name
@@ -201,7 +201,7 @@ public struct PairingInviter: Sendable {
         self.extra = extra
     }
 
-    public mutating func receive(_ message: PairingMessage) -> [PairingAction] {
+    package mutating func receive(_ message: PairingMessage) -> [PairingAction] {
         guard !done else { return [] }
         switch (message, keys) {
         case (.join(let nonce, let peerContainer, let share), nil):
@@ -249,16 +249,16 @@ public struct PairingInviter: Sendable {
 }
 
 /// The joiner's side: it starts, with the code a person typed.
-public struct PairingJoiner: Sendable {
+package struct PairingJoiner: Sendable {
     private let identity: Identity
     private let name: String
     private let side: CPace
     private var keys: PairingKeys?
     private var done = false
     /// The first message to send.
-    public let start: PairingMessage
+    package let start: PairingMessage
 
-    public init(code: PairingCode, identity: Identity, name: String, container: String) throws {
+    package init(code: PairingCode, identity: Identity, name: String, container: String) throws {
         self.identity = identity
         self.name = name
         var nonce = [UInt8](repeating: 0, count: PairingMessage.nonceLength)
@@ -267,7 +267,7 @@ public struct PairingJoiner: Sendable {
         start = .join(nonce: nonce, container: container, share: side.message)
     }
 
-    public mutating func receive(_ message: PairingMessage) -> [PairingAction] {
+    package mutating func receive(_ message: PairingMessage) -> [PairingAction] {
         guard !done else { return [] }
         switch (message, keys) {
         case (.accept(let share, let confirmation), nil):
@@ -306,26 +306,26 @@ public struct PairingJoiner: Sendable {
 
 /// A code on offer: how long it lives and how many wrong attempts it takes
 /// before it is spent (each attempt is one guess for a party without it).
-public struct PairingOffer: Sendable {
-    public static let defaultLifetimeMilliseconds: UInt64 = 120_000
-    public static let defaultMaximumFailures = 3
-    public let code: PairingCode
-    public let expires: UInt64
-    public let maximumFailures: Int
-    public private(set) var failures = 0
+package struct PairingOffer: Sendable {
+    package static let defaultLifetimeMilliseconds: UInt64 = 120_000
+    package static let defaultMaximumFailures = 3
+    package let code: PairingCode
+    package let expires: UInt64
+    package let maximumFailures: Int
+    package private(set) var failures = 0
 
-    public init(code: PairingCode, now: UInt64, lifetimeMilliseconds: UInt64 = defaultLifetimeMilliseconds, maximumFailures: Int = defaultMaximumFailures) {
+    package init(code: PairingCode, now: UInt64, lifetimeMilliseconds: UInt64 = defaultLifetimeMilliseconds, maximumFailures: Int = defaultMaximumFailures) {
         self.code = code
         expires = now + lifetimeMilliseconds
         self.maximumFailures = maximumFailures
     }
 
     /// Why a new attempt may not start now, or nil.
-    public func refusal(now: UInt64) -> PairingFailure? {
+    package func refusal(now: UInt64) -> PairingFailure? {
         if now >= expires { return .expired }
         if failures >= maximumFailures { return .tooManyAttempts }
         return nil
     }
 
-    public mutating func recordFailure() { failures += 1 }
+    package mutating func recordFailure() { failures += 1 }
 }

@@ -1,6 +1,6 @@
 /// Why a session ended on the protocol's account. Every case is a reason to
 /// close the connection, logged; none changes the store.
-public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
+@_spi(Tools) public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
     case malformed(String)
     case unexpected(String)
     case forbidden(String)

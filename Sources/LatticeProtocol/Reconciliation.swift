@@ -1,7 +1,7 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A digest item as an item list carries it: the key and a short hash.
-public struct ShortDigestItem: Hashable, Sendable {
+@_spi(Tools) public struct ShortDigestItem: Hashable, Sendable {
     public var key: [UInt8]
     public var hash: [UInt8]
 
@@ -16,7 +16,7 @@ public struct ShortDigestItem: Hashable, Sendable {
 /// One range of a reconciliation message. Ranges of a zone follow each other:
 /// each starts where the one before ended (the first at the empty key), and
 /// ends at `upper` (nil: the end of the key space).
-public struct ReconcileRange: Hashable, Sendable {
+@_spi(Tools) public struct ReconcileRange: Hashable, Sendable {
     public enum Content: Hashable, Sendable {
         /// Nothing to do here: the range matched.
         case skip
@@ -39,7 +39,7 @@ public struct ReconcileRange: Hashable, Sendable {
 }
 
 /// One zone's ranges in a reconciliation message.
-public struct ReconcileZone: Hashable, Sendable {
+@_spi(Tools) public struct ReconcileZone: Hashable, Sendable {
     public var zone: ZoneKey
     public var ranges: [ReconcileRange]
 
@@ -52,7 +52,7 @@ public struct ReconcileZone: Hashable, Sendable {
 /// A round of range-based set reconciliation (as Negentropy does it): the
 /// zones not yet settled, each cut into ranges. A zone missing from a reply
 /// is settled.
-public struct ReconcileMessage: Hashable, Sendable {
+@_spi(Tools) public struct ReconcileMessage: Hashable, Sendable {
     public var zones: [ReconcileZone]
 
     public init(zones: [ReconcileZone]) { self.zones = zones }
@@ -88,7 +88,7 @@ public struct DigestDifference: Hashable, Sendable {
 /// factor of `fanout`: ranges that differ are cut into `fanout` parts by
 /// count, and a range of at most `listThreshold` items is sent whole. The
 /// beginner learns every difference (`differences`); the other side answers.
-public struct Reconciler: Sendable {
+@_spi(Tools) public struct Reconciler: Sendable {
     public static let fanout = 16
     public static let listThreshold = 32
     /// Items an honest item list holds (the threshold, with room for the

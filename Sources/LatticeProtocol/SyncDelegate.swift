@@ -1,8 +1,8 @@
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// What the sender asks its store for: the next batch of a zone's stream.
-public struct BatchRequest: Hashable, Sendable {
+@_spi(Tools) public struct BatchRequest: Hashable, Sendable {
     public var zone: ZoneKey
     /// Send records after this point of the local change order.
     public var after: StreamCursor
@@ -30,7 +30,7 @@ public struct BatchRequest: Hashable, Sendable {
 }
 
 /// A batch the store produced: one complete change set.
-public struct OutgoingBatch: Sendable {
+@_spi(Tools) public struct OutgoingBatch: Sendable {
     public var bytes: [UInt8]
     /// The cursor after the batch's last record (or the request's when it holds none).
     public var cursor: StreamCursor
@@ -65,7 +65,7 @@ public struct OutgoingBatch: Sendable {
 }
 
 /// A batch received whole, checked by the session, to be applied and committed on its own.
-public struct IncomingBatch: Hashable, Sendable {
+@_spi(Tools) public struct IncomingBatch: Hashable, Sendable {
     public var zone: ZoneKey
     public var bytes: [UInt8]
     public var cursor: StreamCursor
@@ -85,7 +85,7 @@ public struct IncomingBatch: Hashable, Sendable {
 }
 
 /// What applying a batch left: the zone's vector now, for the acknowledgement.
-public struct AppliedBatch: Hashable, Sendable {
+@_spi(Tools) public struct AppliedBatch: Hashable, Sendable {
     public var vector: VersionVector
     public var recordsChanged: Int
     /// Records refused for now (stamped too far in the future): the stream must come again later.
@@ -109,7 +109,7 @@ public struct AppliedBatch: Hashable, Sendable {
 /// session streams both ways, and shared zones one by one. A device of the
 /// account syncs all three databases; any other device of the container, the
 /// public one, and the shared zones whose share admits its account (DESIGN §3).
-public struct PeerAccess: Hashable, Sendable, CustomStringConvertible {
+@_spi(Tools) public struct PeerAccess: Hashable, Sendable, CustomStringConvertible {
     public var scopes: Set<DatabaseScope>
     /// Zones of the shared database the peer may sync when `scopes` does not hold it all.
     public var sharedZones: Set<ZoneID>
@@ -149,7 +149,7 @@ public struct PeerAccess: Hashable, Sendable, CustomStringConvertible {
 /// The storage a sync session needs, declared here and implemented by the
 /// store side, so the protocol never imports the store. Calls other than
 /// `isTrusted` block and run off the network's threads.
-public protocol SyncDelegate: Sendable {
+@_spi(Tools) public protocol SyncDelegate: Sendable {
     /// What `peer` may sync here, or nil to refuse it: `.account` for a device
     /// of this account, `.publicOnly` for a stranger when the public database
     /// is open to strangers. Answered from memory and at once, on the
@@ -214,7 +214,7 @@ public protocol SyncDelegate: Sendable {
 }
 
 /// What the store committed since a session last looked (`SyncDelegate.localChanges`).
-public struct LocalChanges: Hashable, Sendable {
+@_spi(Tools) public struct LocalChanges: Hashable, Sendable {
     public var zones: [ZoneKey]
     public var roster: [UInt8]
     /// The store's change sequence now: nil when the store does not say.
@@ -252,8 +252,8 @@ extension SyncDelegate {
 
 /// The store stopped trusting a device while its session ran: the session
 /// ends, and nothing it sent after the change was committed.
-public struct PeerNoLongerTrusted: Error, Hashable, Sendable, CustomStringConvertible {
-    public let peer: DeviceID
-    public init(peer: DeviceID) { self.peer = peer }
-    public var description: String { "device \(peer) is no longer trusted" }
+package struct PeerNoLongerTrusted: Error, Hashable, Sendable, CustomStringConvertible {
+    package let peer: DeviceID
+    package init(peer: DeviceID) { self.peer = peer }
+    package var description: String { "device \(peer) is no longer trusted" }
 }

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// The wire form of reconciliation messages. Bounds and keys are written as
 /// the bytes they share with the one before and the rest: neighbouring record

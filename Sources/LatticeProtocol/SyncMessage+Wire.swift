@@ -1,8 +1,8 @@
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// The protocol's wire constants.
-public enum SyncWire {
+package enum SyncWire {
     /// Protocol versions this build speaks, negotiated in the handshake.
     /// Version 2 adds relaying (`Hello.relays`, `neighbors`, `holds`) and digest
     /// comparisons (`reconcile`): a session with a version-1 peer does neither,
@@ -13,21 +13,21 @@ public enum SyncWire {
     /// changes only what the receiver holds as deleted already).
     /// Version 5 peers take change sets that leave out the ghosts of writes
     /// their vector covers (change set format 5).
-    public static let versions: ClosedRange<UInt8> = 1...5
+    package static let versions: ClosedRange<UInt8> = 1...5
     /// The first version whose peers relay and compare digests.
-    public static let relayingVersion: UInt8 = 2
+    package static let relayingVersion: UInt8 = 2
     /// The first version whose peers understand `collected` with its deletes' blocks.
-    public static let collectingVersion: UInt8 = 4
+    package static let collectingVersion: UInt8 = 4
     /// The first version whose peers restore ghosts a change set leaves out.
-    public static let elidingVersion: UInt8 = 5
+    package static let elidingVersion: UInt8 = 5
     /// The largest message (plaintext) a peer may send; frames carry at most this plus the cipher's overhead.
-    public static let maximumMessageSize = 1 << 20
+    package static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.
-    public static let partSize = 256 * 1024
+    package static let partSize = 256 * 1024
     /// A hello's membership: `AccountMembership.maximumLength` entries of a few hundred bytes.
-    public static let maximumMembershipBytes = 8 * 1024
+    package static let maximumMembershipBytes = 8 * 1024
     /// Zones in one hello.
-    public static let maximumZones = 100_000
+    package static let maximumZones = 100_000
 }
 
 extension SyncMessage {
@@ -36,21 +36,21 @@ extension SyncMessage {
     /// In a hello's grants byte: the sender relays (`Hello.relays`).
     static let relaysBit: UInt8 = 0x10
     /// Devices in one `neighbors` message: a node holds far fewer sessions.
-    public static let maximumNeighbors = 4096
+    package static let maximumNeighbors = 4096
 
     private enum Kind: UInt8 {
         case hello = 1, streamStart, changes, acknowledgement, caughtUp, ping, pong, roster, caughtUpAfter, grants, assetRequest, assetReply, reconcile, reconcileReply, neighbors, holdsRequest, holds, unsignedCollected, collected
     }
 
     /// Records in one `collected` message: each at most a name of 255 bytes and a vector, well under a megabyte.
-    public static let maximumCollectedRecords = 2048
+    package static let maximumCollectedRecords = 2048
     /// Blocks in one `collected` message: each at most 256 entries of about 37 bytes.
-    public static let maximumCollectedBlocks = 32
+    package static let maximumCollectedBlocks = 32
     /// What a sender puts in one `collected` message at most, well under `SyncWire.maximumMessageSize`.
-    public static let maximumCollectedBytes = 512 * 1024
+    package static let maximumCollectedBytes = 512 * 1024
 
     /// The message's bytes inside the channel.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
         switch self {
         case .hello(let hello):
@@ -146,7 +146,7 @@ extension SyncMessage {
     }
 
     /// Decodes one message; anything a local encoder could not have made is refused.
-    public init(decoding bytes: [UInt8]) throws(ProtocolError) {
+    package init(decoding bytes: [UInt8]) throws(ProtocolError) {
         guard bytes.count <= SyncWire.maximumMessageSize else {
             throw .limitExceeded("a message of \(bytes.count) bytes is over the \(SyncWire.maximumMessageSize)-byte maximum")
         }

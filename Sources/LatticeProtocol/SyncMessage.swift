@@ -1,10 +1,10 @@
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// Where a sender is in its stream of one zone: the change sequence and row
 /// of the last record it sent. Records are streamed in that order, so "all up
 /// to here" is one pair. Meaningful only to the store that made it.
-public struct StreamCursor: Hashable, Comparable, Sendable, CustomStringConvertible {
+@_spi(Tools) public struct StreamCursor: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var sequence: UInt64
     public var row: UInt64
 
@@ -23,7 +23,7 @@ public struct StreamCursor: Hashable, Comparable, Sendable, CustomStringConverti
 }
 
 /// What one side says of a zone when a session opens.
-public struct ZoneAdvert: Hashable, Sendable {
+@_spi(Tools) public struct ZoneAdvert: Hashable, Sendable {
     public var zone: ZoneKey
     public var zoneState: ZoneState
     /// Everything of the zone up to this vector is held.
@@ -41,7 +41,7 @@ public struct ZoneAdvert: Hashable, Sendable {
 }
 
 /// The first message of each side once the channel is up.
-public struct Hello: Hashable, Sendable {
+@_spi(Tools) public struct Hello: Hashable, Sendable {
     public var container: String
     public var zones: [ZoneAdvert]
     /// The sender's account roster (`AccountRoster.encoded`), or empty.
@@ -78,12 +78,12 @@ public struct Hello: Hashable, Sendable {
 /// Shared zones a side grants after its hello: the peer's hello proved an
 /// account that opens them (a share admits it), so the session widens
 /// rather than starting again.
-public struct Grants: Hashable, Sendable {
-    public var sharedZones: [ZoneID]
+package struct Grants: Hashable, Sendable {
+    package var sharedZones: [ZoneID]
     /// The sender's state of those zones it holds.
-    public var zones: [ZoneAdvert]
+    package var zones: [ZoneAdvert]
 
-    public init(sharedZones: [ZoneID], zones: [ZoneAdvert]) {
+    package init(sharedZones: [ZoneID], zones: [ZoneAdvert]) {
         self.sharedZones = sharedZones
         self.zones = zones
     }
@@ -93,24 +93,24 @@ public struct Grants: Hashable, Sendable {
 /// cut into parts so no frame exceeds the maximum. The last part carries the
 /// cursor after the batch, and whether the batch ends the stream (then its
 /// change set claims the sender's vector).
-public struct ChangesPart: Hashable, Sendable {
-    public struct End: Hashable, Sendable {
-        public var cursor: StreamCursor
-        public var final: Bool
-        public var records: Int
+package struct ChangesPart: Hashable, Sendable {
+    package struct End: Hashable, Sendable {
+        package var cursor: StreamCursor
+        package var final: Bool
+        package var records: Int
 
-        public init(cursor: StreamCursor, final: Bool, records: Int) {
+        package init(cursor: StreamCursor, final: Bool, records: Int) {
             self.cursor = cursor
             self.final = final
             self.records = records
         }
     }
 
-    public var zone: ZoneKey
-    public var bytes: [UInt8]
-    public var end: End?
+    package var zone: ZoneKey
+    package var bytes: [UInt8]
+    package var end: End?
 
-    public init(zone: ZoneKey, bytes: [UInt8], end: End?) {
+    package init(zone: ZoneKey, bytes: [UInt8], end: End?) {
         self.zone = zone
         self.bytes = bytes
         self.end = end
@@ -118,12 +118,12 @@ public struct ChangesPart: Hashable, Sendable {
 }
 
 /// The receiver committed a batch: its cursor, and the zone's vector after it.
-public struct Acknowledgement: Hashable, Sendable {
-    public var zone: ZoneKey
-    public var cursor: StreamCursor
-    public var vector: VersionVector
+package struct Acknowledgement: Hashable, Sendable {
+    package var zone: ZoneKey
+    package var cursor: StreamCursor
+    package var vector: VersionVector
 
-    public init(zone: ZoneKey, cursor: StreamCursor, vector: VersionVector) {
+    package init(zone: ZoneKey, cursor: StreamCursor, vector: VersionVector) {
         self.zone = zone
         self.cursor = cursor
         self.vector = vector
@@ -131,12 +131,12 @@ public struct Acknowledgement: Hashable, Sendable {
 }
 
 /// The sender is about to stream a zone: how much is left, for progress.
-public struct StreamStart: Hashable, Sendable {
-    public var zone: ZoneKey
-    public var records: Int
-    public var bytes: Int
+package struct StreamStart: Hashable, Sendable {
+    package var zone: ZoneKey
+    package var records: Int
+    package var bytes: Int
 
-    public init(zone: ZoneKey, records: Int, bytes: Int) {
+    package init(zone: ZoneKey, records: Int, bytes: Int) {
         self.zone = zone
         self.records = records
         self.bytes = bytes
@@ -144,7 +144,7 @@ public struct StreamStart: Hashable, Sendable {
 }
 
 /// Everything sent inside the encrypted channel.
-public enum SyncMessage: Hashable, Sendable {
+package enum SyncMessage: Hashable, Sendable {
     case hello(Hello)
     case streamStart(StreamStart)
     case changes(ChangesPart)
@@ -191,7 +191,7 @@ public enum SyncMessage: Hashable, Sendable {
 }
 
 /// A record whose tombstone was collected: its name and what is left of the tombstone.
-public struct CollectedRecord: Hashable, Sendable {
+@_spi(Tools) public struct CollectedRecord: Hashable, Sendable {
     public var name: String
     public var residue: RecordResidue
 

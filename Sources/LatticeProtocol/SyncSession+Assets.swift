@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Asset content moves in the same session as records, as requests and
 /// replies one chunk at a time: the requester keeps a few chunks in flight,
@@ -11,7 +11,7 @@ extension SyncSession {
     /// what is already asked sends nothing.
     /// Before the peer's hello, the request waits for it. Asked again (an
     /// answer is late), it is sent again, and two answers are taken.
-    public mutating func requestAsset(_ request: AssetRequest) -> [Action] {
+    package mutating func requestAsset(_ request: AssetRequest) -> [Action] {
         guard !closed else { return [] }
         assetRequests[request.key, default: 0] += 1
         guard peerHello != nil else {
@@ -28,7 +28,7 @@ extension SyncSession {
     }
 
     /// The store answered a `serveAsset`.
-    public mutating func assetServed(_ reply: AssetReply) -> [Action] {
+    package mutating func assetServed(_ reply: AssetReply) -> [Action] {
         guard !closed else { return [] }
         assetServes = max(0, assetServes - 1)
         return [.send(.assetReply(reply))]

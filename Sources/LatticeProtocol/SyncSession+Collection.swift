@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A device back after the tombstone horizon: the records whose tombstones
 /// were collected while it was away reach it as `collected` messages.
@@ -7,7 +7,7 @@ extension SyncSession {
     /// block of `blocks` that signs its delete, in messages of at most
     /// `SyncMessage.maximumCollectedRecords` records and
     /// `maximumCollectedBlocks` blocks.
-    public mutating func sendCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock] = []) -> [Action] {
+    package mutating func sendCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock] = []) -> [Action] {
         guard !closed, peerHello != nil, access.isAccount, zone.scope == .private, !records.isEmpty else { return [] }
         let byReplica = Dictionary(grouping: blocks.filter { $0.entries != nil }, by: \.replica)
         var messages: [SyncMessage] = []

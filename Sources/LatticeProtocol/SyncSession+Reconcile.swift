@@ -1,18 +1,18 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Reconciliation inside a session: one round of each side's at a time, on
 /// zones the peer may sync here. The session checks the traffic; the digests
 /// and the `Reconciler` that reads them live outside it.
 extension SyncSession {
     /// Sends a round of this side's reconciliation; its answer comes as the `reconcileReply` event.
-    public mutating func beginReconcileRound(_ message: ReconcileMessage) -> [Action] {
+    package mutating func beginReconcileRound(_ message: ReconcileMessage) -> [Action] {
         guard !closed, peerHello != nil, !awaitingReconcileReply else { return [] }
         awaitingReconcileReply = true
         return [.send(.reconcile(message))]
     }
 
     /// The store answered the peer's round (`answerReconcile`).
-    public mutating func reconcileAnswered(_ reply: ReconcileMessage) -> [Action] {
+    package mutating func reconcileAnswered(_ reply: ReconcileMessage) -> [Action] {
         guard !closed, answeringReconcile else { return [] }
         answeringReconcile = false
         return [.send(.reconcileReply(reply))]
@@ -21,7 +21,7 @@ extension SyncSession {
     /// Sends the states of records the peer holds otherwise (a comparison
     /// found them; `SyncDelegate.repairBatch` made the batch), at the
     /// stream's cursor, as the window allows.
-    public mutating func sendRepair(_ batch: OutgoingBatch, of zone: ZoneKey) -> [Action] {
+    package mutating func sendRepair(_ batch: OutgoingBatch, of zone: ZoneKey) -> [Action] {
         guard !closed, peerHello != nil, !batch.final, batch.claimedTop == nil, streams.allows(zone) else { return [] }
         repairs.append((zone, batch))
         sentCaughtUp = false
@@ -29,7 +29,7 @@ extension SyncSession {
     }
 
     /// Whether this side waits for the answer to a round it sent.
-    public var isReconciling: Bool { awaitingReconcileReply }
+    package var isReconciling: Bool { awaitingReconcileReply }
 
     mutating func receiveReconcile(_ message: ReconcileMessage) -> [Action] {
         guard !answeringReconcile else { return close(.unexpected("a reconciliation round before the last one was answered")) }

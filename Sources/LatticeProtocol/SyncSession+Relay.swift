@@ -1,5 +1,5 @@
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// Relaying at the cost of one link per commit. A commit applied from peer
 /// S is streamed by S itself to every device S has a session with (its
@@ -15,14 +15,14 @@ extension SyncSession {
     /// Whether this session relays: both sides say so, and both grant each
     /// other the account's databases (a device that does not trust this one
     /// back grants the public database alone; the two sides then agree it does not relay).
-    public var relaying: Bool { localHello.relays && peerHello?.relays == true && streams.isAccount && !comparing }
+    package var relaying: Bool { localHello.relays && peerHello?.relays == true && streams.isAccount && !comparing }
 
     /// Local commits happened. With `changes` (the store's sequence and the
     /// sources of the commits since the last call), a stream that had sent
     /// everything before them skips commits that came from this session's
     /// peer or from devices streaming to it themselves (`coverRelays`);
     /// every other stream re-opens from its cursor.
-    public mutating func localCommit(zones: [ZoneKey], roster: [UInt8]?, changes: LocalChanges?) -> [Action] {
+    package mutating func localCommit(zones: [ZoneKey], roster: [UInt8]?, changes: LocalChanges?) -> [Action] {
         guard !closed, peerHello != nil else { return [] }
         var actions: [Action] = []
         var reopened = false
@@ -92,7 +92,7 @@ extension SyncSession {
     /// (their `neighbors` list it), all of them. A device no longer among
     /// them takes its relays with it: streams that skipped commits from it
     /// go again, from before the first skip, once the peer says what it holds.
-    public mutating func coverRelays(from sources: Set<String>) -> [Action] {
+    package mutating func coverRelays(from sources: Set<String>) -> [Action] {
         guard !closed else { return [] }
         let lost = coveringSources.subtracting(sources)
         coveringSources = sources
@@ -100,7 +100,7 @@ extension SyncSession {
     }
 
     /// Streams that relied on `sources` go again once the peer says what it holds.
-    public mutating func relaysLost(_ sources: Set<String>) -> [Action] {
+    package mutating func relaysLost(_ sources: Set<String>) -> [Action] {
         guard !closed, peerHello != nil, !sources.isEmpty else { return [] }
         let affected = outgoing.values.contains { !$0.relaySources.isDisjoint(with: sources) }
         guard affected else { return [] }
@@ -116,7 +116,7 @@ extension SyncSession {
     }
 
     /// Tells the peer the devices this side has sessions with, when it relays too.
-    public mutating func tellNeighbors(_ devices: [DeviceID]) -> [Action] {
+    package mutating func tellNeighbors(_ devices: [DeviceID]) -> [Action] {
         guard !closed, relaying else { return [] }
         return [.send(.neighbors(Array(devices.prefix(SyncMessage.maximumNeighbors))))]
     }
@@ -135,7 +135,7 @@ extension SyncSession {
     }
 
     /// The store read what this side holds (`answerHolds`): the peer may build its claims on it.
-    public mutating func holdingsRead(_ zones: [ZoneAdvert]) -> [Action] {
+    package mutating func holdingsRead(_ zones: [ZoneAdvert]) -> [Action] {
         guard !closed, answeringHolds else { return [] }
         answeringHolds = false
         let told = zones.filter { access.allows($0.zone) }.map { ZoneAdvert(zone: $0.zone, zoneState: $0.zoneState, vector: $0.vector, resume: nil) }
@@ -177,7 +177,7 @@ extension SyncSession {
     /// Asks a relaying peer what it holds (`holdsRequest`): a commit it took
     /// from another device's stream reaches this side with no acknowledgement,
     /// and tombstone collection waits for one. The answer comes as `peerHolds` events.
-    public mutating func requestHolds() -> [Action] {
+    package mutating func requestHolds() -> [Action] {
         guard !closed, peerHello != nil, relaying else { return [] }
         return askHolds(for: [])
     }

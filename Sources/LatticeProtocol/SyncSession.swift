@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// One side of a sync session, as a value: messages and store results in,
 /// actions out. It never touches a socket or a store, so every way a peer can
@@ -11,8 +11,8 @@ import LatticeCore
 /// commits each batch on its own with the sender's cursor, and acknowledges it
 /// with its vector after. A local commit re-opens every zone's stream from its
 /// cursor: push on commit.
-public struct SyncSession: Sendable {
-    public enum Action: Hashable, Sendable {
+package struct SyncSession: Sendable {
+    package enum Action: Hashable, Sendable {
         case send(SyncMessage)
         /// Ask the store for the next batch; answer with `batchProduced`.
         case produce(BatchRequest)
@@ -33,7 +33,7 @@ public struct SyncSession: Sendable {
         case event(SessionEvent)
     }
 
-    public enum SessionEvent: Hashable, Sendable {
+    package enum SessionEvent: Hashable, Sendable {
         /// The peer's hello arrived: the session is running, and streams what `granted` allows.
         case started(granted: PeerAccess)
         /// The peer will stream this much of a zone.
@@ -61,27 +61,27 @@ public struct SyncSession: Sendable {
         case neighbors(Set<String>)
     }
 
-    public struct Configuration: Hashable, Sendable {
-        public var window: Int
-        public var batchRecords = 4000
-        public var batchBytes: Int
-        public var partSize = SyncWire.partSize
+    package struct Configuration: Hashable, Sendable {
+        package var window: Int
+        package var batchRecords = 4000
+        package var batchBytes: Int
+        package var partSize = SyncWire.partSize
         /// The largest batch a receiver buffers. An honest sender stops a batch
         /// once it reaches `batchBytes`, so its last record (at most
         /// `Limits.maximumRecordBytes` of fields, encoded) and the change set's
         /// header (vectors, schema) are all it can add.
-        public var maximumBatchSize: Int
+        package var maximumBatchSize: Int
         /// Batches received and not yet applied before the peer is deemed to
         /// ignore the window: an honest sender has at most `window` unacknowledged.
-        public var maximumQueuedBatches: Int
+        package var maximumQueuedBatches: Int
         /// This side only compares digests (`lattice diff`): its hello says
         /// so, neither side streams, and changes the peer sends end the session.
-        public var comparesOnly = false
+        package var comparesOnly = false
         /// This side relays: its hello says so, and with a peer that relays too
         /// it skips commits relayed from devices that stream to the peer themselves.
-        public var relays = true
+        package var relays = true
 
-        public init(window: Int = 4, batchBytes: Int = 2 << 20) {
+        package init(window: Int = 4, batchBytes: Int = 2 << 20) {
             self.window = window
             self.batchBytes = batchBytes
             maximumBatchSize = batchBytes + 2 * Limits.maximumRecordBytes + (1 << 20)
@@ -122,15 +122,15 @@ public struct SyncSession: Sendable {
         var zoneState: ZoneState
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// What the peer may sync here: streams of other zones are not taken.
     /// Shared zones widen it during the session (`widen`).
-    public private(set) var access: PeerAccess
+    package private(set) var access: PeerAccess
     /// What this side streams: `access`, within what the peer's hello grants this side.
-    public private(set) var streams: PeerAccess
-    public let localHello: Hello
-    public private(set) var peerHello: Hello?
-    public internal(set) var closed = false
+    package private(set) var streams: PeerAccess
+    package let localHello: Hello
+    package private(set) var peerHello: Hello?
+    package internal(set) var closed = false
 
     var outgoing: [ZoneKey: Outgoing] = [:]
     var order: [ZoneKey] = []
@@ -162,7 +162,7 @@ public struct SyncSession: Sendable {
     private var grantsSent = 0
     private var grantsReceived = 0
     /// Grants an honest peer sends: one per change of its shares while the session runs.
-    public static let maximumGrants = 64
+    package static let maximumGrants = 64
     /// Widenings being weighed outside the session (`holdCaughtUp`).
     private var holds = 0
     /// The peer's asset requests being answered here (`serveAsset`).
@@ -176,9 +176,9 @@ public struct SyncSession: Sendable {
     var answeringReconcile = false
     var awaitingReconcileReply = false
     /// The peer's device ID, for commits it made itself (set by the transport).
-    public var peerDevice: String?
+    package var peerDevice: String?
     /// The last change sequence `localCommit` was told of.
-    public internal(set) var seenSequence: UInt64?
+    package internal(set) var seenSequence: UInt64?
     /// Devices that said they stream to this session's peer themselves (`coverRelays`).
     var coveringSources: Set<String> = []
     /// Sources whose relays no longer hold: streams that relied on them go again once the peer says what it holds.
@@ -186,9 +186,9 @@ public struct SyncSession: Sendable {
     var awaitingHolds = false
     var answeringHolds = false
     /// Asset requests a peer may have unanswered at once: an honest one keeps a few chunks in flight.
-    public static let maximumAssetServes = 32
+    package static let maximumAssetServes = 32
 
-    public init(localHello: Hello, access: PeerAccess = .account, configuration: Configuration = Configuration()) {
+    package init(localHello: Hello, access: PeerAccess = .account, configuration: Configuration = Configuration()) {
         self.access = access
         streams = access
         var localHello = localHello
@@ -203,7 +203,7 @@ public struct SyncSession: Sendable {
 
     /// Opens the session: our hello goes first, with the roster's first
     /// piece; the other pieces follow it (`AccountRoster.pieces`).
-    public mutating func start() -> [Action] {
+    package mutating func start() -> [Action] {
         var hello = localHello
         let pieces = AccountRoster.pieces(of: hello.roster)
         hello.roster = pieces[0]
@@ -219,13 +219,13 @@ public struct SyncSession: Sendable {
     static let maximumQueuedRosters = 24
 
     /// Whether both directions are done for now (for `sync --once`).
-    public var isQuiescent: Bool {
+    package var isQuiescent: Bool {
         peerHello != nil && holds == 0 && peerCaughtUp && sentCaughtUp && partial == nil && queued.isEmpty && rosters.isEmpty && !applying && inFlight.isEmpty && producing == nil
     }
 
     // MARK: Input
 
-    public mutating func receive(_ message: SyncMessage) -> [Action] {
+    package mutating func receive(_ message: SyncMessage) -> [Action] {
         guard !closed else { return [] }
         if case .hello(let hello) = message { return receiveHello(hello) }
         guard peerHello != nil else { return close(.unexpected("\(message.kindName) before hello")) }
@@ -298,7 +298,7 @@ public struct SyncSession: Sendable {
     /// hello, opens them; or a share changed): they are granted to it with
     /// this side's state of those it holds (`zones`), and streamed both ways
     /// once the peer grants them too.
-    public mutating func widen(to wider: PeerAccess, zones: [ZoneAdvert]) -> [Action] {
+    package mutating func widen(to wider: PeerAccess, zones: [ZoneAdvert]) -> [Action] {
         guard !closed, peerHello != nil, wider.scopes == access.scopes else { return [] }
         let added = wider.sharedZones.subtracting(access.sharedZones)
         guard !added.isEmpty else { return [] }
@@ -322,12 +322,12 @@ public struct SyncSession: Sendable {
     /// `releaseCaughtUp`, this side does not say it caught up and the
     /// session is not quiescent, so neither side's `sync --once` ends
     /// before the zones it opens have streamed.
-    public mutating func holdCaughtUp() {
+    package mutating func holdCaughtUp() {
         holds += 1
     }
 
     /// What `holdCaughtUp` waited for is settled (the session widened, or not).
-    public mutating func releaseCaughtUp() -> [Action] {
+    package mutating func releaseCaughtUp() -> [Action] {
         holds = max(0, holds - 1)
         return pump() + checkQuiescent()
     }
@@ -358,7 +358,7 @@ public struct SyncSession: Sendable {
     }
 
     /// Either side only compares digests: nothing streams.
-    public var comparing: Bool { localHello.comparesOnly || peerHello?.comparesOnly == true }
+    package var comparing: Bool { localHello.comparesOnly || peerHello?.comparesOnly == true }
 
     private mutating func receiveChanges(_ part: ChangesPart) -> [Action] {
         guard !comparing else { return close(.unexpected("changes in a session that only compares digests")) }
@@ -428,7 +428,7 @@ public struct SyncSession: Sendable {
     }
 
     /// The store took (or set aside) the roster at the head of the queue.
-    public mutating func rosterAdopted() -> [Action] {
+    package mutating func rosterAdopted() -> [Action] {
         guard !closed, adoptingRoster else { return [] }
         rosters.removeFirst()
         adoptingRoster = false
@@ -437,7 +437,7 @@ public struct SyncSession: Sendable {
     }
 
     /// The store committed the batch at the head of the queue.
-    public mutating func batchApplied(_ result: AppliedBatch) -> [Action] {
+    package mutating func batchApplied(_ result: AppliedBatch) -> [Action] {
         guard !closed, applying, !adoptingRoster, !queued.isEmpty else { return [] }
         let batch = queued.removeFirst()
         applying = false
@@ -475,11 +475,11 @@ public struct SyncSession: Sendable {
     // MARK: Sending
 
     /// Local commits happened: every zone's stream re-opens from its cursor.
-    public mutating func localCommit(zones: [ZoneKey], roster: [UInt8]? = nil) -> [Action] {
+    package mutating func localCommit(zones: [ZoneKey], roster: [UInt8]? = nil) -> [Action] {
         localCommit(zones: zones, roster: roster, changes: nil)
     }
 
-    public mutating func writabilityChanged(_ isWritable: Bool) -> [Action] {
+    package mutating func writabilityChanged(_ isWritable: Bool) -> [Action] {
         writable = isWritable
         return pump()
     }
@@ -509,7 +509,7 @@ public struct SyncSession: Sendable {
     }
 
     /// The store answered a `produce`.
-    public mutating func batchProduced(_ batch: OutgoingBatch?) -> [Action] {
+    package mutating func batchProduced(_ batch: OutgoingBatch?) -> [Action] {
         guard !closed, let zone = producing, var stream = outgoing[zone] else { return [] }
         producing = nil
         var actions: [Action] = []
@@ -564,7 +564,7 @@ public struct SyncSession: Sendable {
     // MARK: Ending
 
     /// The store or the transport failed: the session ends with this reason.
-    public mutating func fail(_ error: ProtocolError) -> [Action] { close(error) }
+    package mutating func fail(_ error: ProtocolError) -> [Action] { close(error) }
 
     mutating func close(_ error: ProtocolError) -> [Action] {
         guard !closed else { return [] }

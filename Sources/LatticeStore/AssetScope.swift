@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Where an asset's content may be served: the public database, the private
 /// one, or one shared zone. Content is content-addressed and unkeyed, so

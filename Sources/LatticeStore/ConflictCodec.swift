@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// The conflict log's row format: the field conflicts one merge observed on
 /// one record, encoded together so a merge that loses many fields writes one row.

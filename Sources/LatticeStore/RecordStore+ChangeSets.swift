@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 extension RecordStore {
     /// Streams the change set of what this store has in `key` that `vector`

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A device this store has heard of.
 package struct PeerRow: Hashable, Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import Synchronization
 
 /// One container's replica on disk: SQLite (WAL) through GRDB, plus the

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// The store's tables, as named forward-only migrations. Constraints live in
 /// the schema so SQLite guards them even against our own bugs.

@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Who made this device hold (or want) an asset's content: the writer of a
 /// field that references it, by account. Content written outside this

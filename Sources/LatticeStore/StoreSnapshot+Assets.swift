@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// An asset live records reference, and where this store stands with it.
 public struct AssetEntry: Hashable, Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 extension StoreSnapshot {
     /// The zone's collected tombstones' residues, by name.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A zone's digest set as the store holds it: the zone's state as the item
 /// with the empty key, then each record's (`record_digests`). Read after

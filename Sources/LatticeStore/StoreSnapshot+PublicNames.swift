@@ -1,5 +1,5 @@
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 extension StoreSnapshot {
     /// The stored names of public record `name` in `key` (`PublicRecordName`):

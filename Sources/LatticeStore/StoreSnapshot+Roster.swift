@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 extension StoreSnapshot {
     /// The founder's key of this store's account: its own until it joins another by pairing.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A position in a store's change order: records are streamed by (change sequence, row).
 package struct ChangeCursor: Hashable, Comparable, Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 extension StoreSnapshot {
     private static let blockColumns = "last, entry_count, entries_hash, signature, public_key, entries"

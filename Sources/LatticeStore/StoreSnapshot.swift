@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Read access to the store inside `RecordStore.read` or `write`.
 package class StoreSnapshot {

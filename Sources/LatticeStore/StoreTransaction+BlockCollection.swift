@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 extension StoreSnapshot {
     package func forEachRecord(in key: ZoneKey, _ body: (RecordState) throws -> Void) throws {

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// Write access inside `RecordStore.write`: the `ReplicaStorage` the replica's
 /// logic (in LatticeCore) runs on, persisted in SQLite.

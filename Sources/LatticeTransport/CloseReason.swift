@@ -1,4 +1,4 @@
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 
 /// Why a connection ended, typed so the node can tell a refusal or another
 /// container from a network failure without reading messages.

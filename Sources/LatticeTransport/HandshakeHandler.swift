@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import NIOCore
 
 /// Fired down the pipeline when the handshake succeeded.

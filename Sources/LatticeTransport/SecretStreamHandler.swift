@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import NIOCore
 
 /// Encrypts every frame after the handshake with one secretstream per

@@ -1,5 +1,5 @@
-import LatticeCrypto
-import LatticeProtocol
+@_spi(Tools) import LatticeCrypto
+@_spi(Tools) import LatticeProtocol
 import Logging
 import NIOCore
 import NIOPosix

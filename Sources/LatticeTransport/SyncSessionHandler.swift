@@ -1,6 +1,6 @@
-import LatticeCore
-import LatticeCrypto
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
+@_spi(Tools) import LatticeProtocol
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

@@ -7,7 +7,7 @@
 //       "inside apply" and pauses, so the parent's kill lands inside the transaction
 import Foundation
 import Lattice
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Unbuffered, so the parent sees each commit the moment it is durable.
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }

@@ -11,8 +11,8 @@
 // before the handshake ended, bytes of messages the node took, and how long
 // the node held a stranger after its handshake (p50, p99, max, in ms).
 import Foundation
-import LatticeCrypto
-import LatticeProtocol
+@_spi(Tools) import LatticeCrypto
+@_spi(Tools) import LatticeProtocol
 import LatticeRawClient
 #if canImport(Glibc)
 import Glibc

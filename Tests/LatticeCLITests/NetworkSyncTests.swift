@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCrypto
-import LatticeProtocol
+@_spi(Tools) import LatticeCrypto
+@_spi(Tools) import LatticeProtocol
 import LatticeTestSupport
 import Testing
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import LatticeTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 @testable import LatticeCore
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCore
 
 /// The proof check finds each write's signed digest among a change set's
 /// blocks by replica and time (`ChangeSetBlocks`), not in a table of every

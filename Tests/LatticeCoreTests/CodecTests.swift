@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import Testing
 
 @Suite struct CodecTests {

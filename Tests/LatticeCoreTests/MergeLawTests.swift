@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import Testing
 
 /// The laws that make replicas converge, checked on random states of one

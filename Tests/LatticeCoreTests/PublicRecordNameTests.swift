@@ -1,5 +1,6 @@
 @testable import LatticeCore
 import Testing
+@_spi(Tools) import LatticeCore
 
 /// Public record names qualified by their creator: the one spelling, what
 /// a store takes from the wire, and which stored name a plain one reaches.

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import Testing
 
 /// The core's laws on whole replicas, in memory (the store's suites check the

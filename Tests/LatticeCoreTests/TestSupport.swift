@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 @_exported import LatticeTestSupport
 
 let testZone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Movies"))

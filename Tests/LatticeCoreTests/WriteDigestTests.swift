@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import Testing
 
 /// A state's digests computed in one pass (`WriteDigest.writes`) are the

@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import Testing
 
 /// The hash tree assets are addressed by: any piece sizes hash alike, the

@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import Testing
 
 @Suite struct HandshakeTests {

@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import Testing
 
 /// The pairing exchange's cryptography alone: CPace over ristretto255 and the code's form.

@@ -1,6 +1,6 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeNode
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import NIOCore
 import Testing
 

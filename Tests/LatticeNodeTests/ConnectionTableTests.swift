@@ -1,6 +1,6 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeNode
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import Testing
 
 /// One end of a connection, as the table sees it: its state changes as a real one's does.

@@ -1,5 +1,5 @@
 import LatticeNode
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import NIOCore
 import Testing
 

@@ -1,5 +1,5 @@
-import LatticeCore
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeProtocol
 import Testing
 
 /// The session state machine driven with values: every way a peer can lie

@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 import LatticeTestSupport
 import Testing

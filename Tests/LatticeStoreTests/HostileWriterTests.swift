@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 @testable import LatticeStore
 import LatticeTestSupport
 import Testing

@@ -4,6 +4,7 @@ import GRDB
 @testable import LatticeStore
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCore
 
 /// Removing an index is a device's own choice: its tables go, queries give
 /// the same pages, a peer's schema does not bring it back, and the removal

@@ -4,6 +4,7 @@ import GRDB
 @testable import LatticeStore
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCore
 
 /// Field indexes on disk: whatever plan a query takes, its pages are the ones
 /// a scan of every record gives, through writes, deletes, type changes,

@@ -4,6 +4,7 @@ import GRDB
 @testable import LatticeStore
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCore
 
 /// Indexes of list members and of locations: a query through them returns
 /// the page a scan returns, and reads only the records near its answer.

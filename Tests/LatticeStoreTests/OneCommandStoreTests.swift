@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LatticeCore
+@_spi(Tools) import LatticeCore
 @testable import LatticeStore
 import Testing
 

@@ -3,6 +3,7 @@ import LatticeStore
 import Testing
 #if canImport(Glibc)
 import Glibc
+@_spi(Tools) import LatticeCrypto
 #endif
 
 /// The store keeps its secrets: a directory or key file others can reach, or

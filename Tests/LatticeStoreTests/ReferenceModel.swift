@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// DESIGN §2 written as an operation log, independently of the state-based
 /// engine: every write is an event that remembers what its writer had seen,

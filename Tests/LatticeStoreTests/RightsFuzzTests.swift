@@ -1,8 +1,9 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCrypto
 
 /// The convergence fuzzer's writers without the right, in the public
 /// database: 3–5 replicas (stores on disk and in-memory replicas), one or

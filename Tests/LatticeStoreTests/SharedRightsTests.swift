@@ -1,9 +1,10 @@
 import Foundation
 @testable import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 @testable import LatticeStore
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCore
 
 /// A zone shared with other accounts, on stores on disk exchanging change
 /// sets without sockets: accounts of two devices each (X owns, Y and Z take

@@ -4,7 +4,7 @@ import Foundation
 /// machine running the whole suite at once (it returns as soon as it holds),
 /// not a claim about speed. The tests' one poll-until, in two forms: this one
 /// for async tests, `eventuallyBlocking` for tests that block a thread.
-public func eventually(_ seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
+package func eventually(_ seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try await condition() { return true }
@@ -16,7 +16,7 @@ public func eventually(_ seconds: Double = 60, _ condition: () async throws -> B
 /// `eventually` for synchronous tests (those that drive processes): polls every
 /// 50 ms, blocking the thread, which an async test must not do.
 @available(*, noasync, message: "use eventually, which sleeps without blocking a thread")
-public func eventuallyBlocking(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
+package func eventuallyBlocking(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try condition() { return true }

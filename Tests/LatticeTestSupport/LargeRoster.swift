@@ -1,18 +1,18 @@
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// An account's roster larger than one message (1 MiB): devices added by a
 /// few members over time, most of those members removed since, as years of
 /// phones and laptops leave a real account's roster. Within every bound a
 /// roster keeps (per author, counted, stored).
-public enum LargeRoster {
+package enum LargeRoster {
     /// `roster` grown by `authors` members the founder adds, each adding
     /// `devicesPerAuthor` devices with names as long as a roster keeps;
     /// every author but the last is removed once it has. Each entry follows
     /// the eight before it, as many parents as an entry names (`sign` would
     /// name the heads, which costs a scan of the roster per entry): about
     /// 500 bytes an entry, so a roster passes a message with fewer entries.
-    public static func grow(_ roster: inout AccountRoster, founder: Identity, authors: Int = 5, devicesPerAuthor: Int = 440) throws {
+    package static func grow(_ roster: inout AccountRoster, founder: Identity, authors: Int = 5, devicesPerAuthor: Int = 440) throws {
         let name = String(repeating: "d", count: RosterEntry.maximumNameBytes)
         var last = Array(roster.heads.prefix(RosterEntry.maximumParents))
         func sign(_ action: RosterEntry.Action, _ subject: [UInt8], by identity: Identity) throws {

@@ -1,5 +1,5 @@
 /// A wall clock (milliseconds since 1970) that a test moves by hand.
-public final class ManualClock: @unchecked Sendable {
-    public var now: UInt64
-    public init(_ now: UInt64 = 1_700_000_000_000) { self.now = now }
+package final class ManualClock: @unchecked Sendable {
+    package var now: UInt64
+    package init(_ now: UInt64 = 1_700_000_000_000) { self.now = now }
 }

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 /// Sends `to` what it lacks of `zone` from `from`, as a node's stream would:

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 
 extension TemporaryDirectory {

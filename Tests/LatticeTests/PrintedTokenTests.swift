@@ -1,6 +1,6 @@
 import Foundation
 @testable import Lattice
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import Testing
 
 /// Tokens and cursors are passed to the CLI as arguments by scripts; one that

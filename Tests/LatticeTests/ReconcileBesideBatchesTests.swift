@@ -1,8 +1,8 @@
 import Foundation
 @_spi(Tools) @testable import Lattice
-import LatticeCore
-import LatticeCrypto
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
+@_spi(Tools) import LatticeProtocol
 import LatticeStore
 @testable import LatticeTransport
 import Logging

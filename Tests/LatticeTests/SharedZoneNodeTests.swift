@@ -1,6 +1,6 @@
 import Foundation
 @_spi(Testing) @testable import Lattice
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeStore
 import LatticeTestSupport
 import NIOConcurrencyHelpers

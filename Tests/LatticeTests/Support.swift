@@ -1,9 +1,10 @@
 import Foundation
 @testable import Lattice
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import NIOConcurrencyHelpers
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCrypto
 
 extension TemporaryDirectory {
     func container(_ name: String = "store") throws -> Container {

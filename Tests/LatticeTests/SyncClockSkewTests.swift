@@ -1,10 +1,11 @@
 import Foundation
 @_spi(Tools) @testable import Lattice
-import LatticeCore
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeProtocol
 import LatticeStore
 import LatticeTestSupport
 import Testing
+@_spi(Tools) import LatticeCrypto
 
 /// A peer whose clock runs ahead sends records this node must defer: the
 /// session takes no claim for them and keeps its resume point before them,

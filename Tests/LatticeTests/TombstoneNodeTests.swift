@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 @testable import Lattice
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import LatticeTestSupport
 import Testing
 

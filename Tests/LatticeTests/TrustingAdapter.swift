@@ -1,5 +1,6 @@
 @_spi(Tools) @testable import Lattice
 import LatticeStore
+@_spi(Tools) import LatticeCrypto
 
 extension StoreSyncAdapter {
     /// An adapter over `store` that trusts `peer`'s device, in the store (which

@@ -1,4 +1,4 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import LatticeTransport
 import NIOCore
 import NIOEmbedded

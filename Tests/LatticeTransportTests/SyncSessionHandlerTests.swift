@@ -1,7 +1,7 @@
 import Foundation
 @testable import LatticeCrypto
-import LatticeCore
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeProtocol
 import LatticeTestSupport
 @testable import LatticeTransport
 import Logging
@@ -10,6 +10,7 @@ import NIOCore
 import NIOEmbedded
 import NIOPosix
 import Testing
+@_spi(Tools) import LatticeCrypto
 
 /// The session handler alone, in an `EmbeddedChannel`: the handshake's
 /// outcome comes in as its event, frames as reads, with no socket.

@@ -1,7 +1,7 @@
 import Benchmark
 import Foundation
 import Lattice
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import Workload
 
 // Set in a benchmark's setup, read by its iterations, cleared in its teardown:

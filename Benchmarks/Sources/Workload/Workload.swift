@@ -1,7 +1,7 @@
 import Foundation
 import Lattice
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// The merge workload of the README and of compare/workload.py, value for value:
 /// N "Track" records of 8 fields (3 strings of 20 letters, 2 ints, a double,

@@ -4,7 +4,7 @@
 // engine's ceiling (the same rows through SQLite, no Lattice code around them).
 import Foundation
 import Lattice
-import LatticeCore
+@_spi(Tools) import LatticeCore
 import Workload
 
 var records = 100_000

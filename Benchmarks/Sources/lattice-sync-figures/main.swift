@@ -1,8 +1,8 @@
 import Foundation
 @_spi(Benchmarks) @_spi(Tools) import Lattice
-import LatticeCore
-import LatticeCrypto
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
+@_spi(Tools) import LatticeProtocol
 import Workload
 
 // Sync figures for the README, as JSON lines on stdout (a summary on stderr):

@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// The bundle file's layout: `LTBN`, a version byte, the number of change
 /// sets (4 bytes little-endian) and, from version 3, the number of assets;

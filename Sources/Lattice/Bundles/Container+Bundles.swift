@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// What writing a bundle wrote.
 public struct BundleWritten: Sendable, Equatable {

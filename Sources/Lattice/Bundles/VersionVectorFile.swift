@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Version vectors as JSON, what a replica holds of each zone:
 /// `{"vectors":[{"database":"private","zoneName":"Movies","ownerName":"…","vector":{"<replica hex>":<hlc>}}]}`.

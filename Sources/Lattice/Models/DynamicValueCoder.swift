@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Stores the property types that need no conformance: enums with raw values
 /// (as the raw value), Codable types (as JSON text with sorted keys, so equal

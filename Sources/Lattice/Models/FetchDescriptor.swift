@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// What to fetch, as SwiftData's `FetchDescriptor`: Foundation's `#Predicate`
 /// and `SortDescriptor` over the model's properties, a limit and an offset.

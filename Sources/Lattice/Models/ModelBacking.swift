@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// What a model object keeps beside its properties: its identity, its
 /// context, the fields changed since the last save, and the state of its

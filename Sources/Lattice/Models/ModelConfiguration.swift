@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Where a model container keeps its store and how it syncs, as SwiftData's
 /// `ModelConfiguration(cloudKitDatabase:)`.

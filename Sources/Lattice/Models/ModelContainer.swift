@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// The store of a set of model types and the sync node that shares it, as
 /// SwiftData's `ModelContainer` with CloudKit: one line opens both.

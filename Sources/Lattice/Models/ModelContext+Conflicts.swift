@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A losing value of a concurrent write to one property (DESIGN §2.5): the
 /// same on every replica holding the object, until resolved.

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 extension ModelContext {
     /// Writes every insert, change and delete in one atomic `modifyRecords`:

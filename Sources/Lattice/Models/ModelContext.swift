@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Where objects are inserted, changed, deleted and fetched, as SwiftData's
 /// `ModelContext`. `save()` writes every pending change in one atomic

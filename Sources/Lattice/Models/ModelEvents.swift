@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A change to a container's objects, or a step of its sync.
 public enum ModelEvent: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// One stored property of a model, as `@Model` lists it: its field name, how
 /// its values are stored, and whether it is part of the key or a relationship.

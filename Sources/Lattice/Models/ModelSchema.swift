@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// A model type as the runtime sees it: its record type, its properties by
 /// field name and by key path, its key, and an object holding the defaults.

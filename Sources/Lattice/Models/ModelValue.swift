@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Where values that live beside the record (asset files) are kept.
 public struct ModelValueStore: Sendable {

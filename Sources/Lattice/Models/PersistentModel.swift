@@ -1,4 +1,4 @@
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A type whose objects are stored as records: what `@Model` makes a class.
 /// Its requirements are written by the macro, not by hand.

@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// Turns a `#Predicate` over a model into a Lattice `QueryPredicate`: the
 /// comparisons CloudKit queries have (==, !=, <, <=, >, >=, `starts(with:)`,

@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import LatticeStore
 
 /// An account as this device's roster has it: who is in it, who was removed.

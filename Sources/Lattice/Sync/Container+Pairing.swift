@@ -1,8 +1,8 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import LatticeDiscovery
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import LatticeStore
 import LatticeTransport
 import NIOConcurrencyHelpers
@@ -17,6 +17,9 @@ public struct PairedDevice: Sendable, Hashable {
 }
 
 extension Container {
+    /// How long an invitation's code works unless `invite` is told otherwise: two minutes.
+    public static let pairingCodeLifetimeMilliseconds: UInt64 = PairingOffer.defaultLifetimeMilliseconds
+
     /// Offers `code` on `host:port` (0: any free port) until a device joins
     /// with it, then adds that device to the account's roster (signed by this
     /// device), which the joiner receives whole and every member learns on
@@ -27,7 +30,7 @@ extension Container {
     /// `advertise`, the offer is on mDNS while it lives (see `join`).
     public func invite(
         code: PairingCode, host: String = "0.0.0.0", port: Int = 0, advertise: Bool = true,
-        lifetimeMilliseconds: UInt64 = PairingOffer.defaultLifetimeMilliseconds,
+        lifetimeMilliseconds: UInt64 = Container.pairingCodeLifetimeMilliseconds,
         listening: @escaping @Sendable (Int) -> Void = { _ in }, attemptFailed: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(LatticeError) -> PairedDevice {
         let identity = store.identity

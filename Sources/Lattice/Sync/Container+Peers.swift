@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import LatticeStore
 
 /// A device this one knows of: trusted (part of the account) or only seen.

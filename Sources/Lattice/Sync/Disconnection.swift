@@ -1,3 +1,4 @@
+@_spi(Tools) import LatticeProtocol
 import LatticeTransport
 
 /// Why a connection to a peer ended, with the cause a program can act on.

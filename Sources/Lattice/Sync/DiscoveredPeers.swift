@@ -1,6 +1,6 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import LatticeDiscovery
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 
 /// How a Lattice node shows itself on DNS-SD.
 public enum LatticeService {

@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCore
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeProtocol
 import LatticeStore
 import LatticeTransport
 

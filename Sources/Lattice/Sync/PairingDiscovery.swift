@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import LatticeDiscovery
 import NIOConcurrencyHelpers
 

@@ -1,6 +1,6 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 
 /// An asset's content arriving from peers, in `assets/partial/HASH`: each
 /// chunk is written where it belongs once it checked against the outline,

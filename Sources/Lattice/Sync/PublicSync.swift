@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import NIOConcurrencyHelpers
 
 /// Who may sync the public database with a node besides its account's

@@ -1,7 +1,7 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
+@_spi(Tools) import LatticeProtocol
 import LatticeStore
 import NIOConcurrencyHelpers
 

@@ -1,5 +1,5 @@
-import LatticeCore
-import LatticeProtocol
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeProtocol
 import LatticeTransport
 import NIOCore
 import Foundation

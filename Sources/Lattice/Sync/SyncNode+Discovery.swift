@@ -1,7 +1,7 @@
 import Foundation
 import LatticeDiscovery
 import LatticeNode
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 
 /// What the node needs from discovery: `ServiceDiscovery` over DNS-SD, or a fake in tests.
 public protocol PeerDiscovery: Sendable {

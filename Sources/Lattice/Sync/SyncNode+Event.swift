@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 extension SyncNode {
     /// What the node reports, per peer and zone.

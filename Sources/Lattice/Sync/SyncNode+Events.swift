@@ -1,8 +1,8 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import LatticeNode
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import LatticeTransport
 import NIOCore
 

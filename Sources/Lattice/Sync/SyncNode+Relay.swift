@@ -1,6 +1,6 @@
-import LatticeCrypto
+@_spi(Tools) import LatticeCrypto
 import LatticeStore
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import LatticeTransport
 import NIOCore
 

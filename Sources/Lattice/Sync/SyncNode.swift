@@ -1,9 +1,9 @@
 import Foundation
-import LatticeCore
-import LatticeCrypto
+@_spi(Tools) import LatticeCore
+@_spi(Tools) import LatticeCrypto
 import LatticeDiscovery
 import LatticeNode
-import LatticeProtocol
+@_spi(Tools) import LatticeProtocol
 import LatticeStore
 import LatticeTransport
 import Logging

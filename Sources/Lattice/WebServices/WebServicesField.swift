@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A field as CloudKit Web Services writes it: `{"value": …, "type": "STRING"}`.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A `filterBy` entry: `{"fieldName","comparator","fieldValue":{"value","type"},"distance"?}`.
 public struct WebServicesFilter: Codable, Hashable, Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import LatticeCore
+@_spi(Tools) import LatticeCore
 
 /// A zone ID as CloudKit Web Services writes it.
 public struct WebServicesZoneID: Codable, Hashable, Sendable {
