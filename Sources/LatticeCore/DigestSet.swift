@@ -2,15 +2,19 @@
 /// nil for the end of the key space).
 @_spi(Tools) public struct DigestRange: Hashable, Sendable {
     public var lower: [UInt8]
+    /// Where the range ends, exclusive; nil for the end of the key space.
     public var upper: [UInt8]?
 
+    /// Every key: from the empty key to the end of the key space.
     public static let all = DigestRange(lower: [], upper: nil)
 
+    /// The keys from `lower` (inclusive) up to `upper` (exclusive; nil: no end).
     public init(lower: [UInt8], upper: [UInt8]?) {
         self.lower = lower
         self.upper = upper
     }
 
+    /// Whether `key` falls in the range, keys compared as bytes.
     public func contains(_ key: [UInt8]) -> Bool {
         !digestKeyPrecedes(key, lower) && (upper.map { digestKeyPrecedes(key, $0) } ?? true)
     }
@@ -19,8 +23,10 @@
 /// One part of a range cut by count: its upper bound and the sum of its items.
 @_spi(Tools) public struct DigestPart: Hashable, Sendable {
     public var upper: [UInt8]?
+    /// The sum of the part's item hashes, with their count.
     public var sum: DigestSum
 
+    /// A part ending at `upper` (nil: the end of the key space) whose items sum to `sum`.
     public init(upper: [UInt8]?, sum: DigestSum) {
         self.upper = upper
         self.sum = sum

@@ -14,9 +14,12 @@ public struct RecordReference: Hashable, Sendable {
         case deleteSelf = 1
     }
 
+    /// The target record's name, in the referencing record's zone.
     public var recordName: String
+    /// What deleting the target does to the referencing record.
     public var action: Action
 
+    /// A reference to `recordName`; by default it dangles when the target is deleted.
     public init(recordName: String, action: Action = .none) {
         self.recordName = recordName
         self.action = action
@@ -27,13 +30,16 @@ public struct RecordReference: Hashable, Sendable {
 public struct AssetReference: Hashable, Sendable {
     /// The content's hash: the root of its hash tree (`AssetOutline` in LatticeCrypto).
     public var hash: [UInt8]
+    /// The content's length in bytes.
     public var size: Int64
 
+    /// The reference to content of `size` bytes whose hash-tree root is `hash`.
     public init(hash: [UInt8], size: Int64) {
         self.hash = hash
         self.size = size
     }
 
+    /// `hash` in lowercase hex, two digits a byte.
     public var hexHash: String {
         hash.map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
@@ -41,10 +47,14 @@ public struct AssetReference: Hashable, Sendable {
 
 /// A point on Earth, as CLLocation carries it in CloudKit.
 public struct Location: Hashable, Sendable {
+    /// Degrees north of the equator, -90 to 90.
     public var latitude: Double
+    /// Degrees east of Greenwich, -180 to 180.
     public var longitude: Double
+    /// Meters above sea level, as CLLocation gives it; nil when not known.
     public var altitude: Double?
 
+    /// A point, taken as given: `isValid` says whether a record may hold it.
     public init(latitude: Double, longitude: Double, altitude: Double? = nil) {
         self.latitude = latitude
         self.longitude = longitude
@@ -80,6 +90,7 @@ public enum FieldValue: Hashable, Sendable {
     case location(Location)
     case list([FieldValue])
 
+    /// The value's field type; an empty list reads as a list of strings.
     public var type: FieldType {
         switch self {
         case .string: return FieldType(.string)
@@ -113,13 +124,17 @@ public enum FieldValue: Hashable, Sendable {
 
 /// A field's type: one of the element types, or a list of one.
 public struct FieldType: Hashable, Sendable, CustomStringConvertible {
+    /// The type of a single value; its raw value is the low bits of `code`.
     public enum Element: UInt8, Sendable, CaseIterable {
         case string = 1, int64, double, bool, date, bytes, reference, asset, location
     }
 
+    /// The type of the value, or of each member when `isList`.
     public var element: Element
+    /// Whether the field holds a list of `element` values rather than one.
     public var isList: Bool
 
+    /// The type `element`, or a list of it.
     public init(_ element: Element, isList: Bool = false) {
         self.element = element
         self.isList = isList
@@ -142,6 +157,7 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
         return isList ? base + "_LIST" : base
     }
 
+    /// Parses a CloudKit Web Services type name (`STRING`, `TIMESTAMP_LIST`, …); nil for an unknown one.
     public init?(webServicesName name: String) {
         let isList = name.hasSuffix("_LIST")
         let base = isList ? String(name.dropLast(5)) : name
@@ -152,6 +168,7 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
     /// One byte: the element in the low bits, the list flag in bit 4.
     public var code: UInt8 { element.rawValue | (isList ? 0x10 : 0) }
 
+    /// Decodes a `code` byte; nil for an unknown element or any of bits 5 to 7 set.
     public init?(code: UInt8) {
         guard let element = Element(rawValue: code & 0x0F), code & 0xE0 == 0 else { return nil }
         self.init(element, isList: code & 0x10 != 0)

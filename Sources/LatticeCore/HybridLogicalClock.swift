@@ -3,16 +3,20 @@
 public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
     public let rawValue: UInt64
 
+    /// The reading packed in `rawValue`: milliseconds in the high 48 bits, the counter in the low 16.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
+    /// Packs `milliseconds` since 1970 (48 bits; higher ones are lost) with `counter`.
     public init(milliseconds: UInt64, counter: UInt16) {
         rawValue = milliseconds << 16 | UInt64(counter)
     }
 
     /// Wall-clock part: milliseconds since 1970.
     public var milliseconds: UInt64 { rawValue >> 16 }
+    /// Logical part: orders readings within one millisecond; 0 once the wall clock moved on.
     public var counter: UInt16 { UInt16(truncatingIfNeeded: rawValue) }
 
+    /// The earliest reading: what a version vector's missing entry reads as.
     public static let zero = HLCTimestamp(rawValue: 0)
 
     public static func < (lhs: HLCTimestamp, rhs: HLCTimestamp) -> Bool { lhs.rawValue < rhs.rawValue }

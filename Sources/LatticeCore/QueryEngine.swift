@@ -1,9 +1,14 @@
 /// One sort key; `relativeLocation` sorts a location field by distance from it.
 public struct QuerySort: Hashable, Sendable {
+    /// The field or system field records are ordered by.
     public var key: QueryKey
+    /// Whether smaller values (nearer ones, with `relativeLocation`) come first; records
+    /// without a value come last either way.
     public var ascending: Bool
+    /// For a location key: the point whose distance (in meters) orders the records; nil for none.
     public var relativeLocation: Location?
 
+    /// A sort on `key`, ascending unless told otherwise.
     public init(_ key: QueryKey, ascending: Bool = true, relativeLocation: Location? = nil) {
         self.key = key
         self.ascending = ascending

@@ -18,6 +18,8 @@ public enum QueryKey: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The key `name` stands for: a system field by its Web Services or NSPredicate name
+    /// (`___recordID` or `recordName`, `self` for all tokens, …), else the field of that name.
     public init(name: String) {
         switch name {
         case "___recordID", "recordName": self = .recordName
@@ -57,12 +59,17 @@ public enum QueryComparator: String, Sendable, CaseIterable {
 
 /// One condition: `key comparator value` (plus a radius for NEAR).
 public struct QueryCondition: Hashable, Sendable {
+    /// What the condition looks at: a field or a system field.
     public var key: QueryKey
+    /// How the key's value is compared with `value`.
     public var comparator: QueryComparator
+    /// The operand: a list for IN, NOT_IN and LIST_CONTAINS_ANY/ALL, a location for NEAR,
+    /// a string for the token and prefix comparators (`validationError` checks it).
     public var value: FieldValue
     /// Meters, for `.near` only.
     public var distance: Double?
 
+    /// The condition `key comparator value`; `distance` in meters, for `.near` only.
     public init(_ key: QueryKey, _ comparator: QueryComparator, _ value: FieldValue, distance: Double? = nil) {
         self.key = key
         self.comparator = comparator
@@ -94,6 +101,8 @@ public indirect enum QueryPredicate: Hashable, Sendable {
 }
 
 extension QueryCondition {
+    /// Why the condition cannot run (an operand of the wrong kind, a NEAR without a valid
+    /// center or radius, a token key with another comparator); nil when it can.
     public func validationError() -> String? {
         let isList = { if case .list = value { return true } else { return false } }()
         switch comparator {

@@ -16,10 +16,12 @@
 /// of the device that tells it.
 @_spi(Tools) public struct RecordResidue: Hashable, Sendable {
     public var causalLength: UInt64
+    /// The tombstone's vector: joined into any state the residue outlives.
     public var vector: VersionVector
     /// The tombstone's delete (nil in residues kept before deletes were: they prove nothing to another device).
     public var deletion: Stamp?
 
+    /// A residue as kept; `deletion` nil for one kept before deletes were.
     public init(causalLength: UInt64, vector: VersionVector, deletion: Stamp? = nil) {
         self.causalLength = causalLength
         self.vector = vector

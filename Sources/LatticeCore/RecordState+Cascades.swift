@@ -22,6 +22,7 @@ extension RecordState {
         return references
     }
 
+    /// Whether a field holds a `deleteSelf` reference: cheaper than `cascadeReferences`.
     public var hasCascadeReferences: Bool { fields.contains { $0.value.cascadeTargetCount > 0 } }
 
     /// The deleteSelf targets of a live state (none for a tombstone): what a cascade index holds for it.

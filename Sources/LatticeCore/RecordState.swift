@@ -1,11 +1,13 @@
 /// One write to a field: the value (nil removes the field) and its stamp.
 @_spi(Tools) public struct FieldVersion: Hashable, Sendable {
     public var value: FieldValue?
+    /// The write's stamp: the larger one wins the register.
     public var stamp: Stamp
     /// For each `deleteSelf` reference in `value`, in order: the causal length
     /// of the target record its writer saw (see `RecordState.cascadeReferences`).
     public var targetIncarnations: [UInt64]
 
+    /// A write of `value` (nil: a removal) at `stamp`.
     public init(value: FieldValue?, stamp: Stamp, targetIncarnations: [UInt64] = []) {
         self.value = value
         self.stamp = stamp
@@ -22,7 +24,9 @@
 /// or a clear resolves them (DESIGN §2.5).
 @_spi(Tools) public struct FieldRegister: Hashable, Sendable {
     public var name: String
+    /// The winning value; nil when the winning write removed the field.
     public var value: FieldValue?
+    /// The winning write's stamp.
     public var stamp: Stamp
     /// Target incarnations and losers, out of line: most registers have
     /// neither, and then copying one copies no extra arrays.
@@ -45,6 +49,7 @@
         set { updateExtras { $0.losers = newValue } }
     }
 
+    /// A register won by `value` at `stamp`, with its target incarnations and losers (latest first).
     public init(name: String, value: FieldValue?, stamp: Stamp, targetIncarnations: [UInt64] = [], losers: [FieldVersion] = []) {
         self.name = name
         self.value = value
@@ -65,6 +70,7 @@
         extras = updated.targetIncarnations.isEmpty && updated.losers.isEmpty ? nil : updated
     }
 
+    /// A register holding `winner`, with `losers` (latest first) kept as its conflicts.
     public init(name: String, winner: FieldVersion, losers: [FieldVersion] = []) {
         self.init(name: name, value: winner.value, stamp: winner.stamp, targetIncarnations: winner.targetIncarnations, losers: losers)
     }
@@ -83,9 +89,11 @@
 /// field by field.
 @_spi(Tools) public struct RecordState: Hashable, Sendable {
     public var recordName: String
+    /// The incarnation count: odd while the record exists, even once deleted.
     public var causalLength: UInt64
     /// The record type, a register of its own (concurrent creations may disagree).
     public var recordType: String
+    /// The stamp of the write that set `recordType`: the type register's winner.
     public var typeStamp: Stamp
     /// The earliest creation stamp of the current incarnation.
     public var created: Stamp
@@ -98,6 +106,8 @@
     /// Parts of writes still shown here that the state no longer shows (see `WriteGhost`), sorted.
     public var ghosts: [WriteGhost]
 
+    /// A state from its parts, taken as given: `fields` sorted by name and `ghosts` sorted,
+    /// as the codec requires.
     public init(
         recordName: String, causalLength: UInt64, recordType: String, typeStamp: Stamp,
         created: Stamp, deleted: Stamp? = nil, fields: [FieldRegister], vector: VersionVector, ghosts: [WriteGhost] = []
@@ -113,6 +123,7 @@
         self.vector = vector
     }
 
+    /// Whether the current incarnation exists: the causal length is odd.
     public var isAlive: Bool { causalLength % 2 == 1 }
 
     /// The latest stamp the record carries: its modification.
@@ -139,6 +150,7 @@
         return true
     }
 
+    /// The register of field `name`, a removal included; nil when this incarnation has none.
     public func register(named name: String) -> FieldRegister? {
         var low = 0
         var high = fields.count
@@ -181,8 +193,10 @@
 /// A record's causal length and version vector, readable without its fields.
 @_spi(Tools) public struct RecordVersion: Hashable, Sendable {
     public var causalLength: UInt64
+    /// For each replica, its latest write to the record that is merged in.
     public var vector: VersionVector
 
+    /// The version of a state with this causal length and vector.
     public init(causalLength: UInt64, vector: VersionVector) {
         self.causalLength = causalLength
         self.vector = vector
@@ -199,15 +213,19 @@
 /// A zone's own register: incarnations as for records (odd exists, even deleted).
 @_spi(Tools) public struct ZoneState: Hashable, Sendable {
     public var causalLength: UInt64
+    /// The stamp of the zone's latest creation or deletion: it breaks ties between equal lengths.
     public var stamp: Stamp
 
+    /// A zone state as read or received.
     public init(causalLength: UInt64, stamp: Stamp) {
         self.causalLength = causalLength
         self.stamp = stamp
     }
 
+    /// Whether the zone exists: the causal length is odd.
     public var exists: Bool { causalLength % 2 == 1 }
 
+    /// The winner of the two: the larger causal length, then the later stamp.
     public func merged(with other: ZoneState) -> ZoneState {
         if causalLength != other.causalLength { return causalLength > other.causalLength ? self : other }
         return stamp >= other.stamp ? self : other

@@ -6,9 +6,12 @@
 /// never share one by accident. Ordered lexicographically: the order breaks
 /// ties between writes stamped with the same clock reading.
 public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The first 8 of the ID's 16 bytes, big-endian.
     public let high: UInt64
+    /// The last 8 of the ID's 16 bytes, big-endian.
     public let low: UInt64
 
+    /// The ID whose 16 bytes are `high` then `low`, each big-endian.
     public init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low

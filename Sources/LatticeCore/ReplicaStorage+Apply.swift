@@ -1,8 +1,10 @@
 /// What applying a change set did.
 public struct ApplySummary: Hashable, Sendable {
+    /// The change set's zone; nil in a total over several (`add` keeps none).
     public var zone: ZoneKey?
     /// How many change sets were read (a bundle holds one per zone).
     public var changeSets = 0
+    /// Records the change sets held, deferred, refused and stale ones included.
     public var recordsReceived = 0
     /// Records whose state changed, cascade deletes included.
     public var recordsChanged = 0
@@ -26,8 +28,10 @@ public struct ApplySummary: Hashable, Sendable {
     /// (`settleRevocations`): peers' versions of them must stream again.
     public var recordsVoided = 0
 
+    /// A summary of nothing: every count zero, every flag false.
     public init() {}
 
+    /// Adds `other`'s counts to these; flags are or-ed, and the first refusal is kept.
     public mutating func add(_ other: ApplySummary) {
         changeSets += other.changeSets
         recordsReceived += other.recordsReceived

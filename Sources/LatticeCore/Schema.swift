@@ -1,11 +1,15 @@
 /// One field of one record type, fixed by the first write that used it.
 public struct SchemaField: Hashable, Sendable {
+    /// The record type the field belongs to.
     public var recordType: String
+    /// The field's name, unique within its record type.
     public var field: String
+    /// The field's type: every later write of the field must match it.
     public var type: FieldType
     /// The stamp of the defining write; the earliest definition wins a race.
     public var stamp: Stamp
 
+    /// A definition of `field` of `recordType` as `type`, by the write stamped `stamp`.
     public init(recordType: String, field: String, type: FieldType, stamp: Stamp) {
         self.recordType = recordType
         self.field = field
@@ -18,10 +22,14 @@ public struct SchemaField: Hashable, Sendable {
 /// new types and fields once deployed. Schemas only grow, and merge like data:
 /// per field the earliest definition wins; deployment, once seen, stays.
 public struct Schema: Hashable, Sendable {
+    /// A field of a record type: what index kinds are kept by.
     public struct Key: Hashable, Sendable, Comparable {
+        /// The record type the field belongs to.
         public var recordType: String
+        /// The field's name within that record type.
         public var field: String
 
+        /// The key of `field` of `recordType`.
         public init(recordType: String, field: String) {
             self.recordType = recordType
             self.field = field
@@ -61,10 +69,13 @@ public struct Schema: Hashable, Sendable {
         return kept
     }
 
+    /// An empty schema, in development.
     public init() {}
 
+    /// Whether the schema is deployed: new record types and fields are then refused.
     public var isProduction: Bool { deployed != nil }
 
+    /// The definition of field `name` of `recordType`; nil when there is none yet.
     public func field(_ name: String, of recordType: String) -> SchemaField? {
         fieldsByType[recordType]?[name]
     }
@@ -78,6 +89,7 @@ public struct Schema: Hashable, Sendable {
         return true
     }
 
+    /// Adds a record type, with no fields; returns whether it was new.
     @discardableResult
     public mutating func addRecordType(_ recordType: String) -> Bool { recordTypes.insert(recordType).inserted }
 
@@ -121,6 +133,8 @@ public struct Schema: Hashable, Sendable {
         return type.element == .location ? .location : .column
     }
 
+    /// Takes a deployment stamp, keeping the earliest seen; returns whether `deployed` changed
+    /// (never for nil).
     @discardableResult
     public mutating func merge(deployed stamp: Stamp?) -> Bool {
         guard let stamp else { return false }
@@ -144,6 +158,7 @@ public struct Schema: Hashable, Sendable {
         return changes
     }
 
+    /// Whether it holds nothing: no definition, record type, deployment, index request or removal.
     public var isEmpty: Bool { fieldsByType.isEmpty && recordTypes.isEmpty && deployed == nil && requestedIndexes.isEmpty && removedIndexes.isEmpty }
 
     /// The part of the schema whose stamps `accepts` takes (the clock-skew bound).
@@ -213,11 +228,16 @@ package enum SchemaViolation: Error, Equatable, Sendable, CustomStringConvertibl
 /// order and range filters), searchable (token searches of a string field).
 public struct IndexKinds: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt8
+    /// Kinds from their bits: 1 queryable, 2 sortable, 4 searchable.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Filters on the field use an index.
     public static let queryable = IndexKinds(rawValue: 1)
+    /// Sort orders and range filters on the field use an index.
     public static let sortable = IndexKinds(rawValue: 2)
+    /// Token searches of a string field (CONTAINS_ALL_TOKENS, CONTAINS_ANY_TOKENS) use an index.
     public static let searchable = IndexKinds(rawValue: 4)
+    /// All three kinds; `possible(for:)` says which a field type can have.
     public static let all: IndexKinds = [.queryable, .sortable, .searchable]
 
     /// Whether the field's values live in an ordered SQL index (both queryable and sortable do).

@@ -3,17 +3,22 @@
 /// Stored as a small array sorted by replica: vectors hold one entry per device
 /// that ever wrote, a handful in practice, where an array beats a dictionary.
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
+    /// One entry per replica, sorted by replica.
     public private(set) var entries: [(replica: ReplicaID, time: HLCTimestamp)]
 
+    /// The empty vector: it accounts for no write.
     public init() { entries = [] }
 
+    /// A vector of `pairs`, keeping the latest time given for each replica.
     public init<S: Sequence>(_ pairs: S) where S.Element == (ReplicaID, HLCTimestamp) {
         entries = []
         for (replica, time) in pairs { advance(replica, to: time) }
     }
 
+    /// Whether the vector has no entry at all.
     public var isEmpty: Bool { entries.isEmpty }
 
+    /// The entry of `replica`; `.zero` when the vector has none.
     public subscript(replica: ReplicaID) -> HLCTimestamp {
         guard let index = index(of: replica) else { return .zero }
         return entries[index].time
@@ -51,6 +56,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         return result
     }
 
+    /// Raises each entry to `other`'s where that is higher: `joined(with:)` in place.
     public mutating func join(_ other: VersionVector) {
         for entry in other.entries { advance(entry.replica, to: entry.time) }
     }
@@ -71,6 +77,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         case equal, lesser, greater, concurrent
     }
 
+    /// How this vector relates to `other`, entry by entry; a missing entry counts as zero.
     public func compare(to other: VersionVector) -> Ordering {
         var lesser = false
         var greater = false

@@ -12,15 +12,19 @@
 /// no entry of it.
 @_spi(Tools) public struct WriteBlock: Hashable, Sendable {
     public struct Entry: Hashable, Sendable {
+        /// The write's stamp time; the block's replica made it.
         public var time: HLCTimestamp
+        /// The write's digest (`WriteDigest`), 32 bytes.
         public var digest: [UInt8]
 
+        /// An entry for the write at `time`, signing its digest.
         public init(time: HLCTimestamp, digest: [UInt8]) {
             self.time = time
             self.digest = digest
         }
     }
 
+    /// The most entries one block holds: a commit of more writes seals several blocks.
     public static let maximumEntries = 256
     /// How far small commits extend one block: a block that grew this way is
     /// re-signed and re-sent whole at each commit, so it stays short, while a
@@ -28,15 +32,25 @@
     public static let maximumRollingEntries = maximumEntries / rollingFraction
     /// What part of a full block a rolling one grows to.
     public static let rollingFraction = 8
+    /// Bytes in an Ed25519 signature.
     public static let signatureLength = 64
+    /// Bytes in an Ed25519 public key.
     public static let publicKeyLength = 32
 
+    /// The zone the writes were made in; the signature covers it.
     public var zone: ZoneKey
+    /// The writer's Ed25519 public key, `publicKeyLength` bytes.
     public var publicKey: [UInt8]
+    /// The replica `publicKey` writes as (`replica(of:)`).
     public var replica: ReplicaID
+    /// The replica's entry in the zone's vector after the sealing commit; no entry is later.
     public var last: HLCTimestamp
+    /// How many entries the block signs; known for a head too.
     public var count: Int
+    /// BLAKE2b-256 of the entries' times and digests: what the signature covers of them.
     public var entriesHash: [UInt8]
+    /// The Ed25519 signature (`signatureLength` bytes) of the zone, the key, `last`, `count`
+    /// and `entriesHash`.
     public var signature: [UInt8]
     /// The entries, or nil for a head.
     public var entries: [Entry]?
@@ -76,6 +90,7 @@
                   entriesHash: Self.hash(of: entries), signature: signature, entries: entries)
     }
 
+    /// Whether this is a head: the signature and entry hash, without the entries.
     public var isHead: Bool { entries == nil }
 
     /// The same block without its entries.
@@ -131,6 +146,7 @@
         return nil
     }
 
+    /// The time of the first entry; nil for a head or a block with none.
     public var firstTime: HLCTimestamp? { entries?.first?.time }
 
     var signedMessage: [UInt8] {
@@ -164,6 +180,7 @@ extension WriteBlock {
         var signature: [UInt8]
     }
 
+    /// This block's `Key`: its replica, `last`, entry hash and signature.
     public var key: Key { Key(replica: replica, last: last, entriesHash: entriesHash, signature: signature) }
 }
 

@@ -16,6 +16,7 @@
     /// The part's item: its bytes when short, else a tag and their hash (`WritePart.item`).
     public var item: [UInt8]
 
+    /// The ghost of part `key` of the write stamped `stamp`, held as `item`.
     public init(stamp: Stamp, key: String, item: [UInt8]) {
         self.stamp = stamp
         self.key = key

@@ -11,6 +11,7 @@
     /// add hashes alone, so one item moved to another key would not show.
     public var hash: [UInt8]
 
+    /// An item from its key and its full hash (BLAKE2b-256, 32 bytes).
     public init(key: [UInt8], hash: [UInt8]) {
         self.key = key
         self.hash = hash
@@ -42,8 +43,10 @@
 /// depend on the order items were added in.
 @_spi(Tools) public struct DigestSum: Hashable, Sendable {
     public private(set) var limbs: [UInt64] = [0, 0, 0, 0]
+    /// How many items the sum holds: those added less those removed.
     public private(set) var count: Int = 0
 
+    /// The empty sum: zero, over no item.
     public init() {}
 
     /// A sum as stored; bytes past 32 are ignored and missing ones read as
@@ -57,6 +60,7 @@
         self.count = count
     }
 
+    /// The sum as 32 bytes, little-endian: what the store keeps (`init(bytes:count:)` reads it).
     public var bytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(32)
@@ -64,6 +68,7 @@
         return out
     }
 
+    /// Adds an item by its hash, modulo 2^256: O(1), in any order.
     public mutating func add(_ hash: [UInt8]) {
         let other = DigestSum(bytes: hash, count: 1)
         var carry: UInt64 = 0
@@ -76,6 +81,7 @@
         count += 1
     }
 
+    /// Takes out an item added before, subtracting its hash modulo 2^256.
     public mutating func remove(_ hash: [UInt8]) {
         let other = DigestSum(bytes: hash, count: 1)
         var borrow: UInt64 = 0
@@ -88,6 +94,7 @@
         count -= 1
     }
 
+    /// The fingerprint a range holding these items is compared by.
     public var fingerprint: DigestFingerprint { DigestFingerprint(self) }
 }
 
@@ -98,10 +105,13 @@
     /// Bytes of an item's hash an item list carries.
     public static let shortLength = 12
 
+    /// The print: `length` bytes as computed, compared as received.
     public var bytes: [UInt8]
 
+    /// A fingerprint as received, taken as is.
     public init(bytes: [UInt8]) { self.bytes = bytes }
 
+    /// The print of `sum`: BLAKE2b-256 of a tag, the sum and its count, cut to `length` bytes.
     public init(_ sum: DigestSum) {
         var writer = BinaryWriter(capacity: 48)
         writer.raw(Array("lattice digest v1".utf8))

@@ -12,6 +12,7 @@ public enum DatabaseScope: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         }
     }
 
+    /// The scope called `name` (`private`, `shared` or `public`, in any case); nil for another name.
     public init?(name: String) {
         guard let scope = DatabaseScope.allCases.first(where: { $0.description == name.lowercased() }) else { return nil }
         self = scope
@@ -25,16 +26,22 @@ public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
     /// CloudKit's placeholder for "the current user".
     public static let defaultOwnerName = "__defaultOwner__"
 
+    /// The zone's name; `defaultZoneName` for the database's default zone.
     public var zoneName: String
+    /// The owning account: in the shared database its account ID; `defaultOwnerName` means
+    /// the current user.
     public var ownerName: String
 
+    /// A zone ID; the owner defaults to the current user.
     public init(zoneName: String, ownerName: String = ZoneID.defaultOwnerName) {
         self.zoneName = zoneName
         self.ownerName = ownerName
     }
 
+    /// The current user's default zone (`defaultZoneName`).
     public static let `default` = ZoneID(zoneName: defaultZoneName)
 
+    /// Whether this is a default zone (`defaultZoneName`), whoever owns it.
     public var isDefault: Bool { zoneName == ZoneID.defaultZoneName }
 
     public var description: String {
@@ -44,9 +51,12 @@ public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
 
 /// A zone's place in a store: its database and its ID.
 public struct ZoneKey: Hashable, Sendable, CustomStringConvertible {
+    /// The database the zone is in.
     public var scope: DatabaseScope
+    /// The zone's ID within that database.
     public var zoneID: ZoneID
 
+    /// The zone `zoneID` of the database `scope`.
     public init(scope: DatabaseScope, zoneID: ZoneID) {
         self.scope = scope
         self.zoneID = zoneID
