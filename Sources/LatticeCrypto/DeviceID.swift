@@ -9,6 +9,7 @@ import CSodium
     /// `XXXXXXX-XXXXXXX-…`, eight groups of seven; made once, as logs and the store key peers by it.
     public let description: String
 
+    /// The ID of the device whose Ed25519 public key is `publicKey`; throws if libsodium fails.
     public init(publicKey: [UInt8]) throws {
         try Sodium.ready()
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))

@@ -4,7 +4,9 @@ import CSodium
 /// store's key file; everything else uses the public key or the device ID.
 @_spi(Tools) public struct Identity: Sendable {
     public static let seedLength = 32
+    /// The Ed25519 public key, 32 bytes: what peers check this device's signatures with.
     public let publicKey: [UInt8]
+    /// The device's ID: the SHA-256 of `publicKey`.
     public let deviceID: DeviceID
     private let secretKey: SecretBytes
 
@@ -42,6 +44,7 @@ import CSodium
     /// The seed, for the key file: a copy the caller wipes (`Sodium.wipe`) once written.
     public func seed() -> [UInt8] { secretKey.withBytes { Array($0.prefix(Self.seedLength)) } }
 
+    /// The Ed25519 signature of `message`, 64 bytes; throws if libsodium fails.
     public func sign(_ message: [UInt8]) throws -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))
         try secretKey.withBytes { key in
@@ -50,6 +53,8 @@ import CSodium
         return signature
     }
 
+    /// Whether `signature` is `publicKey`'s Ed25519 signature of `message`; false for a
+    /// signature or key of the wrong size.
     public static func verify(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
         guard (try? Sodium.ready()) != nil, signature.count == Int(crypto_sign_BYTES), publicKey.count == Int(crypto_sign_PUBLICKEYBYTES) else { return false }
         return crypto_sign_verify_detached(signature, message, UInt64(message.count), publicKey) == 0

@@ -4,6 +4,7 @@ import CSodium
 /// `XXXX-XXXX`. Typing is forgiving: case, spaces and dashes do not matter,
 /// and O, I and L read as 0, 1 and 1.
 public struct PairingCode: Hashable, Sendable, CustomStringConvertible {
+    /// Characters in a code, without the dash.
     public static let length = 8
     static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
     /// The 8 characters, without the dash.

@@ -6,8 +6,10 @@
     public var hash: [UInt8]
     /// The content's size, as the record that references it says.
     public var size: Int64
+    /// The chunk asked for, from 0 (256 KiB each); nil for the outline.
     public var chunk: Int?
 
+    /// A request for chunk `chunk` of the asset `hash`, or for its outline when nil.
     public init(hash: [UInt8], size: Int64, chunk: Int?) {
         self.hash = hash
         self.size = size
@@ -17,8 +19,11 @@
     /// What a reply answers: the hash and the chunk (nil: the outline).
     public var key: Key { Key(hash: hash, chunk: chunk) }
 
+    /// What matches a reply to its request: the asset's hash and the chunk.
     public struct Key: Hashable, Sendable {
+        /// The asset's hash (`AssetReference.hash`).
         public var hash: [UInt8]
+        /// The chunk's index, from 0; nil for the outline.
         public var chunk: Int?
     }
 

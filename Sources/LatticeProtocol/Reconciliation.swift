@@ -3,13 +3,16 @@
 /// A digest item as an item list carries it: the key and a short hash.
 @_spi(Tools) public struct ShortDigestItem: Hashable, Sendable {
     public var key: [UInt8]
+    /// The first `DigestFingerprint.shortLength` bytes of the item's hash.
     public var hash: [UInt8]
 
+    /// An item as an item list carries it.
     public init(key: [UInt8], hash: [UInt8]) {
         self.key = key
         self.hash = hash
     }
 
+    /// The short form of `item`: its key and `shortHash`.
     public init(_ item: DigestItem) { self.init(key: item.key, hash: item.shortHash) }
 }
 
@@ -29,9 +32,12 @@
         case answer(items: [ShortDigestItem], held: [Bool])
     }
 
+    /// Where the range ends, exclusive; nil for the end of the key space.
     public var upper: [UInt8]?
+    /// What the sender says of the range.
     public var content: Content
 
+    /// A range ending at `upper`, with what the sender says of it.
     public init(upper: [UInt8]?, content: Content) {
         self.upper = upper
         self.content = content
@@ -41,8 +47,10 @@
 /// One zone's ranges in a reconciliation message.
 @_spi(Tools) public struct ReconcileZone: Hashable, Sendable {
     public var zone: ZoneKey
+    /// The zone's ranges in key order, the last reaching the end of the key space.
     public var ranges: [ReconcileRange]
 
+    /// The part of a message about `zone`.
     public init(zone: ZoneKey, ranges: [ReconcileRange]) {
         self.zone = zone
         self.ranges = ranges
@@ -55,14 +63,17 @@
 @_spi(Tools) public struct ReconcileMessage: Hashable, Sendable {
     public var zones: [ReconcileZone]
 
+    /// A message about `zones`; with none, every zone is settled.
     public init(zones: [ReconcileZone]) { self.zones = zones }
 
+    /// Whether it names no zone: every zone settled (a beginner's empty reply ends the reconciliation).
     public var isEmpty: Bool { zones.isEmpty }
 }
 
 /// A record (or the zone's state, key empty) the two sides hold differently,
 /// as the side that began the reconciliation sees it.
 public struct DigestDifference: Hashable, Sendable {
+    /// The zone the record (or the zone's own state) belongs to.
     public var zone: ZoneKey
     /// The record name's bytes; empty for the zone's own state.
     public var key: [UInt8]
@@ -71,6 +82,7 @@ public struct DigestDifference: Hashable, Sendable {
     /// The peer's, nil when the peer lacks it.
     public var there: [UInt8]?
 
+    /// A difference as noted: `here` or `there` nil for the side that lacks the item.
     public init(zone: ZoneKey, key: [UInt8], here: [UInt8]?, there: [UInt8]?) {
         self.zone = zone
         self.key = key
@@ -90,10 +102,12 @@ public struct DigestDifference: Hashable, Sendable {
 /// beginner learns every difference (`differences`); the other side answers.
 @_spi(Tools) public struct Reconciler: Sendable {
     public static let fanout = 16
+    /// Ranges of at most this many items are sent as item lists rather than cut again.
     public static let listThreshold = 32
     /// Items an honest item list holds (the threshold, with room for the
     /// other side's set having grown meanwhile): a longer one is refused.
     public static let maximumListed = 4096
+    /// Ranges one zone of a received message may hold; a message with more is malformed.
     public static let maximumRanges = 1 << 16
     /// About how many bytes of ranges a reply holds: past it, what is left of
     /// a zone goes back as one fingerprint, cut again in the next round (a
@@ -107,7 +121,9 @@ public struct DigestDifference: Hashable, Sendable {
     /// Differences one reconciliation collects at most.
     public static let maximumDifferences = 1_000_000
 
+    /// Whether this side began the reconciliation: only the beginner notes differences.
     public let initiator: Bool
+    /// The differences noted so far, in the order found; empty on the answering side.
     public private(set) var differences: [DigestDifference] = []
     /// Keys already noted, per zone: a range opened again notes nothing twice.
     private var noted: Set<NotedKey> = []
@@ -116,6 +132,7 @@ public struct DigestDifference: Hashable, Sendable {
     /// The item lists the beginner sent, by zone and range: an answer's
     /// `held` bits refer to them, not to what the store holds by then.
     private var sentLists: [ListKey: [ShortDigestItem]] = [:]
+    /// Messages this side has replied to; past `maximumRounds`, `reply(to:source:)` throws.
     public private(set) var rounds = 0
 
     private struct NotedKey: Hashable {
@@ -128,6 +145,7 @@ public struct DigestDifference: Hashable, Sendable {
         var range: DigestRange
     }
 
+    /// A side with no zone opened: `false` for the answering side (a beginner uses `init(opening:)`).
     public init(initiator: Bool) { self.initiator = initiator }
 
     /// The beginner, with the zones of its opening.

@@ -12,12 +12,15 @@
     public var peerZoneState: ZoneState?
     /// Whether to count what is left (the first batch of a stream, for progress).
     public var wantsTotals: Bool
+    /// The most records the batch may take from the stream.
     public var maximumRecords: Int
+    /// About the most bytes of record states the batch holds (its last record may pass it).
     public var maximumBytes: Int
     /// Whether the peer restores the ghosts of writes its vector covers
     /// (`ChangeSetHeader.elidesCoveredGhosts`): set for peers of `SyncWire.elidingVersion`.
     public var elidesCoveredGhosts = false
 
+    /// A request; `elidesCoveredGhosts` starts false.
     public init(zone: ZoneKey, after: StreamCursor, peerVector: VersionVector, peerZoneState: ZoneState?, wantsTotals: Bool, maximumRecords: Int, maximumBytes: Int) {
         self.zone = zone
         self.peerZoneState = peerZoneState
@@ -36,6 +39,7 @@
     public var cursor: StreamCursor
     /// The stream reached the end of the zone: the change set claims the zone's vector.
     public var final: Bool
+    /// How many records the change set holds.
     public var records: Int
     /// The zone's state the change set carries.
     public var zoneState: ZoneState
@@ -53,6 +57,7 @@
         OutgoingBatch(bytes: [], cursor: cursor, final: true, records: 0, zoneState: zoneState)
     }
 
+    /// A batch as produced: `claimedTop` for a final one, `totals` when they were asked for.
     public init(bytes: [UInt8], cursor: StreamCursor, final: Bool, records: Int, zoneState: ZoneState, claimedTop: VersionVector? = nil, totals: (records: Int, bytes: Int)? = nil) {
         self.bytes = bytes
         self.claimedTop = claimedTop
@@ -67,13 +72,18 @@
 /// A batch received whole, checked by the session, to be applied and committed on its own.
 @_spi(Tools) public struct IncomingBatch: Hashable, Sendable {
     public var zone: ZoneKey
+    /// The batch's change set, received whole.
     public var bytes: [UInt8]
+    /// The sender's cursor after the batch: where the peer's stream may resume once it is applied.
     public var cursor: StreamCursor
+    /// Whether the batch ends the stream: its change set then claims `claimedTop`.
     public var final: Bool
+    /// How many records the sender says the change set holds.
     public var records: Int
     /// The sender's vector its last batch claims: the sender holds all of it.
     public var claimedTop: VersionVector?
 
+    /// A batch as the session queues it for the store.
     public init(zone: ZoneKey, bytes: [UInt8], cursor: StreamCursor, final: Bool, records: Int, claimedTop: VersionVector? = nil) {
         self.zone = zone
         self.claimedTop = claimedTop
@@ -87,6 +97,7 @@
 /// What applying a batch left: the zone's vector now, for the acknowledgement.
 @_spi(Tools) public struct AppliedBatch: Hashable, Sendable {
     public var vector: VersionVector
+    /// Records whose state changed here, cascade deletes included.
     public var recordsChanged: Int
     /// Records refused for now (stamped too far in the future): the stream must come again later.
     public var recordsDeferred: Int
@@ -96,6 +107,7 @@
     /// Why the first of them was.
     public var refusal: String?
 
+    /// What applying a batch left; no record deferred or refused unless given.
     public init(vector: VersionVector, recordsChanged: Int, recordsDeferred: Int = 0, recordsRefused: Int = 0, refusal: String? = nil) {
         self.vector = vector
         self.recordsChanged = recordsChanged
@@ -114,6 +126,7 @@
     /// Zones of the shared database the peer may sync when `scopes` does not hold it all.
     public var sharedZones: Set<ZoneID>
 
+    /// Access to the databases in `scopes` whole, and to `sharedZones` one by one.
     public init(scopes: Set<DatabaseScope>, sharedZones: Set<ZoneID> = []) {
         self.scopes = scopes
         self.sharedZones = sharedZones
@@ -124,6 +137,7 @@
     /// Any other device of the container.
     public static let publicOnly = PeerAccess(scopes: [.public])
 
+    /// Whether the peer may sync `zone`: its database is allowed whole, or it is one of `sharedZones`.
     public func allows(_ zone: ZoneKey) -> Bool {
         scopes.contains(zone.scope) || (zone.scope == .shared && sharedZones.contains(zone.zoneID))
     }
@@ -216,6 +230,7 @@
 /// What the store committed since a session last looked (`SyncDelegate.localChanges`).
 @_spi(Tools) public struct LocalChanges: Hashable, Sendable {
     public var zones: [ZoneKey]
+    /// This store's account roster now, encoded (`AccountRoster.encoded`).
     public var roster: [UInt8]
     /// The store's change sequence now: nil when the store does not say.
     public var sequence: UInt64?
@@ -223,6 +238,7 @@
     /// batch, with that peer's device ID; any commit not here is local (or not known).
     public var sources: [UInt64: String]
 
+    /// What committed; no sequence and no sources unless given.
     public init(zones: [ZoneKey], roster: [UInt8], sequence: UInt64? = nil, sources: [UInt64: String] = [:]) {
         self.zones = zones
         self.roster = roster
@@ -232,21 +248,31 @@
 }
 
 extension SyncDelegate {
+    /// Default: takes nothing, and what `peer` may sync never changes (`false`).
     public func notePeerMembership(_ membership: [UInt8], of peer: DeviceID) -> Bool { false }
+    /// Default: ignores the offer.
     public func noteOfferedZones(_ zones: [ZoneID], from peer: DeviceID) throws {}
+    /// Default: no advert.
     public func sharedZoneAdverts(_ zones: Set<ZoneID>, for peer: DeviceID) throws -> [ZoneAdvert] { [] }
+    /// Default: `.unavailable` for every request: this device serves no assets.
     public func serveAsset(_ request: AssetRequest, for peer: DeviceID) throws -> AssetReply {
         .unavailable(hash: request.hash, chunk: request.chunk, reason: "this device serves no assets")
     }
+    /// Default: throws `ProtocolError.unexpected`: this device keeps no digests.
     public func reconcileOpening(zones: [ZoneKey]) throws -> ReconcileMessage { throw ProtocolError.unexpected("this device keeps no digests") }
+    /// Default: no batch, and no name left.
     public func repairBatch(zone: ZoneKey, names: [String], for peer: DeviceID) throws -> (OutgoingBatch?, left: [String]) { (nil, []) }
+    /// Default: throws `ProtocolError.unexpected`: this device keeps no digests.
     public func reconcileRound(_ message: ReconcileMessage, reconciler: Reconciler) throws -> (ReconcileMessage, Reconciler) {
         throw ProtocolError.unexpected("this device keeps no digests")
     }
+    /// Default: `zones()` and `roster()` now, without a sequence or sources.
     public func localChanges(after sequence: UInt64?) throws -> LocalChanges { LocalChanges(zones: try zones(), roster: try roster()) }
+    /// Default: the zone adverts of `hello(for:)`, without their resume points.
     public func holdings(for peer: DeviceID) throws -> [ZoneAdvert] {
         try hello(for: peer).zones.map { ZoneAdvert(zone: $0.zone, zoneState: $0.zoneState, vector: $0.vector, resume: nil) }
     }
+    /// Default: deletes nothing and returns 0.
     public func applyCollected(zone: ZoneKey, zoneIncarnation: UInt64, records: [CollectedRecord], blocks: [WriteBlock], from peer: DeviceID) throws -> Int { 0 }
 }
 

@@ -6,13 +6,16 @@
 /// to here" is one pair. Meaningful only to the store that made it.
 @_spi(Tools) public struct StreamCursor: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var sequence: UInt64
+    /// The record's row in the store: orders records within one change sequence.
     public var row: UInt64
 
+    /// Before every record: where a stream with no resume point starts.
     public static let start = StreamCursor(sequence: 0, row: 0)
 
     /// After every record of change sequence `sequence`.
     public static func end(of sequence: UInt64) -> StreamCursor { StreamCursor(sequence: sequence, row: (1 << 62) - 1) }
 
+    /// The cursor at record `row` of change sequence `sequence`.
     public init(sequence: UInt64, row: UInt64) {
         self.sequence = sequence
         self.row = row
@@ -25,6 +28,7 @@
 /// What one side says of a zone when a session opens.
 @_spi(Tools) public struct ZoneAdvert: Hashable, Sendable {
     public var zone: ZoneKey
+    /// The zone's own state at the sender: its incarnation (odd while it exists) and stamp.
     public var zoneState: ZoneState
     /// Everything of the zone up to this vector is held.
     public var vector: VersionVector
@@ -32,6 +36,7 @@
     /// so it resumes rather than re-sends.
     public var resume: StreamCursor?
 
+    /// What the sender says of `zone`; `resume` nil when none of the recipient's streams was applied.
     public init(zone: ZoneKey, zoneState: ZoneState, vector: VersionVector, resume: StreamCursor?) {
         self.zone = zone
         self.zoneState = zoneState
@@ -43,6 +48,7 @@
 /// The first message of each side once the channel is up.
 @_spi(Tools) public struct Hello: Hashable, Sendable {
     public var container: String
+    /// What the sender says of each zone it syncs with the receiver.
     public var zones: [ZoneAdvert]
     /// The sender's account roster (`AccountRoster.encoded`), or empty.
     public var roster: [UInt8]
@@ -62,6 +68,7 @@
     /// (`neighbors`), and answers `holdsRequest`.
     public var relays = false
 
+    /// A hello; by default it grants all three databases and carries no roster or membership.
     public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .shared, .public], sharedGrants: [ZoneID] = [], membership: [UInt8] = []) {
         self.container = container
         self.zones = zones
@@ -193,8 +200,10 @@ package enum SyncMessage: Hashable, Sendable {
 /// A record whose tombstone was collected: its name and what is left of the tombstone.
 @_spi(Tools) public struct CollectedRecord: Hashable, Sendable {
     public var name: String
+    /// What the sender kept of the tombstone: its incarnation, vector and delete.
     public var residue: RecordResidue
 
+    /// The collected record `name`, with what is left of its tombstone.
     public init(name: String, residue: RecordResidue) {
         self.name = name
         self.residue = residue
