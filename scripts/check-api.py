@@ -12,6 +12,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT = ["LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeStore", "LatticeNode", "LatticeTransport", "LatticeDiscovery", "LatticeFuzzing", "LatticeRawClient"]
 DECLARATION = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s+)*public\s")
+ATTRIBUTE_LINE = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s*)+$")
 # What a standard protocol requires is documented by the protocol (Equatable's ==, Codable's init(from:), ...).
 WITNESS = re.compile(
     r"public (?:static func (?:==|<|\+|-)\s*\(|func hash\(into|var description: String|var debugDescription: String"
@@ -26,7 +27,8 @@ def undocumented(path):
         if not DECLARATION.match(line) or WITNESS.search(line):
             continue
         above = index - 1
-        while above >= 0 and lines[above].strip().startswith("@"):
+        # Attributes on lines of their own (`@discardableResult`) stand between a declaration and its comment.
+        while above >= 0 and ATTRIBUTE_LINE.match(lines[above]):
             above -= 1
         if above < 0 or not (lines[above].strip().startswith("///") or lines[above].strip().endswith("*/")):
             found.append((index + 1, line.strip()))
