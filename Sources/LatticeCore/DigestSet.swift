@@ -1,6 +1,7 @@
 /// A range of digest keys: from `lower` (inclusive) to `upper` (exclusive;
 /// nil for the end of the key space).
 @_spi(Tools) public struct DigestRange: Hashable, Sendable {
+    /// Where the range starts, inclusive; the empty key for the start of the key space.
     public var lower: [UInt8]
     /// Where the range ends, exclusive; nil for the end of the key space.
     public var upper: [UInt8]?
@@ -22,6 +23,7 @@
 
 /// One part of a range cut by count: its upper bound and the sum of its items.
 @_spi(Tools) public struct DigestPart: Hashable, Sendable {
+    /// Where the part ends, exclusive; nil for the end of the key space.
     public var upper: [UInt8]?
     /// The sum of the part's item hashes, with their count.
     public var sum: DigestSum

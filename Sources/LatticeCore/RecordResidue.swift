@@ -15,6 +15,7 @@
 /// only on a delete its writer signed (`takeCollected`), never on the word
 /// of the device that tells it.
 @_spi(Tools) public struct RecordResidue: Hashable, Sendable {
+    /// The deleted incarnation's causal length (even): a state up to it loses to the residue.
     public var causalLength: UInt64
     /// The tombstone's vector: joined into any state the residue outlives.
     public var vector: VersionVector

@@ -1,5 +1,6 @@
 /// One write to a field: the value (nil removes the field) and its stamp.
 @_spi(Tools) public struct FieldVersion: Hashable, Sendable {
+    /// The value written; nil when the write removed the field.
     public var value: FieldValue?
     /// The write's stamp: the larger one wins the register.
     public var stamp: Stamp
@@ -23,6 +24,7 @@
 /// holding the record shows the same conflicts, until a write to the field
 /// or a clear resolves them (DESIGN §2.5).
 @_spi(Tools) public struct FieldRegister: Hashable, Sendable {
+    /// The field's name: a record's registers are sorted by it.
     public var name: String
     /// The winning value; nil when the winning write removed the field.
     public var value: FieldValue?
@@ -88,6 +90,7 @@
 /// odd length. The larger causal length wins outright; equal lengths merge
 /// field by field.
 @_spi(Tools) public struct RecordState: Hashable, Sendable {
+    /// The record's name, unique in its zone: its digest key as UTF-8.
     public var recordName: String
     /// The incarnation count: odd while the record exists, even once deleted.
     public var causalLength: UInt64
@@ -192,6 +195,7 @@
 
 /// A record's causal length and version vector, readable without its fields.
 @_spi(Tools) public struct RecordVersion: Hashable, Sendable {
+    /// The incarnation count: odd while the record exists, even once deleted.
     public var causalLength: UInt64
     /// For each replica, its latest write to the record that is merged in.
     public var vector: VersionVector
@@ -212,6 +216,7 @@
 
 /// A zone's own register: incarnations as for records (odd exists, even deleted).
 @_spi(Tools) public struct ZoneState: Hashable, Sendable {
+    /// The incarnation count: odd while the zone exists, even once deleted; the larger wins.
     public var causalLength: UInt64
     /// The stamp of the zone's latest creation or deletion: it breaks ties between equal lengths.
     public var stamp: Stamp

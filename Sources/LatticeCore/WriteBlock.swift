@@ -11,6 +11,7 @@
 /// the signature with the entry hash alone (a head) when the receiver needs
 /// no entry of it.
 @_spi(Tools) public struct WriteBlock: Hashable, Sendable {
+    /// One write the block signs: its stamp time and its digest.
     public struct Entry: Hashable, Sendable {
         /// The write's stamp time; the block's replica made it.
         public var time: HLCTimestamp

@@ -10,6 +10,7 @@
 /// writes' contents, so replicas holding the same live state hold the same
 /// ghosts (they converge like the rest of the state).
 @_spi(Tools) public struct WriteGhost: Hashable, Sendable {
+    /// The stamp of the write the part belongs to.
     public var stamp: Stamp
     /// `#t` (type), `#c` (creation), `#d` (deletion) or a field name.
     public var key: String

@@ -5,6 +5,7 @@
 /// causal length and stamp) is the element with the empty key, which no record
 /// name can be, so it sorts first.
 @_spi(Tools) public struct DigestItem: Hashable, Sendable {
+    /// The record name's UTF-8 bytes; empty for the zone's own state.
     public var key: [UInt8]
     /// BLAKE2b-256 of the element's whole state (`RecordState.digestHash`).
     /// It must cover the key too (a record's state holds its name): sums
@@ -42,6 +43,7 @@
 /// modulo 2^256: adding and removing an item are O(1), and the sum does not
 /// depend on the order items were added in.
 @_spi(Tools) public struct DigestSum: Hashable, Sendable {
+    /// The sum as four 64-bit limbs, least significant first.
     public private(set) var limbs: [UInt64] = [0, 0, 0, 0]
     /// How many items the sum holds: those added less those removed.
     public private(set) var count: Int = 0
@@ -101,6 +103,7 @@
 /// What a range of a digest set is compared by: a keyed BLAKE2b of its sum
 /// and count, cut short (a sum alone would let items that cancel out pass).
 @_spi(Tools) public struct DigestFingerprint: Hashable, Sendable, CustomStringConvertible {
+    /// Bytes in a print (`bytes`): BLAKE2b-256 cut short, as sent.
     public static let length = 12
     /// Bytes of an item's hash an item list carries.
     public static let shortLength = 12

@@ -3,6 +3,7 @@ import CSodium
 /// A device's Ed25519 identity. The secret stays in this value and in the
 /// store's key file; everything else uses the public key or the device ID.
 @_spi(Tools) public struct Identity: Sendable {
+    /// Bytes in an Ed25519 seed: what `init(seed:)` takes and the key file stores.
     public static let seedLength = 32
     /// The Ed25519 public key, 32 bytes: what peers check this device's signatures with.
     public let publicKey: [UInt8]

@@ -3,6 +3,7 @@
 /// A request for part of an asset's content, by its hash: its outline (the
 /// chunk hashes, `chunk == nil`) or one chunk (`AssetOutline`).
 @_spi(Tools) public struct AssetRequest: Hashable, Sendable, CustomStringConvertible {
+    /// The asset's hash (`AssetReference.hash`): the root of its hash tree.
     public var hash: [UInt8]
     /// The content's size, as the record that references it says.
     public var size: Int64

@@ -2,6 +2,7 @@
 
 /// A digest item as an item list carries it: the key and a short hash.
 @_spi(Tools) public struct ShortDigestItem: Hashable, Sendable {
+    /// The record name's bytes; empty for the zone's own state.
     public var key: [UInt8]
     /// The first `DigestFingerprint.shortLength` bytes of the item's hash.
     public var hash: [UInt8]
@@ -20,6 +21,7 @@
 /// each starts where the one before ended (the first at the empty key), and
 /// ends at `upper` (nil: the end of the key space).
 @_spi(Tools) public struct ReconcileRange: Hashable, Sendable {
+    /// What the sender says of a range: it matched, its fingerprint, its items, or an answer to items.
     public enum Content: Hashable, Sendable {
         /// Nothing to do here: the range matched.
         case skip
@@ -46,6 +48,7 @@
 
 /// One zone's ranges in a reconciliation message.
 @_spi(Tools) public struct ReconcileZone: Hashable, Sendable {
+    /// The zone the ranges cut up.
     public var zone: ZoneKey
     /// The zone's ranges in key order, the last reaching the end of the key space.
     public var ranges: [ReconcileRange]
@@ -61,6 +64,7 @@
 /// zones not yet settled, each cut into ranges. A zone missing from a reply
 /// is settled.
 @_spi(Tools) public struct ReconcileMessage: Hashable, Sendable {
+    /// The zones not yet settled, each with its ranges; empty once all are.
     public var zones: [ReconcileZone]
 
     /// A message about `zones`; with none, every zone is settled.
@@ -101,6 +105,7 @@ public struct DigestDifference: Hashable, Sendable {
 /// count, and a range of at most `listThreshold` items is sent whole. The
 /// beginner learns every difference (`differences`); the other side answers.
 @_spi(Tools) public struct Reconciler: Sendable {
+    /// How many parts, by count, a range that differs is cut into for the next round.
     public static let fanout = 16
     /// Ranges of at most this many items are sent as item lists rather than cut again.
     public static let listThreshold = 32

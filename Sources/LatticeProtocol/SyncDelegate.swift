@@ -3,6 +3,7 @@
 
 /// What the sender asks its store for: the next batch of a zone's stream.
 @_spi(Tools) public struct BatchRequest: Hashable, Sendable {
+    /// The zone whose stream the batch continues.
     public var zone: ZoneKey
     /// Send records after this point of the local change order.
     public var after: StreamCursor
@@ -34,6 +35,7 @@
 
 /// A batch the store produced: one complete change set.
 @_spi(Tools) public struct OutgoingBatch: Sendable {
+    /// The encoded change set; empty when there is no batch (`isEmpty`).
     public var bytes: [UInt8]
     /// The cursor after the batch's last record (or the request's when it holds none).
     public var cursor: StreamCursor
@@ -71,6 +73,7 @@
 
 /// A batch received whole, checked by the session, to be applied and committed on its own.
 @_spi(Tools) public struct IncomingBatch: Hashable, Sendable {
+    /// The zone the batch's change set belongs to.
     public var zone: ZoneKey
     /// The batch's change set, received whole.
     public var bytes: [UInt8]
@@ -96,6 +99,7 @@
 
 /// What applying a batch left: the zone's vector now, for the acknowledgement.
 @_spi(Tools) public struct AppliedBatch: Hashable, Sendable {
+    /// The zone's vector after the batch: what the acknowledgement tells the sender.
     public var vector: VersionVector
     /// Records whose state changed here, cascade deletes included.
     public var recordsChanged: Int
@@ -122,6 +126,7 @@
 /// account syncs all three databases; any other device of the container, the
 /// public one, and the shared zones whose share admits its account (DESIGN §3).
 @_spi(Tools) public struct PeerAccess: Hashable, Sendable, CustomStringConvertible {
+    /// The databases the peer may sync whole: all three for the account, `.public` alone for a stranger.
     public var scopes: Set<DatabaseScope>
     /// Zones of the shared database the peer may sync when `scopes` does not hold it all.
     public var sharedZones: Set<ZoneID>
@@ -229,6 +234,7 @@
 
 /// What the store committed since a session last looked (`SyncDelegate.localChanges`).
 @_spi(Tools) public struct LocalChanges: Hashable, Sendable {
+    /// The zones the store has now, as `SyncDelegate.zones()` lists them.
     public var zones: [ZoneKey]
     /// This store's account roster now, encoded (`AccountRoster.encoded`).
     public var roster: [UInt8]

@@ -5,6 +5,7 @@
 /// of the last record it sent. Records are streamed in that order, so "all up
 /// to here" is one pair. Meaningful only to the store that made it.
 @_spi(Tools) public struct StreamCursor: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The change sequence (store commit) of the last record sent; 0 before every record.
     public var sequence: UInt64
     /// The record's row in the store: orders records within one change sequence.
     public var row: UInt64
@@ -27,6 +28,7 @@
 
 /// What one side says of a zone when a session opens.
 @_spi(Tools) public struct ZoneAdvert: Hashable, Sendable {
+    /// The zone described: its database and zone ID.
     public var zone: ZoneKey
     /// The zone's own state at the sender: its incarnation (odd while it exists) and stamp.
     public var zoneState: ZoneState
@@ -47,6 +49,7 @@
 
 /// The first message of each side once the channel is up.
 @_spi(Tools) public struct Hello: Hashable, Sendable {
+    /// The container identifier (`iCloud.com.example.movies`): a session between two differing ones closes.
     public var container: String
     /// What the sender says of each zone it syncs with the receiver.
     public var zones: [ZoneAdvert]
@@ -199,6 +202,7 @@ package enum SyncMessage: Hashable, Sendable {
 
 /// A record whose tombstone was collected: its name and what is left of the tombstone.
 @_spi(Tools) public struct CollectedRecord: Hashable, Sendable {
+    /// The record's name in the zone the `collected` message is about.
     public var name: String
     /// What the sender kept of the tombstone: its incarnation, vector and delete.
     public var residue: RecordResidue
