@@ -4,18 +4,18 @@
 /// lacks. When it `claimsTop`, applying it completely to a replica that has
 /// everything up to `base` gives that replica everything up to `top`. Parts
 /// of a split change set do not claim; their records still merge.
-package struct ChangeSetHeader: Hashable, Sendable {
-    package var zone: ZoneKey
-    package var zoneState: ZoneState
-    package var base: VersionVector
-    package var top: VersionVector
-    package var claimsTop: Bool
+@_spi(Tools) public struct ChangeSetHeader: Hashable, Sendable {
+    public var zone: ZoneKey
+    public var zoneState: ZoneState
+    public var base: VersionVector
+    public var top: VersionVector
+    public var claimsTop: Bool
     /// Every replica a stamp in this change set may name.
-    package var replicas: [ReplicaID]
-    package var schema: Schema
+    public var replicas: [ReplicaID]
+    public var schema: Schema
     /// A shared zone's: how its writers belong to accounts
     /// (`AccountMembership.encoded`), for the receiver to judge their rights.
-    package var memberships: [[UInt8]] = []
+    public var memberships: [[UInt8]] = []
     /// Whether live records leave out their ghosts of writes `base` covers
     /// (format version 5), so a concurrent edit of a record does not carry
     /// every field it replaced a second time. A receiver at `base` needs
@@ -23,9 +23,9 @@ package struct ChangeSetHeader: Hashable, Sendable {
     /// held there shows it too, with all its parts or their ghosts, and the
     /// merge takes the ghosts from there (`reconcileGhosts`). A receiver that
     /// lacks such a write is told so (`ChangeSetError.madeForMoreThanHeld`).
-    package var elidesCoveredGhosts = false
+    public var elidesCoveredGhosts = false
 
-    package init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
+    public init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
         self.zone = zone
         self.zoneState = zoneState
         self.base = base
@@ -43,7 +43,7 @@ extension ChangeSetHeader {
     /// Its replica table names every replica a stamp of the header or of the
     /// zone's records can carry: every record's stamps are covered by the
     /// record's vector, and every merged or written vector by the zone's knowledge.
-    package init(zone: ZoneKey, sync: ZoneSyncState, base: VersionVector, schema: Schema, claimsTop: Bool = true) {
+    public init(zone: ZoneKey, sync: ZoneSyncState, base: VersionVector, schema: Schema, claimsTop: Bool = true) {
         var replicas = Set<ReplicaID>()
         for vector in [sync.knowledge, sync.vector, base] { replicas.formUnion(vector.entries.lazy.map(\.replica)) }
         replicas.insert(sync.zoneState.stamp.replica)
@@ -59,7 +59,7 @@ extension ChangeSetHeader {
     /// shared zone's replica can cover writes it dropped since (void writes
     /// of a revoked participant, refetched from its peers), and a public
     /// name's state can give way whole to another creator's.
-    package static func elides(in zone: ZoneKey, base: VersionVector) -> Bool {
+    public static func elides(in zone: ZoneKey, base: VersionVector) -> Bool {
         zone.scope == .private && !base.isEmpty
     }
 }
@@ -247,15 +247,15 @@ public protocol ByteSource {
 }
 
 /// A byte source over bytes in memory.
-package struct ArrayByteSource: ByteSource {
+@_spi(Tools) public struct ArrayByteSource: ByteSource {
     private let bytes: [UInt8]
     private var offset = 0
 
-    package init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    package var isAtEnd: Bool { offset >= bytes.count }
+    public var isAtEnd: Bool { offset >= bytes.count }
 
-    package mutating func read(upTo count: Int) throws -> [UInt8] {
+    public mutating func read(upTo count: Int) throws -> [UInt8] {
         let end = min(bytes.count, offset + count)
         defer { offset = end }
         return Array(bytes[offset..<end])
@@ -263,11 +263,11 @@ package struct ArrayByteSource: ByteSource {
 }
 
 /// Reads a change set frame by frame: memory stays at one frame whatever the size.
-package struct ChangeSetReader<Source: ByteSource> {
-    package private(set) var source: Source
-    package private(set) var header: ChangeSetHeader?
+@_spi(Tools) public struct ChangeSetReader<Source: ByteSource> {
+    public private(set) var source: Source
+    public private(set) var header: ChangeSetHeader?
     /// The blocks the change set's proofs frames carried, complete once `nextRecord` returned nil.
-    package private(set) var proofs: [BlockProof] = []
+    public private(set) var proofs: [BlockProof] = []
     private var codec = RecordCodec()
     private var frame = BinaryReader([])
     private var recordsLeftInFrame = 0
@@ -276,11 +276,11 @@ package struct ChangeSetReader<Source: ByteSource> {
     private var frameIndex = 0
     private var finished = false
 
-    package init(source: Source) { self.source = source }
+    public init(source: Source) { self.source = source }
 
     /// Reads the magic bytes and the header. Returns nil at a clean end of stream
     /// (no further change set), for readers of several concatenated change sets.
-    package mutating func readHeader() throws -> ChangeSetHeader? {
+    public mutating func readHeader() throws -> ChangeSetHeader? {
         let magic = try source.read(upTo: 5)
         if magic.isEmpty { return nil }
         guard magic.count == 5, Array(magic.prefix(4)) == ChangeSetFormat.magic else { throw ChangeSetError.notAChangeSet }
@@ -297,7 +297,7 @@ package struct ChangeSetReader<Source: ByteSource> {
     }
 
     /// The next record, or nil once the end frame is read and verified.
-    package mutating func nextRecord() throws -> RecordState? {
+    public mutating func nextRecord() throws -> RecordState? {
         guard let header else { throw ChangeSetError.malformed("records read before the header") }
         while recordsLeftInFrame == 0 {
             if finished { return nil }

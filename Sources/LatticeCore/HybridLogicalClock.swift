@@ -32,32 +32,32 @@ public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
 /// of the local wall clock than `maximumSkew` is refused (see `observe`), so
 /// one device with a clock set to next year cannot drag every other device's
 /// stamps into the future and freeze their edits.
-package struct HybridLogicalClock: Sendable {
+@_spi(Tools) public struct HybridLogicalClock: Sendable {
     /// The furthest a remote stamp may be ahead of the local wall clock.
-    package static let defaultMaximumSkewMilliseconds: UInt64 = 5 * 60 * 1000
+    public static let defaultMaximumSkewMilliseconds: UInt64 = 5 * 60 * 1000
 
-    package private(set) var last: HLCTimestamp
-    package let maximumSkewMilliseconds: UInt64
+    public private(set) var last: HLCTimestamp
+    public let maximumSkewMilliseconds: UInt64
 
-    package init(last: HLCTimestamp = .zero, maximumSkewMilliseconds: UInt64 = defaultMaximumSkewMilliseconds) {
+    public init(last: HLCTimestamp = .zero, maximumSkewMilliseconds: UInt64 = defaultMaximumSkewMilliseconds) {
         self.last = last
         self.maximumSkewMilliseconds = maximumSkewMilliseconds
     }
 
     /// A new reading, greater than every reading before it.
-    package mutating func tick(wallClock: UInt64) -> HLCTimestamp {
+    public mutating func tick(wallClock: UInt64) -> HLCTimestamp {
         let candidate = HLCTimestamp(milliseconds: wallClock, counter: 0)
         last = candidate > last ? candidate : HLCTimestamp(rawValue: last.rawValue + 1)
         return last
     }
 
     /// Whether a remote reading is within the skew bound of `wallClock`.
-    package func accepts(_ remote: HLCTimestamp, wallClock: UInt64) -> Bool {
+    public func accepts(_ remote: HLCTimestamp, wallClock: UInt64) -> Bool {
         remote.milliseconds <= wallClock &+ maximumSkewMilliseconds
     }
 
     /// Moves the clock past an accepted remote reading.
-    package mutating func observe(_ remote: HLCTimestamp) {
+    public mutating func observe(_ remote: HLCTimestamp) {
         if remote > last { last = remote }
     }
 }

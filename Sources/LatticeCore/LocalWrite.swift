@@ -1,5 +1,5 @@
 /// How a local save treats the fields the app did not set.
-package enum FieldReplacement: Sendable {
+@_spi(Tools) public enum FieldReplacement: Sendable {
     /// Write only the given fields (CloudKit's changedKeys and ifServerRecordUnchanged).
     case changedKeys
     /// The given fields become the record's whole field set (CloudKit's allKeys).

@@ -7,7 +7,7 @@
 /// disk, and lets the store be compared against it. Every operation is a
 /// transaction: it applies whole or not at all, and one that changes nothing
 /// takes no commit sequence.
-package final class MemoryReplica: ReplicaStorage {
+@_spi(Tools) public final class MemoryReplica: ReplicaStorage {
     struct Zone {
         var sync: ZoneSyncState
         var records: [String: (state: RecordState, sequence: UInt64)] = [:]
@@ -18,15 +18,15 @@ package final class MemoryReplica: ReplicaStorage {
         var residues: [String: RecordResidue] = [:]
     }
 
-    package let replica: ReplicaID
-    package let signer: Identity?
+    public let replica: ReplicaID
+    public let signer: Identity?
     /// Smaller than `WriteBlock.maximumEntries` only in tests that want many blocks.
-    package var sealedBlockEntries = WriteBlock.maximumEntries
-    package var pendingLocalWrites: [PendingLocalWrite] = []
+    public var sealedBlockEntries = WriteBlock.maximumEntries
+    public var pendingLocalWrites: [PendingLocalWrite] = []
     /// Blocks by writer and zone, sorted by `last`.
     private var blocks: [BlockKey: [WriteBlock]] = [:]
-    package var clock: HybridLogicalClock
-    package var wallClock: () -> UInt64
+    public var clock: HybridLogicalClock
+    public var wallClock: () -> UInt64
     private var currentSchema = Schema()
     /// Zones in slots, found by key; a merge asks for one zone many times per
     /// record, so the last one found is kept rather than hashed again.
@@ -34,7 +34,7 @@ package final class MemoryReplica: ReplicaStorage {
     private var slotOfZone: [ZoneKey: Int] = [:]
     private var lastZone: (key: ZoneKey, slot: Int)?
     /// The last committed sequence.
-    package private(set) var sequence: UInt64 = 0
+    public private(set) var sequence: UInt64 = 0
     private var touchedSlots: [Int] = []
     private var changed = false
     /// How to take back each change of the running transaction, newest last.
@@ -58,7 +58,7 @@ package final class MemoryReplica: ReplicaStorage {
     }
 
     /// A replica under a made-up ID: it neither signs its writes nor checks others' (unit tests of the merge).
-    package init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
+    public init(replica: ReplicaID, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) {
         self.replica = replica
         signer = nil
         self.wallClock = wallClock
@@ -66,7 +66,7 @@ package final class MemoryReplica: ReplicaStorage {
     }
 
     /// A replica that signs its writes as `identity` and checks every write it receives, as the store does.
-    package init(identity: Identity, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) throws {
+    public init(identity: Identity, maximumSkewMilliseconds: UInt64 = HybridLogicalClock.defaultMaximumSkewMilliseconds, wallClock: @escaping () -> UInt64) throws {
         replica = try WriteBlock.replica(of: identity.publicKey)
         signer = identity
         self.wallClock = wallClock
@@ -84,7 +84,7 @@ package final class MemoryReplica: ReplicaStorage {
 
     /// Runs `body` as one commit: undone whole if it throws, no sequence taken
     /// if it changed no zone (as in the store).
-    package func transaction<T>(_ body: () throws -> T) throws -> T {
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
         let savedClock = clock
         touchedSlots = []
         changed = false
@@ -134,11 +134,11 @@ package final class MemoryReplica: ReplicaStorage {
 
     // MARK: ReplicaStorage
 
-    package func wallClockNow() -> UInt64 { wallClock() }
+    public func wallClockNow() -> UInt64 { wallClock() }
 
-    package func syncState(of zone: ZoneKey) -> ZoneSyncState? { slot(zone).map { slots[$0].sync } }
+    public func syncState(of zone: ZoneKey) -> ZoneSyncState? { slot(zone).map { slots[$0].sync } }
 
-    package func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
+    public func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
         if let slot = slot(zone) {
             undo.append(.sync(slot: slot, slots[slot].sync))
             slots[slot].sync = state
@@ -151,7 +151,7 @@ package final class MemoryReplica: ReplicaStorage {
         }
     }
 
-    package func removeAllRecords(in zone: ZoneKey) {
+    public func removeAllRecords(in zone: ZoneKey) {
         guard let slot = slot(zone), !slots[slot].records.isEmpty || !slots[slot].residues.isEmpty else { return }
         undo.append(.records(slot: slot, slots[slot].records, slots[slot].cascadeIndex, slots[slot].residues))
         slots[slot].records = [:]
@@ -160,18 +160,18 @@ package final class MemoryReplica: ReplicaStorage {
         touch(slot)
     }
 
-    package func record(named name: String, in zone: ZoneKey) -> RecordState? {
+    public func record(named name: String, in zone: ZoneKey) -> RecordState? {
         guard let slot = slot(zone) else { return nil }
         return slots[slot].records[name]?.state
     }
 
     /// The state as it is: in memory there is no decoding to spare, and the merge finds a covered state unchanged.
-    package func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) -> RecordLookup {
+    public func recordToMerge(named name: String, in zone: ZoneKey, incoming: RecordState) -> RecordLookup {
         guard let slot = slot(zone), let state = slots[slot].records[name]?.state else { return .absent }
         return .state(state)
     }
 
-    package func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
+    public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
         let slot = slot(zone)!
         let name = state.recordName
         if previous == nil, let residue = slots[slot].residues.removeValue(forKey: name) { undo.append(.residue(slot: slot, name: name, residue)) }
@@ -191,11 +191,11 @@ package final class MemoryReplica: ReplicaStorage {
         touch(slot)
     }
 
-    package func residue(named name: String, in zone: ZoneKey) -> RecordResidue? {
+    public func residue(named name: String, in zone: ZoneKey) -> RecordResidue? {
         slot(zone).flatMap { slots[$0].residues[name] }
     }
 
-    package func forget(_ state: RecordState, in zone: ZoneKey) {
+    public func forget(_ state: RecordState, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         var bare = state
         bare.fields = []
@@ -203,17 +203,17 @@ package final class MemoryReplica: ReplicaStorage {
         undo.append(.record(slot: slot, name: state.recordName, slots[slot].records.removeValue(forKey: state.recordName)))
     }
 
-    package func residueDeletions(in zone: ZoneKey) -> [Stamp] {
+    public func residueDeletions(in zone: ZoneKey) -> [Stamp] {
         slot(zone).map { slots[$0].residues.values.compactMap(\.deletion) } ?? []
     }
 
-    package func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) {
+    public func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         undo.append(.residue(slot: slot, name: name, slots[slot].residues.updateValue(residue, forKey: name)))
         touch(slot)
     }
 
-    package func collect(_ tombstone: RecordState, in zone: ZoneKey) {
+    public func collect(_ tombstone: RecordState, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         let name = tombstone.recordName
         if let removed = slots[slot].records.removeValue(forKey: name) { undo.append(.record(slot: slot, name: name, removed)) }
@@ -221,28 +221,28 @@ package final class MemoryReplica: ReplicaStorage {
         changed = true
     }
 
-    package func tombstones(in zone: ZoneKey) -> [RecordState] {
+    public func tombstones(in zone: ZoneKey) -> [RecordState] {
         guard let slot = slot(zone) else { return [] }
         return slots[slot].records.values.map(\.state).filter { !$0.isAlive }.sorted { $0.recordName < $1.recordName }
     }
 
     /// The zone's collected tombstones' residues, by name.
-    package func residues(in key: ZoneKey) -> [String: RecordResidue] { slot(key).map { slots[$0].residues } ?? [:] }
+    public func residues(in key: ZoneKey) -> [String: RecordResidue] { slot(key).map { slots[$0].residues } ?? [:] }
 
     /// Collects the zone's tombstones that `acknowledged` covers, as one transaction.
     @discardableResult
-    package func collectTombstones(in key: ZoneKey, acknowledged: VersionVector) throws -> [String] {
+    public func collectTombstones(in key: ZoneKey, acknowledged: VersionVector) throws -> [String] {
         try transaction { try (self as any ReplicaStorage).collectTombstones(in: key, acknowledged: acknowledged) }
     }
 
-    package func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {
+    public func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {
         guard let slot = slot(zone), !slots[slot].cascadeIndex.isEmpty, let sources = slots[slot].cascadeIndex[target] else { return [] }
         return Array(sources)
     }
 
-    package func schema() -> Schema { currentSchema }
+    public func schema() -> Schema { currentSchema }
 
-    package func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) -> WriteBlock? {
+    public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) -> WriteBlock? {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
         guard let time else { return list.last }
         let start = Self.firstBlock(in: list, endingAtOrAfter: time)
@@ -251,18 +251,18 @@ package final class MemoryReplica: ReplicaStorage {
         return list[start..<min(list.count, start + 8)].first { $0.digest(at: time) != nil } ?? list[start]
     }
 
-    package func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) -> [WriteBlock] {
+    public func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) -> [WriteBlock] {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return [] }
         return Array(list[Self.firstBlock(in: list, endingAtOrAfter: range.lowerBound)...].prefix { $0.last <= range.upperBound })
     }
 
-    package func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) -> WriteBlock? {
+    public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) -> WriteBlock? {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
         let index = Self.firstBlock(in: list, endingAtOrAfter: time)
         return index > 0 ? list[index - 1] : nil
     }
 
-    package func insertWriteBlock(_ block: WriteBlock) {
+    public func insertWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
         let index = Self.firstBlock(in: blocks[key] ?? [], endingAtOrAfter: block.last)
         if let existing = blocks[key], index < existing.count, existing[index].last == block.last {
@@ -274,7 +274,7 @@ package final class MemoryReplica: ReplicaStorage {
         changed = true
     }
 
-    package func removeWriteBlock(_ block: WriteBlock) {
+    public func removeWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
         guard let list = blocks[key] else { return }
         let index = Self.firstBlock(in: list, endingAtOrAfter: block.last)
@@ -284,18 +284,18 @@ package final class MemoryReplica: ReplicaStorage {
         changed = true
     }
 
-    package func blockWriters(in zone: ZoneKey) -> [ReplicaID] {
+    public func blockWriters(in zone: ZoneKey) -> [ReplicaID] {
         blocks.filter { $0.key.zone == zone && !$0.value.isEmpty }.map(\.key.replica).sorted()
     }
 
-    package func forEachRecord(in zone: ZoneKey, _ body: (RecordState) throws -> Void) throws {
+    public func forEachRecord(in zone: ZoneKey, _ body: (RecordState) throws -> Void) throws {
         guard let slot = slot(zone) else { return }
         for entry in slots[slot].records.values { try body(entry.state) }
     }
 
     /// Collects the zone's write blocks that prove nothing shown, as one transaction.
     @discardableResult
-    package func collectWriteBlocks(in key: ZoneKey) throws -> Int {
+    public func collectWriteBlocks(in key: ZoneKey) throws -> Int {
         try transaction { try (self as any ReplicaStorage).collectWriteBlocks(in: key) }
     }
 
@@ -310,13 +310,13 @@ package final class MemoryReplica: ReplicaStorage {
         return low
     }
 
-    package func persistSchemaChanges(_ changes: Schema) {
+    public func persistSchemaChanges(_ changes: Schema) {
         undo.append(.schema(currentSchema))
         currentSchema.merge(changes)
         changed = true
     }
 
-    package func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) {
+    public func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) {
         undo.append(.schema(currentSchema))
         currentSchema.setRemoved(index: removed, field: field, of: recordType)
         changed = true
@@ -329,27 +329,27 @@ package final class MemoryReplica: ReplicaStorage {
 
     // MARK: Reading
 
-    package var zoneKeys: [ZoneKey] { Array(slotOfZone.keys) }
+    public var zoneKeys: [ZoneKey] { Array(slotOfZone.keys) }
 
-    package func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
+    public func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
 
     /// Every record of a zone, tombstones included, by name.
-    package func records(in key: ZoneKey) -> [RecordState] {
+    public func records(in key: ZoneKey) -> [RecordState] {
         (slot(key).map { slots[$0].records.values.map(\.state) } ?? []).sorted { $0.recordName < $1.recordName }
     }
 
     // MARK: Operations, each a transaction
 
-    package func createZone(_ key: ZoneKey) {
+    public func createZone(_ key: ZoneKey) {
         _ = try? transaction { try (self as any ReplicaStorage).createZone(key) }
     }
 
-    package func deleteZone(_ key: ZoneKey) throws {
+    public func deleteZone(_ key: ZoneKey) throws {
         try transaction { try (self as any ReplicaStorage).deleteZone(key) }
     }
 
     @discardableResult
-    package func save(
+    public func save(
         _ name: String, type: String, in key: ZoneKey, changes: [(name: String, value: FieldValue?)],
         replacement: FieldReplacement = .changedKeys
     ) throws -> RecordState {
@@ -357,7 +357,7 @@ package final class MemoryReplica: ReplicaStorage {
     }
 
     /// Deletes a live record (and what it cascades to); unknownRecord otherwise.
-    package func delete(_ name: String, in key: ZoneKey) throws {
+    public func delete(_ name: String, in key: ZoneKey) throws {
         try transaction {
             guard record(named: name, in: key)?.isAlive == true else { throw ReplicaError.unknownRecord(name) }
             try (self as any ReplicaStorage).delete([name], in: key)
@@ -365,29 +365,29 @@ package final class MemoryReplica: ReplicaStorage {
     }
 
     @discardableResult
-    package func clearConflicts(of name: String, in key: ZoneKey) throws -> Bool {
+    public func clearConflicts(of name: String, in key: ZoneKey) throws -> Bool {
         try transaction { try (self as any ReplicaStorage).clearConflicts(of: name, in: key) }
     }
 
     @discardableResult
-    package func deploySchema() throws -> Bool {
+    public func deploySchema() throws -> Bool {
         try transaction { try (self as any ReplicaStorage).deploySchema() }
     }
 
     @discardableResult
-    package func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+    public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         try transaction { try (self as any ReplicaStorage).addIndex(kinds, field: field, of: recordType) }
     }
 
     @discardableResult
-    package func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
+    public func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         try transaction { try (self as any ReplicaStorage).removeIndex(kinds, field: field, of: recordType) }
     }
 
     // MARK: Change sets
 
     /// A change set of what this replica has in `key` that `vector` lacks.
-    package func makeChangeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
+    public func makeChangeSet(for key: ZoneKey, since vector: VersionVector) throws -> [UInt8] {
         guard let slot = slot(key) else { throw ReplicaError.zoneNotFound(key) }
         let zone = slots[slot]
         let start = Checkpoint.deltaStart(in: zone.checkpoints, for: vector)
@@ -398,7 +398,7 @@ package final class MemoryReplica: ReplicaStorage {
         return try Self.encode(header: header, records: changed, proofs: proofs)
     }
 
-    package static func encode(header: ChangeSetHeader, records: [RecordState], proofs: ProofCollector? = nil) throws -> [UInt8] {
+    public static func encode(header: ChangeSetHeader, records: [RecordState], proofs: ProofCollector? = nil) throws -> [UInt8] {
         var bytes: [UInt8] = []
         var writer = try ChangeSetWriter(header: header, proofs: proofs) { bytes.append(contentsOf: $0) }
         for record in records { try writer.append(record) }
@@ -409,7 +409,7 @@ package final class MemoryReplica: ReplicaStorage {
     /// Applies every change set in `bytes` in one transaction, as the store
     /// does: if any fails to decode, the replica stays as it was.
     @discardableResult
-    package func apply(_ bytes: [UInt8]) throws -> ApplySummary {
+    public func apply(_ bytes: [UInt8]) throws -> ApplySummary {
         try transaction { try (self as any ReplicaStorage).applyChangeSets(from: ArrayByteSource(bytes)) }
     }
 }

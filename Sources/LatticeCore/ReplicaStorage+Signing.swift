@@ -1,13 +1,13 @@
 @_spi(Tools) import LatticeCrypto
 
 /// A local write of the running transaction, to seal into a block when it commits.
-package struct PendingLocalWrite: Hashable, Sendable {
-    package var zone: ZoneKey
+@_spi(Tools) public struct PendingLocalWrite: Hashable, Sendable {
+    public var zone: ZoneKey
     /// The record written, or nil for a write to the zone itself.
-    package var record: String?
-    package var stamp: Stamp
+    public var record: String?
+    public var stamp: Stamp
 
-    package init(zone: ZoneKey, record: String?, stamp: Stamp) {
+    public init(zone: ZoneKey, record: String?, stamp: Stamp) {
         self.zone = zone
         self.record = record
         self.stamp = stamp

@@ -120,7 +120,7 @@ package protocol ReplicaStorage: AnyObject {
 }
 
 /// What `recordToMerge` found.
-package enum RecordLookup {
+@_spi(Tools) public enum RecordLookup {
     case absent
     /// The stored state already holds everything the incoming one does.
     case covers

@@ -36,13 +36,13 @@ package enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible
 
 /// One block as a change set carries it: whole, with the digests of the
 /// writes the change set shows left out (the receiver computes them), or a head.
-package struct BlockProof: Sendable {
-    package var block: WriteBlock
+@_spi(Tools) public struct BlockProof: Sendable {
+    public var block: WriteBlock
     /// For a whole block: the entries' times, and for each whether the change set shows it.
-    package var times: [HLCTimestamp]?
-    package var shown: [Bool]
+    public var times: [HLCTimestamp]?
+    public var shown: [Bool]
     /// The digests of the entries not shown, in order.
-    package var supplied: [[UInt8]]
+    public var supplied: [[UInt8]]
 }
 
 /// The proofs frame: a list of blocks of the change set's zone.
@@ -114,8 +114,8 @@ enum ProofFrameCodec {
 /// The sender's side: gathers, while records are written, the blocks the
 /// receiver needs to check them — whole blocks for the writes its vector
 /// (`base`) lacks, heads for the vectors the change set carries.
-package final class ProofCollector {
-    package typealias Lookup = (_ replica: ReplicaID, _ covering: HLCTimestamp?) throws -> WriteBlock?
+@_spi(Tools) public final class ProofCollector {
+    public typealias Lookup = (_ replica: ReplicaID, _ covering: HLCTimestamp?) throws -> WriteBlock?
     private let base: VersionVector
     /// The block of a replica whose `last` is the first at or after a time; with nil, its latest.
     private let lookup: Lookup
@@ -128,7 +128,7 @@ package final class ProofCollector {
     private var unshown: [ReplicaID: Set<HLCTimestamp>] = [:]
     private var vectors = VersionVector()
 
-    package init(base: VersionVector, lookup: @escaping Lookup) {
+    public init(base: VersionVector, lookup: @escaping Lookup) {
         self.base = base
         self.lookup = lookup
     }
@@ -456,7 +456,7 @@ extension BlockProof {
     /// The blocks of a change set's proofs, resolved against its records and
     /// zone state: what a relay that re-cuts a change set (tests that split
     /// one into parts) gives a `ProofCollector` to prove each part again.
-    package static func resolve(_ proofs: [BlockProof], records: [RecordState], header: ChangeSetHeader) throws -> [WriteBlock] {
+    public static func resolve(_ proofs: [BlockProof], records: [RecordState], header: ChangeSetHeader) throws -> [WriteBlock] {
         var computed: [Stamp: [UInt8]] = [header.zoneState.stamp: WriteDigest.zone(header.zoneState, in: header.zone)]
         for record in records {
             for (stamp, digest) in WriteDigest.writes(of: record, in: header.zone) { computed[stamp] = digest }
@@ -467,7 +467,7 @@ extension BlockProof {
 
 extension ProofCollector {
     /// A collector that finds blocks among `blocks` alone.
-    package convenience init(base: VersionVector, blocks: [WriteBlock]) {
+    public convenience init(base: VersionVector, blocks: [WriteBlock]) {
         let byReplica = Dictionary(grouping: blocks, by: \.replica).mapValues { $0.sorted { $0.last < $1.last } }
         self.init(base: base) { replica, time in
             guard let list = byReplica[replica] else { return nil }

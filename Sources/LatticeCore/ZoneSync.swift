@@ -9,19 +9,19 @@
 /// To serve a peer whose `vector` is V, it sends the records changed after the
 /// last checkpoint whose knowledge V covers: every record unchanged since then
 /// holds only writes V already has. Cost follows what V lacks, not store size.
-package struct ZoneSyncState: Hashable, Sendable {
-    package var zoneState: ZoneState
-    package var vector: VersionVector
-    package var knowledge: VersionVector
+@_spi(Tools) public struct ZoneSyncState: Hashable, Sendable {
+    public var zoneState: ZoneState
+    public var vector: VersionVector
+    public var knowledge: VersionVector
 
-    package init(zoneState: ZoneState, vector: VersionVector = VersionVector(), knowledge: VersionVector = VersionVector()) {
+    public init(zoneState: ZoneState, vector: VersionVector = VersionVector(), knowledge: VersionVector = VersionVector()) {
         self.zoneState = zoneState
         self.vector = vector
         self.knowledge = knowledge
     }
 
     /// Accounts for a local write.
-    package mutating func recordLocalWrite(_ stamp: Stamp) {
+    public mutating func recordLocalWrite(_ stamp: Stamp) {
         vector.advance(stamp.replica, to: stamp.time)
         knowledge.advance(stamp.replica, to: stamp.time)
     }
@@ -29,7 +29,7 @@ package struct ZoneSyncState: Hashable, Sendable {
     /// Accounts for a fully applied change set: its claim holds if we had its base.
     /// Returns whether the claim was taken.
     @discardableResult
-    package mutating func applyClaim(of header: ChangeSetHeader) -> Bool {
+    public mutating func applyClaim(of header: ChangeSetHeader) -> Bool {
         guard header.claimsTop, vector.dominates(header.base) else { return false }
         vector.join(header.top)
         knowledge.join(vector)

@@ -20,14 +20,14 @@ package enum SecretStreamError: Error, Equatable, Sendable, CustomStringConverti
 /// The sending half of an XChaCha20-Poly1305 secretstream: each frame is
 /// encrypted and authenticated under a nonce the stream advances, so the
 /// receiver detects a dropped, repeated or reordered frame.
-package struct SecretStreamSender: Sendable {
-    package static let headerLength = Int(crypto_secretstream_xchacha20poly1305_HEADERBYTES)
-    package static let overhead = Int(crypto_secretstream_xchacha20poly1305_ABYTES)
+@_spi(Tools) public struct SecretStreamSender: Sendable {
+    public static let headerLength = Int(crypto_secretstream_xchacha20poly1305_HEADERBYTES)
+    public static let overhead = Int(crypto_secretstream_xchacha20poly1305_ABYTES)
     private var state = crypto_secretstream_xchacha20poly1305_state()
     /// Sent once, in clear, before the first frame.
-    package let header: [UInt8]
+    public let header: [UInt8]
 
-    package init(key: [UInt8]) throws {
+    public init(key: [UInt8]) throws {
         try Sodium.ready()
         guard key.count == Int(crypto_secretstream_xchacha20poly1305_KEYBYTES) else { throw CryptoError.invalidKey("a stream key has 32 bytes") }
         var header = [UInt8](repeating: 0, count: Self.headerLength)
@@ -36,7 +36,7 @@ package struct SecretStreamSender: Sendable {
     }
 
     /// Encrypts one frame; `final` marks the orderly end of the stream.
-    package mutating func seal(_ plaintext: [UInt8], final: Bool = false) throws -> [UInt8] {
+    public mutating func seal(_ plaintext: [UInt8], final: Bool = false) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + Self.overhead)
         let tag = final ? UInt8(crypto_secretstream_xchacha20poly1305_TAG_FINAL) : UInt8(crypto_secretstream_xchacha20poly1305_TAG_MESSAGE)
         try Sodium.check(
@@ -46,17 +46,17 @@ package struct SecretStreamSender: Sendable {
     }
 
     /// Zeroes the stream's state (its key): the stream cannot be used after.
-    package mutating func wipe() {
+    public mutating func wipe() {
         withUnsafeMutableBytes(of: &state) { buffer in sodium_memzero(buffer.baseAddress, buffer.count) }
     }
 }
 
 /// The receiving half.
-package struct SecretStreamReceiver: Sendable {
+@_spi(Tools) public struct SecretStreamReceiver: Sendable {
     private var state = crypto_secretstream_xchacha20poly1305_state()
-    package private(set) var finished = false
+    public private(set) var finished = false
 
-    package init(key: [UInt8], header: [UInt8]) throws {
+    public init(key: [UInt8], header: [UInt8]) throws {
         try Sodium.ready()
         guard key.count == Int(crypto_secretstream_xchacha20poly1305_KEYBYTES) else { throw CryptoError.invalidKey("a stream key has 32 bytes") }
         guard header.count == SecretStreamSender.headerLength,
@@ -64,7 +64,7 @@ package struct SecretStreamReceiver: Sendable {
     }
 
     /// Decrypts and authenticates one frame; `final` is set on the orderly last one.
-    package mutating func open(_ ciphertext: [UInt8]) throws -> (plaintext: [UInt8], final: Bool) {
+    public mutating func open(_ ciphertext: [UInt8]) throws -> (plaintext: [UInt8], final: Bool) {
         guard !finished else { throw SecretStreamError.afterFinal }
         guard ciphertext.count >= SecretStreamSender.overhead else { throw SecretStreamError.forged }
         var out = [UInt8](repeating: 0, count: ciphertext.count - SecretStreamSender.overhead)
@@ -77,7 +77,7 @@ package struct SecretStreamReceiver: Sendable {
     }
 
     /// Zeroes the stream's state (its key): the stream cannot be used after.
-    package mutating func wipe() {
+    public mutating func wipe() {
         withUnsafeMutableBytes(of: &state) { buffer in sodium_memzero(buffer.baseAddress, buffer.count) }
     }
 

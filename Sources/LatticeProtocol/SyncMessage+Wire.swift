@@ -2,7 +2,7 @@
 @_spi(Tools) import LatticeCrypto
 
 /// The protocol's wire constants.
-package enum SyncWire {
+@_spi(Tools) public enum SyncWire {
     /// Protocol versions this build speaks, negotiated in the handshake.
     /// Version 2 adds relaying (`Hello.relays`, `neighbors`, `holds`) and digest
     /// comparisons (`reconcile`): a session with a version-1 peer does neither,
@@ -13,21 +13,21 @@ package enum SyncWire {
     /// changes only what the receiver holds as deleted already).
     /// Version 5 peers take change sets that leave out the ghosts of writes
     /// their vector covers (change set format 5).
-    package static let versions: ClosedRange<UInt8> = 1...5
+    public static let versions: ClosedRange<UInt8> = 1...5
     /// The first version whose peers relay and compare digests.
-    package static let relayingVersion: UInt8 = 2
+    public static let relayingVersion: UInt8 = 2
     /// The first version whose peers understand `collected` with its deletes' blocks.
-    package static let collectingVersion: UInt8 = 4
+    public static let collectingVersion: UInt8 = 4
     /// The first version whose peers restore ghosts a change set leaves out.
-    package static let elidingVersion: UInt8 = 5
+    public static let elidingVersion: UInt8 = 5
     /// The largest message (plaintext) a peer may send; frames carry at most this plus the cipher's overhead.
-    package static let maximumMessageSize = 1 << 20
+    public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.
-    package static let partSize = 256 * 1024
+    public static let partSize = 256 * 1024
     /// A hello's membership: `AccountMembership.maximumLength` entries of a few hundred bytes.
-    package static let maximumMembershipBytes = 8 * 1024
+    public static let maximumMembershipBytes = 8 * 1024
     /// Zones in one hello.
-    package static let maximumZones = 100_000
+    public static let maximumZones = 100_000
 }
 
 extension SyncMessage {

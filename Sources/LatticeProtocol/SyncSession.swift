@@ -11,7 +11,7 @@
 /// commits each batch on its own with the sender's cursor, and acknowledges it
 /// with its vector after. A local commit re-opens every zone's stream from its
 /// cursor: push on commit.
-package struct SyncSession: Sendable {
+@_spi(Tools) public struct SyncSession: Sendable {
     package enum Action: Hashable, Sendable {
         case send(SyncMessage)
         /// Ask the store for the next batch; answer with `batchProduced`.
@@ -61,10 +61,13 @@ package struct SyncSession: Sendable {
         case neighbors(Set<String>)
     }
 
-    package struct Configuration: Hashable, Sendable {
+    /// How a session batches and paces its streams; tools read the batch sizes a node uses.
+    public struct Configuration: Hashable, Sendable {
         package var window: Int
-        package var batchRecords = 4000
-        package var batchBytes: Int
+        /// Records in one batch at most.
+        public var batchRecords = 4000
+        /// Bytes a sender aims a batch at (its last record may pass it).
+        public var batchBytes: Int
         package var partSize = SyncWire.partSize
         /// The largest batch a receiver buffers. An honest sender stops a batch
         /// once it reaches `batchBytes`, so its last record (at most
@@ -81,7 +84,8 @@ package struct SyncSession: Sendable {
         /// it skips commits relayed from devices that stream to the peer themselves.
         package var relays = true
 
-        package init(window: Int = 4, batchBytes: Int = 2 << 20) {
+        /// A configuration of `window` unacknowledged batches of about `batchBytes` each.
+        public init(window: Int = 4, batchBytes: Int = 2 << 20) {
             self.window = window
             self.batchBytes = batchBytes
             maximumBatchSize = batchBytes + 2 * Limits.maximumRecordBytes + (1 << 20)

@@ -10,7 +10,7 @@ import Testing
     @Test(arguments: 0..<40 as Range<UInt64>) func replicasConvergeWhateverTheDeliveryOrder(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let clock = ManualClock()
-        let (replicas, _) = try MemoryReplica.writersSharing(testZone, clock: clock)
+        let (replicas, _) = try writersSharing(testZone, clock: clock)
         /// Change sets made along the way, with whom they were made for, delivered again later (late, repeated, out of order).
         var sent: [(receiver: Int, bytes: [UInt8])] = []
         for _ in 0..<60 {

@@ -22,7 +22,7 @@ import Testing
     @Test(arguments: 0..<24 as Range<UInt64>) func aDeltaWithoutCoveredGhostsMergesAsTheWholeChangeSet(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let clock = ManualClock()
-        let writers = try MemoryReplica.writersSharing(zone, clock: clock).writers
+        let writers = try writersSharing(zone, clock: clock).writers
         var elided = 0
         for round in 0..<60 {
             clock.now += UInt64.random(in: 0...2, using: &rng)

@@ -16,7 +16,7 @@ import Testing
     @Test(arguments: 0..<20 as Range<UInt64>) func storeAndMemoryAgreeOnRandomHistories(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let clock = ManualClock()
-        let (writers, genesis) = try MemoryReplica.writersSharing(zone, clock: clock)
+        let (writers, genesis) = try writersSharing(zone, clock: clock)
         let directory = TemporaryDirectory()
         let store = try directory.store()
         let mirror = try MemoryReplica(identity: store.identity, wallClock: { clock.now })
@@ -53,7 +53,7 @@ import Testing
     @Test(arguments: 0..<10 as Range<UInt64>) func manyChangeSetsOfAnEmptyZoneInOneTransactionMergeAsInMemory(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let clock = ManualClock()
-        let (writers, genesis) = try MemoryReplica.writersSharing(zone, clock: clock)
+        let (writers, genesis) = try writersSharing(zone, clock: clock)
         var deliveries: [[UInt8]] = []
         for _ in 0..<30 {
             clock.now += UInt64.random(in: 0...2, using: &rng)

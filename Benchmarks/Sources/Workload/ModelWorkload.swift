@@ -2,13 +2,13 @@ import Foundation
 import Lattice
 
 /// The model the typed-model figures insert and fetch, and its raw-record twin.
-@Model public final class BenchMovie {
-    public var title: String = ""
-    public var year: Int = 0
-    public var rating: Double = 0
-    public var genre: String = ""
+@Model package final class BenchMovie {
+    package var title: String = ""
+    package var year: Int = 0
+    package var rating: Double = 0
+    package var genre: String = ""
 
-    public init(title: String, year: Int, rating: Double, genre: String) {
+    package init(title: String, year: Int, rating: Double, genre: String) {
         self.title = title
         self.year = year
         self.rating = rating
@@ -16,21 +16,21 @@ import Lattice
     }
 }
 
-public enum ModelWorkload {
+package enum ModelWorkload {
     static let genres = ["animation", "drama", "comedy", "noir"]
 
     /// Object `i`'s values: ratings spread over 0..<1000, so `rating >= 900` matches a tenth.
-    public static func row(_ i: Int) -> (title: String, year: Int, rating: Double, genre: String) {
+    package static func row(_ i: Int) -> (title: String, year: Int, rating: Double, genre: String) {
         ("Movie \(i)", 1950 + i % 75, Double((i &* 7919) % 1000), genres[i % genres.count])
     }
 
-    public static func object(_ i: Int) -> BenchMovie {
+    package static func object(_ i: Int) -> BenchMovie {
         let values = row(i)
         return BenchMovie(title: values.title, year: values.year, rating: values.rating, genre: values.genre)
     }
 
     /// The same values as a raw record.
-    public static func record(_ i: Int) -> Record {
+    package static func record(_ i: Int) -> Record {
         let values = row(i)
         var record = Record(recordType: "BenchMovie", recordName: UUID().uuidString)
         record["title"] = .string(values.title)
@@ -41,10 +41,10 @@ public enum ModelWorkload {
     }
 
     /// The page both sides fetch: ratings from 900 up, in rating order, 50 of them.
-    public static let pageQuery = Query(recordType: "BenchMovie", predicate: .condition(QueryCondition(.field("rating"), .greaterThanOrEquals, .double(900))),
+    package static let pageQuery = Query(recordType: "BenchMovie", predicate: .condition(QueryCondition(.field("rating"), .greaterThanOrEquals, .double(900))),
                                         sortDescriptors: [QuerySort(.field("rating"))])
 
-    public static var pageDescriptor: FetchDescriptor<BenchMovie> {
+    package static var pageDescriptor: FetchDescriptor<BenchMovie> {
         var descriptor = FetchDescriptor<BenchMovie>(predicate: #Predicate { $0.rating >= 900 }, sortBy: [SortDescriptor(\.rating)])
         descriptor.fetchLimit = 50
         return descriptor

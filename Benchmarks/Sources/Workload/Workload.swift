@@ -6,8 +6,8 @@ import Lattice
 /// The merge workload of the README and of compare/workload.py, value for value:
 /// N "Track" records of 8 fields (3 strings of 20 letters, 2 ints, a double,
 /// a bool, a date), in generations (0 original, 1 edited, 2 the other side's edit).
-public enum Workload {
-    public static func fields(record i: Int, generation g: Int) -> [(name: String, value: FieldValue?)] {
+package enum Workload {
+    package static func fields(record i: Int, generation g: Int) -> [(name: String, value: FieldValue?)] {
         var state = UInt64(i) &* 8 &+ UInt64(g) &* 1_000_000_007
         func next() -> UInt64 {
             state &+= 0x9E37_79B9_7F4A_7C15
@@ -26,38 +26,38 @@ public enum Workload {
         ]
     }
 
-    public static func name(_ i: Int) -> String {
+    package static func name(_ i: Int) -> String {
         let digits = String(i)
         return "r" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits
     }
 
-    public static let zone = ZoneKey(scope: .private, zoneID: .default)
+    package static let zone = ZoneKey(scope: .private, zoneID: .default)
     /// The public database's zone, for the workload as a public catalogue.
-    public static let publicZone = ZoneKey(scope: .public, zoneID: .default)
+    package static let publicZone = ZoneKey(scope: .public, zoneID: .default)
     /// A private zone of its own: what a share moves into the shared database.
-    public static let listsZone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Lists"))
+    package static let listsZone = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Lists"))
 
-    public enum Scenario: String, CaseIterable, Sendable {
+    package enum Scenario: String, CaseIterable, Sendable {
         case empty, halfLose = "half-lose", concurrent = "concurrent-10pct"
     }
 
     /// A replica in memory whose wall clock the workload sets.
-    public final class Clock: @unchecked Sendable { public var now: UInt64 = 1_700_000_000_000 }
+    package final class Clock: @unchecked Sendable { public var now: UInt64 = 1_700_000_000_000 }
 
-    public static func memoryReplica(_ id: UInt64, clock: Clock) -> MemoryReplica {
+    package static func memoryReplica(_ id: UInt64, clock: Clock) -> MemoryReplica {
         // Signed, as every replica is: the workload's writes reach stores that check them.
         let replica = try! MemoryReplica(identity: .numbered(id), maximumSkewMilliseconds: UInt64.max / 4, wallClock: { clock.now })
         replica.createZone(zone)
         return replica
     }
 
-    public static func write(_ replica: MemoryReplica, records: some Sequence<Int>, generation: Int, in target: ZoneKey = zone) throws {
+    package static func write(_ replica: MemoryReplica, records: some Sequence<Int>, generation: Int, in target: ZoneKey = zone) throws {
         for i in records { try replica.save(name(i), type: "Track", in: target, changes: fields(record: i, generation: generation)) }
     }
 
     /// The record type's two indexed fields (the merge benchmark has
     /// two): they travel in the sender's schema, so every receiver keeps them.
-    public static let indexes: [(field: String, kinds: IndexKinds)] = [("title", [.sortable, .queryable]), ("rating", .queryable)]
+    package static let indexes: [(field: String, kinds: IndexKinds)] = [("title", [.sortable, .queryable]), ("rating", .queryable)]
 
     static func addIndexes(_ replica: MemoryReplica) throws {
         for (field, kinds) in indexes { try replica.addIndex(kinds, field: field, of: "Track") }
@@ -65,7 +65,7 @@ public enum Workload {
 
     /// Sets up a scenario in memory: the receiver and the incoming change set.
     /// `indexed`: whether the record type carries the two indexed fields.
-    public static func prepareMemory(_ scenario: Scenario, records n: Int, indexed: Bool = true) throws -> (receiver: MemoryReplica, changeSet: [UInt8]) {
+    package static func prepareMemory(_ scenario: Scenario, records n: Int, indexed: Bool = true) throws -> (receiver: MemoryReplica, changeSet: [UInt8]) {
         let clock = Clock()
         let sender = memoryReplica(1, clock: clock)
         let receiver = memoryReplica(2, clock: clock)
@@ -95,7 +95,7 @@ public enum Workload {
     }
 
     /// Sets up a scenario on disk: receiver store in `directory`, change set from a store beside it.
-    public static func prepareStore(_ scenario: Scenario, records n: Int, directory: URL, indexed: Bool = true) throws -> (receiver: Container, changeSet: [UInt8]) {
+    package static func prepareStore(_ scenario: Scenario, records n: Int, directory: URL, indexed: Bool = true) throws -> (receiver: Container, changeSet: [UInt8]) {
         let (memoryReceiver, changeSet) = try prepareMemory(scenario, records: n, indexed: indexed)
         let receiver = try Container(identifier: "bench", directory: directory)
         // The receiver's own prior state, copied in through the same merge path.
@@ -107,16 +107,16 @@ public enum Workload {
 }
 
 /// Two trusting containers on loopback, B's node dialing A's: the sync benchmarks' rig.
-public final class SyncPair: @unchecked Sendable {
-    public let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-sync-bench-\(UUID().uuidString)")
-    public let a: Container
-    public let b: Container
-    public private(set) var nodeA: SyncNode?
-    public private(set) var nodeB: SyncNode?
+package final class SyncPair: @unchecked Sendable {
+    package let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lattice-sync-bench-\(UUID().uuidString)")
+    package let a: Container
+    package let b: Container
+    package private(set) var nodeA: SyncNode?
+    package private(set) var nodeB: SyncNode?
     private var events: AsyncStream<SyncNode.Event>.Iterator?
 
     /// Two stores; with `trusted` false they are of two accounts, and sync the public database alone.
-    public init(trusted: Bool = true) throws {
+    package init(trusted: Bool = true) throws {
         a = try Container(identifier: "bench", directory: root.appendingPathComponent("a"))
         b = try Container(identifier: "bench", directory: root.appendingPathComponent("b"))
         if trusted {
@@ -126,7 +126,7 @@ public final class SyncPair: @unchecked Sendable {
     }
 
     /// Starts both nodes and waits until they have exchanged all they had.
-    public func start() async throws {
+    package func start() async throws {
         var listening = SyncNode.Configuration()
         listening.port = 0
         listening.listenHost = "127.0.0.1"
@@ -145,19 +145,19 @@ public final class SyncPair: @unchecked Sendable {
     }
 
     /// Waits for B's events until one satisfies `condition`.
-    public func waitForB(_ condition: (SyncNode.Event) -> Bool) async {
+    package func waitForB(_ condition: (SyncNode.Event) -> Bool) async {
         while let event = await events?.next() { if condition(event) { return } }
     }
 
     /// Waits until B has committed `name` from A.
-    public func waitUntilBHas(_ name: String, in zone: Zone.ID, database: DatabaseScope = .private) async {
+    package func waitUntilBHas(_ name: String, in zone: Zone.ID, database: DatabaseScope = .private) async {
         while true {
             await waitForB { if case .syncFinished(_, _, .receiving) = $0 { return true } else { return false } }
             if (try? await b.database(with: database).record(for: Record.ID(recordName: name, zoneID: zone))) != nil { return }
         }
     }
 
-    public func stop() async {
+    package func stop() async {
         await nodeB?.stop()
         await nodeA?.stop()
         try? FileManager.default.removeItem(at: root)

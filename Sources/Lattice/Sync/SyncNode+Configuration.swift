@@ -2,6 +2,7 @@ import Foundation
 import LatticeDiscovery
 import LatticeTransport
 import NIOCore
+@_spi(Tools) import LatticeProtocol
 
 extension SyncNode {
     /// How a node listens, dials, discovers, and whom it syncs with.
