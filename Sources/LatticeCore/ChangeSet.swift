@@ -5,13 +5,19 @@
 /// everything up to `base` gives that replica everything up to `top`. Parts
 /// of a split change set do not claim; their records still merge.
 @_spi(Tools) public struct ChangeSetHeader: Hashable, Sendable {
+    /// The zone every record of the change set belongs to.
     public var zone: ZoneKey
+    /// The zone's incarnation at the sender and its stamp, merged into the receiver's before any record.
     public var zoneState: ZoneState
+    /// The vector the change set was made for: its records are what the sender has that `base` lacks.
     public var base: VersionVector
+    /// The sender's vector: what a replica at `base` holds once it applies a claiming change set whole.
     public var top: VersionVector
+    /// Whether applying it whole at `base` gives everything up to `top`; if not, its records still merge.
     public var claimsTop: Bool
     /// Every replica a stamp in this change set may name.
     public var replicas: [ReplicaID]
+    /// The sender's schema, merged into the receiver's; empty where the sender sends none.
     public var schema: Schema
     /// A shared zone's: how its writers belong to accounts
     /// (`AccountMembership.encoded`), for the receiver to judge their rights.
@@ -25,6 +31,8 @@
     /// lacks such a write is told so (`ChangeSetError.madeForMoreThanHeld`).
     public var elidesCoveredGhosts = false
 
+    /// A header as given: `replicas` must name every replica a stamp in it or in its records carries;
+    /// `memberships` empty and `elidesCoveredGhosts` false until set.
     public init(zone: ZoneKey, zoneState: ZoneState, base: VersionVector, top: VersionVector, claimsTop: Bool, replicas: [ReplicaID], schema: Schema) {
         self.zone = zone
         self.zoneState = zoneState
@@ -251,10 +259,13 @@ public protocol ByteSource {
     private let bytes: [UInt8]
     private var offset = 0
 
+    /// A source that reads `bytes` from the first.
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
+    /// Whether every byte has been read.
     public var isAtEnd: Bool { offset >= bytes.count }
 
+    /// The next `count` bytes, fewer only at the end; never throws.
     public mutating func read(upTo count: Int) throws -> [UInt8] {
         let end = min(bytes.count, offset + count)
         defer { offset = end }
@@ -264,7 +275,9 @@ public protocol ByteSource {
 
 /// Reads a change set frame by frame: memory stays at one frame whatever the size.
 @_spi(Tools) public struct ChangeSetReader<Source: ByteSource> {
+    /// The source, read up to where the reader is: once `nextRecord` returned nil, where a next change set starts.
     public private(set) var source: Source
+    /// The header `readHeader` read; nil until it returned one.
     public private(set) var header: ChangeSetHeader?
     /// The blocks the change set's proofs frames carried, complete once `nextRecord` returned nil.
     public private(set) var proofs: [BlockProof] = []
@@ -276,6 +289,7 @@ public protocol ByteSource {
     private var frameIndex = 0
     private var finished = false
 
+    /// A reader at the start of `source`: `readHeader` comes first, then `nextRecord`.
     public init(source: Source) { self.source = source }
 
     /// Reads the magic bytes and the header. Returns nil at a clean end of stream

@@ -36,9 +36,12 @@ public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     /// The furthest a remote stamp may be ahead of the local wall clock.
     public static let defaultMaximumSkewMilliseconds: UInt64 = 5 * 60 * 1000
 
+    /// The latest reading taken or observed: the next `tick` is after it.
     public private(set) var last: HLCTimestamp
+    /// How far a remote reading may be ahead of the local wall clock, in milliseconds (`accepts`).
     public let maximumSkewMilliseconds: UInt64
 
+    /// A clock resumed at `last` (`.zero` for a new replica), by default accepting 5 minutes of skew.
     public init(last: HLCTimestamp = .zero, maximumSkewMilliseconds: UInt64 = defaultMaximumSkewMilliseconds) {
         self.last = last
         self.maximumSkewMilliseconds = maximumSkewMilliseconds

@@ -18,14 +18,19 @@
         var residues: [String: RecordResidue] = [:]
     }
 
+    /// The writer of its local stamps: with an identity, the ID its public key gives.
     public let replica: ReplicaID
+    /// The identity local writes are signed with; nil under a made-up ID: it neither signs nor checks.
     public let signer: Identity?
     /// Smaller than `WriteBlock.maximumEntries` only in tests that want many blocks.
     public var sealedBlockEntries = WriteBlock.maximumEntries
+    /// The running transaction's local writes, sealed when it commits; empty between transactions.
     public var pendingLocalWrites: [PendingLocalWrite] = []
     /// Blocks by writer and zone, sorted by `last`.
     private var blocks: [BlockKey: [WriteBlock]] = [:]
+    /// The hybrid clock local writes are stamped with; set back when a transaction throws or changes nothing.
     public var clock: HybridLogicalClock
+    /// Milliseconds since 1970 as this replica reads them: tests and benchmarks pass a clock they move.
     public var wallClock: () -> UInt64
     private var currentSchema = Schema()
     /// Zones in slots, found by key; a merge asks for one zone many times per
@@ -134,10 +139,13 @@
 
     // MARK: ReplicaStorage
 
+    /// Milliseconds since 1970 by `wallClock`.
     public func wallClockNow() -> UInt64 { wallClock() }
 
+    /// The zone's incarnation and vectors; nil for a zone never seen (a deleted one keeps its state).
     public func syncState(of zone: ZoneKey) -> ZoneSyncState? { slot(zone).map { slots[$0].sync } }
 
+    /// Persists the zone's state, creating the zone's entry if needed; undone if the transaction throws.
     public func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) {
         if let slot = slot(zone) {
             undo.append(.sync(slot: slot, slots[slot].sync))
@@ -151,6 +159,7 @@
         }
     }
 
+    /// Removes every record of the zone, residues too: it was deleted, or a newer incarnation of it won.
     public func removeAllRecords(in zone: ZoneKey) {
         guard let slot = slot(zone), !slots[slot].records.isEmpty || !slots[slot].residues.isEmpty else { return }
         undo.append(.records(slot: slot, slots[slot].records, slots[slot].cascadeIndex, slots[slot].residues))
@@ -160,6 +169,7 @@
         touch(slot)
     }
 
+    /// The record's state, tombstones included; nil if never seen, or collected or forgotten since.
     public func record(named name: String, in zone: ZoneKey) -> RecordState? {
         guard let slot = slot(zone) else { return nil }
         return slots[slot].records[name]?.state
@@ -171,6 +181,8 @@
         return .state(state)
     }
 
+    /// Persists a record's new state and the cascades it references; `previous` is what `record(named:in:)`
+    /// returned (nil: a residue of the record is dropped). The zone must exist.
     public func store(_ state: RecordState, previous: RecordState?, in zone: ZoneKey) {
         let slot = slot(zone)!
         let name = state.recordName
@@ -191,10 +203,12 @@
         touch(slot)
     }
 
+    /// What is left of the record's collected tombstone; nil if not collected, or created again since.
     public func residue(named name: String, in zone: ZoneKey) -> RecordResidue? {
         slot(zone).flatMap { slots[$0].residues[name] }
     }
 
+    /// Removes a record whole, leaving no tombstone or residue (a void write no one vouches for).
     public func forget(_ state: RecordState, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         var bare = state
@@ -203,16 +217,19 @@
         undo.append(.record(slot: slot, name: state.recordName, slots[slot].records.removeValue(forKey: state.recordName)))
     }
 
+    /// The stamps of the deletes the zone's residues stand for: their blocks stay.
     public func residueDeletions(in zone: ZoneKey) -> [Stamp] {
         slot(zone).map { slots[$0].residues.values.compactMap(\.deletion) } ?? []
     }
 
+    /// Replaces a collected record's residue: a state of it arrived that adds to its vector.
     public func storeResidue(_ residue: RecordResidue, named name: String, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         undo.append(.residue(slot: slot, name: name, slots[slot].residues.updateValue(residue, forKey: name)))
         touch(slot)
     }
 
+    /// Removes a tombstone, keeping its residue: no reader's view changes, so it takes no commit sequence.
     public func collect(_ tombstone: RecordState, in zone: ZoneKey) {
         guard let slot = slot(zone) else { return }
         let name = tombstone.recordName
@@ -221,6 +238,7 @@
         changed = true
     }
 
+    /// The zone's tombstones not collected yet, by name; empty for an unknown zone.
     public func tombstones(in zone: ZoneKey) -> [RecordState] {
         guard let slot = slot(zone) else { return [] }
         return slots[slot].records.values.map(\.state).filter { !$0.isAlive }.sorted { $0.recordName < $1.recordName }
@@ -235,13 +253,16 @@
         try transaction { try (self as any ReplicaStorage).collectTombstones(in: key, acknowledged: acknowledged) }
     }
 
+    /// Live records whose fields reference `target` with `deleteSelf`, in no order.
     public func cascadeSources(of target: String, in zone: ZoneKey) -> [String] {
         guard let slot = slot(zone), !slots[slot].cascadeIndex.isEmpty, let sources = slots[slot].cascadeIndex[target] else { return [] }
         return Array(sources)
     }
 
+    /// The replica's schema: record types, fields, indexes and whether it is deployed.
     public func schema() -> Schema { currentSchema }
 
+    /// `replica`'s block in `zone` whose `last` is the first at or after `time` (nil: the latest); nil if none.
     public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, covering time: HLCTimestamp?) -> WriteBlock? {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
         guard let time else { return list.last }
@@ -251,17 +272,20 @@
         return list[start..<min(list.count, start + 8)].first { $0.digest(at: time) != nil } ?? list[start]
     }
 
+    /// `replica`'s blocks in `zone` whose `last` lies in `range`, by `last`; as stored, whatever `entries` says.
     public func writeBlocks(of replica: ReplicaID, in zone: ZoneKey, endingIn range: ClosedRange<HLCTimestamp>, entries: Bool = true) -> [WriteBlock] {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return [] }
         return Array(list[Self.firstBlock(in: list, endingAtOrAfter: range.lowerBound)...].prefix { $0.last <= range.upperBound })
     }
 
+    /// `replica`'s block in `zone` with the greatest `last` before `time`; nil if none.
     public func writeBlock(of replica: ReplicaID, in zone: ZoneKey, endingBefore time: HLCTimestamp) -> WriteBlock? {
         guard let list = blocks[BlockKey(replica: replica, zone: zone)] else { return nil }
         let index = Self.firstBlock(in: list, endingAtOrAfter: time)
         return index > 0 ? list[index - 1] : nil
     }
 
+    /// Keeps a block, replacing the one with the same writer, zone and `last`.
     public func insertWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
         let index = Self.firstBlock(in: blocks[key] ?? [], endingAtOrAfter: block.last)
@@ -274,6 +298,7 @@
         changed = true
     }
 
+    /// Forgets the block with the same writer, zone and `last`; nothing if there is none.
     public func removeWriteBlock(_ block: WriteBlock) {
         let key = BlockKey(replica: block.replica, zone: block.zone)
         guard let list = blocks[key] else { return }
@@ -284,10 +309,12 @@
         changed = true
     }
 
+    /// The replicas with blocks in `zone`, sorted.
     public func blockWriters(in zone: ZoneKey) -> [ReplicaID] {
         blocks.filter { $0.key.zone == zone && !$0.value.isEmpty }.map(\.key.replica).sorted()
     }
 
+    /// Calls `body` with every record state of the zone, tombstones included, in no order.
     public func forEachRecord(in zone: ZoneKey, _ body: (RecordState) throws -> Void) throws {
         guard let slot = slot(zone) else { return }
         for entry in slots[slot].records.values { try body(entry.state) }
@@ -310,12 +337,14 @@
         return low
     }
 
+    /// Merges what a schema merge changed (never empty) into the replica's schema.
     public func persistSchemaChanges(_ changes: Schema) {
         undo.append(.schema(currentSchema))
         currentSchema.merge(changes)
         changed = true
     }
 
+    /// Sets the index kinds removed here from the field to `removed` (empty: none); its index keeps the others.
     public func persistIndexRemovals(_ removed: IndexKinds, field: String, of recordType: String) {
         undo.append(.schema(currentSchema))
         currentSchema.setRemoved(index: removed, field: field, of: recordType)
@@ -329,8 +358,10 @@
 
     // MARK: Reading
 
+    /// The zones this replica has a state of, deleted ones too, in no order.
     public var zoneKeys: [ZoneKey] { Array(slotOfZone.keys) }
 
+    /// The record's state, as the store's readers ask for it: tombstones included; nil if none.
     public func record(_ name: String, in key: ZoneKey) -> RecordState? { record(named: name, in: key) }
 
     /// Every record of a zone, tombstones included, by name.
@@ -340,14 +371,18 @@
 
     // MARK: Operations, each a transaction
 
+    /// Creates the zone, or re-creates it after a delete, as one transaction; nothing if it exists.
     public func createZone(_ key: ZoneKey) {
         _ = try? transaction { try (self as any ReplicaStorage).createZone(key) }
     }
 
+    /// Deletes the zone and its records as one transaction; throws `zoneNotFound` unless it exists.
     public func deleteZone(_ key: ZoneKey) throws {
         try transaction { try (self as any ReplicaStorage).deleteZone(key) }
     }
 
+    /// Saves `changes` to record `name` of type `type` (nil values remove fields) as one transaction;
+    /// returns its state, the one held when the save changes nothing; throws when schema, type or rights refuse it.
     @discardableResult
     public func save(
         _ name: String, type: String, in key: ZoneKey, changes: [(name: String, value: FieldValue?)],
@@ -364,21 +399,25 @@
         }
     }
 
+    /// Resolves the record's conflicts as they stand (a write that syncs), as one transaction; false when it has none.
     @discardableResult
     public func clearConflicts(of name: String, in key: ZoneKey) throws -> Bool {
         try transaction { try (self as any ReplicaStorage).clearConflicts(of: name, in: key) }
     }
 
+    /// Moves the schema to production as one transaction; false if it already is.
     @discardableResult
     public func deploySchema() throws -> Bool {
         try transaction { try (self as any ReplicaStorage).deploySchema() }
     }
 
+    /// Adds index kinds to a field the schema has, as one transaction; returns the kinds that were new.
     @discardableResult
     public func addIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         try transaction { try (self as any ReplicaStorage).addIndex(kinds, field: field, of: recordType) }
     }
 
+    /// Removes index kinds from a field here and keeps them off, as one transaction; returns the kinds it had.
     @discardableResult
     public func removeIndex(_ kinds: IndexKinds, field: String, of recordType: String) throws -> IndexKinds {
         try transaction { try (self as any ReplicaStorage).removeIndex(kinds, field: field, of: recordType) }
@@ -398,6 +437,8 @@
         return try Self.encode(header: header, records: changed, proofs: proofs)
     }
 
+    /// The change set of `records` under `header`, whole in memory; with `proofs`, the blocks that check them.
+    /// Throws `replicaMissingFromHeader` for a stamp of a replica the header does not name.
     public static func encode(header: ChangeSetHeader, records: [RecordState], proofs: ProofCollector? = nil) throws -> [UInt8] {
         var bytes: [UInt8] = []
         var writer = try ChangeSetWriter(header: header, proofs: proofs) { bytes.append(contentsOf: $0) }

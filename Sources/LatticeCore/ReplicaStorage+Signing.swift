@@ -2,11 +2,14 @@
 
 /// A local write of the running transaction, to seal into a block when it commits.
 @_spi(Tools) public struct PendingLocalWrite: Hashable, Sendable {
+    /// The zone written: each zone's writes are sealed into blocks of their own.
     public var zone: ZoneKey
     /// The record written, or nil for a write to the zone itself.
     public var record: String?
+    /// The write's stamp: its time is the entry's time in the sealed block.
     public var stamp: Stamp
 
+    /// A write noted for sealing; `record` nil for a write to the zone itself.
     public init(zone: ZoneKey, record: String?, stamp: Stamp) {
         self.zone = zone
         self.record = record

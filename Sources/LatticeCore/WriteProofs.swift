@@ -37,9 +37,11 @@ package enum WriteProofError: Error, Hashable, Sendable, CustomStringConvertible
 /// One block as a change set carries it: whole, with the digests of the
 /// writes the change set shows left out (the receiver computes them), or a head.
 @_spi(Tools) public struct BlockProof: Sendable {
+    /// The block as signed, without entries: a whole block's `entriesHash` is empty, the receiver computes it.
     public var block: WriteBlock
     /// For a whole block: the entries' times, and for each whether the change set shows it.
     public var times: [HLCTimestamp]?
+    /// For a whole block, whether the change set shows each entry, in the order of `times`; empty for a head.
     public var shown: [Bool]
     /// The digests of the entries not shown, in order.
     public var supplied: [[UInt8]]
@@ -115,6 +117,7 @@ enum ProofFrameCodec {
 /// receiver needs to check them — whole blocks for the writes its vector
 /// (`base`) lacks, heads for the vectors the change set carries.
 @_spi(Tools) public final class ProofCollector {
+    /// `replica`'s block whose `last` is the first at or after `covering` (nil: its latest); nil if none.
     public typealias Lookup = (_ replica: ReplicaID, _ covering: HLCTimestamp?) throws -> WriteBlock?
     private let base: VersionVector
     /// The block of a replica whose `last` is the first at or after a time; with nil, its latest.
@@ -128,6 +131,7 @@ enum ProofFrameCodec {
     private var unshown: [ReplicaID: Set<HLCTimestamp>] = [:]
     private var vectors = VersionVector()
 
+    /// A collector for a change set to a receiver at `base`, finding the sender's blocks with `lookup`.
     public init(base: VersionVector, lookup: @escaping Lookup) {
         self.base = base
         self.lookup = lookup

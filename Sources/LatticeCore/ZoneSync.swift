@@ -10,10 +10,14 @@
 /// last checkpoint whose knowledge V covers: every record unchanged since then
 /// holds only writes V already has. Cost follows what V lacks, not store size.
 @_spi(Tools) public struct ZoneSyncState: Hashable, Sendable {
+    /// The zone's incarnation (odd causal length while it exists) and the stamp of its last creation or deletion.
     public var zoneState: ZoneState
+    /// Every write up to it is held: raised only by local writes and claims taken (`applyClaim`).
     public var vector: VersionVector
+    /// Every write held is below it: raised by every record merged, even out of order.
     public var knowledge: VersionVector
 
+    /// A zone's state as read, or a new zone's: by default nothing held (both vectors empty).
     public init(zoneState: ZoneState, vector: VersionVector = VersionVector(), knowledge: VersionVector = VersionVector()) {
         self.zoneState = zoneState
         self.vector = vector

@@ -21,12 +21,15 @@ package enum SecretStreamError: Error, Equatable, Sendable, CustomStringConverti
 /// encrypted and authenticated under a nonce the stream advances, so the
 /// receiver detects a dropped, repeated or reordered frame.
 @_spi(Tools) public struct SecretStreamSender: Sendable {
+    /// Bytes in `header`: 24 (libsodium's secretstream header).
     public static let headerLength = Int(crypto_secretstream_xchacha20poly1305_HEADERBYTES)
+    /// Bytes a sealed frame adds to its plaintext: 17, a tag byte and a 16-byte MAC.
     public static let overhead = Int(crypto_secretstream_xchacha20poly1305_ABYTES)
     private var state = crypto_secretstream_xchacha20poly1305_state()
     /// Sent once, in clear, before the first frame.
     public let header: [UInt8]
 
+    /// A new stream under the 32-byte `key`, with a random `header`; throws `CryptoError.invalidKey` for another size.
     public init(key: [UInt8]) throws {
         try Sodium.ready()
         guard key.count == Int(crypto_secretstream_xchacha20poly1305_KEYBYTES) else { throw CryptoError.invalidKey("a stream key has 32 bytes") }
@@ -54,8 +57,11 @@ package enum SecretStreamError: Error, Equatable, Sendable, CustomStringConverti
 /// The receiving half.
 @_spi(Tools) public struct SecretStreamReceiver: Sendable {
     private var state = crypto_secretstream_xchacha20poly1305_state()
+    /// Whether the final frame was opened: a frame after it throws `afterFinal`.
     public private(set) var finished = false
 
+    /// The stream the sender's `header` opens under the 32-byte `key`; throws `CryptoError.invalidKey`
+    /// for a key of another size, `SecretStreamError.badHeader` for a header that is not one.
     public init(key: [UInt8], header: [UInt8]) throws {
         try Sodium.ready()
         guard key.count == Int(crypto_secretstream_xchacha20poly1305_KEYBYTES) else { throw CryptoError.invalidKey("a stream key has 32 bytes") }
