@@ -6,9 +6,9 @@ import LatticeStore
 
 // The engine's types an app meets through `import Lattice`: values, identities,
 // queries, schema, conflicts and change sets. The rest of the engine (the
-// merge, the change-set codec, the planner, the store) stays in its modules,
-// reachable by tools and tests through the LatticeCore, LatticeCrypto and
-// LatticeProtocol products.
+// merge, the change-set codec, the planner, the store) stays in its modules
+// with `package` access; tools outside the package (the benchmarks) reach what
+// they drive through `@_spi(Tools) import LatticeCore` and its siblings.
 
 /// A field's value: String, Int64, Double, Bool, Date (ms), Bytes, Reference, Asset, Location, or a list of one of these.
 public typealias FieldValue = LatticeCore.FieldValue
