@@ -67,10 +67,13 @@ import Testing
         print("flood (\(open ? "open to strangers" : "closed")): quiet p50 \(FloodRig.percentile(quiet.propagation, 0.5)) ms p99 \(quiet.p99) ms (\(quiet.propagation.count) saves, a's CPU \(quiet.cpuOfA) s), attacked p50 \(FloodRig.percentile(attacked.propagation, 0.5)) ms p99 \(attacked.p99) ms (\(attacked.propagation.count) saves, a's CPU \(attacked.cpuOfA) s); a's peak RSS \(quiet.peakRSSOfA) / \(peak) MB; store +\(attacked.storeGrowth) bytes for 300 strangers; floods \(quiet.flood) \(attacked.flood)")
 
         // Strangers alone: the store hears of them at most once a minute, not per attempt.
-        // A fresh source has an allowance of 32 handshakes; the rest are refused at connect.
+        // A fresh source has an allowance of 32 handshakes; the rest are refused at connect
+        // (the allowance itself is ConnectionLimiterTests' to check, on a manual clock: how many
+        // of the 32 finish their handshake here depends on the machine's speed, and under
+        // ThreadSanitizer it was 16).
         let strangersLetIn = attacked.strangersOnly["handshakes"] as? Int ?? 0
         #expect(strangersLetIn <= 60, "\(attacked.strangersOnly)")
-        if !open { #expect(strangersLetIn >= 20, "\(attacked.strangersOnly)") }
+        if !open { #expect(strangersLetIn >= 1, "no stranger's handshake finished: \(attacked.strangersOnly)") }
         #expect(attacked.storeGrowth < 32 * 1024, "300 strangers grew the store by \(attacked.storeGrowth) bytes")
 
         for phase in [quiet, attacked] {
