@@ -23,7 +23,8 @@ import Testing
     /// The clock a store keeps in `meta.hlc`, set back behind the store's own
     /// writes (a copy restored, or an edit): the next saves go through, stamp
     /// after the writes the store holds, and win over them as later writes do.
-    @Test func aStoreWhoseClockWasSetBackStillSavesAndItsNewWritesWin() throws {
+    @Test(.disabled(if: FakeTime.deadlocksHere, "libfaketime and ThreadSanitizer's runtime deadlock as a process starts"))
+    func aStoreWhoseClockWasSetBackStillSavesAndItsNewWritesWin() throws {
         defer { cli.cleanup() }
         try cli.ok(["init"])
         try cli.ok(["zone", "create", "Movies"])
@@ -75,6 +76,10 @@ enum FakeTime {
     struct Missing: Error, CustomStringConvertible {
         var description: String { "faketime is missing (\(FakeTime.command)): scripts/install-deps.sh installs it" }
     }
+
+    /// Under `scripts/tsan.sh` (which says so in `LATTICE_SANITIZER`), a sanitized
+    /// `lattice` started through libfaketime never gets past its start.
+    static var deadlocksHere: Bool { ProcessInfo.processInfo.environment["LATTICE_SANITIZER"] == "thread" }
 
     /// The wrapper that runs a command at `time` (its clock then runs on from there).
     static func wrapper(_ time: String) throws -> [String] {
