@@ -24,3 +24,10 @@ package func eventuallyBlocking(_ seconds: Double = 60, _ condition: () throws -
     }
     return try condition()
 }
+
+/// How long a test waits before it calls something a hang: `seconds`, or five
+/// times that under a sanitizer (`scripts/tsan.sh` sets `LATTICE_SANITIZER`),
+/// where everything runs several times slower. Never a claim about speed.
+public func hangBound(_ seconds: Double) -> Double {
+    ProcessInfo.processInfo.environment["LATTICE_SANITIZER"] == nil ? seconds : seconds * 5
+}

@@ -175,7 +175,7 @@ import Testing
                 return received
             }
             group.addTask {
-                try await Task.sleep(nanoseconds: 300_000_000_000)
+                try await Task.sleep(nanoseconds: UInt64(hangBound(300) * 1e9))
                 return []
             }
             let first = try await group.next()!
