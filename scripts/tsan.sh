@@ -4,7 +4,7 @@
 # or in any `lattice` process it starts is reported, and the run fails.
 #   LATTICE_FUZZ_CASES  convergence-fuzzer histories (default 100 here: TSan is slow)
 #   extra arguments go to `swift test` (for example --filter Sync)
-# Builds in .build-tsan, apart from the normal build; takes about 12 minutes on 2 cores.
+# Builds in .build-tsan, apart from the normal build; the suite takes about 45 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
