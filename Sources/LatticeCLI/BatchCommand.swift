@@ -162,11 +162,7 @@ private struct BatchLineShape: Decodable {
     struct RecordReference: Decodable {
         var recordName: String
         var recordChangeTag: String?
-        var zoneID: ZoneShape?
-    }
-    struct ZoneShape: Decodable {
-        var zoneName: String
-        var ownerName: String?
+        var zoneID: WebServicesZoneID?
     }
     struct QueryShape: Decodable {
         var recordType: String
@@ -175,7 +171,7 @@ private struct BatchLineShape: Decodable {
     }
     var operationType: String?
     var record: RecordReference?
-    var zoneID: ZoneShape?
+    var zoneID: WebServicesZoneID?
     var query: QueryShape?
     var resultsLimit: Int?
     var continuationMarker: String?
@@ -281,8 +277,8 @@ struct BatchRunner {
         for number in results.keys.sorted() { emit(results[number]!) }
     }
 
-    private func zone(_ shape: BatchLineShape.ZoneShape?) throws -> Zone.ID {
-        let named = shape.map { Zone.ID(zoneName: $0.zoneName, ownerName: $0.ownerName ?? ZoneID.defaultOwnerName) }
+    private func zone(_ shape: WebServicesZoneID?) throws -> Zone.ID {
+        let named = shape?.zoneID
             ?? defaultZone.map { Zone.ID(zoneName: $0) } ?? .default
         return try library { try database.resolveZoneID(named) }
     }

@@ -50,7 +50,7 @@ struct ZonesOutput: CommandOutput {
 
 extension WebServicesZoneID {
     /// The zone as people read and type it (`Zone.ID.description`): NAME, or NAME:OWNER for another account's.
-    var displayName: String { Zone.ID(zoneName: zoneName, ownerName: ownerName).description }
+    var displayName: String { zoneID.description }
 }
 
 /// The error line of `--json`: CloudKit's dictionary and the exit code the command gives.

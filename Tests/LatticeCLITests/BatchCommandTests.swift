@@ -188,4 +188,25 @@ import Testing
         #expect(try fields("up") == nil && (try fields("coco")) == nil)
         #expect(try cli.run(["record", "get", "Shows/s1"]).status == 0)
     }
+
+    /// CloudKit Web Services makes a zone ID's owner optional, and `batch --help` shows such lines:
+    /// a record whose own zoneID names only its zone (or its owner as ownerRecordName) is saved
+    /// there, by `batch` and by `record import` (both refused it with exit 65 before).
+    @Test func aZoneIDWithoutItsOwnerIsTheCallersOwnZone() throws {
+        defer { try? FileManager.default.removeItem(at: cli.root) }
+        try cli.ok(["init"])
+        try cli.ok(["zone", "create", "Movies"])
+        try cli.ok(["zone", "create", "Shows"])
+        let (status, results) = try batch([
+            #"{"operationType":"create","record":{"recordName":"s1","recordType":"Show","zoneID":{"zoneName":"Shows"},"fields":{"title":{"value":"S1"}}}}"#,
+            #"{"operationType":"create","zoneID":{"zoneName":"Shows","ownerRecordName":"__defaultOwner__"},"record":{"recordName":"s2","recordType":"Show","fields":{"title":{"value":"S2"}}}}"#,
+            #"{"records":[{"recordName":"s1","zoneID":{"zoneName":"Shows"}}]}"#,
+        ], [])
+        #expect(status == 0, "\(results)")
+        #expect(results.map { $0["exitCode"] as? Int } == [0, 0, 0])
+        for name in ["s1", "s2"] { #expect(try cli.run(["record", "get", "Shows/\(name)"]).status == 0, "\(name) is not in Shows") }
+        let imported = try cli.run(["record", "import", "Movies", "-"], input: #"{"recordName":"m1","recordType":"Movie","zoneID":{"zoneName":"Movies"},"fields":{"title":{"value":"Up"}}}"# + "\n")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try fields("m1")?["title"] != nil)
+    }
 }

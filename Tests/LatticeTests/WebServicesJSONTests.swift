@@ -36,6 +36,30 @@ import Testing
         }
     }
 
+    /// CloudKit Web Services makes a zone ID's owner optional (`zoneName` is the one key it
+    /// requires) and names it `ownerRecordName`: both readers take a zone ID without an owner as
+    /// the caller's own zone, and either name for the owner.
+    @Test func aZoneIDsOwnerIsOptionalAndMayBeCalledOwnerRecordName() throws {
+        let cases: [(line: String, owner: String)] = [
+            (#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"zoneName":"Z"}}"#, ZoneID.defaultOwnerName),
+            (#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"zoneName":"Z","ownerName":null}}"#, ZoneID.defaultOwnerName),
+            (#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"zoneName":"Z","ownerRecordName":"_abc"}}"#, "_abc"),
+            (#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"zoneName":"Z","ownerName":null,"ownerRecordName":"_abc"}}"#, "_abc"),
+            (#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"zoneName":"Z","ownerName":"_def","ownerRecordName":"_abc"}}"#, "_def"),
+        ]
+        for (line, owner) in cases {
+            let fast = try #require(Self.fast(line), "the fast reader should read \(line)")
+            #expect(fast.zoneID?.zoneID == ZoneID(zoneName: "Z", ownerName: owner), "\(line)")
+            #expect(fast == Self.foundation(line), "\(line)")
+        }
+        // Written, the owner is always there, as `ownerName`.
+        let written = String(decoding: try JSONEncoder().encode(WebServicesZoneID(ZoneID(zoneName: "Z"))), as: UTF8.self)
+        #expect(written.contains(#""ownerName":"\#(ZoneID.defaultOwnerName)""#))
+        // A zone ID without its name is refused.
+        #expect(Self.fast(#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"ownerName":"x"}}"#) == nil)
+        #expect(Self.foundation(#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"ownerName":"x"}}"#) == nil)
+    }
+
     /// Lines the fast reader leaves to JSONDecoder (which may read or refuse them).
     @Test func whatItCannotBeSureOfIsLeftToJSONDecoder() {
         let left = [
@@ -48,7 +72,7 @@ import Testing
             #"{"recordName":"r","recordType":"T","fields":{"n":{"value":01}}}"#,
             #"{"recordName":"r","recordType":"T","fields":{"n":{"type":"STRING"}}}"#,       // no value
             #"{"recordName":"r","recordType":"T","fields":{"n":{"value":"x","type":5}}}"#,
-            #"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"zoneName":"Z"}}"#,
+            #"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"zoneName":"Z","ownerName":5}}"#,
             #"{"recordName":"r","recordType":"T","fields":{},"created":{"timestamp":1.5,"deviceID":"d"}}"#,
             #"{"recordName":5,"recordType":"T","fields":{}}"#,
             #"{"recordName":"r","recordType":"T","fields":{}} x"#,

@@ -202,8 +202,16 @@ extension WebServicesRecord {
         switch members["zoneID"] {
         case nil, .null?: break
         case .object(let zone)?:
-            guard case .string(let zoneName)? = zone["zoneName"], case .string(let ownerName)? = zone["ownerName"] else { return nil }
-            record.zoneID = WebServicesZoneID(zoneName: zoneName, ownerName: ownerName)
+            // The owner is optional, as CloudKit's is, under either name (as JSONDecoder reads it: null is absent).
+            func owner(_ key: String) -> String?? {
+                switch zone[key] {
+                case nil, .null?: return .some(nil)
+                case .string(let name)?: return .some(name)
+                default: return nil
+                }
+            }
+            guard case .string(let zoneName)? = zone["zoneName"], let ownerName = owner("ownerName"), let ownerRecordName = owner("ownerRecordName") else { return nil }
+            record.zoneID = WebServicesZoneID(zoneName: zoneName, ownerName: ownerName ?? ownerRecordName ?? Zone.ID.defaultOwnerName)
         default: return nil
         }
         func timestamp(_ key: String) -> WebServicesTimestamp?? {

@@ -1,14 +1,39 @@
 import Foundation
 @_spi(Tools) import LatticeCore
 
-/// A zone ID as CloudKit Web Services writes it.
+/// A zone ID as CloudKit Web Services writes it: `{"zoneName":"Movies"}`,
+/// with the owner optional as CloudKit's is. Read, the owner may be named
+/// `ownerName` or Web Services' `ownerRecordName`; written, it is `ownerName`.
 public struct WebServicesZoneID: Codable, Hashable, Sendable {
+    /// The zone's name.
     public var zoneName: String
+    /// The owning account; absent (or null) when read, the zone is the
+    /// caller's own (`Zone.ID.defaultOwnerName`), and in the shared database
+    /// it is found by its name.
     public var ownerName: String
 
     public init(_ zoneID: Zone.ID) {
         zoneName = zoneID.zoneName
         ownerName = zoneID.ownerName
+    }
+
+    /// The zone ID this dictionary names.
+    public var zoneID: Zone.ID { Zone.ID(zoneName: zoneName, ownerName: ownerName) }
+
+    private enum CodingKeys: String, CodingKey { case zoneName, ownerName, ownerRecordName }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        zoneName = try container.decode(String.self, forKey: .zoneName)
+        ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName)
+            ?? container.decodeIfPresent(String.self, forKey: .ownerRecordName)
+            ?? Zone.ID.defaultOwnerName
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(zoneName, forKey: .zoneName)
+        try container.encode(ownerName, forKey: .ownerName)
     }
 }
 
