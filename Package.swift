@@ -4,7 +4,8 @@
 //
 // Layers (dependencies point inward only):
 //
-//   lattice (CLI entry) -> LatticeCLI   one file per command, JSON output types; imports Lattice and ArgumentParser only
+//   lattice (CLI entry) -> LatticeCLI   one file per command, JSON output types; imports Lattice, LatticeWeb and ArgumentParser only
+//                          LatticeWeb   serve --http: CloudKit Web Services, event streams, /metrics (SwiftNIO HTTP, swift-prometheus)
 //   lattice-demo, lattice-crash-child, movies-example, readme-quickstart   executables of the library
 //          |
 //       Lattice            public API: models (@Model, ModelContainer, ModelContext, FetchDescriptor), Container, Database,
@@ -51,6 +52,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation --target Lattice`: the public API's DocC (the test command builds it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -95,8 +98,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // The CLI is an app of the library: Lattice and ArgumentParser, nothing of the engine.
-        .target(name: "LatticeCLI", dependencies: ["Lattice", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // The node on the web (`serve --http`): CloudKit Web Services, event streams and /metrics over SwiftNIO's HTTP/1.1,
+        // an adapter over the library and the node's events (it imports Lattice, nothing of the engine).
+        .target(name: "LatticeWeb", dependencies: [
+            "Lattice",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
+        // The CLI is an app of the library: Lattice (and LatticeWeb for serve --http) and ArgumentParser, nothing of the engine.
+        .target(name: "LatticeCLI", dependencies: ["Lattice", "LatticeWeb", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Release builds on Linux link the Swift runtime and Foundation statically, into a
         // position-dependent executable: no shared libraries of Swift's to load, and none of the
         // 105,000 relocations a position-independent one takes at every start (README, CLI start).

@@ -10,7 +10,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT = ["LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeStore", "LatticeNode", "LatticeTransport", "LatticeDiscovery", "LatticeFuzzing", "LatticeRawClient"]
+DEFAULT = ["LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeStore", "LatticeNode", "LatticeTransport", "LatticeDiscovery", "LatticeFuzzing", "LatticeRawClient", "LatticeWeb"]
 DECLARATION = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s+)*public\s")
 ATTRIBUTE_LINE = re.compile(r"^\s*(?:@[\w]+(?:\([^)]*\))?\s*)+$")
 # What a standard protocol requires is documented by the protocol (Equatable's ==, Codable's init(from:), ...).

@@ -8,7 +8,7 @@ public struct ChangeToken: Hashable, Sendable, CustomStringConvertible {
     /// The zone it belongs to, so a token is never read against another zone.
     let zone: String
     let zoneIncarnation: UInt64
-    let sequence: UInt64
+    var sequence: UInt64
 
     /// A printable form that `init(stringValue:)` reads back.
     public var description: String {

@@ -1,10 +1,21 @@
 import ArgumentParser
 import Foundation
 import Lattice
+import LatticeWeb
 
 /// Prints node events: one line each for people, JSON lines for scripts.
 struct EventPrinter: Sendable {
     let json: Bool
+
+    /// Where the HTTP surface listens, once bound: a line like `listening on port …`.
+    func printHTTP(host: String, port: Int) {
+        if json {
+            struct Listening: Encodable { var event = "httpListening", host: String, port: Int }
+            Output.json(Listening(host: host, port: port))
+        } else {
+            Output.line("HTTP on http://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
+        }
+    }
 
     func print(_ event: SyncNode.Event) {
         if case .discoveryUnavailable(let reason) = event {
@@ -12,7 +23,7 @@ struct EventPrinter: Sendable {
             Output.standardError("lattice: \(reason). Meanwhile serving --peer addresses and incoming connections, and retrying mDNS every few seconds.")
         }
         if json {
-            Output.json(event.line)
+            Output.json(event)
         } else if let text = event.text {
             Output.line(text)
         }
@@ -45,9 +56,6 @@ extension SyncNode.Event {
         case .syncStarted, .progress, .caughtUp, .discoveryUnavailable, .assetProgress: return nil
         }
     }
-
-    /// The event as one JSON line: `{"event":"connected","peer":…,"address":…}`.
-    var line: EventLine { EventLine(event: self) }
 }
 
 /// Bridges an async body into the synchronous command (the CLI's entry point is synchronous).
@@ -114,6 +122,12 @@ struct ServeCommand: ParsableCommand {
     var assetQuotaPerWriter: String?
     @Option(help: ArgumentHelp("Asset content fetched by itself for records written outside this account, in all. Kept in the store. Default 4G. `lattice asset fetch` gets content whatever the quota.", valueName: "SIZE"))
     var assetQuota: String?
+    @Option(help: ArgumentHelp("Also answer CloudKit Web Services, event streams and /metrics over HTTP here: PORT (on 127.0.0.1) or HOST:PORT. Requests need a token (`lattice http token create`).", valueName: "[HOST:]PORT"))
+    var http: String?
+    @Option(help: ArgumentHelp("An origin (https://app.example) whose pages may call the HTTP surface (CORS); repeat for more. None by default.", valueName: "ORIGIN"))
+    var httpAllowOrigin: [String] = []
+    @Option(help: "Seconds an HTTP request may take to arrive whole before it is refused (REQUEST_TIMEOUT).")
+    var httpRequestTimeout: Double = 10
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
@@ -132,6 +146,11 @@ struct ServeCommand: ParsableCommand {
         let perWriter = try size(assetQuotaPerWriter, "--asset-quota-per-writer")
         let total = try size(assetQuota, "--asset-quota")
         let peers = try parsePeers(peer)
+        let httpAddress = try http.map(parseHTTPAddress)
+        guard httpRequestTimeout > 0, httpRequestTimeout.isFinite else { throw CLIError.usage("--http-request-timeout must be more than 0 seconds") }
+        for origin in httpAllowOrigin where !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) || origin.hasSuffix("/") {
+            throw CLIError.usage("--http-allow-origin takes an origin such as https://app.example (scheme and host, no path), not \"\(origin)\"")
+        }
         let container = try options.openContainer()
         if let horizon { try library { try container.setTombstoneHorizon(seconds: horizon) } }
         if perWriter != nil || total != nil {
@@ -152,7 +171,36 @@ struct ServeCommand: ParsableCommand {
         configuration.pingInterval = .seconds(2)
         configuration.idleTimeout = .seconds(6)
         let node = SyncNode(container: container, configuration: configuration, logger: logger)
-        try runUntilSignalled(node, printer: EventPrinter(json: options.json))
+        let printer = EventPrinter(json: options.json)
+        guard let httpAddress else {
+            try runUntilSignalled(node, printer: printer)
+            return
+        }
+        var web = WebServer.Configuration()
+        web.host = httpAddress.host
+        web.port = httpAddress.port
+        web.allowedOrigins = Set(httpAllowOrigin)
+        web.requestTimeout = .milliseconds(Int64(httpRequestTimeout * 1000))
+        let server = WebServer(container: container, configuration: web, logger: logger)
+        do {
+            try runBlocking {
+                try await server.start()
+                printer.printHTTP(host: httpAddress.host, port: server.boundPort ?? httpAddress.port)
+                try await node.runUntilSignalled(alongside: [server]) { event in
+                    server.nodeEvent(event)
+                    printer.print(event)
+                }
+            }
+        } catch let error as LatticeError {
+            throw CLIError(error)
+        }
+    }
+
+    /// `PORT` (on loopback) or `HOST:PORT`, `[IPv6]:PORT`.
+    private func parseHTTPAddress(_ text: String) throws -> (host: String, port: Int) {
+        if let port = Int(text), (0...65535).contains(port) { return ("127.0.0.1", port) }
+        guard let address = PeerAddress(text) else { throw CLIError.usage("--http takes PORT or HOST:PORT (or [IPv6]:PORT), not \"\(text)\"") }
+        return (address.host, address.port)
     }
 }
 
@@ -162,70 +210,6 @@ func runUntilSignalled(_ node: SyncNode, printer: EventPrinter) throws {
         try runBlocking { try await node.runUntilSignalled(onEvent: printer.print) }
     } catch let error as LatticeError {
         throw CLIError(error)
-    }
-}
-
-/// One line of `serve --json`: the event's name and its values (null where a value is unknown).
-struct EventLine: Encodable {
-    let event: SyncNode.Event
-
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ name: String) { stringValue = name }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        func put(_ name: String, _ value: some Encodable) throws { try container.encode(value, forKey: Key(name)) }
-        func putOrNull(_ name: String, _ value: (some Encodable)?) throws {
-            if let value { try container.encode(value, forKey: Key(name)) } else { try container.encodeNil(forKey: Key(name)) }
-        }
-        switch event {
-        case .listening(let port):
-            try put("event", "listening"); try put("port", port)
-        case .connected(let peer, let address):
-            try put("event", "connected"); try put("peer", peer); try put("address", address)
-        case .refused(let peer, let address):
-            try put("event", "refused"); try put("peer", peer); try put("address", address)
-        case .unreachable(let address, let reason):
-            try put("event", "unreachable"); try put("address", address); try put("reason", reason)
-        case .disconnected(let peer, let address, let reason):
-            try put("event", "disconnected"); try putOrNull("peer", peer); try put("address", address); try putOrNull("reason", reason?.description)
-        case .syncStarted(let peer, let zone, let direction, let records, let bytes):
-            try put("event", "syncStarted"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("direction", direction.rawValue)
-            try put("records", records); try put("bytes", bytes)
-        case .progress(let peer, let zone, let direction, let recordsDone, let recordsTotal, let bytesDone, let bytesTotal):
-            try put("event", "progress"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("direction", direction.rawValue)
-            try put("recordsDone", recordsDone); try put("recordsTotal", recordsTotal); try put("bytesDone", bytesDone); try put("bytesTotal", bytesTotal)
-        case .syncFinished(let peer, let zone, let direction):
-            try put("event", "syncFinished"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("direction", direction.rawValue)
-        case .caughtUp(let peer):
-            try put("event", "caughtUp"); try put("peer", peer)
-        case .publicOnly(let peer):
-            try put("event", "publicOnly"); try put("peer", peer)
-        case .deferred(let peer, let zone, let records):
-            try put("event", "deferred"); try put("peer", peer); try put("zone", zone.zoneID.zoneName); try put("records", records)
-        case .writesRefused(let peer, let zone, let records, let reason):
-            try put("event", "writesRefused"); try put("peer", peer); try put("database", zone.scope.description); try put("zone", zone.zoneID.zoneName)
-            try put("records", records); try put("reason", reason)
-        case .discovered(let peer, let addresses, let problem):
-            try put("event", "discovered"); try put("peer", peer); try put("addresses", addresses); try putOrNull("problem", problem)
-        case .vanished(let peer):
-            try put("event", "vanished"); try put("peer", peer)
-        case .discoveryUnavailable(let reason):
-            try put("event", "discoveryUnavailable"); try put("reason", reason)
-        case .discoveryAvailable:
-            try put("event", "discoveryAvailable")
-        case .assetProgress(let asset, let peer, let bytesDone, let bytesTotal):
-            try put("event", "assetProgress"); try put("asset", asset); try put("peer", peer); try put("bytesDone", bytesDone); try put("bytesTotal", bytesTotal)
-        case .assetFetched(let asset, let fetchedBytes, let resumedBytes):
-            try put("event", "assetFetched"); try put("asset", asset); try put("fetchedBytes", fetchedBytes); try put("resumedBytes", resumedBytes)
-        case .assetRejected(let asset, let peer, let chunk, let reason):
-            try put("event", "assetRejected"); try put("asset", asset); try put("peer", peer); try put("chunk", chunk); try put("reason", reason)
-        }
     }
 }
 

@@ -62,11 +62,13 @@ import Testing
             #"{"query":{"recordType":"Movie","filterBy":[{"fieldName":"rating","comparator":"EQUALS","fieldValue":{"value":4,"type":"INT64"}}]}}"#,
             #"{"operationType":"delete","record":{"recordName":"nope"}}"#,
             save("wall-e", fields: #""title":{"value":"WALL-E"}"#),
+            #"{"query":{"recordType":"Movie"}}"#,
         ])
         #expect(status == 1, "a line failed: the batch exits 1")
-        #expect(results.map { $0["line"] as? Int } == Array(1...11))
-        #expect(results.map { $0["exitCode"] as? Int } == [0, 75, 65, 65, 65, 0, 75, 66, 0, 66, 0])
-        #expect(results.map { $0["serverErrorCode"] as? String } == [nil, "CONFLICT", "BAD_REQUEST", "BAD_REQUEST", "BAD_REQUEST", nil, "CONFLICT", nil, nil, "UNKNOWN_ITEM", nil])
+        #expect(results.map { $0["line"] as? Int } == Array(1...12))
+        #expect(results.map { $0["exitCode"] as? Int } == [0, 75, 65, 65, 65, 0, 75, 66, 0, 66, 0, 0])
+        #expect(results.map { $0["serverErrorCode"] as? String } == [nil, "CONFLICT", "BAD_REQUEST", "BAD_REQUEST", "BAD_REQUEST", nil, "CONFLICT", nil, nil, "UNKNOWN_ITEM", nil, nil])
+        #expect((results[11]["records"] as? [[String: Any]])?.count == 2, "a query without filterBy matches every record of its type")
         let lookup = results[7]["records"] as? [[String: Any]]
         #expect(lookup?.count == 2 && lookup?[1]["serverErrorCode"] as? String == "UNKNOWN_ITEM")
         #expect((results[8]["records"] as? [[String: Any]])?.map { $0["recordName"] as? String } == ["up"], "the query sees the writes before it")

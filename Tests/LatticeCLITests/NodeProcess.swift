@@ -55,6 +55,9 @@ final class NodeProcess: @unchecked Sendable {
     /// What it printed on standard error so far.
     var standardError: String { lock.withLock { errorBuffer } }
 
+    /// The port of the HTTP surface (`--http`), once it listens.
+    var httpPort: Int? { events.first { $0["event"] as? String == "httpListening" }?["port"] as? Int }
+
     func count(_ event: String) -> Int { events.filter { $0["event"] as? String == event }.count }
 
     /// SIGTERM, then wait: a clean stop exits 0.

@@ -20,9 +20,12 @@ extension SyncNode {
     /// Runs the node until the process gets SIGINT or SIGTERM, handing each
     /// of its events to `onEvent`, then stops it cleanly (connections
     /// closed, the status file left saying so): what `lattice serve` does.
-    public func runUntilSignalled(onEvent: @escaping @Sendable (Event) -> Void) async throws(LatticeError) {
+    /// `alongside`: services that run in the same group and get its graceful
+    /// shutdown at the same signal (the HTTP surface, say).
+    public func runUntilSignalled(alongside others: [any Service] = [], onEvent: @escaping @Sendable (Event) -> Void) async throws(LatticeError) {
         let service = NodeService(node: self, onEvent: onEvent)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let services = [ServiceGroupConfiguration.ServiceConfiguration(service: service)] + others.map { .init(service: $0) }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch let error as LatticeError {

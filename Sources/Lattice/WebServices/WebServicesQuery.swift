@@ -17,8 +17,9 @@ public struct WebServicesFilter: Codable, Hashable, Sendable {
         return QueryCondition(QueryKey(name: fieldName), comparator, try fieldValue.fieldValue(field: fieldName), distance: distance)
     }
 
-    /// All the filters of a `filterBy` array, ANDed as CloudKit does.
+    /// All the filters of a `filterBy` array, ANDed as CloudKit does; none matches every record.
     public static func predicate(_ filters: [WebServicesFilter]) throws(LatticeError) -> QueryPredicate {
+        guard !filters.isEmpty else { return .all }
         var conditions: [QueryPredicate] = []
         for filter in filters { conditions.append(.condition(try filter.condition())) }
         return conditions.count == 1 ? conditions[0] : .and(conditions)

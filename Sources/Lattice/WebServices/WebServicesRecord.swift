@@ -62,6 +62,15 @@ public struct WebServicesRecord: Codable, Hashable, Sendable {
     public var created: WebServicesTimestamp?
     public var modified: WebServicesTimestamp?
 
+    /// A record's dictionary from its parts (a request's, say).
+    public init(recordName: String, recordType: String, fields: [String: WebServicesField], recordChangeTag: String? = nil, zoneID: Zone.ID? = nil) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.fields = fields
+        self.recordChangeTag = recordChangeTag
+        self.zoneID = zoneID.map(WebServicesZoneID.init)
+    }
+
     /// A stored record's dictionary; `assetURL` gives an asset's local file, if any (`downloadURL`).
     public init(_ record: Record, assetURL: (AssetReference) -> URL? = { _ in nil }) {
         recordName = record.recordID.recordName

@@ -1,0 +1,160 @@
+import Foundation
+import Lattice
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ServiceLifecycle
+
+/// The node on the web: CloudKit Web Services over one container's store,
+/// its live events and its metrics, over HTTP/1.1 (`lattice serve --http`).
+/// A swift-service-lifecycle service: it runs beside the sync node in one
+/// group and stops with it.
+public final class WebServer: Service, Sendable {
+    /// Where it listens and what it takes.
+    public struct Configuration: Sendable {
+        /// Where to listen: loopback unless told otherwise.
+        public var host = "127.0.0.1"
+        /// 0 picks a free port (`boundPort` tells it).
+        public var port = 0
+        /// Origins besides the node's own whose pages may call it (CORS).
+        public var allowedOrigins: Set<String> = []
+        /// A larger request body is refused (LIMIT_EXCEEDED) without being read.
+        public var maximumBodyBytes = 16 << 20
+        /// A request must arrive whole within this (REQUEST_TIMEOUT).
+        public var requestTimeout: TimeAmount = .seconds(10)
+        /// Connections at once; more are answered TRY_AGAIN_LATER and closed.
+        public var maximumConnections = 512
+
+        /// Loopback, a free port, no other origin, 16 MiB bodies, 10 s per request, 512 connections.
+        public init() {}
+    }
+
+    private let configuration: Configuration
+    private let router: WebRouter
+    private let events: EventHub
+    private let logger: Logger
+    private let bound = NIOLockedValueBox<(channel: Channel, pool: NIOThreadPool)?>(nil)
+
+    /// A server over `container`'s store; `start()` or `run()` binds it.
+    public init(container: Container, configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        events = EventHub()
+        router = WebRouter(container: container, events: events, metrics: NodeMetrics(container: container), allowedOrigins: configuration.allowedOrigins)
+        self.logger = logger
+    }
+
+    /// Hands a node event to the event streams and the metrics: give it to the node's `onEvent`.
+    public func nodeEvent(_ event: SyncNode.Event) {
+        router.metrics.observe(event)
+        events.publish(event)
+    }
+
+    /// The port it listens on, once started.
+    public var boundPort: Int? { bound.withLockedValue { $0?.channel.localAddress?.port } }
+
+    /// Binds the address; a port in use or an address not here fails with networkUnavailable.
+    public func start() async throws(LatticeError) {
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        let router = self.router
+        let limits = WebRequestHandler.Limits(maximumBodyBytes: configuration.maximumBodyBytes, requestTimeout: configuration.requestTimeout, idleTimeout: .seconds(75))
+        let connections = ConnectionCount()
+        let maximum = configuration.maximumConnections
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                guard connections.add(1) <= maximum else {
+                    connections.add(-1)
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.addHandler(BusyHandler())
+                    }
+                }
+                channel.closeFuture.whenComplete { _ in connections.add(-1) }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: limits.idleTimeout))
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(router: router, pool: pool, limits: limits))
+                }
+            }
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+        do {
+            let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+            bound.withLockedValue { $0 = (channel, pool) }
+        } catch {
+            try? await pool.shutdownGracefully()
+            throw LatticeError(.networkUnavailable, "cannot listen for HTTP on \(configuration.host) port \(configuration.port): \(error)")
+        }
+        startCommitObserver()
+    }
+
+    private let commitObserver = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    /// Follows every database's changes as they commit, for the metrics of records merged from other devices.
+    private func startCommitObserver() {
+        let container = router.container
+        let metrics = router.metrics
+        let task = Task.detached {
+            var followers = DatabaseScope.allCases.map { ChangeFollower(database: container.database(with: $0), zones: nil) }
+            for index in followers.indices { try? followers[index].start(since: nil) }
+            metrics.observeCommits(merged: [])
+            for await _ in container.commits() {
+                var merged: [(record: Record, database: Database)] = []
+                for index in followers.indices {
+                    guard let round = try? followers[index].next() else { continue }
+                    let database = followers[index].database
+                    for change in round.changes {
+                        guard let record = change.record, record.lastModifierReplica != container.replicaID else { continue }
+                        merged.append((record, database))
+                    }
+                }
+                metrics.observeCommits(merged: merged)
+            }
+        }
+        commitObserver.withLockedValue { $0 = task }
+    }
+
+    /// Runs until the service group's graceful shutdown, then stops.
+    public func run() async throws {
+        if bound.withLockedValue({ $0 }) == nil { try await start() }
+        if let port = boundPort { logger.info("HTTP on \(configuration.host) port \(port)") }
+        try? await gracefulShutdown()
+        await stop()
+    }
+
+    /// Closes the listener and every connection.
+    public func stop() async {
+        commitObserver.withLockedValue { $0?.cancel() }
+        guard let (channel, pool) = bound.withLockedValue({ value in defer { value = nil }; return value }) else { return }
+        try? await channel.close()
+        try? await pool.shutdownGracefully()
+    }
+}
+
+/// How many of something are open now.
+final class ConnectionCount: Sendable {
+    private let count = NIOLockedValueBox(0)
+    /// Adds `delta` and returns the new count.
+    @discardableResult
+    func add(_ delta: Int) -> Int { count.withLockedValue { $0 += delta; return $0 } }
+    var value: Int { count.withLockedValue { $0 } }
+}
+
+/// Answers a connection over the limit with TRY_AGAIN_LATER and closes it.
+final class BusyHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head = unwrapInboundIn(data) else { return }
+        let body = WebError(.tryAgainLater, "this node has as many HTTP connections open as it takes; try again later").body
+        let bytes = (try? JSONEncoder().encode(body)).map(Array.init) ?? []
+        let headers = HTTPHeaders([("Content-Type", "application/json; charset=utf-8"), ("Content-Length", String(bytes.count)), ("Connection", "close"), ("Retry-After", "1")])
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .serviceUnavailable, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: bytes)))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+    }
+}
