@@ -36,6 +36,9 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   echo "the simulated-LAN scenarios need root (network namespaces): skipped"
 fi
+# The node on the web: /metrics through Prometheus' parser, the OpenAPI document
+# through schemathesis, the console in headless Chromium (screenshots in .build/artifacts/console).
+Tests/web/run.sh .build/debug/lattice .build/artifacts
 fuzz_seconds="${LATTICE_FUZZ_SECONDS:-45}"
 if [ "$fuzz_seconds" -gt 0 ]; then
   log="$(mktemp)"

@@ -249,3 +249,28 @@ public struct Database: Sendable {
 extension Result {
     var failure: Failure? { if case .failure(let error) = self { return error } else { return nil } }
 }
+
+/// Who last wrote a field of a record, and when: the winning write of its register.
+public struct FieldWrite: Sendable, Hashable {
+    /// The field's name.
+    public var field: String
+    /// The writer's clock, milliseconds since 1970.
+    public var milliseconds: Int64
+    /// The writing replica (`Record.lastModifierReplica`'s kind of ID).
+    public var replica: ReplicaID
+    /// The write removed the field.
+    public var removed: Bool
+}
+
+extension Database {
+    /// The last write of each of a record's fields, removed ones included, by field name.
+    public func fieldWrites(for recordID: Record.ID) throws(LatticeError) -> [FieldWrite] {
+        let state = try LatticeError.wrap { () throws -> RecordState? in
+            try store.read { snapshot in
+                try snapshot.record(reaching: recordID.recordName, in: try key(recordID.zoneID, in: snapshot), writing: false).state
+            }
+        }
+        guard let state, state.isAlive else { throw LatticeError(.unknownItem, "record \(recordID) does not exist") }
+        return state.fields.map { FieldWrite(field: $0.name, milliseconds: Int64($0.stamp.time.milliseconds), replica: $0.stamp.replica, removed: $0.value == nil) }
+    }
+}

@@ -114,13 +114,9 @@ final class NodeMetrics: Sendable {
     /// The text `/metrics` serves: the gauges read now, then everything.
     func exposition(openEventStreams: Int = 0) -> String {
         let directory = container.directory
-        var databaseBytes: Int64 = 0
-        for suffix in ["", "-wal", "-shm"] {
-            let path = directory.appendingPathComponent("lattice.sqlite" + suffix).path
-            databaseBytes += ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.int64Value ?? 0
-        }
-        gauge("lattice_store_bytes", [("part", "database")]).record(databaseBytes)
-        gauge("lattice_store_bytes", [("part", "assets")]).record(Self.size(of: directory.appendingPathComponent("assets")))
+        let bytes = Self.storeBytes(of: directory)
+        gauge("lattice_store_bytes", [("part", "database")]).record(bytes.database)
+        gauge("lattice_store_bytes", [("part", "assets")]).record(bytes.assets)
         gauge("lattice_event_streams").record(openEventStreams)
         if let status = NodeStatus.read(store: directory) {
             gauge("lattice_peers", [("state", "connected")]).record(status.peers.filter(\.connected).count)
@@ -136,11 +132,18 @@ final class NodeMetrics: Sendable {
         return registry.emitToString()
     }
 
-    private static func size(of directory: URL) -> Int64 {
-        guard let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
-        var total: Int64 = 0
-        for case let file as URL in files { total += Int64((try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
-        return total
+    /// The store's database files (with its write-ahead log) and its asset files, in bytes.
+    static func storeBytes(of directory: URL) -> (database: Int64, assets: Int64, total: Int64) {
+        var database: Int64 = 0
+        for suffix in ["", "-wal", "-shm"] {
+            let path = directory.appendingPathComponent("lattice.sqlite" + suffix).path
+            database += ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.int64Value ?? 0
+        }
+        var assets: Int64 = 0
+        if let files = FileManager.default.enumerator(at: directory.appendingPathComponent("assets"), includingPropertiesForKeys: [.fileSizeKey]) {
+            for case let file as URL in files { assets += Int64((try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
+        }
+        return (database, assets, database + assets)
     }
 }
 

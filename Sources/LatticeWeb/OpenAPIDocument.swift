@@ -1,4 +1,4 @@
-// Written by scripts/openapi.py from the same source as docs/openapi.json; edit that script, not this file.
+// Written by scripts/openapi.py from the same source as docs/openapi.json; edit scripts/web-assets.py, not this file.
 
 /// The OpenAPI document of what the node serves, at `/openapi.json`.
 enum OpenAPIDocument {

@@ -12,6 +12,7 @@ final class WebRouter: Sendable {
     let metrics: NodeMetrics
     /// Origins besides the node's own whose pages may call it (CORS); none unless configured.
     let allowedOrigins: Set<String>
+    let console: ConsoleAPI
     /// Event streams open now.
     let openStreams = ConnectionCount()
     /// Tokens as last read from the store, and when: revoking one takes effect within a second.
@@ -23,6 +24,7 @@ final class WebRouter: Sendable {
         self.events = events
         self.metrics = metrics
         self.allowedOrigins = allowedOrigins
+        console = ConsoleAPI(container: container)
     }
 
     /// The response to a request, and the operation's name for metrics.
@@ -47,6 +49,8 @@ final class WebRouter: Sendable {
             return knownOperations.contains(name) ? name : "unknown"
         }
         let name = segments.joined(separator: "/")
+        if segments.first == "console" { return "console" }
+        if segments.first == "api", segments.count == 2, ["node", "schema", "record", "query"].contains(segments[1]) { return name }
         return ["", "metrics", "openapi.json"].contains(name) ? (name.isEmpty ? "root" : name) : "unknown"
     }
 
@@ -60,6 +64,8 @@ final class WebRouter: Sendable {
         if request.method == .OPTIONS { return .whole(status: .noContent, contentType: "text/plain", body: []) }
         let segments = request.pathSegments
         switch segments.first {
+        case nil where (request.headers.first(name: "accept") ?? "").contains("text/html"):
+            return .whole(status: .found, contentType: "text/plain", body: [], extraHeaders: [("Location", "/console/")])
         case nil:
             return .text("Lattice node \(container.deviceID): CloudKit Web Services at /database/1/\(container.containerIdentifier)/development/{private|shared|public}/…; the API at /openapi.json; metrics at /metrics.\n", contentType: "text/plain; charset=utf-8")
         case "openapi.json":
@@ -72,6 +78,22 @@ final class WebRouter: Sendable {
         case "database":
             try authenticate(request)
             return try database(request, segments: segments)
+        case "api":
+            try authenticate(request)
+            switch segments.dropFirst().joined(separator: "/") {
+            case "node": try requireMethod(request, [.GET]); return try console.node()
+            case "schema": try requireMethod(request, [.GET]); return try console.schema()
+            case "record": try requireMethod(request, [.GET]); return try console.record(request)
+            case "query": try requireMethod(request, [.POST]); return try console.query(request.body)
+            default: throw WebError(.notFound, "no console operation /\(segments.joined(separator: "/"))")
+            }
+        case "console":
+            try requireMethod(request, [.GET])
+            guard let file = ConsoleFiles.file(named: segments.dropFirst().joined(separator: "/")) else {
+                throw WebError(.notFound, "no console file /\(segments.joined(separator: "/"))")
+            }
+            return .whole(status: .ok, contentType: file.contentType, body: Array(file.content.utf8),
+                          extraHeaders: [("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")])
         default:
             throw WebError(.notFound, "no such path: /\(segments.joined(separator: "/")) (see /openapi.json)")
         }

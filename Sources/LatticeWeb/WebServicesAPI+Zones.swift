@@ -6,6 +6,8 @@ struct ZoneEntry: Encodable {
     var zoneID: WebServicesZoneID
     var syncToken: String?
     var atomic: Bool?
+    /// Lattice's addition in `zones/list`: how many records the zone holds.
+    var recordCount: Int?
     var deleted: Bool?
     var serverErrorCode: String?
     var reason: String?
@@ -26,7 +28,7 @@ extension WebServicesAPI {
         let zones = try library { try database.allRecordZones() }
         return .json(ZonesResponse(zones: try zones.map { zone in
             ZoneEntry(zoneID: WebServicesZoneID(zone.zoneID), syncToken: try library { try database.currentChangeToken(inZoneWith: zone.zoneID).description },
-                      atomic: !zone.zoneID.isDefault)
+                      atomic: !zone.zoneID.isDefault, recordCount: try library { try database.recordCount(inZoneWith: zone.zoneID) })
         }))
     }
 

@@ -108,11 +108,22 @@ import Testing
         #expect(try cli.ok(["query", "Notice", "--database", "public", "--json"]).stdout.contains("hello"))
         #expect(try HTTPTestClient.request(port: port, "GET", "\(Self.base)/shared/zones/list", token: token).status == 200)
 
-        // The OpenAPI document the node publishes is the one checked in (scripts/openapi.py writes both).
+        // The OpenAPI document the node publishes is the one checked in (scripts/web-assets.py writes both).
         let published = try HTTPTestClient.request(port: port, "GET", "/openapi.json", token: nil)
         let checkedIn = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/openapi.json")
         let document = Array(try Data(contentsOf: checkedIn))
-        #expect(published.status == 200 && published.body == document, "docs/openapi.json differs from what the node serves: run scripts/openapi.py")
+        #expect(published.status == 200 && published.body == document, "docs/openapi.json differs from what the node serves: run scripts/web-assets.py")
+        // So is the console; its data comes from /api/…, which needs the token.
+        let root = checkedIn.deletingLastPathComponent().deletingLastPathComponent()
+        for (path, file) in [("/console/", "console/index.html"), ("/console/console.js", "console/console.js"), ("/console/console.css", "console/console.css")] {
+            let served = try HTTPTestClient.request(port: port, "GET", path, token: nil)
+            let content = Array(try Data(contentsOf: root.appendingPathComponent(file)))
+            #expect(served.status == 200 && served.body == content, "\(path) is not \(file): run scripts/web-assets.py")
+            #expect(served.headers["content-security-policy"]?.contains("default-src 'self'") == true)
+        }
+        #expect(try HTTPTestClient.request(port: port, "GET", "/api/node", token: nil).status == 401)
+        let detail = try HTTPTestClient.request(port: port, "GET", "/api/record?zone=Movies&name=toy", token: token).json
+        #expect((detail["fieldWrites"] as? [[String: Any]])?.contains { $0["field"] as? String == "title" } == true)
     }
 
     @Test func refusedRequestsGetCloudKitErrorsAndChangeNothing() throws {

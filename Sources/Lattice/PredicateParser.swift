@@ -1,5 +1,5 @@
 import Foundation
-import Lattice
+@_spi(Tools) import LatticeCore
 
 /// A malformed predicate: where, and what was expected there.
 public struct PredicateSyntaxError: Error, Equatable, CustomStringConvertible {

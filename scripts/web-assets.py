@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the OpenAPI document of `lattice serve --http`: docs/openapi.json, and
-Sources/LatticeWeb/OpenAPIDocument.swift, which the node serves at /openapi.json.
-Run it after changing the HTTP surface; the tests check the two agree with each other."""
+"""Writes what `lattice serve --http` serves as files: the OpenAPI document
+(docs/openapi.json, and Sources/LatticeWeb/OpenAPIDocument.swift, served at
+/openapi.json) and the console (console/*, embedded as Sources/LatticeWeb/ConsoleFiles.swift,
+served at /console/). Run it after changing either; the tests check that what the node
+serves is what is checked in."""
 import json
 import pathlib
 
@@ -115,7 +117,23 @@ document = {
 }
 text = json.dumps(document, indent=2, sort_keys=True) + "\n"
 (ROOT / "docs" / "openapi.json").write_text(text)
-swift = ("// Written by scripts/openapi.py from the same source as docs/openapi.json; edit that script, not this file.\n\n"
+swift = ("// Written by scripts/openapi.py from the same source as docs/openapi.json; edit scripts/web-assets.py, not this file.\n\n"
          "/// The OpenAPI document of what the node serves, at `/openapi.json`.\n"
          "enum OpenAPIDocument {\n    static let json = #\"\"\"\n" + text + "\n\"\"\"#\n}\n")
 (ROOT / "Sources" / "LatticeWeb" / "OpenAPIDocument.swift").write_text(swift)
+
+types = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+files = sorted(path for path in (ROOT / "console").iterdir() if path.suffix in types)
+cases = []
+for path in files:
+    content = path.read_text()
+    assert '"""#' not in content, f"{path} holds the raw string's delimiter"
+    name = "" if path.name == "index.html" else path.name
+    cases.append(f'        case "{name}": return ("{types[path.suffix]}", #"""\n{content}\n"""#)')
+swift = ("// Written by scripts/web-assets.py from console/; edit those files and run the script, not this file.\n\n"
+         "/// The console's files, served at `/console/` (the node's binary carries them: nothing to install beside it).\n"
+         "enum ConsoleFiles {\n"
+         "    /// The file at `/console/NAME` (`index.html` at `/console/`), with its content type.\n"
+         "    static func file(named name: String) -> (contentType: String, content: String)? {\n"
+         "        switch name {\n" + "\n".join(cases) + "\n        default: return nil\n        }\n    }\n}\n")
+(ROOT / "Sources" / "LatticeWeb" / "ConsoleFiles.swift").write_text(swift)

@@ -1,0 +1,563 @@
+// Written by scripts/web-assets.py from console/; edit those files and run the script, not this file.
+
+/// The console's files, served at `/console/` (the node's binary carries them: nothing to install beside it).
+enum ConsoleFiles {
+    /// The file at `/console/NAME` (`index.html` at `/console/`), with its content type.
+    static func file(named name: String) -> (contentType: String, content: String)? {
+        switch name {
+        case "console.css": return ("text/css; charset=utf-8", #"""
+:root {
+  --bg: #f7f7f5; --panel: #ffffff; --text: #1d1d1f; --muted: #6e6e73; --line: #e3e3e0;
+  --accent: #2f6fde; --accent-soft: #e8f0fd; --good: #1f8a4c; --bad: #c0392b; --warn: #b7791f;
+  --mono: ui-monospace, "SF Mono", "DejaVu Sans Mono", Menlo, Consolas, monospace;
+}
+* { box-sizing: border-box; }
+html, body { margin: 0; height: 100%; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif; color: var(--text); background: var(--bg); }
+[hidden] { display: none !important; }
+code, pre, .mono { font-family: var(--mono); font-size: 12.5px; }
+h1 { font-size: 20px; margin: 0 0 12px; font-weight: 600; }
+h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); margin: 22px 0 8px; font-weight: 600; }
+.muted { color: var(--muted); }
+.small { font-size: 12px; }
+.error { color: var(--bad); min-height: 1em; }
+
+.top { display: flex; align-items: center; gap: 18px; height: 48px; padding: 0 18px; background: #1d1d1f; color: #fff; }
+.brand { font-weight: 700; letter-spacing: .02em; }
+.node { color: #c7c7cc; font-family: var(--mono); font-size: 12px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; flex: 1; }
+.live { display: flex; align-items: center; gap: 6px; font-size: 12px; color: #c7c7cc; }
+.live .dot { width: 8px; height: 8px; border-radius: 50%; background: var(--warn); }
+.live.on .dot { background: #34c759; }
+.live.off .dot { background: var(--bad); }
+
+.login { max-width: 460px; margin: 80px auto; background: var(--panel); padding: 28px; border: 1px solid var(--line); border-radius: 10px; }
+.login form { display: flex; gap: 8px; }
+.login input { flex: 1; }
+
+.app { display: grid; grid-template-columns: 230px 1fr; height: calc(100% - 48px); }
+.side { border-right: 1px solid var(--line); padding: 16px 12px; overflow-y: auto; background: #fbfbfa; }
+.side ul { list-style: none; margin: 0; padding: 0; }
+.side li a { display: flex; justify-content: space-between; padding: 6px 10px; border-radius: 6px; color: var(--text); text-decoration: none; }
+.side li a:hover { background: #efefec; }
+.side li a.active { background: var(--accent-soft); color: var(--accent); font-weight: 600; }
+.side li a .count { color: var(--muted); font-size: 12px; font-variant-numeric: tabular-nums; }
+.side select { width: 100%; margin-top: 4px; }
+main { overflow: auto; padding: 22px 28px 60px; }
+.title-row { display: flex; align-items: baseline; gap: 12px; }
+.title-row h1 { margin-bottom: 12px; }
+
+input, select, button { font: inherit; }
+input, select { padding: 6px 9px; border: 1px solid #cfcfcb; border-radius: 6px; background: #fff; }
+input:focus, select:focus { outline: 2px solid var(--accent-soft); border-color: var(--accent); }
+button { padding: 6px 14px; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+button.secondary { background: #fff; color: var(--accent); }
+button:disabled { opacity: .5; cursor: default; }
+
+table.grid { width: 100%; border-collapse: collapse; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; table-layout: auto; }
+.grid th, .grid td { text-align: left; padding: 7px 10px; border-bottom: 1px solid var(--line); vertical-align: top; }
+.grid th { font-size: 12px; font-weight: 600; color: var(--muted); background: #fafaf8; position: sticky; top: 0; }
+.grid td { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.grid td.wrap { white-space: normal; word-break: break-word; }
+.grid tbody tr:last-child td { border-bottom: none; }
+.grid tbody tr.clickable { cursor: pointer; }
+.grid tbody tr.clickable:hover { background: #f3f6fc; }
+.grid tbody tr.flash { animation: flash 1.6s ease-out; }
+@keyframes flash { from { background: #fff6cc; } to { background: transparent; } }
+.num { text-align: right; font-variant-numeric: tabular-nums; }
+.tag { display: inline-block; padding: 1px 7px; border-radius: 10px; font-size: 11.5px; background: #efefec; color: var(--muted); }
+.tag.good { background: #e3f4ea; color: var(--good); }
+.tag.bad { background: #fbe7e4; color: var(--bad); }
+.tag.warn { background: #fbf0dc; color: var(--warn); }
+
+.query { display: grid; grid-template-columns: repeat(4, minmax(120px, 1fr)); gap: 10px 14px; align-items: end; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 14px; margin-bottom: 12px; }
+.query label { display: flex; flex-direction: column; gap: 4px; font-size: 12px; color: var(--muted); }
+.query label.wide { grid-column: span 2; }
+.query .buttons { display: flex; gap: 8px; }
+.explain { background: #1d1d1f; color: #e5e5ea; padding: 12px 14px; border-radius: 8px; overflow-x: auto; }
+.activity { list-style: none; padding: 0; margin: 0; font-size: 13px; }
+.activity li { padding: 6px 10px; border-bottom: 1px solid var(--line); display: flex; gap: 12px; }
+.activity time { color: var(--muted); font-variant-numeric: tabular-nums; min-width: 70px; }
+.schema-type { margin-bottom: 18px; }
+.schema-type h3 { margin: 0 0 6px; font-size: 15px; }
+
+"""#)
+        case "console.js": return ("text/javascript; charset=utf-8", #"""
+// The Lattice console: plain JavaScript over the node's HTTP surface
+// (CloudKit Web Services, /api/… and the event stream). No build step, no CDN.
+"use strict";
+
+const state = { token: null, container: null, database: "private", zone: null, tab: "records", record: null,
+                records: new Map(), columns: [], recordsToken: null, events: null, node: null, refreshTimer: null, zonesTimer: null };
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (value !== undefined && value !== null) node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) node.append(child instanceof Node ? child : document.createTextNode(child ?? ""));
+  return node;
+}
+
+// ---- Talking to the node ----
+
+class AuthError extends Error {}
+
+async function api(path, body) {
+  const response = await fetch(path, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { "Authorization": "Bearer " + state.token, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await response.json().catch(() => ({}));
+  if (response.status === 401) throw new AuthError(json.reason || "the token was refused");
+  if (!response.ok) throw new Error(json.reason || `${response.status} ${response.statusText}`);
+  return json;
+}
+
+const ws = (operation, body) => api(`/database/1/${encodeURIComponent(state.container)}/development/${state.database}/${operation}`, body);
+
+// ---- Formatting ----
+
+function time(ms) {
+  if (ms === undefined || ms === null) return "";
+  const date = new Date(Number(ms));
+  const today = new Date();
+  return date.toDateString() === today.toDateString() ? date.toLocaleTimeString() : date.toLocaleString();
+}
+
+function bytes(count) {
+  const units = ["bytes", "KB", "MB", "GB", "TB"];
+  let value = Number(count) || 0, unit = 0;
+  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit++; }
+  return unit === 0 ? `${value} bytes` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
+const shortID = (id) => (id || "").split("-")[0] || (id || "").slice(0, 8);
+
+function formatValue(field) {
+  if (!field) return "";
+  const { value, type = "" } = field;
+  if (type.endsWith("_LIST") && Array.isArray(value)) return value.map((item) => formatValue({ value: item, type: type.slice(0, -5) })).join(", ");
+  switch (type) {
+    case "TIMESTAMP": return time(value);
+    case "REFERENCE": return "→ " + (value && value.recordName);
+    case "LOCATION": return value ? `${Number(value.latitude).toFixed(4)}, ${Number(value.longitude).toFixed(4)}` : "";
+    case "ASSETID": return value ? `asset ${String(value.fileChecksum).slice(0, 10)}… (${bytes(value.size)})${value.local === false ? ", not here yet" : ""}` : "";
+    case "BYTES": return `${Math.floor(String(value).length * 3 / 4)} bytes`;
+    default: return typeof value === "object" ? JSON.stringify(value) : String(value);
+  }
+}
+
+function table(id, rows, empty) {
+  const body = $(id).querySelector("tbody");
+  body.replaceChildren(...rows);
+  if (empty) $(empty).hidden = rows.length > 0;
+}
+
+// ---- Navigation ----
+
+function show(tab) {
+  state.tab = tab;
+  for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== "tab-" + tab;
+  for (const link of document.querySelectorAll("[data-tab]")) link.classList.toggle("active", link.dataset.tab === tab);
+  for (const link of document.querySelectorAll("#zones a")) link.classList.toggle("active", tab === "records" && link.dataset.zone === state.zone);
+  if (tab === "schema") loadSchema();
+  if (tab === "query") fillQueryZones();
+  if (["peers", "account", "assets"].includes(tab)) loadNode();
+}
+
+function failed(error) {
+  if (error instanceof AuthError) return signOut(error.message);
+  activity("error", error.message);
+}
+
+// ---- Zones and records ----
+
+async function loadZones(reopen = true) {
+  const { zones } = await ws("zones/list");
+  const list = $("zones");
+  list.replaceChildren(...zones.map((zone) => {
+    const name = zone.zoneID.zoneName;
+    const owner = zone.zoneID.ownerName;
+    const label = state.database === "shared" ? `${name} (${shortID(owner)})` : name;
+    return el("li", {}, el("a", { href: "#", "data-zone": name, onclick: (event) => { event.preventDefault(); openZone(name); } },
+      el("span", {}, label), el("span", { class: "count" }, zone.recordCount ?? "")));
+  }));
+  if (!zones.some((zone) => zone.zoneID.zoneName === state.zone)) {
+    const first = zones.find((zone) => zone.zoneID.zoneName !== "_defaultZone") || zones[0];
+    state.zone = first ? first.zoneID.zoneName : null;
+  }
+  for (const link of document.querySelectorAll("#zones a")) link.classList.toggle("active", state.tab === "records" && link.dataset.zone === state.zone);
+  if (reopen && state.zone && state.tab === "records") openZone(state.zone);
+}
+
+async function openZone(name) {
+  state.zone = name;
+  state.records = new Map();
+  state.recordsToken = null;
+  $("zone-title").textContent = name;
+  show("records");
+  await loadMoreRecords();
+}
+
+async function loadMoreRecords() {
+  const page = await ws("records/changes", { zoneID: { zoneName: state.zone }, resultsLimit: 200, ...(state.recordsToken ? { syncToken: state.recordsToken } : {}) });
+  for (const entry of page.records) {
+    if (entry.deleted) state.records.delete(entry.recordName); else state.records.set(entry.recordName, entry);
+  }
+  state.recordsToken = page.syncToken;
+  $("more-records").hidden = !page.moreComing;
+  renderRecords();
+}
+
+function renderRecords(flash) {
+  const records = [...state.records.values()];
+  const counts = new Map();
+  for (const record of records) for (const name of Object.keys(record.fields || {})) counts.set(name, (counts.get(name) || 0) + 1);
+  state.columns = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 4).map(([name]) => name);
+  $("records").querySelector("thead").replaceChildren(el("tr", {}, el("th", {}, "Name"), el("th", {}, "Type"),
+    ...state.columns.map((name) => el("th", {}, name)), el("th", {}, "Modified"), el("th", {}, "By")));
+  records.sort((a, b) => (b.modified?.timestamp || 0) - (a.modified?.timestamp || 0));
+  table("records", records.map((record) => el("tr", {
+      class: "clickable" + (record.recordName === flash ? " flash" : ""), "data-record": record.recordName,
+      onclick: () => openRecord(record.recordName) },
+    el("td", { class: "mono" }, record.recordName), el("td", {}, record.recordType),
+    ...state.columns.map((name) => el("td", {}, formatValue(record.fields?.[name]))),
+    el("td", {}, time(record.modified?.timestamp)), el("td", { class: "mono" }, (record.modified?.deviceID || "").slice(0, 8)))), "records-empty");
+  $("zone-count").textContent = `${records.length} record${records.length === 1 ? "" : "s"}`;
+}
+
+async function openRecord(name) {
+  state.record = name;
+  const detail = await api(`/api/record?database=${state.database}&zone=${encodeURIComponent(state.zone)}&name=${encodeURIComponent(name)}`);
+  const record = detail.record;
+  $("record-title").textContent = `${state.zone}/${record.recordName}`;
+  $("record-meta").textContent = `${record.recordType} · tag ${record.recordChangeTag} · created ${time(record.created?.timestamp)} · modified ${time(record.modified?.timestamp)}`;
+  const writes = new Map(detail.fieldWrites.map((write) => [write.field, write]));
+  table("record-fields", Object.keys(record.fields).sort().map((field) => {
+    const write = writes.get(field) || {};
+    return el("tr", { "data-field": field }, el("td", { class: "mono" }, field), el("td", {}, el("span", { class: "tag" }, record.fields[field].type)),
+      el("td", { class: "wrap" }, formatValue(record.fields[field])), el("td", { class: "mono" }, (write.replica || "").slice(0, 8)), el("td", {}, time(write.timestamp)));
+  }));
+  $("no-conflicts").hidden = detail.conflicts.length > 0;
+  $("record-conflicts").hidden = detail.conflicts.length === 0;
+  table("record-conflicts", detail.conflicts.map((conflict) => el("tr", {},
+    el("td", { class: "mono" }, conflict.field), el("td", { class: "wrap" }, conflict.losingValue ? formatValue(conflict.losingValue) : "(removed)"),
+    el("td", {}, `${conflict.losingWrite.deviceID.slice(0, 8)} at ${time(conflict.losingWrite.timestamp)}`),
+    el("td", {}, `${conflict.winningWrite.deviceID.slice(0, 8)} at ${time(conflict.winningWrite.timestamp)}`))));
+  show("record");
+}
+
+// ---- Query ----
+
+function fillQueryZones() {
+  const select = $("query-zone");
+  const zones = [...document.querySelectorAll("#zones a")].map((link) => link.dataset.zone);
+  const current = select.value || state.zone;
+  select.replaceChildren(...zones.map((zone) => el("option", { value: zone }, zone)));
+  if (zones.includes(current)) select.value = current;
+}
+
+async function runQuery(explain) {
+  $("query-error").textContent = "";
+  const sort = $("query-sort").value.split(/[\s,]+/).filter(Boolean);
+  try {
+    const result = await api("/api/query", { database: state.database, zone: $("query-zone").value, recordType: $("query-type").value.trim(),
+      where: $("query-where").value, sort, limit: Number($("query-limit").value) || 50, explain });
+    const explanation = result.explanation;
+    $("query-explain").hidden = !explanation;
+    if (explanation) {
+      $("query-explain").textContent = [`plan: ${explanation.plan}`,
+        ...explanation.estimates.map((estimate, index) => `  ${index === 0 ? "taken" : "weighed"}: ${estimate.plan}, ~${estimate.atLeast ? "≥" : ""}${estimate.rows} rows`),
+        `read ${explanation.recordsRead} records (${explanation.rowsRead} rows) to return ${explanation.recordsReturned}`,
+        ...explanation.suggestions.map((suggestion) => `an index would help: ${suggestion}`)].join("\n");
+    }
+    const columns = [...new Set(result.records.flatMap((record) => Object.keys(record.fields)))].sort().slice(0, 6);
+    $("query-results").querySelector("thead").replaceChildren(el("tr", {}, el("th", {}, "Name"), ...columns.map((name) => el("th", {}, name)), el("th", {}, "Modified")));
+    table("query-results", result.records.map((record) => el("tr", { class: "clickable", "data-record": record.recordName,
+        onclick: () => { state.zone = $("query-zone").value; openRecord(record.recordName); } },
+      el("td", { class: "mono" }, record.recordName), ...columns.map((name) => el("td", {}, formatValue(record.fields[name]))), el("td", {}, time(record.modified?.timestamp)))));
+  } catch (error) {
+    if (error instanceof AuthError) return signOut(error.message);
+    $("query-error").textContent = error.message;
+  }
+}
+
+// ---- Schema, node, peers, account, assets ----
+
+async function loadSchema() {
+  const schema = await api("/api/schema").catch(failed);
+  if (!schema) return;
+  $("schema-environment").textContent = `Environment: ${schema.environment}`;
+  $("schema").replaceChildren(...schema.recordTypes.map((type) => el("div", { class: "schema-type" }, el("h3", {}, type.recordType),
+    el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Field"), el("th", {}, "Type"), el("th", {}, "Indexes"))),
+      el("tbody", {}, type.fields.map((field) => el("tr", {}, el("td", { class: "mono" }, field.fieldName), el("td", {}, field.fieldType),
+        el("td", {}, field.indexes.map((index) => el("span", { class: "tag" }, index.toLowerCase() + " "))))))))));
+}
+
+async function loadNode() {
+  const node = await api("/api/node").catch(failed);
+  if (!node) return;
+  state.node = node;
+  $("node-name").textContent = `${node.deviceName || shortID(node.deviceID)} · ${node.container}`;
+  const status = node.status;
+  const peers = status?.peers || [];
+  table("peers", peers.map((peer) => {
+    const verified = (peer.verified || []).filter((zone) => zone.differences === 0 && zone.inSyncAt);
+    const behindHere = peer.zones.filter((zone) => zone.direction === "receiving").reduce((sum, zone) => sum + Math.max(0, zone.recordsTotal - zone.recordsDone), 0);
+    const behindThere = peer.zones.filter((zone) => zone.direction === "sending").reduce((sum, zone) => sum + Math.max(0, zone.recordsTotal - zone.recordsDone), 0);
+    return el("tr", { "data-peer": peer.deviceID, "data-state": peer.connected ? "connected" : "disconnected" },
+      el("td", { class: "mono", title: peer.deviceID }, shortID(peer.deviceID)), el("td", { class: "mono" }, peer.address),
+      el("td", {}, el("span", { class: "tag " + (peer.connected ? "good" : "bad") }, peer.connected ? "connected" : "disconnected")),
+      el("td", {}, peer.access || ""), el("td", { class: "num" }, behindHere), el("td", { class: "num" }, behindThere),
+      el("td", {}, verified.length ? `${verified.length} zone${verified.length === 1 ? "" : "s"} at ${time(Math.max(...verified.map((zone) => zone.inSyncAt)))}` : ""),
+      el("td", { class: "num" }, peer.refusedRecords || 0), el("td", { class: "wrap" }, peer.lastError || ""));
+  }), "peers-empty");
+  const discovery = status?.discovery;
+  $("discovery").textContent = !status ? "The node's status is not available." :
+    discovery ? `mDNS ${discovery.state}${discovery.problem ? ": " + discovery.problem : ""}${discovery.advertisedAs ? " · advertised as " + discovery.advertisedAs : ""} · ${discovery.devices.length} device(s) seen` : "mDNS off";
+  table("strangers", (status?.strangers?.sources || []).map((source) => el("tr", {}, el("td", { class: "mono" }, source.address),
+    el("td", {}, source.reason), el("td", { class: "num" }, source.count), el("td", {}, time(source.last)))), "strangers-empty");
+  $("account-id").textContent = `Account ${node.accountID}`;
+  table("devices", node.devices.map((device) => el("tr", {}, el("td", { class: "mono", title: device.deviceID }, shortID(device.deviceID)),
+    el("td", {}, device.name || ""), el("td", {}, device.isThisDevice ? el("span", { class: "tag good" }, "this device") : ""))));
+  table("removed", node.removedDevices.map((device) => el("tr", {}, el("td", { class: "mono" }, shortID(device.deviceID)), el("td", {}, device.name || ""), el("td", {}, String(device.removedAt)))));
+  table("shares", node.shares.map((share) => el("tr", {}, el("td", {}, share.zoneName), el("td", {}, share.isOwner ? "this account" : shortID(share.ownerName)),
+    el("td", { class: "num" }, share.records), el("td", { class: "wrap" }, share.participants.map((participant) => `${shortID(participant.account)} (${participant.permission})`).join(", ")))));
+  $("store-size").textContent = `The store holds ${bytes(node.storeBytes)} on disk.`;
+  const transfers = status?.assets || [];
+  table("transfers", transfers.map((transfer) => el("tr", {}, el("td", { class: "mono" }, String(transfer.asset || "").slice(0, 16) + "…"),
+    el("td", {}, transfer.state), el("td", {}, `${bytes(transfer.bytesDone)} of ${bytes(transfer.bytesTotal)}`), el("td", {}, transfer.problem || ""))), "transfers-empty");
+}
+
+// ---- Live updates ----
+
+function activity(kind, text) {
+  const list = $("activity");
+  list.prepend(el("li", { "data-kind": kind }, el("time", {}, new Date().toLocaleTimeString()), el("span", {}, text)));
+  while (list.children.length > 300) list.lastChild.remove();
+}
+
+function describe(event) {
+  switch (event.event) {
+    case "connected": return `connected to ${shortID(event.peer)} at ${event.address}`;
+    case "disconnected": return `disconnected from ${shortID(event.peer) || "a peer"}${event.reason ? ": " + event.reason : ""}`;
+    case "syncFinished": return `${event.direction === "receiving" ? "received" : "sent"} ${event.zone} ${event.direction === "receiving" ? "from" : "to"} ${shortID(event.peer)}`;
+    case "refused": return `refused untrusted device ${shortID(event.peer)} at ${event.address}`;
+    case "writesRefused": return `refused ${event.records} record(s) of ${event.zone} from ${shortID(event.peer)}: ${event.reason}`;
+    case "discovered": return `discovered ${shortID(event.peer)}${event.problem ? " (" + event.problem + ")" : ""}`;
+    default: return null;
+  }
+}
+
+function connectEvents() {
+  if (state.events) state.events.close();
+  const events = new EventSource(`/database/1/${encodeURIComponent(state.container)}/development/${state.database}/events?ckAPIToken=${encodeURIComponent(state.token)}`);
+  state.events = events;
+  events.onopen = () => { $("live").className = "live on"; $("live-text").textContent = "live"; };
+  events.onerror = () => { $("live").className = "live off"; $("live-text").textContent = "reconnecting"; };
+  events.addEventListener("record", (message) => {
+    const change = JSON.parse(message.data);
+    activity("record", `${change.reason.replace("record", "").toLowerCase()} ${change.zoneID.zoneName}/${change.recordName}`);
+    clearTimeout(state.zonesTimer);
+    state.zonesTimer = setTimeout(() => loadZones(false).catch(failed), 300);
+    if (change.zoneID.zoneName !== state.zone) return;
+    if (change.reason === "recordDeleted") state.records.delete(change.recordName); else state.records.set(change.recordName, change.record);
+    if (state.tab === "records") renderRecords(change.recordName);
+    if (state.tab === "record" && state.record === change.recordName && change.record) openRecord(change.recordName).catch(failed);
+  });
+  events.addEventListener("sync", (message) => {
+    const event = JSON.parse(message.data);
+    const text = describe(event);
+    if (text) activity("sync", text);
+    if (["connected", "disconnected", "syncFinished", "caughtUp", "refused", "writesRefused", "assetFetched"].includes(event.event)) {
+      clearTimeout(state.refreshTimer);
+      state.refreshTimer = setTimeout(() => loadNode(), 200);
+    }
+  });
+}
+
+// ---- Start ----
+
+function signOut(reason) {
+  sessionStorage.removeItem("lattice-token");
+  if (state.events) state.events.close();
+  $("app").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = reason || "";
+}
+
+async function start() {
+  $("login").hidden = true;
+  try {
+    const node = await api("/api/node");
+    state.container = node.container;
+    $("app").hidden = false;
+    await loadNode();
+    await loadZones();
+    connectEvents();
+    document.body.dataset.ready = "true";
+  } catch (error) {
+    if (error instanceof AuthError) signOut(error.message); else { $("app").hidden = false; activity("error", error.message); }
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const fromLink = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromLink) {
+    sessionStorage.setItem("lattice-token", fromLink);
+    history.replaceState(null, "", location.pathname);
+  }
+  state.token = sessionStorage.getItem("lattice-token");
+  $("login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.token = $("token").value.trim();
+    sessionStorage.setItem("lattice-token", state.token);
+    start();
+  });
+  $("database").addEventListener("change", () => { state.database = $("database").value; state.zone = null; loadZones().catch(failed); connectEvents(); });
+  for (const link of document.querySelectorAll("[data-tab]")) link.addEventListener("click", (event) => { event.preventDefault(); show(link.dataset.tab); });
+  $("back").addEventListener("click", () => openZone(state.zone).catch(failed));
+  $("more-records").addEventListener("click", () => loadMoreRecords().catch(failed));
+  $("query-form").addEventListener("submit", (event) => { event.preventDefault(); runQuery(false); });
+  $("explain-query").addEventListener("click", () => runQuery(true));
+  setInterval(() => { if (state.container && ["peers", "assets"].includes(state.tab)) loadNode(); }, 5000);
+  if (state.token) start(); else signOut();
+});
+
+"""#)
+        case "": return ("text/html; charset=utf-8", #"""
+<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Lattice console</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/console/console.css">
+<script src="/console/console.js" defer></script>
+</head>
+<body>
+<header class="top">
+  <div class="brand">Lattice</div>
+  <div class="node" id="node-name">…</div>
+  <div class="live" id="live" title="Live updates from the node's event stream"><span class="dot"></span><span id="live-text">connecting</span></div>
+</header>
+
+<section id="login" class="login" hidden>
+  <h1>Open this node's console</h1>
+  <p>Paste an HTTP token of this node. On the node's machine, <code>lattice http token create console</code> makes one.</p>
+  <form id="login-form">
+    <input id="token" type="password" autocomplete="off" placeholder="lattice_…" aria-label="HTTP token">
+    <button type="submit">Open</button>
+  </form>
+  <p class="error" id="login-error"></p>
+</section>
+
+<div id="app" class="app" hidden>
+  <nav class="side">
+    <label class="small" for="database">Database</label>
+    <select id="database">
+      <option value="private">Private</option>
+      <option value="shared">Shared</option>
+      <option value="public">Public</option>
+    </select>
+    <h2>Zones</h2>
+    <ul id="zones" class="zones"></ul>
+    <h2>Node</h2>
+    <ul class="tabs-side">
+      <li><a href="#" data-tab="query">Query</a></li>
+      <li><a href="#" data-tab="schema">Schema</a></li>
+      <li><a href="#" data-tab="peers">Peers</a></li>
+      <li><a href="#" data-tab="account">Account &amp; shares</a></li>
+      <li><a href="#" data-tab="assets">Assets &amp; store</a></li>
+      <li><a href="#" data-tab="activity">Activity</a></li>
+    </ul>
+  </nav>
+
+  <main>
+    <section id="tab-records" class="tab">
+      <div class="title-row"><h1 id="zone-title">Records</h1><span class="muted" id="zone-count"></span></div>
+      <table class="grid" id="records"><thead></thead><tbody></tbody></table>
+      <button id="more-records" class="secondary" hidden>More</button>
+      <p class="muted" id="records-empty" hidden>No records in this zone.</p>
+    </section>
+
+    <section id="tab-record" class="tab" hidden>
+      <div class="title-row"><button class="secondary" id="back">← Records</button><h1 id="record-title"></h1></div>
+      <p class="muted" id="record-meta"></p>
+      <h2>Fields</h2>
+      <table class="grid" id="record-fields"><thead><tr><th>Field</th><th>Type</th><th>Value</th><th>Written by</th><th>When</th></tr></thead><tbody></tbody></table>
+      <h2>Conflicts</h2>
+      <p class="muted" id="no-conflicts">None: every field has one value.</p>
+      <table class="grid" id="record-conflicts" hidden><thead><tr><th>Field</th><th>Losing value</th><th>Lost write</th><th>Winning write</th></tr></thead><tbody></tbody></table>
+    </section>
+
+    <section id="tab-query" class="tab" hidden>
+      <h1>Query</h1>
+      <form id="query-form" class="query">
+        <label>Zone <select id="query-zone"></select></label>
+        <label>Record type <input id="query-type" placeholder="Movie" required></label>
+        <label class="wide">Where <input id="query-where" placeholder='rating >= 4 AND title BEGINSWITH "Toy"'></label>
+        <label>Sort <input id="query-sort" placeholder="-rating"></label>
+        <label>Limit <input id="query-limit" type="number" min="1" max="400" value="50"></label>
+        <div class="buttons"><button type="submit" id="run-query">Run</button><button type="button" class="secondary" id="explain-query">Explain</button></div>
+      </form>
+      <p class="error" id="query-error"></p>
+      <pre class="explain" id="query-explain" hidden></pre>
+      <table class="grid" id="query-results"><thead></thead><tbody></tbody></table>
+    </section>
+
+    <section id="tab-schema" class="tab" hidden>
+      <h1>Schema</h1>
+      <p class="muted" id="schema-environment"></p>
+      <div id="schema"></div>
+    </section>
+
+    <section id="tab-peers" class="tab" hidden>
+      <h1>Peers</h1>
+      <table class="grid" id="peers"><thead><tr><th>Device</th><th>Address</th><th>State</th><th>Access</th><th>Behind here</th><th>Behind there</th><th>Verified</th><th>Refused</th><th>Last error</th></tr></thead><tbody></tbody></table>
+      <p class="muted" id="peers-empty" hidden>No peer yet: devices of this account on the LAN appear here as the node finds them.</p>
+      <h2>Discovery</h2>
+      <p id="discovery" class="muted"></p>
+      <h2>Turned away</h2>
+      <table class="grid" id="strangers"><thead><tr><th>Address</th><th>Reason</th><th>Times</th><th>Last</th></tr></thead><tbody></tbody></table>
+      <p class="muted" id="strangers-empty">No connection was turned away.</p>
+    </section>
+
+    <section id="tab-account" class="tab" hidden>
+      <h1>Account</h1>
+      <p class="muted" id="account-id"></p>
+      <table class="grid" id="devices"><thead><tr><th>Device</th><th>Name</th><th></th></tr></thead><tbody></tbody></table>
+      <h2>Removed devices</h2>
+      <table class="grid" id="removed"><thead><tr><th>Device</th><th>Name</th><th>Removed</th></tr></thead><tbody></tbody></table>
+      <h2>Shares</h2>
+      <table class="grid" id="shares"><thead><tr><th>Zone</th><th>Owner</th><th>Records</th><th>Participants</th></tr></thead><tbody></tbody></table>
+    </section>
+
+    <section id="tab-assets" class="tab" hidden>
+      <h1>Assets &amp; store</h1>
+      <p id="store-size"></p>
+      <h2>Transfers</h2>
+      <table class="grid" id="transfers"><thead><tr><th>Asset</th><th>State</th><th>Progress</th><th>Problem</th></tr></thead><tbody></tbody></table>
+      <p class="muted" id="transfers-empty">No asset is being fetched.</p>
+    </section>
+
+    <section id="tab-activity" class="tab" hidden>
+      <h1>Activity</h1>
+      <p class="muted">Sync events and record changes as the node reports them, newest first.</p>
+      <ol id="activity" class="activity"></ol>
+    </section>
+  </main>
+</div>
+</body>
+</html>
+
+"""#)
+        default: return nil
+        }
+    }
+}
