@@ -5,6 +5,9 @@ extension WebServicesAPI {
     /// `records/query`: a page of records matching a query, and where the next starts.
     func query(_ body: [UInt8], in database: Database) throws -> WebResponse {
         let request = try RequestBody.decode(QueryRequest.self, from: body, what: "records/query")
+        if request.zoneWide == true, request.zoneID == nil {
+            throw WebError.badRequest("zoneWide queries (every zone at once) are not served yet; name the zone with zoneID")
+        }
         let zoneID = try zone(request.zoneID, in: database)
         let predicate = try library { try WebServicesFilter.predicate(request.query.filterBy ?? []) }
         let sorts = try library { try (request.query.sortBy ?? []).map { sort in try sort.sort() } }

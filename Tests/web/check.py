@@ -148,13 +148,14 @@ def check_openapi(node):
     base = f"http://127.0.0.1:{node.http_port}"
     common = [schemathesis, "run", url, "--url", base, "-H", f"Authorization: Bearer {node.token}", "--seed", "41", "--no-shrink",
               "--exclude-path-regex", "/events$", "--request-timeout", "10", "--warnings", "off", "--suppress-health-check", "all"]
-    positive = subprocess.run(common + ["--mode", "positive", "--max-examples", "25", "--checks", "not_a_server_error"], capture_output=True, text=True)
+    # Run from the temporary directory: schemathesis leaves its reports where it runs.
+    positive = subprocess.run(common + ["--mode", "positive", "--max-examples", "25", "--checks", "not_a_server_error"], capture_output=True, text=True, cwd=ROOT)
     check(positive.returncode == 0, "openapi: schemathesis' valid requests get no 5xx")
     if positive.returncode != 0:
         print(positive.stdout[-4000:])
     snapshot = lattice(node.store, "query", "Movie", "--zone", "Movies", "--json", "--limit", "400"), lattice(node.store, "zone", "list", "--json")
     negative = subprocess.run(common + ["--mode", "negative", "--max-examples", "25", "--checks", "not_a_server_error,negative_data_rejection"],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, cwd=ROOT)
     check(negative.returncode == 0, "openapi: schemathesis' invalid requests are all refused, none with a 5xx")
     if negative.returncode != 0:
         print(negative.stdout[-4000:])
