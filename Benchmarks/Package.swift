@@ -5,6 +5,7 @@
 //   swift run -c release lattice-merge-figures   (JSON lines for compare/run.sh)
 //   swift run -c release lattice-sync-figures propagation|propagation-cli|initial   (the README's sync figures)
 //   swift run -c release lattice-model-figures   (typed models against the raw record API)
+//   swift run -c release lattice-web-figures STORE   (the library's side of web/bench.py's query figures)
 import Foundation
 import PackageDescription
 
@@ -30,6 +31,7 @@ let package = Package(
             .product(name: "LatticeProtocol", package: lattice), .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .executableTarget(name: "lattice-model-figures", dependencies: ["Workload", .product(name: "Lattice", package: lattice)]),
+        .executableTarget(name: "lattice-web-figures", dependencies: [.product(name: "Lattice", package: lattice)]),
         .executableTarget(
             name: "ModelBenchmarks",
             dependencies: ["Workload", .product(name: "Lattice", package: lattice), .product(name: "Benchmark", package: "package-benchmark")],

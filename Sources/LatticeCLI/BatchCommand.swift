@@ -160,7 +160,8 @@ enum BatchRecordEntry: Encodable {
 /// A line as read: which request it is.
 private struct BatchLineShape: Decodable {
     struct RecordReference: Decodable {
-        var recordName: String
+        /// Absent in a create, which names the record itself.
+        var recordName: String?
         var recordChangeTag: String?
         var zoneID: WebServicesZoneID?
     }
@@ -295,7 +296,8 @@ struct BatchRunner {
             let tag = reference.recordChangeTag
             switch operation {
             case .delete, .forceDelete:
-                return .write(BatchWrite(operation, Record(recordType: "_", recordName: reference.recordName, zoneID: zoneID), tag: tag))
+                guard let name = reference.recordName else { throw CLIError.corrupt("a \(type) needs the record's \"recordName\"") }
+                return .write(BatchWrite(operation, Record(recordType: "_", recordName: name, zoneID: zoneID), tag: tag))
             default:
                 let save: BatchSaveShape = try WebServicesInput.decode(data, what: "a record")
                 let record = try library {
@@ -313,7 +315,10 @@ struct BatchRunner {
         }
         if let references = shape.records {
             guard !references.isEmpty else { throw CLIError.corrupt("a lookup needs at least one record") }
-            return .lookup(try references.map { Record.ID(recordName: $0.recordName, zoneID: try zone($0.zoneID ?? shape.zoneID)) })
+            return .lookup(try references.map { reference in
+                guard let name = reference.recordName else { throw CLIError.corrupt("a lookup needs each record's \"recordName\"") }
+                return Record.ID(recordName: name, zoneID: try zone(reference.zoneID ?? shape.zoneID))
+            })
         }
         throw CLIError.corrupt("a batch line is an operation (\"operationType\"), a query (\"query\") or a lookup (\"records\")")
     }

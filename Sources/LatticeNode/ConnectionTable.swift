@@ -91,9 +91,6 @@ package struct ConnectionTable<Connection: SessionConnection>: Sendable {
     /// Whether no device has a session.
     package var isEmpty: Bool { byPeer.isEmpty }
 
-    /// Whether `peer` has an open session.
-    package func isConnected(_ peer: String) -> Bool { byPeer[peer]?.contains(where: \.isActive) ?? false }
-
     /// Every session, with its device.
     package var all: [(peer: String, connection: Connection)] {
         byPeer.flatMap { peer, sessions in sessions.map { (peer, $0) } }

@@ -82,11 +82,6 @@ package struct DialPlan<Address: Hashable & Sendable>: Sendable {
         plans.keys.compactMap { if case .device(let id) = $0 { id } else { nil } }
     }
 
-    /// Whether the target's dial runs now.
-    package func isDialing(_ target: Target) -> Bool {
-        if case .dialing = plans[target]?.phase { true } else { false }
-    }
-
     /// The earliest time something is due: call `due(at:)` then.
     package var nextWake: NIODeadline? {
         plans.values.compactMap { if case .waiting(let until) = $0.phase { until } else { nil } }.min()

@@ -211,4 +211,23 @@ import Testing
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(try fields("m1")?["title"] != nil)
     }
+
+    /// A create without `recordName` (the record gets a new name, as CloudKit names it) or
+    /// without `fields` is CloudKit's, and accepted; a delete still needs the name.
+    @Test func aCreateMayLeaveOutTheRecordsNameAndFields() throws {
+        defer { try? FileManager.default.removeItem(at: cli.root) }
+        try cli.ok(["init"])
+        try cli.ok(["zone", "create", "Movies"])
+        let (status, results) = try batch([
+            #"{"operationType":"create","record":{"recordType":"Movie","fields":{"title":{"value":"Nameless"}}}}"#,
+            #"{"operationType":"create","record":{"recordName":"bare","recordType":"Movie"}}"#,
+            #"{"operationType":"forceDelete","record":{}}"#,
+        ])
+        #expect(status == 1)
+        #expect(results.map { $0["exitCode"] as? Int } == [0, 0, 65])
+        let named = try #require(((results[0]["records"] as? [[String: Any]])?.first)?["recordName"] as? String)
+        #expect(UUID(uuidString: named) != nil)
+        #expect(try fields(named)?["title"] != nil)
+        #expect(try cli.run(["record", "get", "Movies/bare"]).status == 0)
+    }
 }

@@ -23,7 +23,7 @@ import Testing
     /// The clock a store keeps in `meta.hlc`, set back behind the store's own
     /// writes (a copy restored, or an edit): the next saves go through, stamp
     /// after the writes the store holds, and win over them as later writes do.
-    @Test(.disabled(if: FakeTime.deadlocksHere, "libfaketime and ThreadSanitizer's runtime deadlock as a process starts"))
+    @Test(.runsUnderFaketime)
     func aStoreWhoseClockWasSetBackStillSavesAndItsNewWritesWin() throws {
         defer { cli.cleanup() }
         try cli.ok(["init"])
@@ -81,9 +81,18 @@ enum FakeTime {
     /// `lattice` started through libfaketime never gets past its start.
     static var deadlocksHere: Bool { ProcessInfo.processInfo.environment["LATTICE_SANITIZER"] == "thread" }
 
-    /// The wrapper that runs a command at `time` (its clock then runs on from there).
+    /// The wrapper that runs a command at `time` (its clock then runs on from there);
+    /// a test that uses it carries the trait `.runsUnderFaketime`.
     static func wrapper(_ time: String) throws -> [String] {
         guard FileManager.default.isExecutableFile(atPath: command) else { throw Missing() }
         return [command, "-f", "@\(time)"]
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// For a test that starts `lattice` through `FakeTime.wrapper`: skipped
+    /// where that deadlocks (under ThreadSanitizer), run everywhere else.
+    static var runsUnderFaketime: Self {
+        .disabled(if: FakeTime.deadlocksHere, "libfaketime and ThreadSanitizer's runtime deadlock as a process starts")
     }
 }

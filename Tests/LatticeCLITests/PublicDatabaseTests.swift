@@ -65,7 +65,7 @@ import Testing
     /// the first creator's stays whole everywhere. Each device reads its
     /// own, or the one it held first, by the plain name; a query shows both
     /// with their creators (issue 38, finding 2).
-    @Test(.disabled(if: FakeTime.deadlocksHere, "libfaketime and ThreadSanitizer's runtime deadlock as a process starts"))
+    @Test(.runsUnderFaketime)
     func aCreationStampedYearsEarlierTakesNoRecordOver() throws {
         defer { cli.cleanup() }
         for store in ["a", "c", "m"] { try cli.ok(["init"], store: store) }

@@ -148,7 +148,7 @@ import Testing
     /// A modified client writes anyway, stamped inside its read-write time;
     /// the owner's node refuses it, since no device of the owner's account
     /// vouches for it, and keeps the participant's earlier write (issue 38, finding 2).
-    @Test(.disabled(if: FakeTime.deadlocksHere, "libfaketime and ThreadSanitizer's runtime deadlock as a process starts"))
+    @Test(.runsUnderFaketime)
     func aRemovedParticipantWritingWithItsClockSetBackIsRefused() throws {
         defer { cli.cleanup() }
         for store in ["x", "y"] { try cli.ok(["init"], store: store) }

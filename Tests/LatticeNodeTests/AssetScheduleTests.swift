@@ -76,26 +76,20 @@ import Testing
         _ = schedule.requests(at: start, peers: [one])
         _ = schedule.outlineArrived(film, from: one.id)
         schedule.outlineAccepted(film, missing: [0, 1])
-        do {
-            let asked = schedule.requests(at: start, peers: [one])
-            #expect(asked.count == 2)
-        }
+        let askedOfOne = schedule.requests(at: start, peers: [one])
+        #expect(askedOfOne.count == 2)
         schedule.sessionsChanged(live: [two.id])
         #expect(schedule.isIdle)
-        do {
-            let asked = schedule.requests(at: start, peers: [two])
-            #expect(asked == [request(two, 0), request(two, 1)])
-        }
+        let askedOfTwo = schedule.requests(at: start, peers: [two])
+        #expect(askedOfTwo == [request(two, 0), request(two, 1)])
     }
 
     @Test func aPeerIsAskedOnlyForAssetsOfZonesItsSessionCarriesAndWithinItsWindow() {
         var schedule = AssetSchedule()
         let stranger = AssetSchedule.Peer(id: "stranger", access: .publicOnly)
         _ = schedule.wanted([(film, [photos])])
-        do {
-            let asked = schedule.requests(at: start, peers: [stranger])
-            #expect(asked.isEmpty)
-        }
+        let askedOfStranger = schedule.requests(at: start, peers: [stranger])
+        #expect(askedOfStranger.isEmpty)
         _ = schedule.requests(at: start, peers: [one])
         _ = schedule.outlineArrived(film, from: one.id)
         schedule.outlineAccepted(film, missing: Array(0..<20))
@@ -112,19 +106,13 @@ import Testing
         var schedule = AssetSchedule(settings: settings)
         let icon = AssetReference(hash: [9], size: 4096)
         _ = schedule.wanted([(film, [photos]), (icon, [photos])])
-        do {
-            let asked = schedule.requests(at: start, peers: [one])
-            #expect(asked == [AssetSchedule.Request(peer: one.id, asset: icon, chunk: nil)])
-        }
+        let askedFirst = schedule.requests(at: start, peers: [one])
+        #expect(askedFirst == [AssetSchedule.Request(peer: one.id, asset: icon, chunk: nil)])
         // The icon arrived by another way (a bundle): dropped, and the film's turn comes.
-        do {
-            let dropped = schedule.wanted([(film, [photos])])
-            #expect(dropped == [icon])
-        }
-        do {
-            let asked = schedule.requests(at: start, peers: [one])
-            #expect(asked == [request(one, nil)])
-        }
+        let dropped = schedule.wanted([(film, [photos])])
+        #expect(dropped == [icon])
+        let askedNext = schedule.requests(at: start, peers: [one])
+        #expect(askedNext == [request(one, nil)])
     }
 
     @Test func progressIsReportedAtMostEveryFiftyMillisecondsAndAlwaysAtTheEnd() {

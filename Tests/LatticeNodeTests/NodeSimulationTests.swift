@@ -120,24 +120,26 @@ struct SimulatedLAN {
 
 /// Whole nodes' dialing and dedupe on a manual clock.
 @Suite struct NodeSimulationTests {
-    @Test func twoNodesThatFindEachOtherOnAFastLANMakeOneConnection() {
-        var lan = SimulatedLAN(nodes: ["aaaa", "bbbb"], latency: .milliseconds(5))
+    /// Nodes aaaa and bbbb that discover each other, after `seconds` of simulated time on a LAN of `latency`.
+    func twoNodesThatFoundEachOther(latency: TimeAmount, after seconds: Int64) -> SimulatedLAN {
+        var lan = SimulatedLAN(nodes: ["aaaa", "bbbb"], latency: latency)
         lan.discoverAll()
-        lan.run(until: lan.now + .seconds(30))
+        lan.run(until: lan.now + .seconds(seconds))
+        return lan
+    }
+
+    @Test func twoNodesThatFindEachOtherOnAFastLANMakeOneConnection() {
+        let lan = twoNodesThatFoundEachOther(latency: .milliseconds(5), after: 30)
         // The smaller ID dialed; the larger saw the session before its own dial was due.
         #expect(lan.wires.count == 1)
-        #expect(lan.sessions(of: "aaaa") == ["aaaa→bbbb #0"])
-        #expect(lan.sessions(of: "bbbb") == ["aaaa→bbbb #0"])
+        #expect(lan.sessions(of: "aaaa") == ["aaaa→bbbb #0"] && lan.sessions(of: "bbbb") == ["aaaa→bbbb #0"])
     }
 
     @Test func twoNodesWhoseDialsCrossSettleOnTheSameConnectionAndStopDialing() {
         // A handshake slower than the larger ID's wait: both dial, and both keep the smaller ID's dial.
-        var lan = SimulatedLAN(nodes: ["aaaa", "bbbb"], latency: .milliseconds(400))
-        lan.discoverAll()
-        lan.run(until: lan.now + .seconds(60))
+        let lan = twoNodesThatFoundEachOther(latency: .milliseconds(400), after: 60)
         #expect(lan.wires.count == 2)
-        #expect(lan.sessions(of: "aaaa") == ["aaaa→bbbb #0"])
-        #expect(lan.sessions(of: "bbbb") == ["aaaa→bbbb #0"])
+        #expect(lan.sessions(of: "aaaa") == ["aaaa→bbbb #0"] && lan.sessions(of: "bbbb") == ["aaaa→bbbb #0"])
         #expect(lan.nodes["bbbb"]!.plan.nextWake == nil)
     }
 

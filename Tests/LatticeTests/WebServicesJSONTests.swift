@@ -60,6 +60,18 @@ import Testing
         #expect(Self.foundation(#"{"recordName":"r","recordType":"T","fields":{},"zoneID":{"ownerName":"x"}}"#) == nil)
     }
 
+    /// CloudKit's record dictionary makes `recordName` (a create names the record),
+    /// `fields` and a timestamp's device optional: the library reads them absent.
+    @Test func aRecordsOptionalKeysMayBeAbsent() throws {
+        let bare = try #require(Self.foundation(#"{"recordType":"Movie"}"#))
+        #expect(bare.fields.isEmpty && UUID(uuidString: bare.recordName) != nil)
+        #expect(Self.foundation(#"{"recordType":"Movie"}"#)?.recordName != bare.recordName, "each unnamed record gets its own name")
+        let stamped = try #require(Self.foundation(#"{"recordName":"r","recordType":"T","created":{"timestamp":5,"userRecordName":"_u"}}"#))
+        #expect(stamped.created == WebServicesTimestamp(timestamp: 5, deviceID: ""))
+        // The type is the one key a record cannot do without.
+        #expect(Self.foundation(#"{"recordName":"r","fields":{}}"#) == nil)
+    }
+
     /// Lines the fast reader leaves to JSONDecoder (which may read or refuse them).
     @Test func whatItCannotBeSureOfIsLeftToJSONDecoder() {
         let left = [

@@ -22,10 +22,20 @@ import threading
 import time
 import urllib.request
 
-LATTICE = os.path.abspath(sys.argv[1])
-ARTIFACTS = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".build/artifacts")
-ROOT = tempfile.mkdtemp(prefix="lattice-web-")
+LATTICE = None      # the binary under test (configure)
+ROOT = None         # a temporary directory for the stores (configure)
 failures = []
+
+
+def configure(lattice):
+    """Names the binary and makes the stores' directory (Benchmarks/web/bench.py uses these helpers too)."""
+    global LATTICE, ROOT
+    LATTICE = os.path.abspath(lattice)
+    ROOT = tempfile.mkdtemp(prefix="lattice-web-")
+
+
+def clean_up():
+    shutil.rmtree(ROOT, ignore_errors=True)
 
 
 def check(condition, what):
@@ -163,11 +173,11 @@ def check_openapi(node):
     check(after == snapshot, "openapi: the refused requests changed no stored record or zone")
 
 
-def check_console(a, b):
+def check_console(a, b, artifacts):
     from selenium import webdriver
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
-    shots = os.path.join(ARTIFACTS, "console")
+    shots = os.path.join(artifacts, "console")
     os.makedirs(shots, exist_ok=True)
     options = webdriver.ChromeOptions()
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,900", "--disable-gpu"):
@@ -249,6 +259,8 @@ def check_console(a, b):
 
 
 def main():
+    configure(sys.argv[1])
+    artifacts = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else ".build/artifacts")
     nodes = []
     try:
         a_id = (lattice("a", "init") and lattice("a", "id"))
@@ -267,13 +279,13 @@ def main():
         check(eventually(lambda: "toy" in lattice("b", "query", "Movie", "--zone", "Movies", "--json")), "setup: the two nodes sync")
         check_metrics(a, b)
         check_openapi(a)
-        figures = check_console(a, b)
+        figures = check_console(a, b, artifacts)
         for name, value in figures.items():
             print(f"figure: {name}: {value}")
     finally:
         for node in nodes:
             node.stop()
-        shutil.rmtree(ROOT, ignore_errors=True)
+        clean_up()
     print(f"web checks: {len(failures)} failed" if failures else "web checks: all passed")
     sys.exit(1 if failures else 0)
 

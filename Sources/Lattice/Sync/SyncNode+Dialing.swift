@@ -31,20 +31,16 @@ extension SyncNode {
     func carryOut(_ action: DialPlan<PeerAddress>.Action) {
         switch action {
         case .dial(let address, let target):
-            let id = state.withLockedValue { state in
-                state.dials.made += 1
-                return state.dials.made
-            }
-            let task = NodeTask.start { [weak self] in
-                guard let self else { return }
-                let outcome = await self.dial(address)
-                self.state.withLockedValue { state in
-                    if state.dials.tasks.removeValue(forKey: id) == nil { state.dials.endedEarly.insert(id) }
-                }
-                self.updateDialPlan { plan, now in plan.dialEnded(target, at: address, outcome, now: now, jitter: Self.jitter()) }
-            }
+            // Recorded under the lock the task takes to remove itself: it cannot end before it is recorded.
             state.withLockedValue { state in
-                if state.dials.endedEarly.remove(id) == nil { state.dials.tasks[id] = task }
+                state.dials.made += 1
+                let id = state.dials.made
+                state.dials.running[id] = NodeTask.start { [weak self] in
+                    guard let self else { return }
+                    let outcome = await self.dial(address)
+                    self.state.withLockedValue { _ = $0.dials.running.removeValue(forKey: id) }
+                    self.updateDialPlan { plan, now in plan.dialEnded(target, at: address, outcome, now: now, jitter: Self.jitter()) }
+                }
             }
         case .unreachable(let address, let reason):
             continuation.yield(.unreachable(address: address.description, reason: reason))

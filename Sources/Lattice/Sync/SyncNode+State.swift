@@ -8,10 +8,9 @@ extension SyncNode {
     /// Whom to dial when (`DialPlan`), and the dials running until their connections end.
     struct Dials {
         var plan: DialPlan<PeerAddress>
-        var tasks: [Int: Task<Void, Never>] = [:]
+        /// Dials under way, by number: `stop()` waits for them.
+        var running: [Int: Task<Void, Never>] = [:]
         var made = 0
-        /// Dials whose task ended before it was recorded in `tasks`.
-        var endedEarly: Set<Int> = []
         /// When the plan wakes the node next.
         var wakeAt: NIODeadline?
         /// Connections this node dialed, with the address dialed, until they end.

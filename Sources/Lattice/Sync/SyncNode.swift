@@ -182,7 +182,7 @@ public final class SyncNode: Sendable {
         let (listener, dialers, watcher, handles, dialing) = state.withLockedValue { state in
             state.runtime.stopped = true
             state.dials.plan.stop()
-            return (state.runtime.listener, Array(state.dials.tasks.values), state.runtime.watcher, state.connections.all.map(\.connection), state.dials.inHandshake.values.map(\.channel))
+            return (state.runtime.listener, Array(state.dials.running.values), state.runtime.watcher, state.connections.all.map(\.connection), state.dials.inHandshake.values.map(\.channel))
         }
         assetFetcher.stop()
         state.withLockedValue { $0.collection.timer }?.cancel()

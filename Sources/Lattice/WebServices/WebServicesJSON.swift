@@ -228,12 +228,6 @@ extension WebServicesRecord {
         record.modified = modified
         return record
     }
-
-    init(recordName: String, recordType: String, fields: [String: WebServicesField]) {
-        self.recordName = recordName
-        self.recordType = recordType
-        self.fields = fields
-    }
 }
 
 extension WebServicesZoneID {

@@ -41,12 +41,21 @@ public struct WebServicesZoneID: Codable, Hashable, Sendable {
 public struct WebServicesTimestamp: Codable, Hashable, Sendable {
     /// Milliseconds since 1970.
     public var timestamp: Int64
-    /// The writer's replica ID.
+    /// The writer's replica ID; read, it may be absent (CloudKit's dictionary
+    /// names the user, `userRecordName`, and the device only sometimes).
     public var deviceID: String
 
     public init(timestamp: Int64, deviceID: String) {
         self.timestamp = timestamp
         self.deviceID = deviceID
+    }
+
+    private enum CodingKeys: String, CodingKey { case timestamp, deviceID }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        timestamp = try container.decode(Int64.self, forKey: .timestamp)
+        deviceID = try container.decodeIfPresent(String.self, forKey: .deviceID) ?? ""
     }
 }
 
@@ -61,6 +70,22 @@ public struct WebServicesRecord: Codable, Hashable, Sendable {
     public var fields: [String: WebServicesField]
     public var created: WebServicesTimestamp?
     public var modified: WebServicesTimestamp?
+
+    private enum CodingKeys: String, CodingKey { case recordName, recordType, recordChangeTag, zoneID, fields, created, modified }
+
+    /// Reads a record dictionary with CloudKit's optional keys absent: without
+    /// `recordName` the record gets a new UUID name (as CloudKit names a
+    /// created record), without `fields` it has none. `recordType` is required.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        recordName = try container.decodeIfPresent(String.self, forKey: .recordName) ?? UUID().uuidString
+        recordType = try container.decode(String.self, forKey: .recordType)
+        recordChangeTag = try container.decodeIfPresent(String.self, forKey: .recordChangeTag)
+        zoneID = try container.decodeIfPresent(WebServicesZoneID.self, forKey: .zoneID)
+        fields = try container.decodeIfPresent([String: WebServicesField].self, forKey: .fields) ?? [:]
+        created = try container.decodeIfPresent(WebServicesTimestamp.self, forKey: .created)
+        modified = try container.decodeIfPresent(WebServicesTimestamp.self, forKey: .modified)
+    }
 
     /// A record's dictionary from its parts (a request's, say).
     public init(recordName: String, recordType: String, fields: [String: WebServicesField], recordChangeTag: String? = nil, zoneID: Zone.ID? = nil) {
