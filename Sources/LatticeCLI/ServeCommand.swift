@@ -126,8 +126,10 @@ struct ServeCommand: ParsableCommand {
     var http: String?
     @Option(help: ArgumentHelp("An origin (https://app.example) whose pages may call the HTTP surface (CORS); repeat for more. None by default.", valueName: "ORIGIN"))
     var httpAllowOrigin: [String] = []
-    @Option(help: "Seconds an HTTP request may take to arrive whole before it is refused (REQUEST_TIMEOUT).")
+    @Option(help: "Seconds an HTTP request may take to arrive whole (from the connection's start or its last answer) before it is refused (REQUEST_TIMEOUT).")
     var httpRequestTimeout: Double = 10
+    @Option(help: "HTTP connections at once (event streams included); more are answered TRY_AGAIN_LATER and closed.")
+    var httpMaxConnections: Int = 512
 
     func run() throws {
         guard (0...65535).contains(port) else { throw CLIError.usage("--port must be 0 to 65535") }
@@ -147,7 +149,8 @@ struct ServeCommand: ParsableCommand {
         let total = try size(assetQuota, "--asset-quota")
         let peers = try parsePeers(peer)
         let httpAddress = try http.map(parseHTTPAddress)
-        guard httpRequestTimeout > 0, httpRequestTimeout.isFinite else { throw CLIError.usage("--http-request-timeout must be more than 0 seconds") }
+        guard (0.1...3600).contains(httpRequestTimeout) else { throw CLIError.usage("--http-request-timeout takes 0.1 to 3600 seconds") }
+        guard (1...65536).contains(httpMaxConnections) else { throw CLIError.usage("--http-max-connections takes 1 to 65536") }
         for origin in httpAllowOrigin where !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) || origin.hasSuffix("/") {
             throw CLIError.usage("--http-allow-origin takes an origin such as https://app.example (scheme and host, no path), not \"\(origin)\"")
         }
@@ -181,6 +184,7 @@ struct ServeCommand: ParsableCommand {
         web.port = httpAddress.port
         web.allowedOrigins = Set(httpAllowOrigin)
         web.requestTimeout = .milliseconds(Int64(httpRequestTimeout * 1000))
+        web.maximumConnections = httpMaxConnections
         let server = WebServer(container: container, configuration: web, logger: logger)
         do {
             try runBlocking {

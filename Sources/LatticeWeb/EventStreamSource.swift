@@ -1,5 +1,6 @@
 import Foundation
 import Lattice
+import NIOPosix
 
 /// `GET …/events`: a server-sent event stream of one database's record
 /// changes (`event: record`) and of the node's sync events (`event: sync`),
@@ -29,66 +30,95 @@ struct EventStreamSource: Sendable {
         }
     }
 
-    private enum Wake: Sendable {
-        case commit
-        case event(SyncNode.Event)
-        case heartbeat
+    /// What woke the stream, gathered under a lock between its rounds: the
+    /// commit flag coalesces any number of commits, sync events are kept up
+    /// to `EventHub.backlog` (older ones are counted as dropped), so a client
+    /// that reads slowly costs a bounded amount of memory.
+    final class Pending: @unchecked Sendable {
+        private let lock = NSLock()
+        private var commit = false
+        private var heartbeat = false
+        private var events: [SyncNode.Event] = []
+        private var dropped = 0
+
+        func noteCommit() { lock.withLock { commit = true } }
+        func noteHeartbeat() { lock.withLock { heartbeat = true } }
+        func note(_ event: SyncNode.Event) {
+            lock.withLock {
+                events.append(event)
+                if events.count > EventHub.backlog {
+                    events.removeFirst(events.count - EventHub.backlog)
+                    dropped += 1
+                }
+            }
+        }
+
+        func take() -> (commit: Bool, heartbeat: Bool, events: [SyncNode.Event], dropped: Int) {
+            lock.withLock {
+                defer { commit = false; heartbeat = false; events = []; dropped = 0 }
+                return (commit, heartbeat, events, dropped)
+            }
+        }
     }
 
     /// Streams until `send` says the client is gone (or the task is cancelled).
-    func run(send: @escaping @Sendable (String) async -> Bool) async {
-        let (wakes, wake) = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .unbounded)
+    /// Store reads run on `pool`, never on the tasks' shared threads.
+    func run(pool: NIOThreadPool, send: @escaping @Sendable (String) async -> Bool) async {
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let pending = Pending()
+        let events = hub.subscribe()
+        let commits = database.container.commits()
         let feeders = [
-            Task { for await event in hub.subscribe() { wake.yield(.event(event)) } },
-            Task { for await _ in database.container.commits() { wake.yield(.commit) } },
+            Task { for await event in events { pending.note(event); wake.yield(()) } },
+            Task { for await _ in commits { pending.noteCommit(); wake.yield(()) } },
             Task {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: Self.heartbeat)
-                    wake.yield(.heartbeat)
+                    pending.noteHeartbeat()
+                    wake.yield(())
                 }
             },
         ]
         defer { for feeder in feeders { feeder.cancel() } }
-        var follower = ChangeFollower(database: database, zones: zones)
+        let follower = ChangeFollower(database: database, zones: zones)
         guard await send("retry: 1000\n\n") else { return }
         do {
-            try follower.start(since: since)
-            if since != nil, await !sendChanges(&follower, send: send) { return }
+            let start = try await pool.runIfActive { try follower.start(since: since) }
+            // The position at once: a client that reconnects before any change resumes from here, not from "now".
+            guard await send(Self.message(event: "token", data: Self.json(["syncToken": start.description]), id: start.description)) else { return }
+            if since != nil, await !sendChanges(follower, pool: pool, send: send) { return }
         } catch {
             _ = await send(Self.message(event: "error", data: Self.json(WebError.from(error).body)))
             return
         }
-        var coalescedCommit = false
-        for await next in wakes {
+        for await _ in wakes {
             if Task.isCancelled { return }
-            switch next {
-            case .commit:
-                coalescedCommit = true
-            case .event(let event):
+            let next = pending.take()
+            if next.dropped > 0, await !send(Self.message(event: "dropped", data: Self.json(["events": next.dropped]))) { return }
+            for event in next.events {
                 guard await send(Self.message(event: "sync", data: Self.json(event))) else { return }
-            case .heartbeat:
-                guard await send(": keep-alive\n\n") else { return }
             }
-            if coalescedCommit {
-                coalescedCommit = false
-                guard await sendChanges(&follower, send: send) else { return }
-            }
+            if next.heartbeat, await !send(": keep-alive\n\n") { return }
+            if next.commit, await !sendChanges(follower, pool: pool, send: send) { return }
         }
     }
 
-    private func sendChanges(_ follower: inout ChangeFollower, send: @Sendable (String) async -> Bool) async -> Bool {
+    /// Sends what changed since the last round, a page at a time, then the token to resume from.
+    private func sendChanges(_ follower: ChangeFollower, pool: NIOThreadPool, send: @Sendable (String) async -> Bool) async -> Bool {
+        let container = database.container
         do {
-            let round = try follower.next()
-            let container = database.container
-            for change in round.changes {
-                let event = RecordChangeEvent(reason: change.reason, zoneID: WebServicesZoneID(change.zoneID), recordName: change.recordName, recordType: change.recordType,
-                                              record: change.record.map { WebServicesRecord($0, assetURL: { container.fileURL(for: $0) }) })
-                guard await send(Self.message(event: "record", data: Self.json(event))) else { return false }
+            while true {
+                let page = try await pool.runIfActive { try follower.next() }
+                for change in page.changes {
+                    let event = RecordChangeEvent(reason: change.reason, zoneID: WebServicesZoneID(change.zoneID), recordName: change.recordName, recordType: change.recordType,
+                                                  record: change.record.map { WebServicesRecord($0, assetURL: { container.fileURL(for: $0) }) })
+                    guard await send(Self.message(event: "record", data: Self.json(event))) else { return false }
+                }
+                if !page.changes.isEmpty || page.reset {
+                    guard await send(Self.message(event: "token", data: Self.json(["syncToken": page.token.description]), id: page.token.description)) else { return false }
+                }
+                if !page.moreComing { return true }
             }
-            if !round.changes.isEmpty || round.reset {
-                return await send(Self.message(event: "token", data: Self.json(["syncToken": round.token.description]), id: round.token.description))
-            }
-            return true
         } catch {
             return await send(Self.message(event: "error", data: Self.json(WebError.from(error).body)))
         }
@@ -125,61 +155,73 @@ struct FollowedChange: Sendable {
 }
 
 /// Follows every zone's changes from a database token, zone by zone: each
-/// zone keeps its own token, so nothing is missed or sent twice between rounds.
-struct ChangeFollower {
+/// zone keeps its own token, so nothing is missed or sent twice between
+/// rounds, and a round's tokens count only once the whole round was read.
+/// Used by one task at a time (its calls run on the server's thread pool).
+final class ChangeFollower: @unchecked Sendable {
     let database: Database
     let zones: [Zone.ID]?
     private var tokens: [Zone.ID: ChangeToken] = [:]
     private var start: DatabaseChangeToken?
+    /// Records read per call at most (a zone's page; one commit larger than it comes whole).
+    static let pageSize = 1_000
 
     init(database: Database, zones: [Zone.ID]?) {
         self.database = database
         self.zones = zones
     }
 
-    mutating func start(since: DatabaseChangeToken?) throws {
-        start = try since ?? database.currentDatabaseChangeToken()
+    /// Starts from `since` (now when nil); returns where it starts.
+    func start(since: DatabaseChangeToken?) throws -> DatabaseChangeToken {
+        let token = try since ?? database.currentDatabaseChangeToken()
+        start = token
+        return token
     }
 
-    /// The changes since the last round, and the token to resume from after them.
-    mutating func next() throws -> (changes: [FollowedChange], token: DatabaseChangeToken, reset: Bool) {
+    /// The next page of changes (about `pageSize` records), whether more are
+    /// waiting, and the token to resume from after it.
+    func next() throws -> (changes: [FollowedChange], token: DatabaseChangeToken, reset: Bool, moreComing: Bool) {
         guard let start else { throw LatticeError(.internalError, "the change follower was not started") }
         let followed = try zones.map { try $0.map { try database.resolveZoneID($0) } } ?? database.allRecordZones().map(\.zoneID)
         var changes: [FollowedChange] = []
         var reset = false
-        var resume: DatabaseChangeToken?
+        var moreComing = false
+        var read: [Zone.ID: ChangeToken] = [:]
         for zoneID in followed {
-            var token = try tokens[zoneID] ?? database.changeToken(inZoneWith: zoneID, at: start)
-            while true {
-                let page: ZoneChanges
-                if let current = try Self.changes(in: zoneID, since: token, database: database) {
-                    page = current
-                } else {
-                    // Re-created or collected since: what the zone holds now, whole.
-                    reset = true
-                    page = try database.recordZoneChanges(inZoneWith: zoneID, since: nil, resultsLimit: 1_000)
-                }
-                for record in page.modifications {
-                    let created = record.creationDate == record.modificationDate
-                    changes.append(FollowedChange(reason: created ? "recordCreated" : "recordUpdated", zoneID: zoneID, recordName: record.recordID.recordName,
-                                                  recordType: record.recordType, record: record))
-                }
-                for deletion in page.deletions {
-                    changes.append(FollowedChange(reason: "recordDeleted", zoneID: zoneID, recordName: deletion.recordID.recordName, recordType: deletion.recordType))
-                }
-                token = page.changeToken
-                if !page.moreComing { break }
+            let token = try tokens[zoneID] ?? database.changeToken(inZoneWith: zoneID, at: start)
+            guard changes.count < Self.pageSize else {
+                moreComing = true
+                read[zoneID] = token
+                continue
             }
-            tokens[zoneID] = token
-            resume = resume.map { DatabaseChangeToken.earlier($0, token.databaseToken) } ?? token.databaseToken
+            let page: ZoneChanges
+            if let current = try Self.changes(in: zoneID, since: token, database: database) {
+                page = current
+            } else {
+                // Re-created or collected since: what the zone holds now, whole.
+                reset = true
+                page = try database.recordZoneChanges(inZoneWith: zoneID, since: nil, resultsLimit: Self.pageSize)
+            }
+            for record in page.modifications {
+                let created = record.creationDate == record.modificationDate
+                changes.append(FollowedChange(reason: created ? "recordCreated" : "recordUpdated", zoneID: zoneID, recordName: record.recordID.recordName,
+                                              recordType: record.recordType, record: record))
+            }
+            for deletion in page.deletions {
+                changes.append(FollowedChange(reason: "recordDeleted", zoneID: zoneID, recordName: deletion.recordID.recordName, recordType: deletion.recordType))
+            }
+            read[zoneID] = page.changeToken
+            moreComing = moreComing || page.moreComing
         }
-        return (changes, resume ?? start, reset)
+        tokens.merge(read) { _, new in new }
+        let resume = read.values.map(\.databaseToken).reduce(nil) { earliest, token in earliest.map { DatabaseChangeToken.earlier($0, token) } ?? token }
+        return (changes, resume ?? start, reset, moreComing)
     }
 
     /// A page of a zone's changes; nil when the token expired.
     private static func changes(in zoneID: Zone.ID, since token: ChangeToken, database: Database) throws -> ZoneChanges? {
         do {
-            return try database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: 1_000)
+            return try database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
         } catch {
             if error.code == .changeTokenExpired { return nil }
             throw error

@@ -59,8 +59,9 @@ final class NodeMetrics: Sendable {
             counter("lattice_refused_records_total").increment(by: Int64(records))
         case .deferred(_, _, let records):
             counter("lattice_deferred_records_total").increment(by: Int64(records))
-        case .syncStarted(let peer, let zone, let direction, let records, let bytes):
-            let labels = [("peer", peer), ("direction", direction.rawValue), ("database", zone.scope.description)]
+        case .syncStarted(_, let zone, let direction, let records, let bytes):
+            // No peer label: strangers of the public database make identities at will, and each would be a series for ever.
+            let labels = [("direction", direction.rawValue), ("database", zone.scope.description)]
             counter("lattice_sync_batches_total", labels).increment()
             counter("lattice_sync_records_total", labels).increment(by: Int64(records))
             counter("lattice_sync_bytes_total", labels).increment(by: Int64(bytes))
@@ -121,12 +122,11 @@ final class NodeMetrics: Sendable {
         if let status = NodeStatus.read(store: directory) {
             gauge("lattice_peers", [("state", "connected")]).record(status.peers.filter(\.connected).count)
             gauge("lattice_peers", [("state", "known")]).record(status.peers.count)
-            for peer in status.peers {
-                let verified = peer.verified ?? []
-                gauge("lattice_peer_zones_verified", [("peer", peer.deviceID)]).record(verified.filter { $0.inSyncAt != nil && $0.differences == 0 }.count)
-                gauge("lattice_peer_zone_differences", [("peer", peer.deviceID)]).record(verified.reduce(0) { $0 + $1.differences })
-                gauge("lattice_peer_records_behind", [("peer", peer.deviceID)]).record(peer.recordsBehind)
-            }
+            // Summed over peers, for the same reason as the counters: per-peer detail is in `lattice status` and the console.
+            let verified = status.peers.flatMap { $0.verified ?? [] }
+            gauge("lattice_zones_verified").record(verified.filter { $0.inSyncAt != nil && $0.differences == 0 }.count)
+            gauge("lattice_zone_differences").record(verified.reduce(0) { $0 + $1.differences })
+            gauge("lattice_records_behind").record(status.peers.reduce(0) { $0 + $1.recordsBehind })
             for (reason, count) in status.strangers?.totals ?? [:] { gauge("lattice_strangers_turned_away", [("reason", reason)]).record(count) }
         }
         return registry.emitToString()

@@ -32,7 +32,7 @@ struct WebRequest: Sendable {
 /// What a request gets: a whole body, or an event stream that stays open.
 enum WebResponse: Sendable {
     case whole(status: HTTPResponseStatus, contentType: String, body: [UInt8], extraHeaders: [(String, String)] = [])
-    case eventStream(EventStreamSource)
+    case eventStream(EventStreamSource, extraHeaders: [(String, String)] = [])
 
     static func json(_ value: some Encodable, status: HTTPResponseStatus = .ok) -> WebResponse {
         let encoder = JSONEncoder()

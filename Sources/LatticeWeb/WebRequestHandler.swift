@@ -12,9 +12,12 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     struct Limits: Sendable {
         var maximumBodyBytes: Int
+        /// From the connection's start or its last response: a request must
+        /// arrive whole within it (else 408 once its head is in, or a silent
+        /// close before), so a client that dribbles bytes holds nothing for long.
         var requestTimeout: TimeAmount
-        /// A connection with no request in this long is closed.
-        var idleTimeout: TimeAmount
+        /// An event stream whose client has not taken a message in this long is closed.
+        var streamWriteTimeout: TimeAmount
     }
 
     private let router: WebRouter
@@ -34,6 +37,27 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.limits = limits
     }
 
+    func channelActive(context: ChannelHandlerContext) {
+        armDeadline(context: context)
+        context.fireChannelActive()
+    }
+
+    /// The time the next request has to arrive whole.
+    private func armDeadline(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        let seconds = Double(limits.requestTimeout.nanoseconds) / 1e9
+        deadline = context.eventLoop.scheduleTask(in: limits.requestTimeout) {
+            let (handler, context) = bound.value
+            guard handler.streaming == nil else { return }
+            if handler.head == nil {
+                context.close(promise: nil) // nothing of a request came whole: nobody to answer
+            } else {
+                handler.refuse(context: context, WebError(.requestTimeout, "the request did not arrive whole within \(seconds) s"))
+            }
+        }
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
@@ -42,11 +66,6 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             body = []
             refusing = false
             started = .now
-            let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-            let seconds = limits.requestTimeout.nanoseconds / 1_000_000_000
-            deadline = context.eventLoop.scheduleTask(in: limits.requestTimeout) {
-                bound.value.handler.refuse(context: bound.value.context, WebError(.requestTimeout, "the request did not arrive whole within \(seconds) s"))
-            }
             if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > limits.maximumBodyBytes {
                 refuse(context: context, tooLarge(length))
             }
@@ -104,23 +123,34 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
             let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-            if !keepAlive { done.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) } }
+            if keepAlive {
+                armDeadline(context: context)
+            } else {
+                done.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+            }
             router.metrics.observeRequest(operation: operation, status: Int(status.code), duration: .now - started)
-        case .eventStream(let source):
-            let headers = HTTPHeaders([("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
+        case .eventStream(let source, let extraHeaders):
+            deadline?.cancel()
+            deadline = nil
+            var headers = HTTPHeaders([("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
                                        ("X-Accel-Buffering", "no"), ("X-Content-Type-Options", "nosniff")])
+            headers.add(contentsOf: extraHeaders)
             context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
             router.metrics.observeRequest(operation: operation, status: 200, duration: .now - started)
             let channel = context.channel
             let streams = router.openStreams
             streams.add(1)
+            let pool = self.pool
+            let writeTimeout = limits.streamWriteTimeout
             streaming = Task {
-                await source.run { text in
-                    // A client that does not read is let go rather than buffered for.
-                    guard channel.isActive, channel.isWritable else { return false }
-                    let buffer = channel.allocator.buffer(string: text)
+                await source.run(pool: pool) { text in
+                    guard channel.isActive else { return false }
+                    // One message in flight at a time; a client that takes none for the
+                    // timeout is let go rather than buffered for.
+                    let giveUp = channel.eventLoop.scheduleTask(in: writeTimeout) { channel.close(promise: nil) }
+                    defer { giveUp.cancel() }
                     do {
-                        try await channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(buffer)))
+                        try await channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(string: text))))
                         return true
                     } catch {
                         return false
@@ -130,14 +160,6 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
                 try? await channel.close()
             }
         }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent, streaming == nil, head == nil {
-            context.close(promise: nil)
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -14,7 +14,7 @@ final class WebRouter: Sendable {
     let allowedOrigins: Set<String>
     let console: ConsoleAPI
     /// Event streams open now.
-    let openStreams = ConnectionCount()
+    let openStreams = StreamCount()
     /// Tokens as last read from the store, and when: revoking one takes effect within a second.
     private let tokenCache = NIOLockedValueBox<(read: Date, tokens: [HTTPToken])?>(nil)
 
@@ -183,10 +183,12 @@ final class WebRouter: Sendable {
     }
 
     private func withCORS(_ response: WebResponse, request: WebRequest) -> WebResponse {
-        guard let origin = request.headers.first(name: "origin"), allowedOrigins.contains(origin),
-              case .whole(let status, let type, let body, var headers) = response else { return response }
-        headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-                    ("Access-Control-Allow-Headers", "Authorization, Content-Type"), ("Access-Control-Allow-Methods", "GET, POST, OPTIONS")]
-        return .whole(status: status, contentType: type, body: body, extraHeaders: headers)
+        guard let origin = request.headers.first(name: "origin"), allowedOrigins.contains(origin) else { return response }
+        let cors = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                    ("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID"), ("Access-Control-Allow-Methods", "GET, POST, OPTIONS")]
+        switch response {
+        case .whole(let status, let type, let body, let headers): return .whole(status: status, contentType: type, body: body, extraHeaders: headers + cors)
+        case .eventStream(let source, let headers): return .eventStream(source, extraHeaders: headers + cors)
+        }
     }
 }

@@ -36,6 +36,8 @@ public final class WebServer: Service, Sendable {
     private let events: EventHub
     private let logger: Logger
     private let bound = NIOLockedValueBox<(channel: Channel, pool: NIOThreadPool)?>(nil)
+    /// The connections open now, so `stop()` closes them too.
+    private let connections = OpenConnections()
 
     /// A server over `container`'s store; `start()` or `run()` binds it.
     public init(container: Container, configuration: Configuration, logger: Logger) {
@@ -59,23 +61,20 @@ public final class WebServer: Service, Sendable {
         let pool = NIOThreadPool(numberOfThreads: 2)
         pool.start()
         let router = self.router
-        let limits = WebRequestHandler.Limits(maximumBodyBytes: configuration.maximumBodyBytes, requestTimeout: configuration.requestTimeout, idleTimeout: .seconds(75))
-        let connections = ConnectionCount()
+        let limits = WebRequestHandler.Limits(maximumBodyBytes: configuration.maximumBodyBytes, requestTimeout: configuration.requestTimeout,
+                                              streamWriteTimeout: .seconds(30))
+        let connections = self.connections
         let maximum = configuration.maximumConnections
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                guard connections.add(1) <= maximum else {
-                    connections.add(-1)
-                    return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try channel.pipeline.syncOperations.addHandler(BusyHandler())
-                    }
+                guard connections.add(channel, upTo: maximum) else {
+                    // Answered at once and closed, before it can send anything: over the cap, a connection holds nothing.
+                    return channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(BusyHandler()) }
                 }
-                channel.closeFuture.whenComplete { _ in connections.add(-1) }
+                channel.closeFuture.whenComplete { _ in connections.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: limits.idleTimeout))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(WebRequestHandler(router: router, pool: pool, limits: limits))
                 }
@@ -88,30 +87,35 @@ public final class WebServer: Service, Sendable {
             try? await pool.shutdownGracefully()
             throw LatticeError(.networkUnavailable, "cannot listen for HTTP on \(configuration.host) port \(configuration.port): \(error)")
         }
-        startCommitObserver()
+        startCommitObserver(pool: pool)
     }
 
     private let commitObserver = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
-    /// Follows every database's changes as they commit, for the metrics of records merged from other devices.
-    private func startCommitObserver() {
+    /// Follows every database's changes as they commit, for the metrics of
+    /// records merged from other devices (the reads on the server's thread pool).
+    private func startCommitObserver(pool: NIOThreadPool) {
         let container = router.container
         let metrics = router.metrics
         let task = Task.detached {
-            var followers = DatabaseScope.allCases.map { ChangeFollower(database: container.database(with: $0), zones: nil) }
-            for index in followers.indices { try? followers[index].start(since: nil) }
+            let followers = DatabaseScope.allCases.map { ChangeFollower(database: container.database(with: $0), zones: nil) }
+            for follower in followers { _ = try? follower.start(since: nil) }
             metrics.observeCommits(merged: [])
             for await _ in container.commits() {
-                var merged: [(record: Record, database: Database)] = []
-                for index in followers.indices {
-                    guard let round = try? followers[index].next() else { continue }
-                    let database = followers[index].database
-                    for change in round.changes {
-                        guard let record = change.record, record.lastModifierReplica != container.replicaID else { continue }
-                        merged.append((record, database))
+                // Counted on the pool too: a merged record's conflicts are a store read.
+                try? await pool.runIfActive {
+                    var merged: [(record: Record, database: Database)] = []
+                    for follower in followers {
+                        while let page = try? follower.next() {
+                            for change in page.changes {
+                                guard let record = change.record, record.lastModifierReplica != container.replicaID else { continue }
+                                merged.append((record, follower.database))
+                            }
+                            if !page.moreComing { break }
+                        }
                     }
+                    metrics.observeCommits(merged: merged)
                 }
-                metrics.observeCommits(merged: merged)
             }
         }
         commitObserver.withLockedValue { $0 = task }
@@ -130,12 +134,13 @@ public final class WebServer: Service, Sendable {
         commitObserver.withLockedValue { $0?.cancel() }
         guard let (channel, pool) = bound.withLockedValue({ value in defer { value = nil }; return value }) else { return }
         try? await channel.close()
+        for connection in connections.all { try? await connection.close() }
         try? await pool.shutdownGracefully()
     }
 }
 
-/// How many of something are open now.
-final class ConnectionCount: Sendable {
+/// How many event streams are open now.
+final class StreamCount: Sendable {
     private let count = NIOLockedValueBox(0)
     /// Adds `delta` and returns the new count.
     @discardableResult
@@ -143,18 +148,36 @@ final class ConnectionCount: Sendable {
     var value: Int { count.withLockedValue { $0 } }
 }
 
-/// Answers a connection over the limit with TRY_AGAIN_LATER and closes it.
-final class BusyHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+/// The connections open now, at most a given number.
+final class OpenConnections: Sendable {
+    private let channels = NIOLockedValueBox<[ObjectIdentifier: Channel]>([:])
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head = unwrapInboundIn(data) else { return }
-        let body = WebError(.tryAgainLater, "this node has as many HTTP connections open as it takes; try again later").body
-        let bytes = (try? JSONEncoder().encode(body)).map(Array.init) ?? []
-        let headers = HTTPHeaders([("Content-Type", "application/json; charset=utf-8"), ("Content-Length", String(bytes.count)), ("Connection", "close"), ("Retry-After", "1")])
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .serviceUnavailable, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: bytes)))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+    /// Adds `channel` unless `maximum` are open.
+    func add(_ channel: Channel, upTo maximum: Int) -> Bool {
+        channels.withLockedValue { open in
+            guard open.count < maximum else { return false }
+            open[ObjectIdentifier(channel)] = channel
+            return true
+        }
     }
+
+    func remove(_ channel: Channel) { channels.withLockedValue { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }
+    var all: [Channel] { channels.withLockedValue { Array($0.values) } }
+}
+
+/// Answers a connection over the limit with TRY_AGAIN_LATER as soon as it
+/// opens, and closes it: it never waits for the client to speak.
+final class BusyHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    func channelActive(context: ChannelHandlerContext) {
+        let body = (try? JSONEncoder().encode(WebError(.tryAgainLater, "this node has as many HTTP connections open as it takes; try again later").body)).map(Array.init) ?? []
+        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: \(body.count)\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
+        buffer.writeString(head)
+        buffer.writeBytes(body)
+        context.writeAndFlush(NIOAny(buffer)).whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 }

@@ -29,6 +29,9 @@ extension WebServicesAPI {
     func zonesChanges(_ body: [UInt8], in database: Database) throws -> WebResponse {
         let request = try RequestBody.decode(ZonesChangesRequest.self, from: body, what: "changes/zone")
         guard !request.zones.isEmpty else { throw WebError.badRequest("changes/zone needs at least one zone") }
+        guard request.zones.count <= Self.maximumOperations else {
+            throw WebError(.limitExceeded, "changes/zone takes at most \(Self.maximumOperations) zones, not \(request.zones.count)")
+        }
         var entries: [ZoneChangesEntry] = []
         for zoneRequest in request.zones {
             do {
@@ -43,7 +46,7 @@ extension WebServicesAPI {
     private func changes(_ request: ZoneChangesRequest, in database: Database) throws -> ZoneChangesEntry {
         let zoneID = try zone(request.zoneID, in: database)
         let token = try request.syncToken.map { text in try library { try ChangeToken(stringValue: text) } }
-        let limit = try Self.limit(request.resultsLimit, default: 200, maximum: 10_000)
+        let limit = try Self.limit(request.resultsLimit, default: 200, maximum: 2_000)
         let changes = try library { try database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: limit) }
         let shaping = RecordShaping(desiredKeys: request.desiredKeys, numbersAsStrings: request.numbersAsStrings ?? false)
         let records = changes.modifications.map { RecordEntry.record(shaping.shape($0, container: container)) }

@@ -63,10 +63,16 @@ extension WebServicesAPI {
         var outcomes = [Result<Record?, LatticeError>?](repeating: nil, count: writes.count)
         var byZone: [Zone.ID: [Int]] = [:]
         for (index, write) in writes.enumerated() { byZone[write.record.recordID.zoneID, default: []].append(index) }
+        // One commit per zone, as CloudKit's atomicity is per zone: a zone whose commit fails
+        // (the store, not a check) is its operations' error, and the other zones' writes stand.
         for (zoneID, indices) in byZone.sorted(by: { $0.key.zoneName < $1.key.zoneName }) {
             let atomically = (request.atomic ?? true) && !zoneID.isDefault
-            let results = try library { try database.applyBatch(indices.map { writes[$0] }, atomically: atomically) }
-            for (index, result) in zip(indices, results) { outcomes[index] = result }
+            do {
+                let results = try database.applyBatch(indices.map { writes[$0] }, atomically: atomically)
+                for (index, result) in zip(indices, results) { outcomes[index] = result }
+            } catch {
+                for index in indices { outcomes[index] = .failure(error) }
+            }
         }
         let entries = zip(request.operations, zip(writes, outcomes)).map { operation, pair -> RecordEntry in
             let (write, outcome) = pair

@@ -59,7 +59,14 @@ extension WebServicesAPI {
         }
         var entries: [ZoneEntry] = []
         for operation in request.operations {
-            let zoneID = try zone(operation.zoneID, in: database)
+            // Each zone on its own: one that cannot be resolved is its entry's error, after the others are done.
+            let zoneID: Zone.ID
+            do throws(LatticeError) {
+                zoneID = try database.resolveZoneID(operation.zoneID.zoneID)
+            } catch {
+                entries.append(.error(operation.zoneID, error))
+                continue
+            }
             do throws(LatticeError) {
                 if operation.operationType == "create" {
                     try database.save(Zone(zoneID: zoneID))

@@ -131,7 +131,7 @@ import Testing
         _ = try initStore("a")
         try cli.ok(["zone", "create", "Movies"])
         try cli.ok(["record", "save", "Movies/up", "--type", "Movie", "title=Up", "rating:int=4"])
-        let (node, port, token) = try node("a", extra: ["--http-request-timeout", "1", "--http-allow-origin", "https://app.example"])
+        let (node, port, token) = try node("a", extra: ["--http-request-timeout", "1", "--http-allow-origin", "https://app.example", "--http-max-connections", "6"])
         defer { node.stop() }
         let before = try cli.snapshot()
         let path = "\(Self.base)/private/records/modify"
@@ -194,6 +194,21 @@ import Testing
         #expect(timedOut.status == 408 && timedOut.json["serverErrorCode"] as? String == "REQUEST_TIMEOUT")
         #expect(eventuallyBlocking(5) { slow.isClosedByServer })
 
+        // A connection that sends nothing, or its head a byte at a time, is closed within the request timeout.
+        let silent = try HTTPTestClient(port: port)
+        let dribbling = try HTTPTestClient(port: port)
+        for byte in "POST \(path) HTTP/1.1\r\nHost: x\r\n".utf8.prefix(12) where !dribbling.isClosedByServer {
+            dribbling.send([byte])
+            usleep(200_000)
+        }
+        #expect(eventuallyBlocking(5) { silent.isClosedByServer && dribbling.isClosedByServer }, "a silent or dribbling client kept its connection")
+        // Over the cap, a connection is answered TRY_AGAIN_LATER at once, before it sends anything.
+        let held = try (0..<6).map { _ in try HTTPTestClient(port: port) }
+        let over = try HTTPTestClient(port: port)
+        let busy = try #require(over.response(within: 5))
+        #expect(busy.status == 503 && busy.errorCode == "TRY_AGAIN_LATER")
+        _ = held
+
         #expect(try cli.snapshot() == before, "a refused request changed the store")
 
         // A revoked token stops working within a second or two.
@@ -212,9 +227,19 @@ import Testing
         defer { nodeA.node.stop(); nodeB.node.stop() }
         #expect(eventuallyBlocking(20) { nodeB.node.count("caughtUp") >= 1 })
 
+        // A stream says where it starts at once: a client that reconnects before any change misses nothing.
+        let first = try HTTPTestClient(port: nodeB.port)
+        first.send("GET \(Self.base)/private/events?zone=Movies HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(nodeB.token)\r\n\r\n")
+        #expect(eventuallyBlocking(10) { first.receivedText.contains("id: ") })
+        let startID = try #require(first.receivedText.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("id: ") })).dropFirst(4)
+        try cli.ok(["record", "save", "Movies/gap", "--type", "Movie", "title=In the gap"], store: "b")
+        let reconnected = try HTTPTestClient(port: nodeB.port)
+        reconnected.send("GET \(Self.base)/private/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(nodeB.token)\r\nLast-Event-ID: \(startID)\r\n\r\n")
+        #expect(eventuallyBlocking(10) { reconnected.receivedText.contains("\"recordName\":\"gap\"") }, "a change between two connections was lost")
+
         let stream = try HTTPTestClient(port: nodeB.port)
         stream.send("GET \(Self.base)/private/events?zone=Movies HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(nodeB.token)\r\nAccept: text/event-stream\r\n\r\n")
-        #expect(eventuallyBlocking(10) { stream.receivedText.contains("text/event-stream") && stream.receivedText.contains("retry:") })
+        #expect(eventuallyBlocking(10) { stream.receivedText.contains("text/event-stream") && stream.receivedText.contains("id: ") })
         let saved = try post(nodeA.port, "records/modify", #"{"zoneID":{"zoneName":"Movies"},"operations":[{"operationType":"create","record":{"recordName":"live","recordType":"Movie","fields":{"title":{"value":"Live"}}}}]}"#, token: nodeA.token)
         let tag = try #require(records(saved).first?["recordChangeTag"] as? String)
         #expect(eventuallyBlocking(20) { stream.receivedText.contains("\"recordName\":\"live\"") }, "the save did not reach the other node's event stream")
