@@ -148,6 +148,7 @@ let package = Package(
             "Lattice", "LatticeCore", "LatticeCrypto", "LatticeProtocol", "LatticeTestSupport", "lattice-crash-child",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
+        .testTarget(name: "LatticeWebTests", dependencies: ["LatticeWeb", "Lattice", "LatticeTestSupport"]),
         .testTarget(name: "LatticeModelTests", dependencies: ["Lattice", "LatticeTestSupport"]),
         .testTarget(name: "LatticeMacroTests", dependencies: [
             "LatticeMacros", .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),

@@ -14,7 +14,7 @@
             live update's latency (save on node A to the row on node B's screen), in
             headless Chromium.
 
-Usage: Benchmarks/web/bench.py [--records N]   (needs chromium and chromedriver;
+Usage: Benchmarks/web/bench.py [--records N] [--parts query,modify,memory,console]   (needs chromium and chromedriver;
        the Python packages come from .build/web-venv, which Tests/web/run.sh makes)
 """
 import argparse
@@ -59,11 +59,11 @@ def rss(pid):
 def fill(store, records):
     check.lattice(store, "init")
     check.lattice(store, "zone", "create", "Movies")
-    check.lattice(store, "schema", "index", "Movie", "rating", "--queryable", "--sortable")
     lines = "".join(json.dumps({"operationType": "forceReplace", "record": {"recordName": f"m{i}", "recordType": "Movie", "fields": {
         "title": {"value": f"Movie {i}"}, "rating": {"value": i % 1000, "type": "INT64"}}}}) + "\n" for i in range(records))
     subprocess.run([check.LATTICE, "batch", "--zone", "Movies", "--store", os.path.join(check.ROOT, store)], input=lines, text=True,
                    stdout=subprocess.DEVNULL, check=True)
+    check.lattice(store, "schema", "index", "Movie", "rating", "--queryable", "--sortable")
 
 
 def query_figures(node, records, figures_tool):
@@ -104,8 +104,10 @@ def modify_figures(node):
         start = time.perf_counter()
         for body in bodies:
             connection.request("POST", f"{PRIVATE}/records/modify", body, headers)
-            result = json.loads(connection.getresponse().read())
-            assert all("serverErrorCode" not in record for record in result["records"]), result["records"][:2]
+            response = connection.getresponse()
+            data = response.read()
+            # Checked without parsing: the client's own JSON work is not the server's figure.
+            assert response.status == 200 and b"serverErrorCode" not in data, data[:300]
         rates.append(40_000 / (time.perf_counter() - start))
     report("records/modify, 400 per request", records=40_000, records_per_second=round(sorted(rates)[1]), runs=3)
     batch_rates = []
@@ -205,7 +207,10 @@ def console_figures():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=100_000)
-    records = parser.parse_args().records
+    parser.add_argument("--parts", default="query,modify,memory,console", help="which figures, comma-separated")
+    arguments = parser.parse_args()
+    records = arguments.records
+    parts = set(arguments.parts.split(","))
     subprocess.run(["swift", "build", "-c", "release", "--product", "lattice"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["swift", "build", "-c", "release", "--product", "lattice-web-figures"], cwd=os.path.join(REPO, "Benchmarks"), check=True, stdout=subprocess.DEVNULL)
     check.configure(os.path.join(REPO, ".build", "release", "lattice"))
@@ -216,12 +221,16 @@ def main():
         node = check.Node("big")
         node.token = token
         try:
-            query_figures(node, records, figures_tool)
-            modify_figures(node)
+            if "query" in parts:
+                query_figures(node, records, figures_tool)
+            if "modify" in parts:
+                modify_figures(node)
         finally:
             node.stop()
-        memory_figures("big", token)
-        console_figures()
+        if "memory" in parts:
+            memory_figures("big", token)
+        if "console" in parts:
+            console_figures()
     finally:
         check.clean_up()
 

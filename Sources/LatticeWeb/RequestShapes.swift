@@ -10,7 +10,7 @@ extension KeyedDecodingContainer where Key == AnyKey {
 }
 
 /// A record as a request carries it: for a delete, its name (and tag) alone.
-struct RecordInput: Decodable, Sendable {
+struct RecordInput: Decodable, Sendable, Equatable {
     static let keys = ["recordName", "recordType", "recordChangeTag", "fields", "zoneID", "created", "modified", "deleted", "parent", "share", "pluginFields"]
     var recordName: String?
     var recordType: String?
@@ -26,6 +26,14 @@ struct RecordInput: Decodable, Sendable {
         recordChangeTag = try container.optional("recordChangeTag")
         fields = try container.optional("fields", [String: FieldInput].self)?.mapValues(\.field)
         zoneID = try container.optional("zoneID", ZoneIDInput.self)?.zoneID
+    }
+
+    init(recordName: String?, recordType: String?, recordChangeTag: String?, fields: [String: WebServicesField]?, zoneID: WebServicesZoneID?) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.recordChangeTag = recordChangeTag
+        self.fields = fields
+        self.zoneID = zoneID
     }
 }
 
@@ -51,8 +59,8 @@ struct ZoneIDInput: Decodable, Sendable {
 }
 
 /// `records/modify`.
-struct ModifyRequest: Decodable, Sendable {
-    struct Operation: Decodable, Sendable {
+struct ModifyRequest: Decodable, Sendable, Equatable {
+    struct Operation: Decodable, Sendable, Equatable {
         var operationType: String
         var record: RecordInput
         var desiredKeys: [String]?
@@ -63,6 +71,12 @@ struct ModifyRequest: Decodable, Sendable {
             operationType = try container.required("operationType")
             record = try container.required("record")
             desiredKeys = try container.optional("desiredKeys")
+        }
+
+        init(operationType: String, record: RecordInput, desiredKeys: [String]?) {
+            self.operationType = operationType
+            self.record = record
+            self.desiredKeys = desiredKeys
         }
     }
 
@@ -80,6 +94,14 @@ struct ModifyRequest: Decodable, Sendable {
         atomic = try container.optional("atomic")
         desiredKeys = try container.optional("desiredKeys")
         numbersAsStrings = try container.optional("numbersAsStrings")
+    }
+
+    init(operations: [Operation], zoneID: WebServicesZoneID?, atomic: Bool?, desiredKeys: [String]?, numbersAsStrings: Bool?) {
+        self.operations = operations
+        self.zoneID = zoneID
+        self.atomic = atomic
+        self.desiredKeys = desiredKeys
+        self.numbersAsStrings = numbersAsStrings
     }
 }
 

@@ -22,7 +22,17 @@ extension WebServicesAPI {
     /// `records/changes`: a zone's records changed and deleted since a token.
     func recordChanges(_ body: [UInt8], in database: Database) throws -> WebResponse {
         let request = try RequestBody.decode(ZoneChangesRequest.self, from: body, what: "records/changes")
-        return .json(try changes(request, in: database))
+        let entry = try changes(request, in: database)
+        return .records(entry.records ?? [], before: { json in
+            json.key("moreComing", first: true)
+            json.bool(entry.moreComing ?? false)
+            json.raw(",")
+        }, after: { json in
+            json.key("syncToken")
+            json.string(entry.syncToken ?? "")
+            json.key("zoneID")
+            json.zoneID(entry.zoneID)
+        })
     }
 
     /// `changes/zone`: several zones' changes at once; a zone that fails is its entry's error.

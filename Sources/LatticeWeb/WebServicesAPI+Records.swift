@@ -20,8 +20,14 @@ extension WebServicesAPI {
             return try database.records(matching: query, inZoneWith: zoneID, resultsLimit: limit)
         }
         let shaping = RecordShaping(desiredKeys: request.desiredKeys, numbersAsStrings: request.numbersAsStrings ?? false)
-        return .json(WebServicesQueryResponse(records: page.matchResults.map { shaping.shape($0, container: container) },
-                                              continuationMarker: page.queryCursor?.stringValue))
+        let marker = page.queryCursor?.stringValue
+        return .records(page.matchResults.map { .record(shaping.shape($0, container: container)) }, before: { json in
+            if let marker {
+                json.key("continuationMarker", first: true)
+                json.string(marker)
+                json.raw(",")
+            }
+        })
     }
 
     /// `records/lookup`: records by name; one not found is its entry's error.
@@ -43,14 +49,14 @@ extension WebServicesAPI {
                 throw WebError.from(error)
             }
         }
-        return .json(RecordsResponse(records: entries))
+        return .records(entries)
     }
 
     /// `records/modify`: creates, updates, replaces and deletes in one commit
     /// per zone. `atomic` (the default for custom zones) applies all of a
     /// zone's operations or none; the default zone is never atomic, as in CloudKit.
     func modify(_ body: [UInt8], in database: Database) throws -> WebResponse {
-        let request = try RequestBody.decode(ModifyRequest.self, from: body, what: "records/modify")
+        let request = try ModifyRequest.fast(body) ?? RequestBody.decode(ModifyRequest.self, from: body, what: "records/modify")
         guard !request.operations.isEmpty else { throw WebError.badRequest("records/modify needs at least one operation") }
         guard request.operations.count <= Self.maximumOperations else {
             throw WebError(.limitExceeded, "records/modify takes at most \(Self.maximumOperations) operations, not \(request.operations.count)")
@@ -84,7 +90,7 @@ extension WebServicesAPI {
                 return .error(RecordError(recordName: write.record.recordID.recordName, error, serverRecord: error.serverRecord.map { shaping.shape($0, container: container) }))
             }
         }
-        return .json(RecordsResponse(records: entries))
+        return .records(entries)
     }
 
     private func write(_ operation: ModifyRequest.Operation, number: Int, zoneID: WebServicesZoneID?, in database: Database) throws -> BatchWrite {
@@ -110,11 +116,7 @@ extension WebServicesAPI {
     }
 }
 
-/// `{"records": […]}` of lookups and modifications: records, deletions and errors in request order.
-struct RecordsResponse: Encodable {
-    var records: [RecordEntry]
-}
-
+/// A record, a deletion or an error, in a response's `records` (in request order).
 enum RecordEntry: Encodable {
     case record(WebServicesRecord)
     case deleted(WebServicesDeletedRecord)
