@@ -213,7 +213,20 @@ async function loadMoreRecords() {
   renderRecords();
 }
 
-function renderRecords(flash) {
+function recordRow(record, flash) {
+  return el("tr", { class: "clickable" + (flash ? " flash" : ""), "data-record": record.recordName, onclick: () => openRecord(record.recordName) },
+    el("td", { class: "mono" }, record.recordName), el("td", {}, record.recordType),
+    ...state.columns.map((name) => el("td", {}, formatValue(record.fields?.[name]))),
+    el("td", {}, time(record.modified?.timestamp)), el("td", { class: "mono" }, (record.modified?.deviceID || "").slice(0, 8)));
+}
+
+function countRecords() {
+  const count = state.records.size;
+  $("zone-count").textContent = `${count} record${count === 1 ? "" : "s"}`;
+  $("records-empty").hidden = count > 0;
+}
+
+function renderRecords() {
   const records = [...state.records.values()];
   const counts = new Map();
   for (const record of records) for (const name of Object.keys(record.fields || {})) counts.set(name, (counts.get(name) || 0) + 1);
@@ -221,13 +234,18 @@ function renderRecords(flash) {
   $("records").querySelector("thead").replaceChildren(el("tr", {}, el("th", {}, "Name"), el("th", {}, "Type"),
     ...state.columns.map((name) => el("th", {}, name)), el("th", {}, "Modified"), el("th", {}, "By")));
   records.sort((a, b) => (b.modified?.timestamp || 0) - (a.modified?.timestamp || 0));
-  table("records", records.map((record) => el("tr", {
-      class: "clickable" + (record.recordName === flash ? " flash" : ""), "data-record": record.recordName,
-      onclick: () => openRecord(record.recordName) },
-    el("td", { class: "mono" }, record.recordName), el("td", {}, record.recordType),
-    ...state.columns.map((name) => el("td", {}, formatValue(record.fields?.[name]))),
-    el("td", {}, time(record.modified?.timestamp)), el("td", { class: "mono" }, (record.modified?.deviceID || "").slice(0, 8)))), "records-empty");
-  $("zone-count").textContent = `${records.length} record${records.length === 1 ? "" : "s"}`;
+  table("records", records.map((record) => recordRow(record)), "records-empty");
+  countRecords();
+}
+
+// A live change: its row alone is replaced (or added on top, or removed), the columns kept.
+function updateRecordRow(name, record) {
+  const body = $("records").querySelector("tbody");
+  const existing = body.querySelector(`tr[data-record="${CSS.escape(name)}"]`);
+  if (!record) existing?.remove();
+  else if (existing) existing.replaceWith(recordRow(record, true));
+  else body.prepend(recordRow(record, true));
+  countRecords();
 }
 
 async function openRecord(name) {
@@ -366,7 +384,7 @@ function connectEvents() {
     state.zonesTimer = setTimeout(() => loadZones(false).catch(failed), 300);
     if (change.zoneID.zoneName !== state.zone) return;
     if (change.reason === "recordDeleted") state.records.delete(change.recordName); else state.records.set(change.recordName, change.record);
-    if (state.tab === "records") renderRecords(change.recordName);
+    if (state.tab === "records") updateRecordRow(change.recordName, change.record);
     if (state.tab === "record" && state.record === change.recordName && change.record) openRecord(change.recordName).catch(failed);
   });
   events.addEventListener("sync", (message) => {
