@@ -135,7 +135,7 @@ def memory_figures(store, token):
     streams = []
     for _ in range(100):
         stream = socket.create_connection(("127.0.0.1", node.http_port))
-        stream.sendall(f"GET {PRIVATE}/events?zone=Movies HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+        stream.sendall(f"GET {PRIVATE}/events?zone=Movies HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
         streams.append(stream)
     time.sleep(1)
     node.post(f"{PRIVATE}/records/modify", {"zoneID": {"zoneName": "Movies"}, "operations": [

@@ -32,6 +32,10 @@ public struct Database: Sendable {
     /// private database under its own name, as CloudKit's owner does: a
     /// private zone ID naming no private zone resolves to it.
     func key(_ zoneID: Zone.ID, in snapshot: StoreSnapshot) throws -> ZoneKey {
+        // SQLite would take such a name up to its NUL: another zone's (found by a hostile HTTP client).
+        guard !zoneID.zoneName.utf8.contains(0), !zoneID.ownerName.utf8.contains(0) else {
+            throw LatticeError(.invalidArguments, "a zone's name or owner cannot hold a NUL character")
+        }
         let plain = ZoneKey(scope: databaseScope, zoneID: zoneID)
         guard databaseScope == .private, !zoneID.isDefault, zoneID.ownerName == Zone.ID.defaultOwnerName,
               try snapshot.syncState(of: plain)?.zoneState.exists != true else { return plain }

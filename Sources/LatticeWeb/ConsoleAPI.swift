@@ -146,6 +146,10 @@ struct ConsoleAPI: Sendable {
 
     func query(_ body: [UInt8]) throws -> WebResponse {
         let input = try RequestBody.decode(QueryInput.self, from: body, what: "a console query")
+        // The cost grows with records times conditions: a predicate is bounded (8 KB holds hundreds of conditions).
+        guard (input.where ?? "").utf8.count <= 8_192 else {
+            throw WebError(.limitExceeded, "a predicate takes at most 8,192 bytes, not \((input.where ?? "").utf8.count)")
+        }
         let database = container.database(with: try Self.scope(input.database))
         let predicate: QueryPredicate
         do {

@@ -108,13 +108,20 @@ struct EventStreamSource: Sendable {
         let container = database.container
         do {
             while true {
-                let page = try await pool.runIfActive { try follower.next() }
-                for change in page.changes {
-                    let event = RecordChangeEvent(reason: change.reason, zoneID: WebServicesZoneID(change.zoneID), recordName: change.recordName, recordType: change.recordType,
-                                                  record: change.record.map { WebServicesRecord($0, assetURL: { container.fileURL(for: $0) }) })
-                    guard await send(Self.message(event: "record", data: Self.json(event))) else { return false }
+                // The page becomes its messages on the pool; what waits for a slow client is text, not records.
+                let page = try await pool.runIfActive { () -> (messages: [String], token: DatabaseChangeToken, reset: Bool, moreComing: Bool) in
+                    let read = try follower.next()
+                    let messages = read.changes.map { change in
+                        Self.message(event: "record", data: Self.json(RecordChangeEvent(
+                            reason: change.reason, zoneID: WebServicesZoneID(change.zoneID), recordName: change.recordName, recordType: change.recordType,
+                            record: change.record.map { WebServicesRecord($0, assetURL: { container.fileURL(for: $0) }) })))
+                    }
+                    return (messages, read.token, read.reset, read.moreComing)
                 }
-                if !page.changes.isEmpty || page.reset {
+                for message in page.messages {
+                    guard await send(message) else { return false }
+                }
+                if !page.messages.isEmpty || page.reset {
                     guard await send(Self.message(event: "token", data: Self.json(["syncToken": page.token.description]), id: page.token.description)) else { return false }
                 }
                 if !page.moreComing { return true }
@@ -164,11 +171,13 @@ final class ChangeFollower: @unchecked Sendable {
     private var tokens: [Zone.ID: ChangeToken] = [:]
     private var start: DatabaseChangeToken?
     /// Records read per call at most (a zone's page; one commit larger than it comes whole).
-    static let pageSize = 1_000
+    let pageSize: Int
 
-    init(database: Database, zones: [Zone.ID]?) {
+    /// `pageSize`: an event stream reads 100 at a time, what one slow client may hold.
+    init(database: Database, zones: [Zone.ID]?, pageSize: Int = 100) {
         self.database = database
         self.zones = zones
+        self.pageSize = pageSize
     }
 
     /// Starts from `since` (now when nil); returns where it starts.
@@ -189,18 +198,18 @@ final class ChangeFollower: @unchecked Sendable {
         var read: [Zone.ID: ChangeToken] = [:]
         for zoneID in followed {
             let token = try tokens[zoneID] ?? database.changeToken(inZoneWith: zoneID, at: start)
-            guard changes.count < Self.pageSize else {
+            guard changes.count < pageSize else {
                 moreComing = true
                 read[zoneID] = token
                 continue
             }
             let page: ZoneChanges
-            if let current = try Self.changes(in: zoneID, since: token, database: database) {
+            if let current = try Self.changes(in: zoneID, since: token, limit: pageSize, database: database) {
                 page = current
             } else {
                 // Re-created or collected since: what the zone holds now, whole.
                 reset = true
-                page = try database.recordZoneChanges(inZoneWith: zoneID, since: nil, resultsLimit: Self.pageSize)
+                page = try database.recordZoneChanges(inZoneWith: zoneID, since: nil, resultsLimit: pageSize)
             }
             for record in page.modifications {
                 let created = record.creationDate == record.modificationDate
@@ -219,9 +228,9 @@ final class ChangeFollower: @unchecked Sendable {
     }
 
     /// A page of a zone's changes; nil when the token expired.
-    private static func changes(in zoneID: Zone.ID, since token: ChangeToken, database: Database) throws -> ZoneChanges? {
+    private static func changes(in zoneID: Zone.ID, since token: ChangeToken, limit: Int, database: Database) throws -> ZoneChanges? {
         do {
-            return try database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
+            return try database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: limit)
         } catch {
             if error.code == .changeTokenExpired { return nil }
             throw error

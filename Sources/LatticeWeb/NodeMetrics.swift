@@ -15,6 +15,8 @@ final class NodeMetrics: Sendable {
     /// Records written before this are not counted as propagation (an initial sync brings old ones).
     private let started = Date()
     private let lastSequence = NIOLockedValueBox<UInt64?>(nil)
+    /// The account's devices, read again at most every 10 s: the peers that get a label of their own.
+    private let accountDevices = NIOLockedValueBox<(read: Date, devices: Set<String>)?>(nil)
 
     init(container: Container) {
         self.container = container
@@ -59,9 +61,8 @@ final class NodeMetrics: Sendable {
             counter("lattice_refused_records_total").increment(by: Int64(records))
         case .deferred(_, _, let records):
             counter("lattice_deferred_records_total").increment(by: Int64(records))
-        case .syncStarted(_, let zone, let direction, let records, let bytes):
-            // No peer label: strangers of the public database make identities at will, and each would be a series for ever.
-            let labels = [("direction", direction.rawValue), ("database", zone.scope.description)]
+        case .syncStarted(let peer, let zone, let direction, let records, let bytes):
+            let labels = [("peer", peerLabel(peer)), ("direction", direction.rawValue), ("database", zone.scope.description)]
             counter("lattice_sync_batches_total", labels).increment()
             counter("lattice_sync_records_total", labels).increment(by: Int64(records))
             counter("lattice_sync_bytes_total", labels).increment(by: Int64(bytes))
@@ -84,6 +85,21 @@ final class NodeMetrics: Sendable {
         case .listening, .syncFinished, .progress, .caughtUp, .publicOnly, .assetProgress:
             break
         }
+    }
+
+    /// A peer's label: its device ID for a device of the account, `other` for
+    /// anyone else. Strangers of the public database make identities at will,
+    /// and each would be a series for ever; the account's devices are few.
+    private func peerLabel(_ peer: String) -> String {
+        let cached = accountDevices.withLockedValue { $0 }
+        let devices: Set<String>
+        if let cached, Date().timeIntervalSince(cached.read) < 10 {
+            devices = cached.devices
+        } else {
+            devices = Set(((try? container.account())?.devices ?? []).map(\.deviceID))
+            accountDevices.withLockedValue { $0 = (Date(), devices) }
+        }
+        return devices.contains(peer) ? peer : "other"
     }
 
     /// Counts commits since the last call, and the records from other

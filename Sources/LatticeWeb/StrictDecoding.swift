@@ -26,6 +26,10 @@ extension Decoder {
 enum RequestBody {
     static func decode<Shape: Decodable>(_ shape: Shape.Type, from body: [UInt8], what: String) throws -> Shape {
         let data = body.isEmpty ? Data("{}".utf8) : Data(body)
+        // JSONDecoder keeps a key's first value and proxies often its last: a key given twice is refused.
+        if let repeated = DuplicateKeys.first(in: body) {
+            throw WebError.badRequest("\(what): the key \"\(repeated)\" is given twice in one dictionary")
+        }
         do {
             return try JSONDecoder().decode(Shape.self, from: data)
         } catch let error as WebError {
@@ -67,5 +71,44 @@ enum RequestBody {
             if name.hasPrefix("Dictionary") { return "a dictionary" }
             return "a dictionary"
         }
+    }
+}
+
+/// Finds a key given twice in one JSON object, scanning the text once
+/// (strings and nesting followed, values not interpreted).
+enum DuplicateKeys {
+    static func first(in bytes: [UInt8]) -> String? {
+        var stack: [(isObject: Bool, keys: Set<[UInt8]>, expectingKey: Bool)] = []
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "{"):
+                stack.append((true, [], true))
+            case UInt8(ascii: "["):
+                stack.append((false, [], false))
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if !stack.isEmpty { stack.removeLast() }
+            case UInt8(ascii: ","):
+                if let top = stack.indices.last, stack[top].isObject { stack[top].expectingKey = true }
+            case UInt8(ascii: "\""):
+                let start = index + 1
+                index += 1
+                while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+                    if bytes[index] == UInt8(ascii: "\\") { index += 1 }
+                    index += 1
+                }
+                if let top = stack.indices.last, stack[top].isObject, stack[top].expectingKey {
+                    let key = Array(bytes[start..<min(index, bytes.count)])
+                    if stack[top].keys.contains(key) { return String(decoding: key, as: UTF8.self) }
+                    stack[top].keys.insert(key)
+                    stack[top].expectingKey = false
+                }
+            default:
+                break
+            }
+            index += 1
+        }
+        return nil
     }
 }

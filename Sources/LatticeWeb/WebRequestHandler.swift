@@ -31,10 +31,16 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var started: ContinuousClock.Instant?
     private var streaming: Task<Void, Never>?
 
-    init(router: WebRouter, pool: NIOThreadPool, limits: Limits) {
+    private let connections: OpenConnections
+    /// Whether a request on this connection presented a valid token; until
+    /// then every answer closes the connection, so clients without a token hold no slot.
+    private var authenticated = false
+
+    init(router: WebRouter, pool: NIOThreadPool, limits: Limits, connections: OpenConnections) {
         self.router = router
         self.pool = pool
         self.limits = limits
+        self.connections = connections
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -68,6 +74,16 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             started = .now
             if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > limits.maximumBodyBytes {
                 refuse(context: context, tooLarge(length))
+                return
+            }
+            // The token, origin and host are checked on the head: a refused request's body is never read.
+            if let refusal = router.precheck(head) {
+                refuse(context: context, refusal)
+                return
+            }
+            if router.needsToken(WebRequest(head: head, body: []).pathSegments), !authenticated {
+                authenticated = true
+                connections.authenticated(context.channel)
             }
         case .body(var buffer):
             guard !refusing, head != nil else { return }
@@ -86,11 +102,12 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             let router = self.router
             let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
             let started = self.started ?? .now
+            let keepAlive = head.isKeepAlive && authenticated
             pool.runIfActive(eventLoop: context.eventLoop) { router.respond(to: request) }.whenComplete { result in
                 let (handler, context) = bound.value
                 switch result {
                 case .success(let (operation, response)):
-                    handler.write(response, keepAlive: head.isKeepAlive, operation: operation, started: started, context: context)
+                    handler.write(response, keepAlive: keepAlive, operation: operation, started: started, context: context)
                 case .failure:
                     handler.write(.error(WebError(.tryAgainLater, "the node is stopping")), keepAlive: false, operation: "unknown", started: started, context: context)
                 }

@@ -18,13 +18,44 @@ final class WebRouter: Sendable {
     /// Tokens as last read from the store, and when: revoking one takes effect within a second.
     private let tokenCache = NIOLockedValueBox<(read: Date, tokens: [HTTPToken])?>(nil)
 
-    init(container: Container, events: EventHub, metrics: NodeMetrics, allowedOrigins: Set<String>) {
+    /// The names a request's Host may give when the server listens on loopback
+    /// (nil: any, when it listens on another address): a page on another
+    /// name that resolves to 127.0.0.1 (DNS rebinding) is refused.
+    let loopbackHosts: Set<String>?
+
+    init(container: Container, events: EventHub, metrics: NodeMetrics, allowedOrigins: Set<String>, loopbackHosts: Set<String>? = nil) {
+        self.loopbackHosts = loopbackHosts
         self.container = container
         api = WebServicesAPI(container: container)
         self.events = events
         self.metrics = metrics
         self.allowedOrigins = allowedOrigins
         console = ConsoleAPI(container: container)
+    }
+
+    /// What a request's head alone decides, before its body is read: the
+    /// origin and host checks, and the token where the path needs one. Nil:
+    /// read the body; else the answer to give at once (and close). A client
+    /// without a token so never gets a body held in memory.
+    func precheck(_ head: HTTPRequestHead) -> WebError? {
+        let request = WebRequest(head: head, body: [])
+        do {
+            try checkHost(request)
+            try checkOrigin(request)
+            // A browser's CORS preflight carries no token; it is answered without one (and says nothing).
+            if needsToken(request.pathSegments), request.method != .OPTIONS { try authenticate(request) }
+            return nil
+        } catch let error as WebError {
+            return error
+        } catch {
+            return WebError.from(error)
+        }
+    }
+
+    /// Whether the path's answer needs a token (all but the console's files, the OpenAPI document and the root).
+    func needsToken(_ segments: [String]) -> Bool {
+        guard let first = segments.first else { return false }
+        return !["console", "openapi.json"].contains(first)
     }
 
     /// The response to a request, and the operation's name for metrics.
@@ -54,12 +85,16 @@ final class WebRouter: Sendable {
         return ["", "metrics", "openapi.json"].contains(name) ? (name.isEmpty ? "root" : name) : "unknown"
     }
 
+    /// Event streams at once: each may hold a page of records for a slow reader.
+    static let maximumEventStreams = 128
+
     static let knownOperations: Set<String> = [
         "records/query", "records/lookup", "records/modify", "records/changes", "zones/list", "zones/lookup", "zones/modify",
         "zones/changes", "changes/database", "changes/zone", "users/caller", "events",
     ]
 
     private func route(_ request: WebRequest, operation: String) throws -> WebResponse {
+        try checkHost(request)
         try checkOrigin(request)
         if request.method == .OPTIONS { return .whole(status: .noContent, contentType: "text/plain", body: []) }
         let segments = request.pathSegments
@@ -67,7 +102,7 @@ final class WebRouter: Sendable {
         case nil where (request.headers.first(name: "accept") ?? "").contains("text/html"):
             return .whole(status: .found, contentType: "text/plain", body: [], extraHeaders: [("Location", "/console/")])
         case nil:
-            return .text("Lattice node \(container.deviceID): CloudKit Web Services at /database/1/\(container.containerIdentifier)/development/{private|shared|public}/…; the API at /openapi.json; metrics at /metrics.\n", contentType: "text/plain; charset=utf-8")
+            return .text("A Lattice node: CloudKit Web Services at /database/1/{container}/development/{private|shared|public}/… with a token; the API at /openapi.json; the console at /console/.\n", contentType: "text/plain; charset=utf-8")
         case "openapi.json":
             try requireMethod(request, [.GET])
             return .text(OpenAPIDocument.json, contentType: "application/json; charset=utf-8")
@@ -132,6 +167,9 @@ final class WebRouter: Sendable {
         case "users/caller", "users/current": try requireMethod(request, [.GET, .POST]); return try api.caller()
         case "events":
             try requireMethod(request, [.GET])
+            guard openStreams.value < Self.maximumEventStreams else {
+                throw WebError(.tryAgainLater, "this node has \(Self.maximumEventStreams) event streams open, as many as it takes; try again later")
+            }
             return .eventStream(try EventStreamSource(request: request, database: database, hub: events))
         case "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "tokens/create", "tokens/register", "assets/upload":
             throw WebError(.notFound, "\(operation) is not served yet (README, what is missing); live changes come from GET …/events")
@@ -147,7 +185,7 @@ final class WebRouter: Sendable {
     }
 
     /// CloudKit's `ckAPIToken` query parameter, or `Authorization: Bearer TOKEN`.
-    private func authenticate(_ request: WebRequest) throws {
+    func authenticate(_ request: WebRequest) throws {
         var presented = request.query["ckAPIToken"]
         if let header = request.headers.first(name: "authorization") {
             let parts = header.split(separator: " ", maxSplits: 1)
@@ -169,6 +207,23 @@ final class WebRouter: Sendable {
         let tokens = try container.httpTokens()
         tokenCache.withLockedValue { $0 = (Date(), tokens) }
         return tokens
+    }
+
+    /// Listening on loopback, the Host must be a loopback name: what a browser
+    /// sends for a page that rebinds its own name to 127.0.0.1 is refused.
+    private func checkHost(_ request: WebRequest) throws {
+        guard request.headers[canonicalForm: "host"].count <= 1 else { throw WebError.badRequest("a request names one Host") }
+        guard let allowed = loopbackHosts else { return }
+        let host = (request.headers.first(name: "host") ?? "").lowercased()
+        let name: Substring
+        if host.hasPrefix("[") {
+            name = host.prefix { $0 != "]" }.dropFirst()
+        } else {
+            name = host.split(separator: ":", maxSplits: 1).first ?? ""
+        }
+        guard allowed.contains(String(name)) else {
+            throw WebError(.accessDenied, "this node listens on loopback and answers requests for localhost, 127.0.0.1 or [::1] only, not \"\(host)\"")
+        }
     }
 
     /// A page on another origin may not use the node (its requests carry the

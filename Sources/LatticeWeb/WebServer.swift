@@ -43,7 +43,9 @@ public final class WebServer: Service, Sendable {
     public init(container: Container, configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         events = EventHub()
-        router = WebRouter(container: container, events: events, metrics: NodeMetrics(container: container), allowedOrigins: configuration.allowedOrigins)
+        let loopback: Set<String> = ["127.0.0.1", "::1", "localhost"]
+        router = WebRouter(container: container, events: events, metrics: NodeMetrics(container: container), allowedOrigins: configuration.allowedOrigins,
+                           loopbackHosts: loopback.contains(configuration.host.lowercased()) ? ["localhost", "127.0.0.1", "::1"] : nil)
         self.logger = logger
     }
 
@@ -58,7 +60,8 @@ public final class WebServer: Service, Sendable {
 
     /// Binds the address; a port in use or an address not here fails with networkUnavailable.
     public func start() async throws(LatticeError) {
-        let pool = NIOThreadPool(numberOfThreads: 2)
+        // More threads than cores: a slow query (a long predicate over many records) leaves others to answer.
+        let pool = NIOThreadPool(numberOfThreads: max(4, System.coreCount * 2))
         pool.start()
         let router = self.router
         let limits = WebRequestHandler.Limits(maximumBodyBytes: configuration.maximumBodyBytes, requestTimeout: configuration.requestTimeout,
@@ -76,7 +79,7 @@ public final class WebServer: Service, Sendable {
                 channel.closeFuture.whenComplete { _ in connections.remove(channel) }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(router: router, pool: pool, limits: limits))
+                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(router: router, pool: pool, limits: limits, connections: connections))
                 }
             }
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
@@ -98,7 +101,7 @@ public final class WebServer: Service, Sendable {
         let container = router.container
         let metrics = router.metrics
         let task = Task.detached {
-            let followers = DatabaseScope.allCases.map { ChangeFollower(database: container.database(with: $0), zones: nil) }
+            let followers = DatabaseScope.allCases.map { ChangeFollower(database: container.database(with: $0), zones: nil, pageSize: 1_000) }
             for follower in followers { _ = try? follower.start(since: nil) }
             metrics.observeCommits(merged: [])
             for await _ in container.commits() {
@@ -148,21 +151,42 @@ final class StreamCount: Sendable {
     var value: Int { count.withLockedValue { $0 } }
 }
 
-/// The connections open now, at most a given number.
+/// The connections open now, at most a given number. At the cap, a new
+/// connection takes the place of the oldest that never presented a valid
+/// token: clients without one cannot keep those who have one out.
 final class OpenConnections: Sendable {
-    private let channels = NIOLockedValueBox<[ObjectIdentifier: Channel]>([:])
+    private struct Open {
+        var channel: Channel
+        var opened: NIODeadline
+        var authenticated = false
+    }
 
-    /// Adds `channel` unless `maximum` are open.
+    private let channels = NIOLockedValueBox<[ObjectIdentifier: Open]>([:])
+
+    /// Adds `channel` unless `maximum` are open and every one of them has authenticated.
     func add(_ channel: Channel, upTo maximum: Int) -> Bool {
-        channels.withLockedValue { open in
-            guard open.count < maximum else { return false }
-            open[ObjectIdentifier(channel)] = channel
-            return true
+        let evicted: Channel? = channels.withLockedValue { open in
+            var evicted: Channel?
+            if open.count >= maximum {
+                guard let oldest = open.filter({ !$0.value.authenticated }).min(by: { $0.value.opened < $1.value.opened }) else { return nil }
+                evicted = oldest.value.channel
+                open.removeValue(forKey: oldest.key)
+            }
+            open[ObjectIdentifier(channel)] = Open(channel: channel, opened: .now())
+            return evicted ?? channel
         }
+        guard let evicted else { return false }
+        if evicted !== channel { evicted.close(promise: nil) }
+        return true
+    }
+
+    /// The connection presented a valid token: it is not evicted for newcomers.
+    func authenticated(_ channel: Channel) {
+        channels.withLockedValue { $0[ObjectIdentifier(channel)]?.authenticated = true }
     }
 
     func remove(_ channel: Channel) { channels.withLockedValue { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }
-    var all: [Channel] { channels.withLockedValue { Array($0.values) } }
+    var all: [Channel] { channels.withLockedValue { $0.values.map(\.channel) } }
 }
 
 /// Answers a connection over the limit with TRY_AGAIN_LATER as soon as it

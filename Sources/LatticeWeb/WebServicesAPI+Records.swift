@@ -5,6 +5,7 @@ extension WebServicesAPI {
     /// `records/query`: a page of records matching a query, and where the next starts.
     func query(_ body: [UInt8], in database: Database) throws -> WebResponse {
         let request = try RequestBody.decode(QueryRequest.self, from: body, what: "records/query")
+        try Self.checkCost(of: request.query.filterBy ?? [])
         if request.zoneWide == true, request.zoneID == nil {
             throw WebError.badRequest("zoneWide queries (every zone at once) are not served yet; name the zone with zoneID")
         }
@@ -111,6 +112,23 @@ extension WebServicesAPI {
                 return BatchWrite(kind, try record.record(in: zone), tag: input.recordChangeTag)
             } catch {
                 throw WebError(.badRequest, "operation \(number): \(error.message)")
+            }
+        }
+    }
+}
+
+extension WebServicesAPI {
+    /// A query's cost grows with its records times its conditions: both bounded, as CloudKit bounds them.
+    static let maximumFilters = 100
+    static let maximumListValues = 1_000
+
+    static func checkCost(of filters: [WebServicesFilter]) throws {
+        guard filters.count <= maximumFilters else {
+            throw WebError(.limitExceeded, "a query takes at most \(maximumFilters) filters, not \(filters.count)")
+        }
+        for filter in filters {
+            if case .array(let values) = filter.fieldValue.value, values.count > maximumListValues {
+                throw WebError(.limitExceeded, "a filter's list takes at most \(maximumListValues) values, not \(values.count) (field \(filter.fieldName))")
             }
         }
     }

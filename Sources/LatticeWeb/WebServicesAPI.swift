@@ -39,6 +39,9 @@ struct WebServicesAPI: Sendable {
     }
 
     func zone(_ shape: WebServicesZoneID?, in database: Database) throws -> Zone.ID {
+        if let shape, shape.zoneName.utf8.contains(0) || shape.ownerName.utf8.contains(0) {
+            throw WebError.badRequest("a zone's name or owner cannot hold a NUL character")
+        }
         do { return try database.resolveZoneID(shape?.zoneID ?? .default) } catch { throw WebError.from(error) }
     }
 

@@ -155,6 +155,11 @@ import Testing
             (#"{"operations":[{"operationType":"create","record":{"recordName":"x"}}]}"#, "BAD_REQUEST"),
             (#"{"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"Movie","fields":{"file":{"value":"/etc/passwd","type":"ASSETID"}}}}]}"#, "BAD_REQUEST"),
             (#"{"zoneID":{"zoneName":"Movies"},"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"Movie"}},{"operationType":"launch","record":{"recordName":"y"}}]}"#, "BAD_REQUEST"),
+            (#"{"operations":[],"operations":[]}"#, "BAD_REQUEST"),
+            (#"{"zoneID":{"zoneName":"Movies"},"zoneID":{"zoneName":"Nope"},"operations":[{"operationType":"forceDelete","record":{"recordName":"up"}}]}"#, "BAD_REQUEST"),
+            (#"{"zoneID":{"zoneName":"Movies\u0000x"},"operations":[{"operationType":"forceDelete","record":{"recordName":"up"}}]}"#, "BAD_REQUEST"),
+            (#"{"zoneID":{"zoneName":"Movies"},"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"Movie","fields":{"r":{"value":{"recordName":"up","zoneID":{"zoneName":"Other"}},"type":"REFERENCE"}}}}]}"#, "BAD_REQUEST"),
+            (#"{"zoneID":{"zoneName":"Movies"},"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"Movie","fields":{"r":{"value":{"recordName":"up","action":"BOGUS"},"type":"REFERENCE"}}}}]}"#, "BAD_REQUEST"),
             ("{\"operations\":[" + Array(repeating: #"{"operationType":"forceDelete","record":{"recordName":"up"}}"#, count: 401).joined(separator: ",") + "]}", "LIMIT_EXCEEDED"),
         ]
         for (body, code) in refused {
@@ -177,19 +182,19 @@ import Testing
 
         // A body larger than the node takes is refused from its header, unread.
         let large = try HTTPTestClient(port: port)
-        large.send("POST \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(64 << 20)\r\n\r\n{\"operations\":[")
+        large.send("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(64 << 20)\r\n\r\n{\"operations\":[")
         let tooLarge = try #require(large.response(within: 10))
         #expect(tooLarge.status == 413 && tooLarge.json["serverErrorCode"] as? String == "LIMIT_EXCEEDED")
         // Sent in a stream without a length, it is cut off once over the bound.
         let streamed = try HTTPTestClient(port: port)
-        streamed.send("POST \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nTransfer-Encoding: chunked\r\n\r\n")
+        streamed.send("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nTransfer-Encoding: chunked\r\n\r\n")
         let chunk = String(repeating: " ", count: 1 << 20)
         for _ in 0..<20 where !streamed.isClosedByServer { streamed.send(String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n") }
         #expect(streamed.response(within: 10)?.status == 413)
 
         // A client that stops halfway through its request is answered and let go.
         let slow = try HTTPTestClient(port: port)
-        slow.send("POST \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 100\r\n\r\n{\"operations\"")
+        slow.send("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Length: 100\r\n\r\n{\"operations\"")
         let timedOut = try #require(slow.response(within: 10))
         #expect(timedOut.status == 408 && timedOut.json["serverErrorCode"] as? String == "REQUEST_TIMEOUT")
         #expect(eventuallyBlocking(5) { slow.isClosedByServer })
@@ -197,17 +202,35 @@ import Testing
         // A connection that sends nothing, or its head a byte at a time, is closed within the request timeout.
         let silent = try HTTPTestClient(port: port)
         let dribbling = try HTTPTestClient(port: port)
-        for byte in "POST \(path) HTTP/1.1\r\nHost: x\r\n".utf8.prefix(12) where !dribbling.isClosedByServer {
+        for byte in "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8.prefix(12) where !dribbling.isClosedByServer {
             dribbling.send([byte])
             usleep(200_000)
         }
         #expect(eventuallyBlocking(5) { silent.isClosedByServer && dribbling.isClosedByServer }, "a silent or dribbling client kept its connection")
-        // Over the cap, a connection is answered TRY_AGAIN_LATER at once, before it sends anything.
-        let held = try (0..<6).map { _ in try HTTPTestClient(port: port) }
+        // A client without a token is answered from the head, its body unread, and let go.
+        let unread = try HTTPTestClient(port: port)
+        unread.send("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(8 << 20)\r\n\r\n")
+        let early = try #require(unread.response(within: 5))
+        #expect(early.status == 401 && early.errorCode == "AUTHENTICATION_REQUIRED")
+        #expect(eventuallyBlocking(5) { unread.isClosedByServer })
+        // Listening on loopback, a request for another host name (a page that rebinds its name to 127.0.0.1) is refused.
+        let rebound = try HTTPTestClient.request(port: port, "POST", "\(Self.base)/private/zones/list", json: "{}", token: token, headers: ["Host": "evil.example"])
+        #expect(rebound.status == 403 && rebound.errorCode == "ACCESS_DENIED")
+        // At the cap, a newcomer takes the place of the oldest connection that never showed a token…
+        let idle = try (0..<6).map { _ in try HTTPTestClient(port: port) }
+        usleep(100_000)
+        #expect(try post(port, "zones/list", "{}", token: token).status == 200, "clients without a token kept one with a token out")
+        #expect(eventuallyBlocking(5) { idle.contains { $0.isClosedByServer } })
+        // …and when every connection has shown one, it is answered TRY_AGAIN_LATER at once.
+        let holders = try (0..<6).map { _ in try HTTPTestClient(port: port) }
+        for holder in holders {
+            holder.send("GET \(Self.base)/private/zones/list HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n")
+            _ = holder.response(within: 5)
+        }
         let over = try HTTPTestClient(port: port)
         let busy = try #require(over.response(within: 5))
         #expect(busy.status == 503 && busy.errorCode == "TRY_AGAIN_LATER")
-        _ = held
+        _ = (idle, holders)
 
         #expect(try cli.snapshot() == before, "a refused request changed the store")
 
@@ -229,16 +252,16 @@ import Testing
 
         // A stream says where it starts at once: a client that reconnects before any change misses nothing.
         let first = try HTTPTestClient(port: nodeB.port)
-        first.send("GET \(Self.base)/private/events?zone=Movies HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(nodeB.token)\r\n\r\n")
+        first.send("GET \(Self.base)/private/events?zone=Movies HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(nodeB.token)\r\n\r\n")
         #expect(eventuallyBlocking(10) { first.receivedText.contains("id: ") })
         let startID = try #require(first.receivedText.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("id: ") })).dropFirst(4)
         try cli.ok(["record", "save", "Movies/gap", "--type", "Movie", "title=In the gap"], store: "b")
         let reconnected = try HTTPTestClient(port: nodeB.port)
-        reconnected.send("GET \(Self.base)/private/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(nodeB.token)\r\nLast-Event-ID: \(startID)\r\n\r\n")
+        reconnected.send("GET \(Self.base)/private/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(nodeB.token)\r\nLast-Event-ID: \(startID)\r\n\r\n")
         #expect(eventuallyBlocking(10) { reconnected.receivedText.contains("\"recordName\":\"gap\"") }, "a change between two connections was lost")
 
         let stream = try HTTPTestClient(port: nodeB.port)
-        stream.send("GET \(Self.base)/private/events?zone=Movies HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(nodeB.token)\r\nAccept: text/event-stream\r\n\r\n")
+        stream.send("GET \(Self.base)/private/events?zone=Movies HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(nodeB.token)\r\nAccept: text/event-stream\r\n\r\n")
         #expect(eventuallyBlocking(10) { stream.receivedText.contains("text/event-stream") && stream.receivedText.contains("id: ") })
         let saved = try post(nodeA.port, "records/modify", #"{"zoneID":{"zoneName":"Movies"},"operations":[{"operationType":"create","record":{"recordName":"live","recordType":"Movie","fields":{"title":{"value":"Live"}}}}]}"#, token: nodeA.token)
         let tag = try #require(records(saved).first?["recordChangeTag"] as? String)
@@ -256,7 +279,7 @@ import Testing
         let lastID = try #require(streamed.split(whereSeparator: \.isNewline).last(where: { $0.hasPrefix("id: ") }), "no id in \(streamed)").dropFirst(4)
         try cli.ok(["record", "save", "Movies/later", "--type", "Movie", "title=Later"], store: "b")
         let resumed = try HTTPTestClient(port: nodeB.port)
-        resumed.send("GET \(Self.base)/private/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(nodeB.token)\r\nLast-Event-ID: \(lastID)\r\n\r\n")
+        resumed.send("GET \(Self.base)/private/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(nodeB.token)\r\nLast-Event-ID: \(lastID)\r\n\r\n")
         #expect(eventuallyBlocking(10) { resumed.receivedText.contains("\"recordName\":\"later\"") })
         #expect(!resumed.receivedText.contains("\"recordName\":\"live\""))
 

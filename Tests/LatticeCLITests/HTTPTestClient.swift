@@ -96,7 +96,7 @@ final class HTTPTestClient: @unchecked Sendable {
     /// One request on a new connection: `path` with the token as a bearer header (none when nil).
     static func request(port: Int, _ method: String = "POST", _ path: String, json: String? = nil, token: String?, headers: [String: String] = [:]) throws -> Response {
         let client = try HTTPTestClient(port: port)
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\n" + (headers["Host"] == nil ? "Host: 127.0.0.1:\(port)\r\n" : "") + "Connection: close\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         let body = Array((json ?? "").utf8)

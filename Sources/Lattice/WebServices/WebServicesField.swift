@@ -87,8 +87,13 @@ public struct WebServicesField: Codable, Hashable, Sendable {
         case (.reference, .string(let name)): return .reference(RecordReference(recordName: name))
         case (.reference, .object):
             guard case .string(let name)? = raw["recordName"] else { throw bad }
-            var action = RecordReference.Action.none
-            if case .string(let given)? = raw["action"], given.uppercased() == "DELETE_SELF" { action = .deleteSelf }
+            let action: RecordReference.Action
+            switch raw["action"] {
+            case nil, .null?: action = .none
+            case .string(let given)? where given.uppercased() == "NONE": action = .none
+            case .string(let given)? where given.uppercased() == "DELETE_SELF": action = .deleteSelf
+            default: throw LatticeError(.invalidArguments, "field \(field): a reference's action is NONE or DELETE_SELF")
+            }
             return .reference(RecordReference(recordName: name, action: action))
         case (.location, .object):
             guard let latitude = raw["latitude"]?.double, let longitude = raw["longitude"]?.double else { throw bad }

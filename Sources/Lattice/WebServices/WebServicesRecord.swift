@@ -110,7 +110,28 @@ public struct WebServicesRecord: Codable, Hashable, Sendable {
     /// The record this dictionary describes, in `zoneID`; `importAsset` turns an ASSETID value (a file path) into an asset.
     public func record(in zoneID: Zone.ID, importAsset: ((String) throws(LatticeError) -> FieldValue)? = nil) throws(LatticeError) -> Record {
         var record = Record(recordType: recordType, recordName: recordName, zoneID: zoneID)
-        for (name, field) in fields { record[name] = try field.fieldValue(field: name, importAsset: importAsset) }
+        for (name, field) in fields {
+            // A reference points into its record's zone, as CloudKit's do: one naming another zone is refused, not bent.
+            if let other = Self.referencedZones(field.value).first(where: { $0.zoneName != zoneID.zoneName }) {
+                throw LatticeError(.invalidArguments, "field \(name): a reference must point into the record's own zone (\(zoneID.zoneName)), not \(other.zoneName)")
+            }
+            record[name] = try field.fieldValue(field: name, importAsset: importAsset)
+        }
         return record
+    }
+}
+
+extension WebServicesRecord {
+    /// The zones that reference values (one, or a list's) name in their `zoneID`.
+    static func referencedZones(_ value: WebServicesValue) -> [WebServicesZoneID] {
+        switch value {
+        case .object(let members):
+            guard case .object(let zone)? = members["zoneID"], case .string(let name)? = zone["zoneName"] else { return [] }
+            var owner = Zone.ID.defaultOwnerName
+            if case .string(let given)? = zone["ownerName"] ?? zone["ownerRecordName"] { owner = given }
+            return [WebServicesZoneID(Zone.ID(zoneName: name, ownerName: owner))]
+        case .array(let items): return items.flatMap(referencedZones)
+        default: return []
+        }
     }
 }
