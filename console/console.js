@@ -287,38 +287,92 @@ function describe(event) {
   }
 }
 
+function onRecordChange(data) {
+  const change = JSON.parse(data);
+  activity("record", `${change.reason.replace("record", "").toLowerCase()} ${change.zoneID.zoneName}/${change.recordName}`);
+  clearTimeout(state.zonesTimer);
+  state.zonesTimer = setTimeout(() => loadZones(false).catch(failed), 300);
+  if (change.zoneID.zoneName !== state.zone) return;
+  if (change.reason === "recordDeleted") state.records.delete(change.recordName); else state.records.set(change.recordName, change.record);
+  if (state.tab === "records") updateRecordRow(change.recordName, change.record);
+  if (state.tab === "record" && state.record === change.recordName && change.record) openRecord(change.recordName).catch(failed);
+}
+
+function onSyncEvent(data) {
+  const event = JSON.parse(data);
+  const text = describe(event);
+  if (text) activity("sync", text);
+  if (["connected", "disconnected", "syncFinished", "caughtUp", "refused", "writesRefused", "assetFetched"].includes(event.event)) {
+    clearTimeout(state.refreshTimer);
+    state.refreshTimer = setTimeout(() => loadNode(), 200);
+  }
+}
+
+function setLive(on) {
+  $("live").className = "live " + (on ? "on" : "off");
+  $("live-text").textContent = on ? "live" : "reconnecting";
+}
+
+// The event stream read with fetch, not EventSource: the token goes in the
+// Authorization header, never in a URL (where logs and proxies keep it).
+// It reconnects as EventSource does, resuming from the last id it saw.
 function connectEvents() {
-  if (state.events) state.events.close();
-  const events = new EventSource(`/database/1/${encodeURIComponent(state.container)}/development/${state.database}/events?ckAPIToken=${encodeURIComponent(state.token)}`);
-  state.events = events;
-  events.onopen = () => { $("live").className = "live on"; $("live-text").textContent = "live"; };
-  events.onerror = () => { $("live").className = "live off"; $("live-text").textContent = "reconnecting"; };
-  events.addEventListener("record", (message) => {
-    const change = JSON.parse(message.data);
-    activity("record", `${change.reason.replace("record", "").toLowerCase()} ${change.zoneID.zoneName}/${change.recordName}`);
-    clearTimeout(state.zonesTimer);
-    state.zonesTimer = setTimeout(() => loadZones(false).catch(failed), 300);
-    if (change.zoneID.zoneName !== state.zone) return;
-    if (change.reason === "recordDeleted") state.records.delete(change.recordName); else state.records.set(change.recordName, change.record);
-    if (state.tab === "records") updateRecordRow(change.recordName, change.record);
-    if (state.tab === "record" && state.record === change.recordName && change.record) openRecord(change.recordName).catch(failed);
-  });
-  events.addEventListener("sync", (message) => {
-    const event = JSON.parse(message.data);
-    const text = describe(event);
-    if (text) activity("sync", text);
-    if (["connected", "disconnected", "syncFinished", "caughtUp", "refused", "writesRefused", "assetFetched"].includes(event.event)) {
-      clearTimeout(state.refreshTimer);
-      state.refreshTimer = setTimeout(() => loadNode(), 200);
+  if (state.events) state.events.abort();
+  const controller = new AbortController();
+  state.events = controller;
+  const url = `/database/1/${encodeURIComponent(state.container)}/development/${state.database}/events`;
+  const handlers = { record: onRecordChange, sync: onSyncEvent };
+  let lastID = null;
+  const dispatch = (block) => {
+    let event = "message", id = null;
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line === "" || line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+      else if (field === "id") id = value;
     }
-  });
+    if (id !== null) lastID = id;
+    if (handlers[event] && data.length) handlers[event](data.join("\n"));
+  };
+  (async () => {
+    while (!controller.signal.aborted) {
+      try {
+        const headers = { "Authorization": "Bearer " + state.token, "Accept": "text/event-stream", ...(lastID ? { "Last-Event-ID": lastID } : {}) };
+        const response = await fetch(url, { headers, signal: controller.signal, cache: "no-store" });
+        if (response.status === 401) return signOut("the token was refused");
+        if (!response.ok || !response.body) throw new Error(`the event stream answered ${response.status}`);
+        setLive(true);
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value.replace(/\r\n?/g, "\n");
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            dispatch(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+          }
+        }
+      } catch (error) {
+        if (controller.signal.aborted) return;
+      }
+      setLive(false);
+      await new Promise((resume) => setTimeout(resume, 1000));
+    }
+  })();
 }
 
 // ---- Start ----
 
 function signOut(reason) {
   sessionStorage.removeItem("lattice-token");
-  if (state.events) state.events.close();
+  if (state.events) state.events.abort();
   $("app").hidden = true;
   $("login").hidden = false;
   $("login-error").textContent = reason || "";
