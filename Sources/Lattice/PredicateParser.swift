@@ -301,3 +301,14 @@ public struct PredicateParser {
         return tokens
     }
 }
+
+extension QuerySort {
+    /// A sort key as the CLI and the console take it: `FIELD` or `+FIELD`
+    /// (ascending), `-FIELD` (descending); nil when it names no field.
+    public init?(parsing key: String) {
+        let descending = key.hasPrefix("-")
+        let name = descending || key.hasPrefix("+") ? String(key.dropFirst()) : key
+        guard !name.isEmpty else { return nil }
+        self.init(QueryKey(name: name), ascending: !descending)
+    }
+}

@@ -34,10 +34,8 @@ struct QueryCommand: ParsableCommand {
         var sorts: [QuerySort] = []
         for key in sort {
             if key.hasPrefix("[") { sorts += try WebServicesInput.sorts(fromSortBy: key); continue }
-            let descending = key.hasPrefix("-")
-            let name = descending ? String(key.dropFirst()) : (key.hasPrefix("+") ? String(key.dropFirst()) : key)
-            guard !name.isEmpty else { throw CLIError.usage("--sort needs a field name") }
-            sorts.append(QuerySort(QueryKey(name: name), ascending: !descending))
+            guard let parsed = QuerySort(parsing: key) else { throw CLIError.usage("--sort needs a field name") }
+            sorts.append(parsed)
         }
         let container = try options.openContainer(forOneCommand: true)
         let database = container.database(with: options.scope)

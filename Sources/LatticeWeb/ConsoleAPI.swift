@@ -86,7 +86,7 @@ struct ConsoleAPI: Sendable {
 
     /// `GET /api/record?database=&zone=&name=`: a record, the last write of each field, and its conflicts' losing values.
     func record(_ request: WebRequest) throws -> WebResponse {
-        let database = container.database(with: try Self.scope(request.query["database"]))
+        let database = container.database(with: try DatabaseScope(webName: request.query["database"] ?? "private"))
         guard let name = request.query["name"], !name.isEmpty else { throw WebError.badRequest("name the record: ?zone=ZONE&name=NAME") }
         let zoneID = try database.resolveZoneID(Zone.ID(zoneName: request.query["zone"] ?? Zone.ID.defaultZoneName))
         let id = Record.ID(recordName: name, zoneID: zoneID)
@@ -150,7 +150,7 @@ struct ConsoleAPI: Sendable {
         guard (input.where ?? "").utf8.count <= 8_192 else {
             throw WebError(.limitExceeded, "a predicate takes at most 8,192 bytes, not \((input.where ?? "").utf8.count)")
         }
-        let database = container.database(with: try Self.scope(input.database))
+        let database = container.database(with: try DatabaseScope(webName: input.database ?? "private"))
         let predicate: QueryPredicate
         do {
             predicate = try input.where.map { $0.trimmingCharacters(in: .whitespaces).isEmpty ? .all : try PredicateParser.parse($0) } ?? .all
@@ -158,10 +158,8 @@ struct ConsoleAPI: Sendable {
             throw WebError.badRequest(error.description)
         }
         let sorts = try (input.sort ?? []).map { key -> QuerySort in
-            let descending = key.hasPrefix("-")
-            let name = descending || key.hasPrefix("+") ? String(key.dropFirst()) : key
-            guard !name.isEmpty else { throw WebError.badRequest("a sort key needs a field name") }
-            return QuerySort(QueryKey(name: name), ascending: !descending)
+            guard let sort = QuerySort(parsing: key) else { throw WebError.badRequest("a sort key needs a field name") }
+            return sort
         }
         let limit = try WebServicesAPI.limit(input.limit, default: 50, maximum: WebServicesAPI.maximumOperations)
         let query = Query(recordType: input.recordType, predicate: predicate, sortDescriptors: sorts)
@@ -177,14 +175,5 @@ struct ConsoleAPI: Sendable {
         }
         return .json(QueryOutput(records: page.matchResults.map { WebServicesRecord($0, assetURL: { container.fileURL(for: $0) }) },
                                  continuationMarker: page.queryCursor?.stringValue, explanation: explanation))
-    }
-
-    static func scope(_ name: String?) throws -> DatabaseScope {
-        switch name ?? "private" {
-        case "private": return .private
-        case "shared": return .shared
-        case "public": return .public
-        default: throw WebError.badRequest("database \"\(name ?? "")\" is none of private, shared, public")
-        }
     }
 }

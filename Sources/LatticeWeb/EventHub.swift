@@ -21,6 +21,4 @@ final class EventHub: Sendable {
         subscribers.withLockedValue { $0[id] = continuation }
         return stream
     }
-
-    var subscriberCount: Int { subscribers.withLockedValue { $0.count } }
 }

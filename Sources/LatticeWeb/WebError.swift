@@ -103,3 +103,15 @@ struct RecordError: Encodable, Sendable {
         self.serverRecord = serverRecord
     }
 }
+
+extension DatabaseScope {
+    /// A database as Web Services' paths name it: `private`, `shared` or `public`.
+    init(webName: String) throws {
+        switch webName {
+        case "private": self = .private
+        case "shared": self = .shared
+        case "public": self = .public
+        default: throw WebError.badRequest("database \"\(webName)\" is none of private, shared, public")
+        }
+    }
+}

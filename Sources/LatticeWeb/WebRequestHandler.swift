@@ -77,11 +77,12 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
                 return
             }
             // The token, origin and host are checked on the head: a refused request's body is never read.
-            if let refusal = router.precheck(head) {
+            let checked = router.precheck(head)
+            if let refusal = checked.refusal {
                 refuse(context: context, refusal)
                 return
             }
-            if router.needsToken(WebRequest(head: head, body: []).pathSegments), !authenticated {
+            if checked.authenticated, !authenticated {
                 authenticated = true
                 connections.authenticated(context.channel)
             }

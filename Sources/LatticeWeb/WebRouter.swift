@@ -34,26 +34,25 @@ final class WebRouter: Sendable {
     }
 
     /// What a request's head alone decides, before its body is read: the
-    /// origin and host checks, and the token where the path needs one. Nil:
-    /// read the body; else the answer to give at once (and close). A client
-    /// without a token so never gets a body held in memory.
-    func precheck(_ head: HTTPRequestHead) -> WebError? {
+    /// origin and host checks, and the token where the path needs one. A
+    /// refusal is the answer to give at once (and close): a client without a
+    /// token so never gets a body held in memory. `authenticated`: the request showed a valid token.
+    func precheck(_ head: HTTPRequestHead) -> (refusal: WebError?, authenticated: Bool) {
         let request = WebRequest(head: head, body: [])
         do {
             try checkHost(request)
             try checkOrigin(request)
             // A browser's CORS preflight carries no token; it is answered without one (and says nothing).
-            if needsToken(request.pathSegments), request.method != .OPTIONS { try authenticate(request) }
-            return nil
-        } catch let error as WebError {
-            return error
+            guard needsToken(request.pathSegments), request.method != .OPTIONS else { return (nil, false) }
+            try authenticate(request)
+            return (nil, true)
         } catch {
-            return WebError.from(error)
+            return (WebError.from(error), false)
         }
     }
 
     /// Whether the path's answer needs a token (all but the console's files, the OpenAPI document and the root).
-    func needsToken(_ segments: [String]) -> Bool {
+    private func needsToken(_ segments: [String]) -> Bool {
         guard let first = segments.first else { return false }
         return !["console", "openapi.json"].contains(first)
     }
@@ -144,14 +143,7 @@ final class WebRouter: Sendable {
         guard segments[3] == "development" || segments[3] == "production" else {
             throw WebError.badRequest("environment \"\(segments[3])\" is neither development nor production (both name this node's one store)")
         }
-        let scope: DatabaseScope
-        switch segments[4] {
-        case "private": scope = .private
-        case "shared": scope = .shared
-        case "public": scope = .public
-        default: throw WebError.badRequest("database \"\(segments[4])\" is none of private, shared, public")
-        }
-        let database = container.database(with: scope)
+        let database = container.database(with: try DatabaseScope(webName: segments[4]))
         let operation = segments[5...].joined(separator: "/")
         let body = request.body
         switch operation {
