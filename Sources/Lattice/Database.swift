@@ -18,6 +18,9 @@ public enum SavePolicy: Sendable {
 public struct Database: Sendable {
     public let container: Container
     public let databaseScope: DatabaseScope
+    /// The author string this database's local writes carry in history
+    /// (SwiftData's `ModelContext.author`); nil for none. See `withHistoryAuthor(_:)`.
+    public internal(set) var historyAuthor: String?
 
     init(container: Container, scope: DatabaseScope) {
         self.container = container
@@ -36,6 +39,13 @@ public struct Database: Sendable {
         guard !zoneID.zoneName.utf8.contains(0), !zoneID.ownerName.utf8.contains(0) else {
             throw LatticeError(.invalidArguments, "a zone's name or owner cannot hold a NUL character")
         }
+        let resolved = try storedKey(zoneID, in: snapshot)
+        try requireReplicated(resolved, in: snapshot)
+        return resolved
+    }
+
+    /// `key(_:in:)` without the selective-sync check.
+    func storedKey(_ zoneID: Zone.ID, in snapshot: StoreSnapshot) throws -> ZoneKey {
         let plain = ZoneKey(scope: databaseScope, zoneID: zoneID)
         guard databaseScope == .private, !zoneID.isDefault, zoneID.ownerName == Zone.ID.defaultOwnerName,
               try snapshot.syncState(of: plain)?.zoneState.exists != true else { return plain }

@@ -33,7 +33,7 @@ public struct LatticeError: Error, CustomStringConvertible, Sendable {
         } catch let error as StoreError {
             switch error {
             case .zoneNotFound: throw LatticeError(.zoneNotFound, error.description)
-            case .changeTokenExpired: throw LatticeError(.changeTokenExpired, error.description)
+            case .changeTokenExpired, .historyUnavailable: throw LatticeError(.changeTokenExpired, error.description)
             case .notAStore, .noStore: throw LatticeError(.badContainer, error.description)
             case .corrupt: throw LatticeError(.badDatabase, error.description)
             case .io: throw LatticeError(.internalError, error.description)

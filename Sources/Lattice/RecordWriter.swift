@@ -14,6 +14,7 @@ struct RecordWriter {
     init(database: Database, transaction: StoreTransaction, savePolicy: SavePolicy) throws {
         self.database = database
         self.transaction = transaction
+        transaction.historyAuthor = database.historyAuthor
         self.savePolicy = savePolicy
         schema = try transaction.schema()
     }

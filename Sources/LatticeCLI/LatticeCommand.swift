@@ -18,7 +18,7 @@ public struct LatticeCommand: ParsableCommand {
             InitCommand.self, IDCommand.self, ZoneCommand.self, RecordCommand.self, QueryCommand.self,
             ChangesCommand.self, WatchCommand.self, ConflictsCommand.self, SchemaCommand.self,
             StatusCommand.self, VectorCommand.self, BundleCommand.self,
-            BatchCommand.self, ServeCommand.self, SyncCommand.self, PeersCommand.self, TrustCommand.self, UntrustCommand.self, PairCommand.self, AccountCommand.self, ShareCommand.self, AssetCommand.self, DiffCommand.self, DoctorCommand.self, HTTPCommand.self,
+            BatchCommand.self, ServeCommand.self, SyncCommand.self, PeersCommand.self, TrustCommand.self, UntrustCommand.self, PairCommand.self, AccountCommand.self, ShareCommand.self, AssetCommand.self, DiffCommand.self, DoctorCommand.self, HTTPCommand.self, HistoryCommand.self,
         ]
     )
 

@@ -4,7 +4,7 @@ import Lattice
 
 struct RecordCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "record", abstract: "Save, get, delete and import records.",
-        subcommands: [Save.self, Get.self, Delete.self, Import.self])
+        subcommands: [Save.self, Get.self, Delete.self, Import.self, History.self, Restore.self])
 
     static func print(_ record: Record, container: Container, json: Bool) {
         Output.emit(RecordOutput(record: record, container: container), json: json)
@@ -73,7 +73,11 @@ struct RecordCommand: ParsableCommand {
         @Option(help: "Public database: the record of this creator (the replica `created.deviceID` shows in --json), where several devices created the name.")
         var creator: String?
 
+        @Option(help: "The record as this device held it then: a history token (h42) or a time (ISO 8601, or 10m, 2h, 7d ago).") var at: String?
+
         func validate() throws {
+            if let at { _ = try HistoryPointArgument(parsing: at) }
+            if at != nil, fetchAssets || creator != nil { throw ValidationError("--at cannot be combined with --fetch-assets or --creator") }
             if creator != nil, options.scope != .public { throw ValidationError("--creator names a record of the public database (add --database public)") }
             if let creator, Self.replica(creator) == nil { throw ValidationError("--creator \(creator) is not a replica (32 hex digits, as created.deviceID shows in --json)") }
         }
@@ -82,6 +86,15 @@ struct RecordCommand: ParsableCommand {
         static func replica(_ text: String) -> ReplicaID? { ReplicaID(hex: text.lowercased()) }
 
         func run() throws {
+            if let at {
+                let container = try options.values.openContainer(forOneCommand: true)
+                let database = container.database(with: options.scope)
+                let target = try RecordPath(parsing: path).resolved(in: database)
+                guard let record = try library({ try database.record(target.recordID, asOf: try HistoryPointArgument(parsing: at).point) }) else {
+                    throw CLIError(.notFound, code: "NOT_FOUND", "record \(path) did not exist at \(at)")
+                }
+                return RecordCommand.print(record, container: container, json: options.json)
+            }
             guard fetchAssets else { return try Self.get(options.values, path: path, creator: creator.flatMap(Self.replica)) }
             let container = try options.openContainer()
             let record = try Self.read(path, creator: creator.flatMap(Self.replica), in: container.database(with: options.scope))
@@ -100,6 +113,47 @@ struct RecordCommand: ParsableCommand {
             let target = try RecordPath(parsing: path).resolved(in: database)
             let id = creator.map { Record.ID(recordName: target.recordName, createdBy: $0, zoneID: target.zoneID) } ?? target.recordID
             return try library { try database.record(for: id) }
+        }
+    }
+
+    struct History: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "history",
+            abstract: "List a record's versions: each field's old and new value, its writer, when, and conflicts.",
+            discussion: "Example: lattice record history Movies/toy-story")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "ZONE/NAME") var path: String
+
+        func run() throws {
+            let database = try options.values.openContainer(forOneCommand: true).database(with: options.scope)
+            let target = try RecordPath(parsing: path).resolved(in: database)
+            let versions = try library { try database.recordHistory(target.recordID) }
+            Output.emit(RecordHistoryOutput(versions: versions), json: options.json)
+        }
+    }
+
+    struct Restore: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "restore",
+            abstract: "Write a record's values as of an earlier time as a new write (the past is not rewritten).",
+            discussion: """
+                The values the record had then are saved as its whole field set, a write that syncs like any
+                other and wins as the latest; a record that did not exist then is deleted.
+                Example: lattice record restore Movies/toy-story --to 2h
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "ZONE/NAME") var path: String
+        @Option(help: "A history token (h42) or a time (ISO 8601, or 10m, 2h, 7d ago).") var to: String
+
+        func validate() throws { _ = try HistoryPointArgument(parsing: to) }
+
+        func run() throws {
+            let container = try options.values.openContainer(forOneCommand: true)
+            let database = container.database(with: options.scope)
+            let target = try RecordPath(parsing: path).resolved(in: database)
+            if let record = try library({ try database.restore(target.recordID, to: try HistoryPointArgument(parsing: to).point) }) {
+                RecordCommand.print(record, container: container, json: options.json)
+            } else {
+                Output.emit(RecordDeleted(deleted: WebServicesDeletedRecord(recordName: target.recordName, zoneID: target.zoneID), pathAsNamed: path), json: options.json)
+            }
         }
     }
 
@@ -354,4 +408,42 @@ struct ImportOutput: CommandOutput {
     var lines: Int
 
     var text: String { "imported \(Output.count(imported, "record")) from \(Output.count(lines, "line"))" }
+}
+
+/// What `record history` prints: one line per field version, oldest first.
+struct RecordHistoryOutput: CommandOutput {
+    struct Version: Encodable {
+        var token: String
+        var transactionIdentifier: String
+        var author: String
+        var storedAt: String
+        var kind: String
+        var field: String?
+        var oldValue: WebServicesField?
+        var newValue: WebServicesField?
+        var lost: Bool
+        var conflicted: Bool
+    }
+    var versions: [Version]
+
+    init(versions list: [RecordVersion]) {
+        versions = list.map { version in
+            Version(token: version.token.description, transactionIdentifier: version.transactionIdentifier, author: version.author,
+                    storedAt: ISO8601Milliseconds.format(Int64(version.storedAt.timeIntervalSince1970 * 1000)), kind: version.kind.rawValue,
+                    field: version.field, oldValue: version.oldValue.map { WebServicesField($0) }, newValue: version.newValue.map { WebServicesField($0) },
+                    lost: version.lost, conflicted: version.conflicted)
+        }
+    }
+
+    var text: String {
+        versions.map { version in
+            func shown(_ field: WebServicesField?) -> String {
+                guard let field, let data = try? JSONEncoder().encode(field.value) else { return "-" }
+                return String(decoding: data, as: UTF8.self)
+            }
+            let change = version.field.map { "\($0): \(shown(version.oldValue)) -> \(shown(version.newValue))" } ?? ""
+            let notes = version.lost ? " (lost, conflict)" : version.conflicted ? " (conflict)" : ""
+            return "\(version.token)  \(version.storedAt)  \(version.kind)  \(change)\(notes)  by \(version.author.prefix(12))"
+        }.joined(separator: "\n")
+    }
 }

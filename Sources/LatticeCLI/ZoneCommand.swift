@@ -3,7 +3,7 @@ import Lattice
 
 struct ZoneCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "zone", abstract: "Create, delete and list zones.",
-        subcommands: [Create.self, Delete.self, List.self, Assets.self])
+        subcommands: [Create.self, Delete.self, List.self, Assets.self, Sync.self])
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a zone (or re-create a deleted one).", discussion: "Example: lattice zone create Movies")
@@ -64,6 +64,42 @@ struct ZoneCommand: ParsableCommand {
             Output.emit(ZoneAssetPolicy(zoneName: zone, assets: now.rawValue), json: options.json)
         }
     }
+}
+
+extension ZoneCommand {
+    struct Sync: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "sync",
+            abstract: "Show or choose whether this device replicates a zone (selective sync).",
+            discussion: """
+                --off drops what this device holds of the zone (records, history, assets no other zone uses) and
+                tells peers not to send it; reads of it then fail with zoneNotFound. --on fetches it whole again.
+                A choice of this device alone; other devices keep syncing the zone among themselves.
+                Example: lattice zone sync Photos --off
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "Zone name.") var zone: String
+        @Flag(help: "Replicate the zone here.") var on = false
+        @Flag(help: "Stop replicating the zone here.") var off = false
+
+        func validate() throws {
+            if on && off { throw ValidationError("--on and --off cannot be combined") }
+        }
+
+        func run() throws {
+            let database = try options.values.openContainer(forOneCommand: true).database(with: options.scope)
+            let zoneID = Zone.ID(zoneName: zone)
+            if on || off { try library { try database.setReplicated(zoneID, on) } }
+            let replicated = try library { try database.isReplicated(zoneID) }
+            Output.emit(ZoneSyncOutput(zoneName: zone, replicated: replicated), json: options.json)
+        }
+    }
+}
+
+/// What `zone sync` prints.
+struct ZoneSyncOutput: CommandOutput {
+    var zoneName: String
+    var replicated: Bool
+    var text: String { "\(zoneName): \(replicated ? "replicated on this device" : "not replicated on this device (lattice zone sync \(zoneName) --on)")" }
 }
 
 /// What `zone assets` prints: the zone's asset policy, eager or lazy.

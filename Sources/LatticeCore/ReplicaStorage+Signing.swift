@@ -45,11 +45,16 @@ extension ReplicaStorage {
 
     /// Signs the running transaction's local writes: per zone, blocks of the
     /// digests of the writes still shown, the last ending at the replica's
-    /// entry in the zone's vector (its signed head). Called just before commit.
-    package func sealLocalWrites() throws {
-        guard let signer, !pendingLocalWrites.isEmpty else { return }
+    /// entry in the zone's vector (its signed head), each with a mark of the
+    /// commit before the first of its writes the block holds (`CommitMark`).
+    /// Called just before commit; returns the commit's identity (the time of
+    /// its first stamp), nil when nothing was sealed.
+    @discardableResult
+    package func sealLocalWrites() throws -> HLCTimestamp? {
+        guard let signer, !pendingLocalWrites.isEmpty else { return nil }
         let pending = pendingLocalWrites
         pendingLocalWrites = []
+        let commit = pending.lazy.map(\.stamp.time).min()!
         var byZone: [ZoneKey: [PendingLocalWrite]] = [:]
         for write in pending { byZone[write.zone, default: []].append(write) }
         for (zone, writes) in byZone.sorted(by: { $0.key.description < $1.key.description }) {
@@ -86,10 +91,21 @@ extension ReplicaStorage {
                     try fold(open, in: zone, sync, by: signer)
                 }
             }
+            let recordTimes = Set(writes.filter { $0.record != nil }.map(\.stamp.time))
+            // Room for the commit's mark in each chunk.
+            let capacity = max(1, sealedBlockEntries - 1)
             var chunks: [[WriteBlock.Entry]] = [[]]
+            var marked = false
             for entry in entries {
                 let alone = zoneTimes.contains(entry.time)
-                if alone || chunks[chunks.count - 1].count == sealedBlockEntries, !chunks[chunks.count - 1].isEmpty { chunks.append([]) }
+                if alone || chunks[chunks.count - 1].count >= capacity + (marked ? 1 : 0), !chunks[chunks.count - 1].isEmpty {
+                    chunks.append([])
+                    marked = false
+                }
+                if !marked, recordTimes.contains(entry.time) {
+                    chunks[chunks.count - 1].append(CommitMark.entry(commit: commit, beforeWriteAt: entry.time))
+                    marked = true
+                }
                 chunks[chunks.count - 1].append(entry)
                 if alone { chunks.append([]) }
             }
@@ -100,6 +116,7 @@ extension ReplicaStorage {
                 try storeWriteBlock(try WriteBlock.seal(chunk, last: last, in: zone, by: signer))
             }
         }
+        return commit
     }
 
     /// Whether `block` holds the write of the zone's present incarnation (a block of its own).

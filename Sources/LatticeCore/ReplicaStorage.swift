@@ -160,8 +160,12 @@ extension ReplicaStorage {
     }
 
     /// A fresh stamp for a local write, later than every stamp this replica has seen.
+    /// The tick before it is left unused: a block may put a commit's mark
+    /// there (`CommitMark`), just before the first of the commit's writes it holds.
     package func nextStamp() -> Stamp {
-        Stamp(time: clock.tick(wallClock: wallClockNow()), replica: replica)
+        let wallClock = wallClockNow()
+        _ = clock.tick(wallClock: wallClock)
+        return Stamp(time: clock.tick(wallClock: wallClock), replica: replica)
     }
 
     /// Merges `schema` into the stored one; returns what changed.

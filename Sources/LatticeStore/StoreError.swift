@@ -10,6 +10,8 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case insecure(path: String, reason: String)
     case zoneNotFound(String)
     case changeTokenExpired(String)
+    /// A read of history that reaches back past what is kept (collected, deleted, or kept off then).
+    case historyUnavailable(String)
 
     package var description: String {
         switch self {
@@ -19,6 +21,7 @@ package enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .io(let path, let reason), .insecure(let path, let reason): return "\(path): \(reason)"
         case .zoneNotFound(let zone): return "zone \(zone) does not exist"
         case .changeTokenExpired(let why): return "change token expired: \(why); fetch all records again"
+        case .historyUnavailable(let why): return "history unavailable: \(why)"
         }
     }
 }

@@ -305,6 +305,38 @@ enum StoreSchema {
                 ALTER TABLE residues ADD COLUMN deletion BLOB;
                 """)
         }
+        migrator.registerMigration("v17: history") { db in
+            try db.execute(sql: """
+                -- What each commit did to each record, by writer commit (StoreTransaction+History):
+                -- id is the history token (the order this device stored them), seq the commit that
+                -- stored it, at the wall-clock millisecond it did; author is a replicas.idx, commit
+                -- the writer commit's identity (the time of its first stamp, signed in its blocks),
+                -- context the app's author string of a local write; changes the fields' writes with
+                -- the values they replaced (HistoryChangeCodec).
+                CREATE TABLE history (
+                    id INTEGER PRIMARY KEY,
+                    seq INTEGER NOT NULL,
+                    at INTEGER NOT NULL,
+                    zone INTEGER NOT NULL,
+                    record TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    author INTEGER NOT NULL,
+                    commit_time INTEGER NOT NULL,
+                    kind INTEGER NOT NULL,
+                    context TEXT,
+                    changes BLOB NOT NULL
+                );
+                CREATE INDEX history_by_record ON history (zone, record, seq);
+                -- Selective sync: the zones each peer said in its hello it does not replicate.
+                CREATE TABLE peer_exclusions (
+                    peer TEXT NOT NULL, scope INTEGER NOT NULL, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL,
+                    PRIMARY KEY (peer, scope, zone_name, owner_name)
+                ) WITHOUT ROWID;
+                -- A store kept before history has none of its earlier commits: none is read back past them.
+                INSERT INTO meta (key, value) SELECT 'history_floor', value FROM meta WHERE key = 'sequence';
+                INSERT INTO meta (key, value) SELECT 'history_floor_at', CAST(strftime('%s', 'now') AS INTEGER) * 1000 FROM meta WHERE key = 'sequence';
+                """)
+        }
         return migrator
     }
 

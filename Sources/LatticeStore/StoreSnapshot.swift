@@ -64,7 +64,7 @@ package class StoreSnapshot {
     }
 
     /// A stored record that does not decode means a damaged store, not bad input.
-    private func decoding<T>(_ body: () throws -> T) throws -> T {
+    func decoding<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as LatticeCore.BinaryDecodingError {
             throw StoreError.corrupt(path: store.directory.path, reason: "a stored record cannot be decoded (\(error))")
         }

@@ -45,6 +45,12 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     private var statesToSeal: [ZoneKey: [String: RecordState]] = [:]
     private var statesToSealCount = 0
     private static let maximumStatesToSeal = 16_384
+    /// What this transaction's stores changed, written to `history` at commit (`recordHistory`).
+    var pendingHistory: [PendingHistoryEntry] = []
+    /// Whether history is kept (`history.off` unset), read once per transaction.
+    var keepsHistory: Bool?
+    /// The app's author string for this transaction's local writes (SwiftData's `ModelContext.author`).
+    package var historyAuthor: String?
     /// Removed devices' replicas and the marks after which their writes are refused, read once per transaction.
     var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
 
@@ -151,6 +157,15 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         touch(row)
     }
 
+    /// Drops the zone's row (its records went first): a zone this device no longer replicates.
+    func forgetZone(_ id: Int64, key: ZoneKey) throws {
+        try db.cachedStatement(sql: "DELETE FROM zones WHERE id = ?").execute(arguments: [id])
+        zoneCache[key] = nil
+        touchedZones[id] = nil
+        if lastZoneID?.key == key { lastZoneID = nil }
+        hasChanges = true
+    }
+
     private func touch(_ row: ZoneRow) {
         if touchedZones[row.id] == nil { touchedZones[row.id] = row.sync }
         hasChanges = true
@@ -218,6 +233,7 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
             }
         }
         try updateAssetReferences(from: previous, to: state, zone: zone)
+        try noteHistory(of: state, previous: previous, zone: zone, key: key)
         try touch(key, zone)
         if signer != nil {
             if statesToSeal[key]?[state.recordName] != nil {
@@ -391,6 +407,13 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         // Most zones hold no deleteSelf reference: spare every merged record a query.
         guard hasCascades[zone] == true else { return [] }
         return try cascadeSources(of: target, zoneID: zone)
+    }
+
+    /// The index `history.author` keeps for `replica`.
+    func replicaIndex(of replica: ReplicaID) throws -> Int {
+        let index = replicaTable.index(of: replica)
+        try saveNewReplicas()
+        return index
     }
 
     private func saveNewReplicas() throws {
@@ -571,11 +594,12 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         // batch set off) is not the peer's alone: it is streamed to every peer.
         if !pendingLocalWrites.isEmpty { commitSource = nil }
         try grantScopesOfLocalReferences()
-        try sealLocalWrites()
+        let localCommit = try sealLocalWrites()
         statesToSeal = [:]
         statesToSealCount = 0
         if !touchedZones.isEmpty {
             let sequence = try commitSequence
+            try recordHistory(sequence: sequence, localCommit: localCommit)
             for (zoneID, sync) in touchedZones {
                 try db.cachedStatement(sql: "UPDATE zones SET causal_length = ?, stamp = ?, vector = ?, knowledge = ? WHERE id = ?").execute(arguments: [
                     Int64(sync.zoneState.causalLength), Data(RecordBlob.encodeStamp(sync.zoneState.stamp)),

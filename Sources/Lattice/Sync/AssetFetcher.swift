@@ -287,13 +287,3 @@ public enum AssetPolicy: String, Sendable, CaseIterable {
     static let settingKey = "assets.eagerZones"
 }
 
-extension ZoneKey {
-    /// The zone as a line of the eager-zones setting.
-    var settingLine: String { "\(scope.rawValue)\t\(zoneID.zoneName)\t\(zoneID.ownerName)" }
-
-    init?(settingLine line: String) {
-        let parts = line.split(separator: "\t", omittingEmptySubsequences: false)
-        guard parts.count == 3, let raw = UInt8(parts[0]), let scope = DatabaseScope(rawValue: raw) else { return nil }
-        self.init(scope: scope, zoneID: ZoneID(zoneName: String(parts[1]), ownerName: String(parts[2])))
-    }
-}

@@ -1,0 +1,165 @@
+/// What a history entry says a write did to a record (DESIGN §4, history).
+@_spi(Tools) public enum HistoryKind: UInt8, Sendable, CaseIterable {
+    /// The record came to exist (a new incarnation where none was live).
+    case insert = 0
+    /// Fields of a live record changed, or a concurrent write arrived and lost.
+    case update = 1
+    /// The record was deleted; its fields' last values are kept.
+    case delete = 2
+    /// A new incarnation replaced a live one (a delete and a creation merged in together).
+    case replace = 3
+}
+
+/// One field's part in a history entry: the write, and what it replaced.
+@_spi(Tools) public struct HistoryFieldChange: Hashable, Sendable {
+    /// The field written.
+    public var field: String
+    /// The write's stamp: its writer is the entry's author.
+    public var stamp: Stamp
+    /// The field's value on this device before the write (nil: absent).
+    public var oldValue: FieldValue?
+    /// The write removed the field (or deleted the record).
+    public var removed: Bool
+    /// A concurrent write that arrived here and lost to the value held: it
+    /// shows as a conflict and changed no value.
+    public var lost: Bool
+    /// After the write the field has conflicting values.
+    public var conflicted: Bool
+
+    public init(field: String, stamp: Stamp, oldValue: FieldValue?, removed: Bool = false, lost: Bool = false, conflicted: Bool = false) {
+        self.field = field
+        self.stamp = stamp
+        self.oldValue = oldValue
+        self.removed = removed
+        self.lost = lost
+        self.conflicted = conflicted
+    }
+}
+
+/// How history sees one stored state of a record: the changes since the
+/// previous one, by writer, and how to take them back.
+package enum HistoryDiff {
+    /// One writer's part of a stored change.
+    package struct Part: Sendable {
+        package var author: ReplicaID
+        package var kind: HistoryKind
+        package var changes: [HistoryFieldChange]
+    }
+
+    /// The changes from `previous` to `state`, one part per writer (the
+    /// creating or deleting writer's first). Empty when a reader would see no
+    /// change (a tombstone merged over nothing, a vector joined).
+    package static func parts(previous: RecordState?, state: RecordState) -> [Part] {
+        let wasAlive = previous?.isAlive ?? false
+        guard state.isAlive else {
+            guard wasAlive, let previous, let deleted = state.deleted else { return [] }
+            let changes = previous.fields.map { HistoryFieldChange(field: $0.name, stamp: deleted, oldValue: $0.value, removed: true) }
+            return [Part(author: deleted.replica, kind: .delete, changes: changes)]
+        }
+        let newIncarnation = !wasAlive || previous!.causalLength != state.causalLength
+        let creator = state.created.replica
+        // A replaced incarnation's fields all go back in the creator's part (read
+        // backwards, it restores them whole); other writers' parts then restore nothing.
+        let replacing = newIncarnation && wasAlive
+        var byAuthor: [ReplicaID: [HistoryFieldChange]] = [:]
+        func add(_ change: HistoryFieldChange) { byAuthor[change.stamp.replica, default: []].append(change) }
+        func replaced(_ register: FieldRegister) -> HistoryFieldChange {
+            HistoryFieldChange(field: register.name, stamp: state.created, oldValue: register.value, removed: true)
+        }
+        let old = wasAlive ? previous!.fields : []
+        var i = 0
+        for register in state.fields {
+            while i < old.count, old[i].name < register.name {
+                if replacing { add(replaced(old[i])) }
+                i += 1
+            }
+            let before = i < old.count && old[i].name == register.name ? old[i] : nil
+            if before != nil { i += 1 }
+            if newIncarnation || before?.stamp != register.stamp {
+                let restores = !replacing || register.stamp.replica == creator
+                if replacing, !restores, let before { add(replaced(before)) }
+                add(HistoryFieldChange(
+                    field: register.name, stamp: register.stamp, oldValue: restores ? before?.value : nil,
+                    removed: register.value == nil, conflicted: register.hasLosers))
+            }
+            if register.hasLosers {
+                var known = Set((before?.losers ?? []).map(\.stamp))
+                if let before { known.insert(before.stamp) }
+                for loser in register.losers where !known.contains(loser.stamp) {
+                    add(HistoryFieldChange(field: register.name, stamp: loser.stamp, oldValue: nil, lost: true, conflicted: true))
+                }
+            }
+        }
+        if replacing { for register in old[i...] { add(replaced(register)) } }
+        var parts: [Part] = []
+        if newIncarnation {
+            parts.append(Part(author: creator, kind: wasAlive ? .replace : .insert, changes: byAuthor.removeValue(forKey: creator) ?? []))
+        }
+        for (author, list) in byAuthor.sorted(by: { $0.key < $1.key }) { parts.append(Part(author: author, kind: .update, changes: list)) }
+        return parts
+    }
+
+    /// The fields before an entry, given the fields after it (nil: the record
+    /// did not exist): history read backwards, newest entry first.
+    package static func undo(kind: HistoryKind, changes: [HistoryFieldChange], from after: [String: FieldValue]?) -> [String: FieldValue]? {
+        switch kind {
+        case .insert:
+            return nil
+        case .update:
+            var fields = after ?? [:]
+            for change in changes where !change.lost { fields[change.field] = change.oldValue }
+            return fields
+        case .delete, .replace:
+            var fields: [String: FieldValue] = [:]
+            for change in changes where !change.lost {
+                if let old = change.oldValue { fields[change.field] = old }
+            }
+            return fields
+        }
+    }
+}
+
+/// History changes as the store keeps them: one blob per entry, each change's
+/// stamp time as a distance from the entry's commit (its author is the entry's).
+package enum HistoryChangeCodec {
+    private static let removedFlag: UInt8 = 1, lostFlag: UInt8 = 2, conflictedFlag: UInt8 = 4
+
+    package static func encode(_ changes: [HistoryFieldChange], commit: HLCTimestamp) -> [UInt8] {
+        var writer = BinaryWriter(capacity: changes.count * 16 + 2)
+        writer.varint(changes.count)
+        for change in changes {
+            writer.string(change.field)
+            // Zig-zag: a stamp before its commit's mark cannot be, but an old entry's fallback commit is the stamp itself.
+            let delta = Int64(bitPattern: change.stamp.time.rawValue &- commit.rawValue)
+            writer.varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))
+            writer.byte((change.removed ? removedFlag : 0) | (change.lost ? lostFlag : 0) | (change.conflicted ? conflictedFlag : 0))
+            ValueCodec.encode(change.oldValue, into: &writer)
+        }
+        return writer.bytes
+    }
+
+    package static func decode(_ bytes: [UInt8], author: ReplicaID, commit: HLCTimestamp) throws -> [HistoryFieldChange] {
+        var reader = BinaryReader(bytes)
+        var changes: [HistoryFieldChange] = []
+        for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
+            let field = try reader.string()
+            let zigzag = try reader.varint()
+            let delta = Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1)
+            let flags = try reader.byte()
+            let old = try ValueCodec.decode(from: &reader)
+            changes.append(HistoryFieldChange(
+                field: field, stamp: Stamp(time: HLCTimestamp(rawValue: commit.rawValue &+ UInt64(bitPattern: delta)), replica: author),
+                oldValue: old, removed: flags & removedFlag != 0, lost: flags & lostFlag != 0, conflicted: flags & conflictedFlag != 0))
+        }
+        return changes
+    }
+}
+
+extension RecordState {
+    /// The live fields' values by name (a removed field is absent).
+    package var liveFieldValues: [String: FieldValue] {
+        var values: [String: FieldValue] = [:]
+        for register in fields { if let value = register.value { values[register.name] = value } }
+        return values
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import GRDB
+@_spi(Tools) import LatticeCore
+
+/// One writer's part of one stored record change, kept until commit, when its
+/// writer commit is known (a peer's from the marks in the blocks the change
+/// set proved, `CommitMark`).
+struct PendingHistoryEntry {
+    var zone: Int64
+    var key: ZoneKey
+    var record: String
+    var type: String
+    var part: HistoryDiff.Part
+}
+
+extension StoreTransaction {
+    /// The setting that turns history off; absent, history is kept.
+    static let historyOffSetting = "history.off"
+    /// The setting holding how many days history is kept (`HistoryRetention`).
+    static let historyDaysSetting = "history.days"
+
+    var historyIsKept: Bool {
+        get throws {
+            if let keepsHistory { return keepsHistory }
+            let kept = try setting(Self.historyOffSetting) == nil
+            keepsHistory = kept
+            return kept
+        }
+    }
+
+    /// Notes what storing `state` over `previous` changed, if history is kept.
+    func noteHistory(of state: RecordState, previous: RecordState?, zone: Int64, key: ZoneKey) throws {
+        guard try historyIsKept else { return }
+        for part in HistoryDiff.parts(previous: previous, state: state) {
+            pendingHistory.append(PendingHistoryEntry(zone: zone, key: key, record: state.recordName, type: state.recordType, part: part))
+        }
+    }
+
+    /// Writes the noted changes as history entries of commit `sequence`: one
+    /// per record and writer commit, in the order they were stored. A local
+    /// write's commit is `localCommit` (the first stamp this transaction took);
+    /// a peer's is the mark its block signs before it, or, in a block sealed
+    /// before commits were marked, the write's own stamp.
+    func recordHistory(sequence: UInt64, localCommit: HLCTimestamp?) throws {
+        guard !pendingHistory.isEmpty else { return }
+        let entries = pendingHistory
+        pendingHistory = []
+        let ownCommit = localCommit ?? entries.lazy.filter { $0.part.author == self.replica }.flatMap { $0.part.changes.map(\.stamp.time) }.min()
+        var blocks: [ZoneKey: [ReplicaID: WriteBlock]] = [:]
+        func commit(of change: HistoryFieldChange, in key: ZoneKey) throws -> HLCTimestamp {
+            let writer = change.stamp.replica
+            if writer == replica, let ownCommit, !change.lost { return ownCommit }
+            if let block = blocks[key]?[writer], let found = block.commit(ofWriteAt: change.stamp.time) { return found }
+            guard let block = try writeBlock(of: writer, in: key, covering: change.stamp.time) else { return change.stamp.time }
+            blocks[key, default: [:]][writer] = block
+            return block.commit(ofWriteAt: change.stamp.time) ?? change.stamp.time
+        }
+        let at = Int64(bitPattern: wallClockNow())
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO history (seq, at, zone, record, type, author, commit_time, kind, context, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for entry in entries {
+            let author = try replicaIndex(of: entry.part.author)
+            let context = entry.part.author == replica ? historyAuthor : nil
+            // A part's changes, split by the writer commit each belongs to (in order of commit).
+            var byCommit: [(commit: HLCTimestamp, changes: [HistoryFieldChange])] = []
+            for change in entry.part.changes {
+                let id = try commit(of: change, in: entry.key)
+                if let index = byCommit.firstIndex(where: { $0.commit == id }) { byCommit[index].changes.append(change) } else { byCommit.append((id, [change])) }
+            }
+            if byCommit.isEmpty { byCommit = [(ownCommit ?? .zero, [])] }
+            byCommit.sort { $0.commit < $1.commit }
+            for (index, group) in byCommit.enumerated() {
+                // Only the earliest commit's entry creates, deletes or replaces; later ones update what it made.
+                let kind = index == 0 ? entry.part.kind : .update
+                try insert.execute(arguments: [
+                    Int64(sequence), at, entry.zone, entry.record, entry.type, author, Int64(bitPattern: group.commit.rawValue), Int(kind.rawValue),
+                    context, Data(HistoryChangeCodec.encode(group.changes, commit: group.commit)),
+                ])
+            }
+        }
+        if sequence % 256 == 0 { try collectHistory() }
+    }
+
+    /// Drops history older than the retention (`history.days`, by default
+    /// `HistoryRetention.defaultDays`); returns how many entries went.
+    @discardableResult
+    package func collectHistory() throws -> Int {
+        let days = try setting(Self.historyDaysSetting).flatMap { Int($0) } ?? HistoryRetention.defaultDays
+        let cutoff = Int64(bitPattern: wallClockNow()) - Int64(days) * 86_400_000
+        guard let first = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM history WHERE at >= ? ORDER BY id LIMIT 1"), arguments: [cutoff])
+                ?? Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(id) + 1 FROM history")) else { return 0 }
+        return try deleteHistory(before: first)
+    }
+
+    /// Deletes the history entries before the token `id`; reads as of a
+    /// commit before them are refused from then on (`historyFloor`).
+    @discardableResult
+    package func deleteHistory(before id: Int64) throws -> Int {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq), MAX(at) FROM history WHERE id < ?"), arguments: [id]),
+              let last = row[0] as Int64?, let at = row[1] as Int64? else { return 0 }
+        try db.cachedStatement(sql: "DELETE FROM history WHERE id < ?").execute(arguments: [id])
+        let deleted = db.changesCount
+        try raiseHistoryFloor(to: UInt64(last), at: at)
+        return deleted
+    }
+
+    /// Deletes the given entries; reads as of a commit before the last of them are refused from then on.
+    @discardableResult
+    package func deleteHistory(ids: [Int64]) throws -> Int {
+        var deleted = 0
+        var floor: (seq: Int64, at: Int64) = (0, 0)
+        for id in ids {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, at FROM history WHERE id = ?"), arguments: [id]) else { continue }
+            try db.cachedStatement(sql: "DELETE FROM history WHERE id = ?").execute(arguments: [id])
+            deleted += 1
+            floor = (max(floor.seq, row[0]), max(floor.at, row[1]))
+        }
+        if deleted > 0 { try raiseHistoryFloor(to: UInt64(floor.seq), at: floor.at) }
+        return deleted
+    }
+
+    /// History is incomplete up to commit `sequence`, stored at `at` (ms): no read goes back past it.
+    private func raiseHistoryFloor(to sequence: UInt64, at: Int64) throws {
+        guard sequence > (try historyFloor().sequence) else { return }
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('history_floor', ?)").execute(arguments: [Int64(sequence)])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('history_floor_at', ?)").execute(arguments: [at])
+        markChanged()
+    }
+
+    /// Turns history on or off; history turned on again is complete only from then on.
+    package func setHistoryKept(_ kept: Bool) throws {
+        if kept {
+            guard try setting(Self.historyOffSetting) != nil else { return }
+            try db.cachedStatement(sql: "DELETE FROM meta WHERE key = ?").execute(arguments: ["setting." + Self.historyOffSetting])
+            try raiseHistoryFloor(to: try sequence(), at: Int64(bitPattern: wallClockNow()))
+        } else {
+            try setSetting(Self.historyOffSetting, to: "1")
+        }
+        keepsHistory = kept
+        markChanged()
+    }
+
+    /// Keeps history `days` days.
+    package func setHistoryDays(_ days: Int) throws {
+        try setSetting(Self.historyDaysSetting, to: String(days))
+    }
+}
+
+/// How long history is kept.
+package enum HistoryRetention {
+    /// Days history is kept unless `lattice history retain` says otherwise.
+    package static let defaultDays = 30
+}
