@@ -6,6 +6,7 @@
 //   swift run -c release lattice-sync-figures propagation|propagation-cli|initial   (the README's sync figures)
 //   swift run -c release lattice-model-figures   (typed models against the raw record API)
 //   swift run -c release lattice-web-figures STORE   (the library's side of web/bench.py's query figures)
+//   swift run -c release lattice-history-figures merge|updates|fetch|at|selective   (history's cost and reads; selective sync)
 import Foundation
 import PackageDescription
 
@@ -32,6 +33,9 @@ let package = Package(
         ]),
         .executableTarget(name: "lattice-model-figures", dependencies: ["Workload", .product(name: "Lattice", package: lattice)]),
         .executableTarget(name: "lattice-web-figures", dependencies: [.product(name: "Lattice", package: lattice)]),
+        .executableTarget(name: "lattice-history-figures", dependencies: [
+            "Workload", .product(name: "Lattice", package: lattice), .product(name: "LatticeCore", package: lattice), .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .executableTarget(
             name: "ModelBenchmarks",
             dependencies: ["Workload", .product(name: "Lattice", package: lattice), .product(name: "Benchmark", package: "package-benchmark")],

@@ -33,11 +33,12 @@ extension Container {
             try store.read { snapshot in
                 let holds = try snapshot.peerHolds()
                 let (all, away) = try privateZoneDevices(in: snapshot, connected: [], horizon: nil)
-                let devices = all.subtracting(away)
+                let exclusions = try snapshot.peerExclusions()
                 let names = Dictionary(try snapshot.peers().map { ($0.deviceID, $0.name) }, uniquingKeysWith: { first, _ in first })
                 return try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }.map { zone in
                     let plan = TombstoneHolds(
-                        tombstones: try snapshot.tombstoneVectors(in: zone.key), own: zone.sync.vector, devices: devices,
+                        tombstones: try snapshot.tombstoneVectors(in: zone.key), own: zone.sync.vector,
+                        devices: Self.holding(zone.key, all.subtracting(away), exclusions),
                         acknowledgements: holds.compactMapValues { $0[zone.key] })
                     let counts = try snapshot.tombstoneCounts(in: zone.key)
                     return TombstoneReport(
@@ -79,6 +80,12 @@ extension Container {
         }
     }
 
+    /// Of `devices`, those that replicate `zone`: a device that said it does
+    /// not (selective sync) holds none of it, so it holds nothing back.
+    static func holding(_ zone: ZoneKey, _ devices: Set<String>, _ exclusions: [String: Set<ZoneKey>]) -> Set<String> {
+        devices.filter { !(exclusions[$0]?.contains(zone) ?? false) }
+    }
+
     /// The devices that may hold the account's private zones, and those of
     /// them away past the horizon (`horizon` seconds, else the store's).
     func privateZoneDevices(in snapshot: StoreSnapshot, connected: Set<String>, horizon: Double?) throws -> (all: Set<String>, away: Set<String>) {
@@ -92,8 +99,9 @@ extension Container {
     /// the tombstones every device not away acknowledged (`acknowledgements`,
     /// per device and zone) go.
     func collectionPass(acknowledgements: [String: [ZoneKey: VersionVector]], connected: Set<String>, horizon: Double?) throws -> CollectionPass {
-        let (zones, devices) = try store.read { snapshot in
-            (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, try privateZoneDevices(in: snapshot, connected: connected, horizon: horizon))
+        let (zones, devices, exclusions) = try store.read { snapshot in
+            (try snapshot.zones(in: .private).filter { $0.sync.zoneState.exists }, try privateZoneDevices(in: snapshot, connected: connected, horizon: horizon),
+             try snapshot.peerExclusions())
         }
         var pass = CollectionPass(away: devices.away)
         for zone in zones {
@@ -101,7 +109,7 @@ extension Container {
             pass.zones.append(try store.write { transaction in
                 let tombstones = try transaction.tombstones(in: zone.key)
                 // A store no other device holds collects at once.
-                let holds = TombstoneHolds(tombstones: tombstones.map(\.vector), own: zone.sync.vector, devices: devices.all.subtracting(devices.away), acknowledgements: acknowledged)
+                let holds = TombstoneHolds(tombstones: tombstones.map(\.vector), own: zone.sync.vector, devices: Self.holding(zone.key, devices.all.subtracting(devices.away), exclusions), acknowledgements: acknowledged)
                 let collected = try transaction.collect(tombstones, in: zone.key, acknowledged: holds.acknowledged)
                 return CollectionPass.Zone(key: zone.key, collected: collected, holds: holds, through: try transaction.collectedThrough(in: zone.key))
             })

@@ -11,6 +11,13 @@ public final class Container: Sendable {
     /// Turns off the check of received writes against their writers'
     /// signatures, to measure its cost (`Benchmarks/`); never for real use.
     @_spi(Benchmarks) public func skipWriteChecks() { store.checksWrites = false }
+    /// Runs `body` with commits that do not wait for the disk (as `lattice batch`
+    /// commits): benchmarks that build long histories.
+    @_spi(Benchmarks) public func withoutDurableCommits<T>(_ body: () throws -> T) rethrows -> T {
+        store.durableCommits = false
+        defer { store.durableCommits = true }
+        return try body()
+    }
     /// Plays a modified client (tests only): writes and takes what the write rights refuse.
     @_spi(Testing) public func ignoreWriteRights() { store.ignoresWriteRights = true }
 

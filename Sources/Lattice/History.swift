@@ -65,8 +65,8 @@ public struct HistoryRecordChange: Sendable {
     public var changedFields: [String] { fields.filter { !$0.lost }.map(\.field) }
 }
 
-/// One writer commit as this device stored it: SwiftData's `HistoryTransaction`.
-public struct HistoryTransaction: Sendable {
+/// One writer commit as this device stored it: SwiftData's `DatabaseTransaction`.
+public struct DatabaseTransaction: Sendable {
     /// The writer commit's identity, the same on every device that holds it:
     /// the author's device ID and the clock reading of its first write.
     public var transactionIdentifier: String
@@ -84,6 +84,10 @@ public struct HistoryTransaction: Sendable {
     /// The database it changed.
     public var databaseScope: DatabaseScope
     public var changes: [HistoryRecordChange]
+    /// The store's entries it is made of.
+    var entryIDs: [Int64] = []
+    /// Its first entry: a newest-first read goes on before it.
+    var firstEntry: Int64 { entryIDs.min() ?? token.entry }
 }
 
 /// A record as this device held it at an earlier point (`Database.record(_:asOf:)`).
@@ -122,11 +126,20 @@ extension Database {
     public func history(
         since token: HistoryToken? = nil, in zoneID: Zone.ID? = nil, record recordName: String? = nil, author: String? = nil,
         storedSince: Date? = nil, newestFirst: Bool = false, limit: Int? = nil
-    ) throws(LatticeError) -> [HistoryTransaction] {
+    ) throws(LatticeError) -> [DatabaseTransaction] {
+        try history(since: token, in: zoneID, record: recordName, author: author, storedSince: storedSince, newestFirst: newestFirst, limit: limit, through: nil)
+    }
+
+    /// `history(since:…)`, read no further than `through`.
+    func history(
+        since token: HistoryToken? = nil, in zoneID: Zone.ID? = nil, record recordName: String? = nil, author: String? = nil,
+        storedSince: Date? = nil, newestFirst: Bool = false, limit: Int? = nil, through: HistoryToken?
+    ) throws(LatticeError) -> [DatabaseTransaction] {
         try LatticeError.wrap {
             try store.read { snapshot in
                 var filter = HistoryFilter()
                 filter.after = token?.entry
+                filter.through = through?.entry
                 filter.scope = databaseScope
                 if let zoneID {
                     let zone = try key(zoneID, in: snapshot)
@@ -281,8 +294,8 @@ struct HistoryReader {
         return name
     }
 
-    func transactions(_ filter: HistoryFilter, limit: Int?) throws -> [HistoryTransaction] {
-        var transactions: [HistoryTransaction] = []
+    func transactions(_ filter: HistoryFilter, limit: Int?) throws -> [DatabaseTransaction] {
+        var transactions: [DatabaseTransaction] = []
         var page = filter
         let pageSize = max(64, min(4096, (limit ?? 1024) * 2))
         page.limit = pageSize
@@ -290,7 +303,8 @@ struct HistoryReader {
         var pending: [HistoryEntry] = []
         func flush() throws {
             guard !pending.isEmpty else { return }
-            transactions.append(contentsOf: try group(pending))
+            let grouped = try group(pending)
+            transactions.append(contentsOf: filter.newestFirst ? grouped.reversed() : grouped)
             pending = []
         }
         while true {
@@ -308,10 +322,10 @@ struct HistoryReader {
     }
 
     /// One local commit's entries as transactions, one per writer commit, in the order stored.
-    private func group(_ entries: [HistoryEntry]) throws -> [HistoryTransaction] {
+    private func group(_ entries: [HistoryEntry]) throws -> [DatabaseTransaction] {
         let ordered = entries.sorted { $0.id < $1.id }
         var order: [String] = []
-        var byCommit: [String: HistoryTransaction] = [:]
+        var byCommit: [String: DatabaseTransaction] = [:]
         for entry in ordered {
             let author = try device(of: entry.author)
             let identifier = Self.identifier(author: author, commit: entry.commit)
@@ -320,13 +334,14 @@ struct HistoryReader {
                 recordType: entry.recordType, fields: entry.changes.map(HistoryFieldChange.init))
             if byCommit[identifier] == nil {
                 order.append(identifier)
-                byCommit[identifier] = HistoryTransaction(
+                byCommit[identifier] = DatabaseTransaction(
                     transactionIdentifier: identifier, author: author, contextAuthor: entry.context,
                     timestamp: Date(timeIntervalSince1970: Double(entry.commit.milliseconds) / 1000),
                     storedAt: Date(timeIntervalSince1970: Double(entry.storedAt) / 1000), token: HistoryToken(entry: entry.id),
                     databaseScope: entry.zone.scope, changes: [])
             }
             byCommit[identifier]!.changes.append(change)
+            byCommit[identifier]!.entryIDs.append(entry.id)
             byCommit[identifier]!.token = max(byCommit[identifier]!.token, HistoryToken(entry: entry.id))
         }
         let transactions = order.map { byCommit[$0]! }
@@ -392,10 +407,10 @@ extension Container {
         try LatticeError.wrap { try store.write { try $0.deleteHistory(before: token.entry + 1) } }
     }
 
-    /// Deletes the entries of the given transactions' tokens and every entry
-    /// of the same local commits before them; returns how many went.
+    /// Deletes the given entries (`ModelContext.deleteHistory`); reads as of
+    /// a point before the last of them fail from then on.
     @discardableResult
-    public func deleteHistory(entries: [Int64]) throws(LatticeError) -> Int {
+    func deleteHistory(entries: [Int64]) throws(LatticeError) -> Int {
         try LatticeError.wrap { try store.write { try $0.deleteHistory(ids: entries) } }
     }
 }

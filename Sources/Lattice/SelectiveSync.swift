@@ -44,3 +44,17 @@ extension Database {
         }
     }
 }
+
+extension Container {
+    /// For each device of the account that said so in its last hello, the
+    /// zones it does not replicate (by database); a device absent holds every zone.
+    public func zonesNotReplicatedByPeers() throws(LatticeError) -> [String: [(DatabaseScope, Zone.ID)]] {
+        try LatticeError.wrap {
+            try store.read { snapshot in
+                try snapshot.peerExclusions().mapValues { zones in
+                    zones.sorted { $0.description < $1.description }.map { ($0.scope, $0.zoneID) }
+                }
+            }
+        }
+    }
+}

@@ -126,7 +126,7 @@ struct HistoryOutput: CommandOutput {
     /// The last token listed: `--since` it lists what comes next.
     var token: String?
 
-    init(transactions list: [HistoryTransaction]) {
+    init(transactions list: [DatabaseTransaction]) {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         transactions = list.map { transaction in
@@ -179,7 +179,7 @@ struct HistorySettingsOutput: CommandOutput {
     }
 
     var text: String {
-        var lines = [kept ? "history kept \(retainDays) days: \(Output.count(entries, "entry", plural: "entries")), about \(bytes / 1024) KiB" : "history off (\(Output.count(entries, "entry", plural: "entries")) kept from before)"]
+        var lines = [kept ? "history kept \(retainDays) days: \(Output.count(entries, "entry", plural: "entries")), \(AssetQuota.describe(bytes))" : "history off (\(Output.count(entries, "entry", plural: "entries")) kept from before)"]
         if let deleted { lines.append("deleted \(Output.count(deleted, "entry", plural: "entries"))") }
         return lines.joined(separator: "\n")
     }

@@ -66,10 +66,16 @@ struct PeerRow {
     var lastRefusedWrite: String?
     /// How it is trusted: "account" (a member of the roster), "hand" (`lattice trust`), "removed", or nil.
     var trust: String?
+    /// Zones it said it does not replicate (selective sync): it holds the others.
+    var notReplicated: [String] = []
+
+    /// What the ZONES column says of it.
+    var zones: String { notReplicated.isEmpty ? (trust == "account" ? "all" : "-") : "all but " + notReplicated.joined(separator: ", ") }
 
     /// Trusted devices, strangers that connected, and devices discovery sees now, in that order.
     static func all(_ container: Container) throws -> [PeerRow] {
         let known = try library { try container.peers() }
+        let exclusions = try library { try container.zonesNotReplicatedByPeers() }
         let status = NodeStatus.read(store: container.directory)
         let live = Dictionary((status?.peers ?? []).map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
         let discovered = Dictionary((status?.discovery?.devices ?? []).map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
@@ -81,7 +87,8 @@ struct PeerRow {
                 address: (now?.connected == true ? now?.address : nil) ?? seen?.addresses.first ?? peer.address,
                 container: seen?.container, lastSeen: peer.lastSeen, live: now, discoveryProblem: seen?.problem, discoveryProblemCause: seen?.problemCause, dialError: seen?.dialError,
                 refusedWrites: peer.refusedWrites, lastRefusedWrite: peer.lastRefusedWrite,
-                trust: peer.removed ? "removed" : peer.member ? "account" : peer.trusted ? "hand" : nil)
+                trust: peer.removed ? "removed" : peer.member ? "account" : peer.trusted ? "hand" : nil,
+                notReplicated: (exclusions[peer.deviceID] ?? []).map { $0.0 == .private ? $0.1.zoneName : "\($0.1)" })
         }
         var knownIDs = Set(known.map(\.deviceID))
         for device in (status?.discovery?.devices ?? []) where !knownIDs.contains(device.deviceID) {
@@ -133,7 +140,7 @@ struct PeerRow {
         [
             name ?? "-", deviceID, trust == "account" ? "account" : trusted ? "by hand" : "no", connected ? "yes" : "no", discovered ? "yes" : "no", address ?? "-",
             lastSeen.map { ISO8601DateFormatter().string(from: $0) } ?? "never",
-            live.map { "\($0.recordsBehind)/\($0.recordsPeerBehind)" } ?? "-", note.isEmpty ? "-" : note,
+            live.map { "\($0.recordsBehind)/\($0.recordsPeerBehind)" } ?? "-", zones, note.isEmpty ? "-" : note,
         ]
     }
 
@@ -145,7 +152,7 @@ struct PeerRow {
             refusedWrites: .init(count: refusedWrites, last: lastRefusedWrite), access: live?.access,
             refusedRecords: live?.refusedRecords ?? 0, lastRefusal: live?.lastRefusal,
             verified: live?.verified ?? [], lastMismatch: live?.lastMismatch,
-            messagesSent: live?.messagesSent, messagesReceived: live?.messagesReceived)
+            messagesSent: live?.messagesSent, messagesReceived: live?.messagesReceived, notReplicated: notReplicated)
     }
 }
 
@@ -185,6 +192,8 @@ struct PeersOutput: CommandOutput {
         /// Messages the running node sent the device and received from it, pings aside (relaying keeps them to links that carry news).
         @Nullable var messagesSent: Int?
         @Nullable var messagesReceived: Int?
+        /// Zones the device said it does not replicate (selective sync); it holds the others.
+        var notReplicated: [String]
     }
 
     var device: String
@@ -209,7 +218,7 @@ struct PeersOutput: CommandOutput {
     /// A table of the devices, then what the node turned away.
     var text: String {
         var lines = [rows.isEmpty ? "no known devices; trust one with `lattice trust DEVICE-ID` (its `lattice id`)"
-            : Output.table(header: ["NAME", "DEVICE ID", "TRUSTED", "CONNECTED", "ON LAN", "ADDRESS", "LAST SEEN", "BEHIND (us/them)", "NOTE"], rows: rows.map(\.text))]
+            : Output.table(header: ["NAME", "DEVICE ID", "TRUSTED", "CONNECTED", "ON LAN", "ADDRESS", "LAST SEEN", "BEHIND (us/them)", "ZONES", "NOTE"], rows: rows.map(\.text))]
         if let turnedAway, let summary = PeersCommand.summary(turnedAway) { lines.append(summary) }
         return lines.joined(separator: "\n")
     }

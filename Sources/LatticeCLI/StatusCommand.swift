@@ -18,13 +18,18 @@ struct StatusCommand: ParsableCommand {
         let tombstones = options.scope == .private ? try library { try container.tombstoneReports() } : []
         let usage = try library { try container.assetUsage() }
         let quota = try library { try container.assetQuota() }
+        let history = try library { try container.historySettings() }
+        let notReplicated = try library { try database.zonesNotReplicated() }
+        let peerExclusions = try library { try container.zonesNotReplicatedByPeers() }
         Output.emit(StatusOutput(
             store: container.directory.path, deviceID: container.deviceID, name: name, database: options.scope.description, commitSequence: sequence,
             environment: schema.isProduction ? "production" : "development",
             zones: zip(zones, counts).map { WebServicesZone($0.zoneID, recordCount: $1) },
             tombstones: tombstones.map(StatusOutput.Tombstones.init),
             assets: StatusOutput.Assets(usage, quota: quota),
-            sync: StatusOutput.Sync(nodeStatus)), json: options.json)
+            history: StatusOutput.History(kept: history.isKept, retainDays: history.retentionDays, entries: history.entries, bytes: history.bytes),
+            notReplicated: notReplicated.map(\.zoneName),
+            sync: StatusOutput.Sync(nodeStatus, exclusions: peerExclusions)), json: options.json)
     }
 }
 
@@ -41,6 +46,8 @@ struct StatusOutput: CommandOutput {
             /// Per zone, when the digests last matched after a sync (milliseconds since 1970).
             var verified: [NodeStatus.ZoneVerification]
             @Nullable var lastMismatch: String?
+            /// Zones the peer said it does not replicate (selective sync); it holds the others.
+            var notReplicated: [String]
         }
 
         struct Zone: Encodable {
@@ -78,7 +85,7 @@ struct StatusOutput: CommandOutput {
         /// The node's status as it published it, which people are shown (not encoded).
         var node: NodeStatus?
 
-        init(_ status: NodeStatus?) {
+        init(_ status: NodeStatus?, exclusions: [String: [(DatabaseScope, Lattice.Zone.ID)]] = [:]) {
             node = status
             guard let status else { running = false; return }
             running = true
@@ -92,7 +99,8 @@ struct StatusOutput: CommandOutput {
                 Peer(deviceID: peer.deviceID, connected: peer.connected, address: peer.address, lastError: peer.lastError, zones: peer.zones.map { zone in
                     Zone(zone: zone.zone, direction: zone.direction, state: zone.state, recordsDone: zone.recordsDone, recordsTotal: zone.recordsTotal,
                          bytesDone: zone.bytesDone, bytesTotal: zone.bytesTotal, lastSync: zone.lastSync)
-                }, verified: peer.verified ?? [], lastMismatch: peer.lastMismatch)
+                }, verified: peer.verified ?? [], lastMismatch: peer.lastMismatch,
+                notReplicated: peer.notReplicated ?? exclusions[peer.deviceID]?.map { "\($0.1)" } ?? [])
             }
         }
 
@@ -123,7 +131,18 @@ struct StatusOutput: CommandOutput {
     /// Per private zone: deleted records' tombstones held and collected, and who holds them back.
     var tombstones: [Tombstones]
     var assets: Assets
+    /// Whether history is kept, how long, and how much it holds.
+    var history: History
+    /// Zones of this database this device does not replicate (selective sync).
+    var notReplicated: [String]
     var sync: Sync
+
+    struct History: Encodable {
+        var kept: Bool
+        var retainDays: Int
+        var entries: Int
+        var bytes: Int64
+    }
 
     /// A line per fact, labelled in a column of its own; the node's state last.
     var text: String {
@@ -140,6 +159,8 @@ struct StatusOutput: CommandOutput {
             lines.append("tombstones \(report.zoneName): \(report.held) held\(why), \(report.collected) collected\(away)")
         }
         lines += assets.lines.map { "assets     \($0)" }
+        lines.append("history    " + (history.kept ? "kept \(history.retainDays) days: " : "off; kept from before: ") + "\(Output.count(history.entries, "entry", plural: "entries")), \(AssetQuota.describe(history.bytes))")
+        if !notReplicated.isEmpty { lines.append("selective  not replicated here: \(notReplicated.joined(separator: ", ")) (lattice zone sync ZONE --on)") }
         guard let nodeStatus = sync.node else {
             lines.append("sync       no node runs on this store (start one with `lattice serve`)")
             return lines.joined(separator: "\n")
@@ -153,6 +174,7 @@ struct StatusOutput: CommandOutput {
         if let watch = nodeStatus.commitWatch { lines.append("commits    heard by \(watch)") }
         for peer in nodeStatus.peers {
             lines.append("peer       \(peer.deviceID)  \(peer.connected ? "connected" : "disconnected")  \(peer.address)\(peer.lastError.map { "  last error: \($0)" } ?? "")")
+            if let excluded = peer.notReplicated, !excluded.isEmpty { lines.append("  holds every zone but \(excluded.joined(separator: ", ")) (selective sync)") }
             for zone in peer.zones {
                 let last = zone.lastSync.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "never"
                 let progress = zone.state == "syncing"

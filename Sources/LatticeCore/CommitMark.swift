@@ -5,35 +5,52 @@
 /// A mark is a block entry like a write's: its time is the tick just before
 /// the first write of the commit that the block holds (every local stamp
 /// leaves that tick free, `ReplicaStorage.nextStamp`), and its 32 bytes are
-/// `prefix` followed by the commit's identity, the time of the first stamp
-/// the commit took. A write digest is a BLAKE2b hash, so it begins with
-/// `prefix` with a chance of 2^-192. Every block holding a commit's writes
-/// holds a mark of it, so a block proves which commit its writes belong to
-/// on its own, whatever other blocks a receiver gets.
+/// `prefix`, the commit's identity (the time of the first stamp it took) and
+/// how many of the entries after the mark are the commit's writes. A write
+/// digest is a BLAKE2b hash: it begins with `prefix` with a chance of 2^-160.
+/// Every block holding writes of a commit holds a mark of it, so a block
+/// proves which commit its writes belong to on its own, whatever other
+/// blocks a receiver gets; a write no mark covers is a commit of its own,
+/// named by its own time, which is how a commit of one write goes unmarked.
 package enum CommitMark {
-    /// The first 24 bytes of every mark.
-    static let prefix: [UInt8] = Array("lattice:commit-begins-at".utf8)
+    /// The first 20 bytes of every mark.
+    static let prefix: [UInt8] = Array("lattice:commit-start".utf8)
 
-    /// The entry that marks writes from `firstWrite` on (to the next mark) as commit `commit`'s.
-    static func entry(commit: HLCTimestamp, beforeWriteAt firstWrite: HLCTimestamp) -> WriteBlock.Entry {
+    /// The entry that marks the `count` writes from `firstWrite` on as commit `commit`'s.
+    static func entry(commit: HLCTimestamp, count: Int, beforeWriteAt firstWrite: HLCTimestamp) -> WriteBlock.Entry {
         var digest = prefix
         for shift in stride(from: 56, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: commit.rawValue >> UInt64(shift))) }
+        for shift in stride(from: 24, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: UInt32(clamping: count) >> UInt32(shift))) }
         return WriteBlock.Entry(time: HLCTimestamp(rawValue: firstWrite.rawValue - 1), digest: digest)
     }
 
-    /// The commit a mark names, or nil when `digest` is a write's.
-    static func commit(in digest: [UInt8]) -> HLCTimestamp? {
+    /// The commit a mark names and how many writes after it are the commit's, or nil when `digest` is a write's.
+    static func decode(_ digest: [UInt8]) -> (commit: HLCTimestamp, count: Int)? {
         guard digest.count == WriteDigest.length, digest.starts(with: prefix) else { return nil }
-        var raw: UInt64 = 0
-        for byte in digest[prefix.count...] { raw = raw << 8 | UInt64(byte) }
-        return HLCTimestamp(rawValue: raw)
+        var commit: UInt64 = 0
+        for byte in digest[prefix.count..<prefix.count + 8] { commit = commit << 8 | UInt64(byte) }
+        var count: UInt32 = 0
+        for byte in digest[(prefix.count + 8)...] { count = count << 8 | UInt32(byte) }
+        return (HLCTimestamp(rawValue: commit), Int(count))
+    }
+
+    /// Marks `chunk`'s run of the commit's writes (`times`), unless the run is
+    /// the commit's first write alone: its own time names the commit then.
+    static func marked(_ chunk: [WriteBlock.Entry], commit: HLCTimestamp, times: Set<HLCTimestamp>) -> [WriteBlock.Entry] {
+        guard let start = chunk.firstIndex(where: { times.contains($0.time) }) else { return chunk }
+        let run = chunk[start...].prefix { times.contains($0.time) }.count
+        if run == 1, chunk[start].time == commit { return chunk }
+        var marked = chunk
+        marked.insert(entry(commit: commit, count: run, beforeWriteAt: chunk[start].time), at: start)
+        return marked
     }
 }
 
 extension WriteBlock {
     /// The commit the block says its write at `time` belongs to: the nearest
-    /// mark before it. Nil for a head, a time the block does not hold, or a
-    /// block sealed before commits were marked.
+    /// mark before it, if the write is among those it covers. Nil for a head,
+    /// a time the block does not hold, or a write no mark covers (a commit of
+    /// its own, named by its time; or sealed before commits were marked).
     public func commit(ofWriteAt time: HLCTimestamp) -> HLCTimestamp? {
         guard let entries else { return nil }
         var low = 0
@@ -42,9 +59,10 @@ extension WriteBlock {
             let mid = (low + high) / 2
             if entries[mid].time < time { low = mid + 1 } else { high = mid }
         }
-        guard low < entries.count, entries[low].time == time, CommitMark.commit(in: entries[low].digest) == nil else { return nil }
+        guard low < entries.count, entries[low].time == time, CommitMark.decode(entries[low].digest) == nil else { return nil }
         for index in stride(from: low - 1, through: 0, by: -1) {
-            if let commit = CommitMark.commit(in: entries[index].digest) { return commit }
+            guard let mark = CommitMark.decode(entries[index].digest) else { continue }
+            return low - index <= mark.count ? mark.commit : nil
         }
         return nil
     }

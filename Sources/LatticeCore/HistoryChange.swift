@@ -44,6 +44,12 @@ package enum HistoryDiff {
         package var author: ReplicaID
         package var kind: HistoryKind
         package var changes: [HistoryFieldChange]
+
+        package init(author: ReplicaID, kind: HistoryKind, changes: [HistoryFieldChange]) {
+            self.author = author
+            self.kind = kind
+            self.changes = changes
+        }
     }
 
     /// The changes from `previous` to `state`, one part per writer (the

@@ -160,7 +160,7 @@
     }
 
     /// Removes every record of the zone, residues too: it was deleted, or a newer incarnation of it won.
-    public func removeAllRecords(in zone: ZoneKey) {
+    public func removeAllRecords(in zone: ZoneKey, by stamp: Stamp?) {
         guard let slot = slot(zone), !slots[slot].records.isEmpty || !slots[slot].residues.isEmpty else { return }
         undo.append(.records(slot: slot, slots[slot].records, slots[slot].cascadeIndex, slots[slot].residues))
         slots[slot].records = [:]

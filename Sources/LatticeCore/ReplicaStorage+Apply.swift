@@ -112,7 +112,7 @@ extension ReplicaStorage {
             }
             clock.observe(header.zoneState.stamp.time)
             check?.zoneChanged(to: header.zoneState)
-            if let before, zoneState.causalLength > before.zoneState.causalLength { try removeAllRecords(in: zone) }
+            if let before, zoneState.causalLength > before.zoneState.causalLength { try removeAllRecords(in: zone, by: header.zoneState.stamp) }
             sync.zoneState = zoneState
             try setSyncState(sync, of: zone)
         }

@@ -91,25 +91,18 @@ extension ReplicaStorage {
                     try fold(open, in: zone, sync, by: signer)
                 }
             }
-            let recordTimes = Set(writes.filter { $0.record != nil }.map(\.stamp.time))
-            // Room for the commit's mark in each chunk.
-            let capacity = max(1, sealedBlockEntries - 1)
+            // Room for the commit's mark in a block of the most entries a block may hold.
+            let capacity = max(1, min(sealedBlockEntries, WriteBlock.maximumEntries - 1))
             var chunks: [[WriteBlock.Entry]] = [[]]
-            var marked = false
             for entry in entries {
                 let alone = zoneTimes.contains(entry.time)
-                if alone || chunks[chunks.count - 1].count >= capacity + (marked ? 1 : 0), !chunks[chunks.count - 1].isEmpty {
-                    chunks.append([])
-                    marked = false
-                }
-                if !marked, recordTimes.contains(entry.time) {
-                    chunks[chunks.count - 1].append(CommitMark.entry(commit: commit, beforeWriteAt: entry.time))
-                    marked = true
-                }
+                if alone || chunks[chunks.count - 1].count >= capacity, !chunks[chunks.count - 1].isEmpty { chunks.append([]) }
                 chunks[chunks.count - 1].append(entry)
                 if alone { chunks.append([]) }
             }
             if chunks.count > 1, chunks[chunks.count - 1].isEmpty { chunks.removeLast() }
+            let commitTimes = Set(writes.map(\.stamp.time))
+            chunks = chunks.map { CommitMark.marked($0, commit: commit, times: commitTimes) }
             let head = sync.vector[replica]
             for (index, chunk) in chunks.enumerated() {
                 let last = index == chunks.count - 1 ? max(head, chunk.last?.time ?? .zero) : chunk.last!.time

@@ -22,7 +22,7 @@ extension ReplicaStorage {
         sync.zoneState = ZoneState(causalLength: sync.zoneState.causalLength + 1, stamp: stamp)
         sync.recordLocalWrite(stamp)
         noteLocalWrite(record: nil, stamp: stamp, in: zone)
-        try removeAllRecords(in: zone)
+        try removeAllRecords(in: zone, by: stamp)
         try setSyncState(sync, of: zone)
     }
 

@@ -19,8 +19,9 @@ package protocol ReplicaStorage: AnyObject {
     /// Persists a zone's state, creating the zone's entry if needed. Called
     /// only with a state that differs from the stored one.
     func setSyncState(_ state: ZoneSyncState, of zone: ZoneKey) throws
-    /// Removes every record of the zone: it was deleted, or a newer incarnation of it won.
-    func removeAllRecords(in zone: ZoneKey) throws
+    /// Removes every record of the zone: it was deleted, or a newer incarnation
+    /// of it won (by the zone write `stamp`; nil when this device drops it alone).
+    func removeAllRecords(in zone: ZoneKey, by stamp: Stamp?) throws
 
     /// The record's state, tombstones included; nil if never seen.
     func record(named name: String, in zone: ZoneKey) throws -> RecordState?

@@ -136,6 +136,8 @@ struct StoredProperty {
            arguments.contains(where: { $0.label == nil && $0.expression.trimmedDescription.hasSuffix("unique") }) {
             parts.append("unique: true")
         }
+        let preserves = attribute("Attribute")?.arguments?.as(LabeledExprListSyntax.self)?
+            .contains(where: { $0.label == nil && $0.expression.trimmedDescription.hasSuffix("preserveValueOnDeletion") }) ?? false
         if let relationship = attribute("Relationship") {
             let arguments = relationship.arguments?.as(LabeledExprListSyntax.self).map { list in
                 list.filter { ["deleteRule", "inverse"].contains($0.label?.text ?? "") }
@@ -143,6 +145,7 @@ struct StoredProperty {
             } ?? []
             parts.append("relationship: .init(\(arguments.joined(separator: ", ")))")
         }
+        if preserves { parts.append("preservesValueOnDeletion: true") }
         return parts.map { ", " + $0 }.joined()
     }
 }

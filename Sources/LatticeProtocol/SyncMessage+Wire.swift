@@ -13,13 +13,16 @@
     /// changes only what the receiver holds as deleted already).
     /// Version 5 peers take change sets that leave out the ghosts of writes
     /// their vector covers (change set format 5).
-    public static let versions: ClosedRange<UInt8> = 1...5
+    /// Version 6 peers say in their hello which zones they do not replicate (selective sync).
+    public static let versions: ClosedRange<UInt8> = 1...6
     /// The first version whose peers relay and compare digests.
     public static let relayingVersion: UInt8 = 2
     /// The first version whose peers understand `collected` with its deletes' blocks.
     public static let collectingVersion: UInt8 = 4
     /// The first version whose peers restore ghosts a change set leaves out.
     public static let elidingVersion: UInt8 = 5
+    /// The first version whose peers read `Hello.excluded`.
+    public static let selectiveVersion: UInt8 = 6
     /// The largest message (plaintext) a peer may send; frames carry at most this plus the cipher's overhead.
     public static let maximumMessageSize = 1 << 20
     /// Change-set bytes per `changes` message.
@@ -35,6 +38,8 @@ extension SyncMessage {
     static let comparesOnlyBit: UInt8 = 0x08
     /// In a hello's grants byte: the sender relays (`Hello.relays`).
     static let relaysBit: UInt8 = 0x10
+    /// In a hello's grants byte: the zones the sender does not replicate follow its membership.
+    static let excludesBit: UInt8 = 0x20
     /// Devices in one `neighbors` message: a node holds far fewer sessions.
     package static let maximumNeighbors = 4096
 
@@ -58,10 +63,14 @@ extension SyncMessage {
             writer.string(hello.container)
             Self.write(hello.zones, into: &writer)
             writer.blob(hello.roster)
-            let flags = (hello.comparesOnly ? Self.comparesOnlyBit : 0) | (hello.relays ? Self.relaysBit : 0)
+            let flags = (hello.comparesOnly ? Self.comparesOnlyBit : 0) | (hello.relays ? Self.relaysBit : 0) | (hello.excluded.isEmpty ? 0 : Self.excludesBit)
             writer.byte(hello.grants.reduce(flags) { $0 | 1 << ($1.rawValue - 1) })
             Self.write(hello.sharedGrants, into: &writer)
             writer.blob(hello.membership)
+            if !hello.excluded.isEmpty {
+                writer.varint(hello.excluded.count)
+                for zone in hello.excluded { Self.write(zone, into: &writer) }
+            }
         case .grants(let grants):
             writer.byte(Kind.grants.rawValue)
             Self.write(grants.sharedZones, into: &writer)
@@ -161,7 +170,7 @@ extension SyncMessage {
                 let zones = try Self.readAdverts(from: &reader)
                 let roster = try reader.blob()
                 let bits = try reader.byte()
-                guard bits & ~(0b111 | Self.comparesOnlyBit | Self.relaysBit) == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
+                guard bits & ~(0b111 | Self.comparesOnlyBit | Self.relaysBit | Self.excludesBit) == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
                 let grants = Set(DatabaseScope.allCases.filter { bits & (1 << ($0.rawValue - 1)) != 0 })
                 let sharedGrants = try Self.readSharedZones(from: &reader)
                 let membership = try reader.blob()
@@ -169,6 +178,14 @@ extension SyncMessage {
                 var hello = Hello(container: container, zones: zones, roster: roster, grants: grants, sharedGrants: sharedGrants, membership: membership)
                 hello.comparesOnly = bits & Self.comparesOnlyBit != 0
                 hello.relays = bits & Self.relaysBit != 0
+                if bits & Self.excludesBit != 0 {
+                    var excluded = Set<ZoneKey>()
+                    for _ in 0..<(try reader.count(below: min(SyncWire.maximumZones, reader.remaining) + 1, "excluded zones")) {
+                        guard excluded.insert(try Self.readZone(from: &reader)).inserted else { throw ProtocolError.malformed("a zone excluded twice") }
+                    }
+                    guard !excluded.isEmpty else { throw ProtocolError.malformed("an empty list of excluded zones") }
+                    hello.excluded = excluded.sorted { $0.description < $1.description }
+                }
                 self = .hello(hello)
             case .streamStart:
                 let zone = try Self.readZone(from: &reader)

@@ -70,6 +70,10 @@
     /// The sender relays: it says which devices it has sessions with
     /// (`neighbors`), and answers `holdsRequest`.
     public var relays = false
+    /// Zones the sender does not replicate (selective sync): the receiver
+    /// streams it none of them, and does not wait for it to acknowledge
+    /// their deletes. Sent to peers of `SyncWire.selectiveVersion` and later.
+    public var excluded: [ZoneKey] = []
 
     /// A hello; by default it grants all three databases and carries no roster or membership.
     public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .shared, .public], sharedGrants: [ZoneID] = [], membership: [UInt8] = []) {

@@ -35,7 +35,7 @@ extension SyncSession {
         }
         let relayed = relayedSources(changes)
         if let sequence = changes?.sequence { seenSequence = sequence }
-        for zone in zones where streams.allows(zone) && outgoing[zone] == nil {
+        for zone in zones where streamsTo(zone) && outgoing[zone] == nil {
             addOutgoing(zone, cursor: .start, peerVector: VersionVector(), peerZoneState: nil)
             reopened = true
         }

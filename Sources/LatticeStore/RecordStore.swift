@@ -19,6 +19,8 @@ package final class RecordStore: Sendable {
     /// Off only to measure what checking writes costs (`Benchmarks/`): a
     /// store that applies writes it cannot attribute is open to forgery.
     package nonisolated(unsafe) var checksWrites = true
+    /// Whether `write` waits for the disk (a benchmark that builds a long history turns it off).
+    package nonisolated(unsafe) var durableCommits = true
     /// Smaller than `WriteBlock.maximumEntries` only in tests that want many blocks.
     package nonisolated(unsafe) var sealedBlockEntries = WriteBlock.maximumEntries
     /// On only in tests, to play a modified client: this store then writes,
@@ -176,8 +178,9 @@ package final class RecordStore: Sendable {
     /// the change sequence are saved with the data.
     @discardableResult
     package func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        try write(durably: true, body)
+        try write(durably: durableCommits, body)
     }
+
 
     /// A write whose commit does not wait for the disk (`durably` false): for
     /// derived state alone (digests), which a power loss may roll back to

@@ -49,6 +49,8 @@ package struct HistoricalRecord: Sendable {
 /// A point of this device's history: a token, or a wall-clock time.
 package enum HistoryPoint: Sendable {
     case token(Int64)
+    /// After the commit of that sequence.
+    case sequence(UInt64)
     case time(milliseconds: UInt64)
 }
 
@@ -120,6 +122,12 @@ extension StoreSnapshot {
             }
             condition = "seq > ?"
             bound = sequence
+        case .sequence(let sequence):
+            guard sequence >= floor.sequence else {
+                throw StoreError.historyUnavailable("history before commit \(floor.sequence) is not kept here")
+            }
+            condition = "seq > ?"
+            bound = Int64(sequence)
         case .time(let milliseconds):
             guard milliseconds >= floor.at else {
                 throw StoreError.historyUnavailable("history before \(Self.describe(milliseconds: floor.at)) is not kept here (collected, deleted, or history was off)")

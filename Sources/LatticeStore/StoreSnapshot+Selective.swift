@@ -51,7 +51,7 @@ extension StoreTransaction {
         if replicated { zones.remove(zone) } else { zones.insert(zone) }
         try setSetting(Self.excludedZonesSetting, to: zones.map(\.settingLine).sorted().joined(separator: "\n"), wakingNodes: true)
         guard !replicated, let row = try zoneRow(zone) else { return [] }
-        try removeAllRecords(in: zone)
+        try removeAllRecords(in: zone, by: nil)
         var orphaned: [[UInt8]] = []
         for hash in try Data.fetchAll(db.cachedStatement(sql: "SELECT hash FROM asset_orphans WHERE zone = ?"), arguments: [row.id]) {
             if try collectOrphanedAsset([UInt8](hash)) { orphaned.append([UInt8](hash)) }

@@ -36,6 +36,18 @@ extension StoreTransaction {
         }
     }
 
+    /// Notes, for history, the deletes of the zone's live records that the zone write `stamp` makes.
+    func noteZoneReset(_ zone: Int64, key: ZoneKey, by stamp: Stamp) throws {
+        guard try historyIsKept else { return }
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND alive = 1"), arguments: [zone])
+        while let row = try rows.next() {
+            let state = try decode(row[0] as Data)
+            let changes = state.fields.map { HistoryFieldChange(field: $0.name, stamp: stamp, oldValue: $0.value, removed: true) }
+            pendingHistory.append(PendingHistoryEntry(
+                zone: zone, key: key, record: state.recordName, type: state.recordType, part: HistoryDiff.Part(author: stamp.replica, kind: .delete, changes: changes)))
+        }
+    }
+
     /// Writes the noted changes as history entries of commit `sequence`: one
     /// per record and writer commit, in the order they were stored. A local
     /// write's commit is `localCommit` (the first stamp this transaction took);

@@ -132,8 +132,9 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         hasChanges = true
     }
 
-    package func removeAllRecords(in key: ZoneKey) throws {
+    package func removeAllRecords(in key: ZoneKey, by stamp: Stamp?) throws {
         guard let row = try zoneRow(key) else { return }
+        if let stamp { try noteZoneReset(row.id, key: key, by: stamp) }
         let schema = try schema()
         for recordType in Set(schema.indexes.keys.map(\.recordType)) {
             try TypeIndex(recordType: recordType, schema: schema)?.removeAll(zone: row.id, in: db)

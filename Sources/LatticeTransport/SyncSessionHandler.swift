@@ -302,6 +302,9 @@ package final class SyncSessionHandler: ChannelInboundHandler {
         }
         var configuration = settings.session
         if version < SyncWire.relayingVersion { configuration.relays = false } // its decoder knows no relays bit
+        if version < SyncWire.selectiveVersion { hello.excluded = [] } // nor this list: it may stream those zones, which the store ignores
+        // Which zones this device does not replicate is not told to a peer that may not sync them.
+        hello.excluded = hello.excluded.filter(access.allows)
         var session = SyncSession(localHello: hello, access: access, configuration: configuration)
         session.peerDevice = peer.description
         let actions = session.start()
@@ -407,12 +410,14 @@ package final class SyncSessionHandler: ChannelInboundHandler {
         // A version-1 peer's decoder knows no reconcile message: it would close the session.
         guard version >= SyncWire.relayingVersion else { return completion(.failure(ReconcileFailure.olderPeer)) }
         let shared = session.access.intersection(hello.granted)
+        // A zone either side does not replicate has nothing to compare.
+        let excluded = Set(hello.excluded).union(session.localHello.excluded)
         let delegate = delegate
         reconciliation = (Reconciler(initiator: true), ReconcileOutcome(), completion)
         runOffLoop(on: backgroundPool, { () throws -> ReconcileMessage in
             // Named zones the two do not sync with each other are left out (the outcome lists those compared).
             let known = try zones.map(Set.init) ?? Set(delegate.zones()).union(hello.zones.map(\.zone))
-            let chosen = known.filter { shared.allows($0) && (zones != nil || scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
+            let chosen = known.filter { shared.allows($0) && !excluded.contains($0) && (zones != nil || scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
             return try delegate.reconcileOpening(zones: chosen)
         }) { handler, opening in
             handler.reconciliation?.reconciler = Reconciler(opening: opening)

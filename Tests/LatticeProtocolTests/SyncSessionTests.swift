@@ -68,6 +68,33 @@ import Testing
         #expect(try SyncMessage(decoding: SyncMessage.hello(limited).encoded()) == .hello(limited))
     }
 
+    @Test func aZoneThePeerDoesNotReplicateIsNeitherStreamedNorTakenFromIt() throws {
+        let photos = ZoneKey(scope: .private, zoneID: ZoneID(zoneName: "Photos"))
+        let both = Hello(container: "app", zones: [
+            ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
+            ZoneAdvert(zone: photos, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil),
+        ])
+        var session = SyncSession(localHello: both)
+        _ = session.start()
+        var selective = theirs
+        selective.excluded = [photos]
+        let actions = session.receive(.hello(selective))
+        let produced = actions.compactMap { action -> ZoneKey? in if case .produce(let request) = action { return request.zone } else { return nil } }
+        #expect(produced == [notes], "the peer said it does not replicate Photos")
+        #expect(actions.contains(.event(.peerExcludes([photos]))))
+        // A commit to Photos opens no stream to it either.
+        #expect(!session.localCommit(zones: [photos], roster: nil, changes: nil).contains { if case .produce = $0 { return true } else { return false } })
+        // Nor may a peer stream a zone this side said it does not replicate.
+        var mine = ours
+        mine.excluded = [photos]
+        var told = SyncSession(localHello: mine)
+        _ = told.start()
+        _ = told.receive(.hello(theirs))
+        #expect(closeReason(told.receive(.streamStart(StreamStart(zone: photos, records: 1, bytes: 10)))) == .forbidden("the peer streams zone \(photos), which this device said it does not replicate"))
+        // The list travels on the wire.
+        #expect(try SyncMessage(decoding: SyncMessage.hello(selective).encoded()) == .hello(selective))
+    }
+
     @Test func anythingBeforeHelloEndsTheSession() {
         var session = SyncSession(localHello: ours)
         _ = session.start()

@@ -63,10 +63,15 @@ struct ConvergenceFuzzer {
     var pending: [Pending] = []
     /// Whether this history collects tombstones (half of them do).
     let collects: Bool
+    /// Draws for history's checks, apart from `rng`: a seed's history of operations is what it was before them.
+    var historyRng: SeededGenerator
+    /// Records as stores held them after a commit: `record(_:asOf:)` must read them back.
+    var heldThen: [(replica: Int, sequence: UInt64, records: [String: [String: FieldValue]])] = []
 
     init(seed: UInt64) throws {
         self.seed = seed
         rng = SeededGenerator(seed: seed)
+        historyRng = SeededGenerator(seed: seed ^ 0x5eed_4157)
         collects = seed % 2 == 0
         // Most histories seal blocks of a few writes, so writers have many and their collection is exercised.
         let blockEntries = [2, 3, 8, WriteBlock.maximumEntries][Int((seed / 2) % 4)]
@@ -114,9 +119,12 @@ struct ConvergenceFuzzer {
             default: try deliverDamaged()
             }
             if Int.random(in: 0..<60, using: &rng) == 0 { try checkDigestsMatchStates() }
+            if Int.random(in: 0..<6, using: &historyRng) == 0 { try noteHeldRecords(who) }
+            if Int.random(in: 0..<25, using: &historyRng) == 0 { try restoreFromHistory() }
         }
         try syncAll()
         try checkConverged()
+        try checkHistory()
     }
 
     // MARK: Local operations
@@ -599,6 +607,74 @@ extension Result where Success == Bool, Failure == any Error {
     }
 }
 
+extension ConvergenceFuzzer {
+    /// Notes what a store holds now, to read back as of this commit at the end.
+    mutating func noteHeldRecords(_ who: Int) throws {
+        guard let store = (replicas[who] as? StoreFuzzReplica)?.store else { return }
+        let sequence = try store.currentSequence()
+        var records: [String: [String: FieldValue]] = [:]
+        for state in try replicas[who].records(in: Self.zone) where state.isAlive { records[state.recordName] = state.liveFieldValues }
+        heldThen.append((who, sequence, records))
+    }
+
+    /// A store writes a record's values as of an earlier commit as a new
+    /// save of the whole field set (`Database.restore`): a write like any
+    /// other, which the model predicts and which must converge.
+    mutating func restoreFromHistory() throws {
+        guard let noted = heldThen.randomElement(using: &historyRng), let store = (replicas[noted.replica] as? StoreFuzzReplica)?.store,
+              states[noted.replica].zone.incarnation % 2 == 1 else { return }
+        let name = Self.names.randomElement(using: &historyRng)!
+        guard let then = try? store.read({ try $0.record(name, in: Self.zone, asOf: .sequence(noted.sequence)) }), let fields = then.fields else { return }
+        coverage.count("restores from history")
+        try save(noted.replica, name: name, type: Self.type(of: name), changes: fields.map { ($0.key, $0.value) }, replacement: .allKeys)
+    }
+
+    /// History agrees with what happened: each store reads every record back
+    /// as it held it after each noted commit; a write listed by several
+    /// stores belongs to the same writer commit in each (their marks are the
+    /// writer's, signed); and every write the converged records still show
+    /// (winners and conflicts) is listed by every store.
+    mutating func checkHistory() throws {
+        for (who, sequence, records) in heldThen {
+            guard let store = (replicas[who] as? StoreFuzzReplica)?.store else { continue }
+            for name in Self.names {
+                let then = try store.read { try $0.record(name, in: Self.zone, asOf: .sequence(sequence)) }
+                #expect(then.fields == records[name], "\(context(who)): \(name) as of commit \(sequence) reads \(String(describing: then.fields)), it held \(String(describing: records[name]))")
+            }
+            coverage.count("records read back as of a commit")
+        }
+        struct Write: Hashable { var record: String; var field: String; var stamp: Stamp }
+        var commitOf: [Write: (commit: HLCTimestamp, replica: Int)] = [:]
+        let survivors = try replicas[0].records(in: Self.zone).filter(\.isAlive).flatMap { state in
+            state.fields.flatMap { register in
+                ([register.stamp] + register.losers.map(\.stamp)).map { Write(record: state.recordName, field: register.name, stamp: $0) }
+            }
+        }
+        for (who, replica) in replicas.enumerated() {
+            guard let store = (replica as? StoreFuzzReplica)?.store else { continue }
+            var listed = Set<Write>()
+            for entry in try store.read({ try $0.historyEntries(HistoryFilter()) }) where entry.zone == Self.zone {
+                for change in entry.changes {
+                    #expect(change.stamp.replica == entry.author, "\(context(who)): a change of \(entry.record) by \(change.stamp) in an entry of \(entry.author)")
+                    let write = Write(record: entry.record, field: change.field, stamp: change.stamp)
+                    listed.insert(write)
+                    if let known = commitOf[write] {
+                        if known.commit != entry.commit {
+                            Issue.record("\(context(who)): \(entry.record).\(change.field) by \(change.stamp) is in commit \(entry.commit) here and \(known.commit) at replica \(known.replica)")
+                        }
+                    } else {
+                        commitOf[write] = (entry.commit, who)
+                    }
+                }
+            }
+            for write in survivors where !listed.contains(write) {
+                Issue.record("\(context(who)): the converged \(write.record).\(write.field) by \(write.stamp) is in no history entry")
+            }
+            coverage.count("histories checked")
+        }
+    }
+}
+
 /// The bytes of records as a change set writes them.
 func canonicalBytes(_ records: [RecordState]) throws -> [UInt8] {
     let replicas = Set(records.flatMap { $0.vector.entries.map(\.replica) }).sorted()
@@ -666,7 +742,8 @@ extension ConvergenceFuzzer {
             for what in ["no-op saves", "saves refused for a field type", "saves refused by the production schema", "cascade deletes of a local delete",
                          "cascade deletes on merge", "conflict clears", "zone deletes", "zone re-creations", "records deferred",
                          "zone changes deferred whole", "deliveries that changed nothing", "converged records with conflicts",
-                         "digests compared equal", "digests compared different", "tombstones collected", "late deliveries after a collection", "write blocks collected"] {
+                         "digests compared equal", "digests compared different", "tombstones collected", "late deliveries after a collection", "write blocks collected",
+                         "restores from history", "records read back as of a commit", "histories checked"] {
                 #expect(coverage[what] > 0, "the fuzzer never exercised: \(what)")
             }
         }

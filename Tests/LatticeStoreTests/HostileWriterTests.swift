@@ -223,6 +223,44 @@ import Testing
         try expectHonestConvergence(a, b, c)
     }
 
+    @Test("(h) a relay that names another author for a write") func aRelayThatChangesAWritesAuthorIsRefusedAndHistoryKeepsTheWriter() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (a, b, c) = try honestStores()
+        clock.now += 10
+        try a.write { try $0.save("m2", type: "Movie", in: movies, changes: [("title", "Cars 2")]) }
+        try sync(a, to: b, movies)
+        func history(_ store: RecordStore) throws -> [HistoryEntry] {
+            try store.read { try $0.historyEntries(HistoryFilter()) }.filter { $0.zone == movies && $0.record == "m2" }
+        }
+        let before = try history(c).count
+        // B relays A's write to C as its own (and as a third replica's): the stamp's writer is what history shows.
+        for author in [b.replica, ReplicaID(high: 7, low: 7)] {
+            var parts = try Parts(try b.changeSet(for: movies, since: try vector(c)))
+            #expect(parts.records.map(\.recordName) == ["m2"])
+            parts.records[0].fields = parts.records[0].fields.map { field in
+                var field = field
+                if field.stamp.replica == a.replica { field.stamp = Stamp(time: field.stamp.time, replica: author) }
+                return field
+            }
+            parts.records[0].vector.advance(author, to: parts.records[0].fields.map(\.stamp.time).max()!)
+            try expectRefused(try parts.bytes(), by: c) { error in
+                switch error {
+                case .unproven(let stamp, _), .tampered(let stamp, _): stamp.replica == author
+                case .beyondSignedHead(let replica, _, _, _), .badSignature(let replica): replica == author
+                default: false
+                }
+            }
+            #expect(try history(c).count == before, "a refused relay left a history entry")
+        }
+        // Relayed honestly, C's entry names A, in the commit A's own history gives it.
+        try sync(b, to: c, movies)
+        let relayed = try #require(try history(c).last)
+        let written = try #require(try history(a).last)
+        #expect(relayed.author == a.replica && relayed.commit == written.commit)
+        #expect(relayed.changes.map(\.field) == ["title"] && relayed.changes.first?.oldValue == .string("Cars"))
+        try expectHonestConvergence(a, b, c)
+    }
+
     @Test("(d) a claim beyond what the writer signed") func aClaimBeyondWhatTheWriterSignedIsRefused() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (a, b, c) = try honestStores()

@@ -65,9 +65,12 @@ struct ReferenceModel {
         var id: ReplicaID
 
         /// The hybrid clock rule: a reading past the wall clock and every reading before.
+        /// A local write's stamp: as `ReplicaStorage.nextStamp`, the tick before it is left for a commit's mark.
         mutating func tick(wallClock: UInt64) -> Stamp {
-            let candidate = HLCTimestamp(milliseconds: wallClock, counter: 0)
-            clock = candidate > clock ? candidate : HLCTimestamp(rawValue: clock.rawValue + 1)
+            for _ in 0..<2 {
+                let candidate = HLCTimestamp(milliseconds: wallClock, counter: 0)
+                clock = candidate > clock ? candidate : HLCTimestamp(rawValue: clock.rawValue + 1)
+            }
             return Stamp(time: clock, replica: id)
         }
 

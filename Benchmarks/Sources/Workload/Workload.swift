@@ -95,9 +95,10 @@ package enum Workload {
     }
 
     /// Sets up a scenario on disk: receiver store in `directory`, change set from a store beside it.
-    package static func prepareStore(_ scenario: Scenario, records n: Int, directory: URL, indexed: Bool = true) throws -> (receiver: Container, changeSet: [UInt8]) {
+    package static func prepareStore(_ scenario: Scenario, records n: Int, directory: URL, indexed: Bool = true, keepingHistory: Bool = true) throws -> (receiver: Container, changeSet: [UInt8]) {
         let (memoryReceiver, changeSet) = try prepareMemory(scenario, records: n, indexed: indexed)
         let receiver = try Container(identifier: "bench", directory: directory)
+        try receiver.setHistoryKept(keepingHistory)
         // The receiver's own prior state, copied in through the same merge path.
         if scenario != .empty {
             try receiver.apply(changeSet: memoryReceiver.makeChangeSet(for: zone, since: VersionVector()))
@@ -161,5 +162,17 @@ package final class SyncPair: @unchecked Sendable {
         await nodeB?.stop()
         await nodeA?.stop()
         try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Starts both nodes and times B's initial sync: from the start until B caught up.
+    package func timeInitialSync() async throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await start()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    /// The change-set bytes B received, by its status (every zone, every peer).
+    package func bytesBReceived() -> Int {
+        nodeB?.status.peers.flatMap(\.zones).filter { $0.direction == "receiving" }.reduce(0) { $0 + $1.bytesDone } ?? 0
     }
 }

@@ -23,6 +23,9 @@ public enum AttributeOption: Sendable {
     /// Part of the model's key: the key names the record, so objects created
     /// with the same key on several devices become one record.
     case unique
+    /// A delete's history entry keeps the property's last value
+    /// (`DefaultHistoryDelete.tombstone`), as SwiftData's.
+    case preserveValueOnDeletion
 }
 
 /// Marks a model property: `.unique` makes it part of the key; `originalName`

@@ -27,7 +27,11 @@ public final class ModelContext {
         self.container = container
     }
 
-    var database: Database { container.database }
+    /// The author string this context's saves carry in history (SwiftData's
+    /// `ModelContext.author`): `DefaultHistoryTransaction.author` on this device.
+    public var author: String?
+
+    var database: Database { container.database.withHistoryAuthor(author) }
     var zoneID: Zone.ID { container.zoneID }
     var valueStore: ModelValueStore { ModelValueStore(container: container.store) }
 

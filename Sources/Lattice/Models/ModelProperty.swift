@@ -7,7 +7,7 @@ public struct ModelProperty<Root: PersistentModel>: @unchecked Sendable {
 
     /// A property of a type Lattice stores (String, Int, Date, URL, …).
     public static func property<V: ModelValue>(
-        _ keyPath: ReferenceWritableKeyPath<Root, V>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil
+        _ keyPath: ReferenceWritableKeyPath<Root, V>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil, preservesValueOnDeletion: Bool = false
     ) -> Self {
         let access = AttributeAccess(fieldType: V.fieldType, valueType: V.self, read: { object, store throws(LatticeError) in
             try (object as! Root)[keyPath: keyPath].fieldValue(in: store)
@@ -18,19 +18,19 @@ public struct ModelProperty<Root: PersistentModel>: @unchecked Sendable {
             let value = field.flatMap { V(fieldValue: $0, in: store) } ?? (prototype as! Root)[keyPath: keyPath]
             (object as! Root)[keyPath: keyPath] = value
         })
-        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, options: relationship, kind: .attribute(access)))
+        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, preservesValueOnDeletion: preservesValueOnDeletion, options: relationship, kind: .attribute(access)))
     }
 
     /// A property of an enum with a raw value, a Codable type, or an optional or array of these.
     public static func property<V>(
-        _ keyPath: ReferenceWritableKeyPath<Root, V>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil
+        _ keyPath: ReferenceWritableKeyPath<Root, V>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil, preservesValueOnDeletion: Bool = false
     ) -> Self {
         if V.self is any PersistentModel.Type {
-            return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, options: relationship, kind: .unsupported(
+            return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, preservesValueOnDeletion: preservesValueOnDeletion, options: relationship, kind: .unsupported(
                 "a to-one relationship is optional (`var \(name): \(V.self)? = nil`): the object it names may not have arrived yet")))
         }
         guard let coder = DynamicValueCoder.make(for: V.self) else {
-            return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, options: relationship, kind: .unsupported(
+            return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, preservesValueOnDeletion: preservesValueOnDeletion, options: relationship, kind: .unsupported(
                 "\(V.self) cannot be stored: use a Lattice value type, an enum with a raw value, a Codable type, or an optional or array of these")))
         }
         let access = AttributeAccess(fieldType: coder.fieldType, valueType: V.self, isOrdered: coder.isOrdered, read: { object, store throws(LatticeError) in
@@ -42,31 +42,31 @@ public struct ModelProperty<Root: PersistentModel>: @unchecked Sendable {
             let value = field.flatMap { coder.decode($0, store) as? V } ?? (prototype as! Root)[keyPath: keyPath]
             (object as! Root)[keyPath: keyPath] = value
         })
-        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, options: relationship, kind: .attribute(access)))
+        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, preservesValueOnDeletion: preservesValueOnDeletion, options: relationship, kind: .attribute(access)))
     }
 
     /// A to-one relationship: a reference to another model's record.
     public static func property<Target: PersistentModel>(
-        _ keyPath: ReferenceWritableKeyPath<Root, Target?>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil
+        _ keyPath: ReferenceWritableKeyPath<Root, Target?>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil, preservesValueOnDeletion: Bool = false
     ) -> Self {
         let access = RelationshipAccess(target: Target.self, isToMany: false, get: { object in
             (object as! Root)[keyPath: keyPath].map { [$0] } ?? []
         }, set: { object, related in
             (object as! Root)[keyPath: keyPath] = related.first.map { $0 as! Target }
         })
-        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, options: relationship, kind: .relationship(access)))
+        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, preservesValueOnDeletion: preservesValueOnDeletion, options: relationship, kind: .relationship(access)))
     }
 
     /// A to-many relationship: the objects whose inverse names this one, or a list of references.
     public static func property<Target: PersistentModel>(
-        _ keyPath: ReferenceWritableKeyPath<Root, [Target]>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil
+        _ keyPath: ReferenceWritableKeyPath<Root, [Target]>, name: String, unique: Bool = false, relationship: RelationshipOptions? = nil, preservesValueOnDeletion: Bool = false
     ) -> Self {
         let access = RelationshipAccess(target: Target.self, isToMany: true, get: { object in
             (object as! Root)[keyPath: keyPath]
         }, set: { object, related in
             (object as! Root)[keyPath: keyPath] = related.map { $0 as! Target }
         })
-        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, options: relationship, kind: .relationship(access)))
+        return Self(erased: AnyModelProperty(name: name, keyPath: keyPath, unique: unique, preservesValueOnDeletion: preservesValueOnDeletion, options: relationship, kind: .relationship(access)))
     }
 }
 
@@ -113,13 +113,16 @@ final class AnyModelProperty: @unchecked Sendable {
     let name: String
     let keyPath: AnyKeyPath
     let unique: Bool
+    /// `@Attribute(.preserveValueOnDeletion)`: a delete's history entry shows its last value.
+    let preservesValueOnDeletion: Bool
     let options: RelationshipOptions?
     let kind: Kind
 
-    init(name: String, keyPath: AnyKeyPath, unique: Bool, options: RelationshipOptions?, kind: Kind) {
+    init(name: String, keyPath: AnyKeyPath, unique: Bool, preservesValueOnDeletion: Bool = false, options: RelationshipOptions?, kind: Kind) {
         self.name = name
         self.keyPath = keyPath
         self.unique = unique
+        self.preservesValueOnDeletion = preservesValueOnDeletion
         self.options = options
         self.kind = kind
     }

@@ -50,6 +50,8 @@ public struct NodeStatus: Codable, Sendable, Hashable {
         /// Messages sent to and received from the peer in this node's run, pings aside.
         public var messagesSent: Int?
         public var messagesReceived: Int?
+        /// Zones the peer said it does not replicate (selective sync), by name (`ZONE` or `ZONE:OWNER`).
+        public var notReplicated: [String]?
 
         /// Records this side still has to receive from the peer in running streams.
         public var recordsBehind: Int { zones.filter { $0.direction == "receiving" }.reduce(0) { $0 + max(0, $1.recordsTotal - $1.recordsDone) } }

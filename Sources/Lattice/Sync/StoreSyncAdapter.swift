@@ -126,10 +126,12 @@ struct StoreSyncAdapter: SyncDelegate {
             var held = try access.scopes.sorted { $0.rawValue < $1.rawValue }.flatMap { try snapshot.zones(in: $0) }
             if !access.scopes.contains(.shared) { held += try snapshot.zones(in: .shared).filter { access.sharedZones.contains($0.key.zoneID) } }
             // The roster names the account's devices: for the account alone.
-            return Hello(
+            var hello = Hello(
                 container: container, zones: try adverts(of: held, for: peer, in: snapshot), roster: access.isAccount ? try snapshot.encodedRoster() : [],
                 grants: access.scopes, sharedGrants: access.scopes.contains(.shared) ? [] : access.sharedZones.sorted { $0.description < $1.description },
                 membership: trusted.membership)
+            hello.excluded = try snapshot.excludedZones().filter(access.allows).sorted { $0.description < $1.description }
+            return hello
         }
     }
 
@@ -297,6 +299,8 @@ struct StoreSyncAdapter: SyncDelegate {
         let alreadyDeferred = deferredStreams.withLockedValue { $0.contains(mark) }
         let applied = try store.write { transaction in
             try requireAccess(peer, to: batch.zone, in: transaction)
+            // A zone this device does not replicate (a peer of an earlier version was not told): nothing of it is kept.
+            if try transaction.isExcluded(batch.zone) { return AppliedBatch(vector: VersionVector(), recordsChanged: 0) }
             transaction.commitSource = peer.description
             let summary = try transaction.applyChangeSets(from: ArrayByteSource(batch.bytes), takingClaims: !alreadyDeferred, takingSchema: takingSchema)
             guard summary.changeSets == 1 else {

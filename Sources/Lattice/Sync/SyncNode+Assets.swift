@@ -86,13 +86,13 @@ extension SyncNode {
         }
         if let unsaved { try? store.write { try $0.savePeerHolds(unsaved) } }
         let own = container.deviceID
-        guard let (orphans, devices) = try? store.read({ snapshot in
-            (try snapshot.orphanedAssets(), try snapshot.devicesHoldingPrivateZones(besides: own))
+        guard let (orphans, devices, exclusions) = try? store.read({ snapshot in
+            (try snapshot.orphanedAssets(), try snapshot.devicesHoldingPrivateZones(besides: own), try snapshot.peerExclusions())
         }), !orphans.isEmpty else { return [] }
         let holds = state.withLockedValue { $0.collection.peerHolds }
         var removed: [AssetReference] = []
         for orphan in orphans where orphan.zone.scope == .private {
-            guard devices.allSatisfy({ holds[$0]?[orphan.zone]?.dominates(orphan.dropped) == true }) else { continue }
+            guard Container.holding(orphan.zone, devices, exclusions).allSatisfy({ holds[$0]?[orphan.zone]?.dominates(orphan.dropped) == true }) else { continue }
             guard (try? store.write({ try $0.collectOrphanedAsset(orphan.asset.hash) })) == true else { continue }
             for url in [AssetFiles.path(for: orphan.asset, in: store.directory), AssetFiles.outlinePath(for: orphan.asset, in: store.directory),
                         AssetFiles.leavesPath(for: orphan.asset, in: store.directory)] {

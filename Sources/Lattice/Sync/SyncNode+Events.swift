@@ -2,6 +2,7 @@ import Foundation
 @_spi(Tools) import LatticeCore
 @_spi(Tools) import LatticeCrypto
 import LatticeNode
+import LatticeStore
 @_spi(Tools) import LatticeProtocol
 import LatticeTransport
 import NIOCore
@@ -20,6 +21,7 @@ extension SyncNode {
         let trusted = trustedDevices.all
         assetFetcher.refreshSoon()
         serveNodeRequests()
+        if selectiveSyncChanged() { return }
         let connections = state.withLockedValue { $0.connections }
         let discovering = state.withLockedValue { $0.discovery.service != nil }
         guard !connections.isEmpty || discovering else { return }
@@ -42,6 +44,22 @@ extension SyncNode {
                 handle.close()
             }
         }
+    }
+
+    /// Whether the zones this device replicates changed (`lattice zone sync`):
+    /// every session then closes, and the next ones start with a hello that
+    /// says so (a zone turned on is fetched whole, one turned off is sent no more).
+    private func selectiveSyncChanged() -> Bool {
+        guard let excluded = try? container.store.read({ try $0.excludedZones() }) else { return false }
+        let connections = state.withLockedValue { state -> [ConnectionHandle]? in
+            guard state.excludedZones != excluded else { return nil }
+            state.excludedZones = excluded
+            return state.connections.all.map(\.connection)
+        }
+        guard let connections else { return false }
+        logger.notice("the zones this device replicates changed: sessions start again", metadata: ["notReplicated": "\(excluded.map(\.zoneID.description).sorted())"])
+        for connection in connections { connection.close() }
+        return true
     }
 
     func handle(_ event: ConnectionEvent) {
@@ -161,6 +179,20 @@ extension SyncNode {
         case .reconcileReply: break // the connection's reconciliation takes it
         case .neighbors(let devices):
             peerNeighbors(peer, devices)
+        case .peerExcludes(let zones):
+            // A zone the peer does not replicate is not waited for, and its old acknowledgements are void.
+            // Kept for the account's devices alone: a stranger's word names zones it has no part in.
+            let account = trustedDevices.all.contains(peer)
+            let kept: Set<ZoneKey> = account ? zones.filter { $0.scope != .public } : []
+            state.withLockedValue { state in
+                for zone in kept { state.collection.peerHolds[peer]?[zone] = nil }
+                updatePeer(&state, peer) { $0.notReplicated = kept.isEmpty ? nil : kept.map(\.zoneID.description).sorted() }
+            }
+            if account {
+                do { try container.store.write { try $0.setPeerExclusions(kept, of: peer) } } catch {
+                    logger.warning("could not note the zones a peer does not replicate", metadata: ["peer": "\(peer.prefix(12))", "error": "\(error)"])
+                }
+            }
         case .peerHolds(let zone, let vector):
             // Only the private zones' acknowledgements are used (tombstone and asset collection): the public
             // database's strangers' went into memory and into every pass's store write, a second under a flood.

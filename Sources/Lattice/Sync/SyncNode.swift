@@ -30,6 +30,8 @@ public final class SyncNode: Sendable {
         var sessions = SessionFollowUps()
         var relay = Relay()
         var runtime = Runtime()
+        /// The zones this device does not replicate, as sessions were told (selective sync).
+        var excludedZones = Set<ZoneKey>()
     }
 
     public let container: Container
@@ -115,6 +117,8 @@ public final class SyncNode: Sendable {
     public func start() async throws(LatticeError) {
         if configuration.publishesStatus { try lockStore() }
         _ = try LatticeError.wrap { try trustedDevices.reload() }
+        let excluded = (try? container.store.read { try $0.excludedZones() }) ?? []
+        state.withLockedValue { $0.excludedZones = excluded }
         // Shares revoked under an earlier build name no vouched writes: their owner's devices vouch now,
         // before any participant drops what the revocation would otherwise void.
         try? container.store.write { transaction in
