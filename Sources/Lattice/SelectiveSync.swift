@@ -8,10 +8,14 @@ extension Database {
         try LatticeError.wrap { try store.read { try !$0.isExcluded(storedKey(zoneID, in: $0)) } }
     }
 
-    /// The zones of this database this device does not replicate.
+    /// The zones of this database this device holds and does not replicate,
+    /// or was told not to (`setReplicated`). With a list of the zones
+    /// replicated (`setReplicatedZones`), every other private zone is not either.
     public func zonesNotReplicated() throws(LatticeError) -> [Zone.ID] {
         try LatticeError.wrap {
-            try store.read { try $0.excludedZones().filter { $0.scope == databaseScope }.map(\.zoneID).sorted { $0.description < $1.description } }
+            try store.read { snapshot in
+                try snapshot.excludedZones().filter { $0.scope == databaseScope }.map(\.zoneID).sorted { $0.description < $1.description }
+            }
         }
     }
 
@@ -24,8 +28,8 @@ extension Database {
     /// as by a new device. Turning on a zone that is on, or off one that is
     /// off, changes nothing.
     public func setReplicated(_ zoneID: Zone.ID, _ replicated: Bool) throws(LatticeError) {
-        guard !zoneID.isDefault || databaseScope != .public else {
-            throw LatticeError(.invalidArguments, "the public database's default zone is always replicated")
+        guard !zoneID.isDefault else {
+            throw LatticeError(.invalidArguments, "a database's default zone is always replicated")
         }
         try RecordValidation.checkZoneName(zoneID.zoneName)
         let orphaned = try LatticeError.wrap {
@@ -35,7 +39,33 @@ extension Database {
                 return try transaction.setReplicated(zone, replicated)
             }
         }
-        for hash in orphaned {
+        removeAssetFiles(orphaned)
+    }
+}
+
+extension Database {
+    /// Makes `zones` the zones of the private database this device
+    /// replicates, and no other but the default zone, whatever peers hold (nil: every zone not
+    /// turned off one by one, the default). It drops what it holds of the
+    /// others; a zone turned on later with `setReplicated` joins the list.
+    public func setReplicatedZones(_ zones: [Zone.ID]?) throws(LatticeError) {
+        guard databaseScope == .private else { throw LatticeError(.invalidArguments, "a list of the zones replicated is the private database's") }
+        for zone in zones ?? [] where !zone.isDefault { try RecordValidation.checkZoneName(zone.zoneName) }
+        let orphaned = try LatticeError.wrap {
+            try store.write { transaction in
+                try transaction.setOnlyZones(zones.map { Set($0.map { ZoneKey(scope: .private, zoneID: $0) }) })
+            }
+        }
+        removeAssetFiles(orphaned)
+    }
+
+    /// The private zones this device replicates alone, if it chose a list (`setReplicatedZones`).
+    public func replicatedZones() throws(LatticeError) -> [Zone.ID]? {
+        try LatticeError.wrap { try store.read { try $0.onlyZones()?.map(\.zoneID).sorted { $0.description < $1.description } } }
+    }
+
+    func removeAssetFiles(_ hashes: [[UInt8]]) {
+        for hash in hashes {
             let asset = AssetReference(hash: hash, size: 0)
             for url in [AssetFiles.path(for: asset, in: store.directory), AssetFiles.outlinePath(for: asset, in: store.directory),
                         AssetFiles.leavesPath(for: asset, in: store.directory)] {

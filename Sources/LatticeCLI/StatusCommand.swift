@@ -20,6 +20,7 @@ struct StatusCommand: ParsableCommand {
         let quota = try library { try container.assetQuota() }
         let history = try library { try container.historySettings() }
         let notReplicated = try library { try database.zonesNotReplicated() }
+        let replicatedOnly = options.scope == .private ? try library { try database.replicatedZones() } : nil
         let peerExclusions = try library { try container.zonesNotReplicatedByPeers() }
         Output.emit(StatusOutput(
             store: container.directory.path, deviceID: container.deviceID, name: name, database: options.scope.description, commitSequence: sequence,
@@ -28,7 +29,7 @@ struct StatusCommand: ParsableCommand {
             tombstones: tombstones.map(StatusOutput.Tombstones.init),
             assets: StatusOutput.Assets(usage, quota: quota),
             history: StatusOutput.History(kept: history.isKept, retainDays: history.retentionDays, entries: history.entries, bytes: history.bytes),
-            notReplicated: notReplicated.map(\.zoneName),
+            notReplicated: notReplicated.map(\.zoneName), replicatedOnly: replicatedOnly?.map(\.zoneName),
             sync: StatusOutput.Sync(nodeStatus, exclusions: peerExclusions)), json: options.json)
     }
 }
@@ -135,6 +136,8 @@ struct StatusOutput: CommandOutput {
     var history: History
     /// Zones of this database this device does not replicate (selective sync).
     var notReplicated: [String]
+    /// The private zones this device replicates alone, if it chose a list (`ModelConfiguration.replicatedZones`).
+    @Nullable var replicatedOnly: [String]?
     var sync: Sync
 
     struct History: Encodable {
@@ -160,6 +163,7 @@ struct StatusOutput: CommandOutput {
         }
         lines += assets.lines.map { "assets     \($0)" }
         lines.append("history    " + (history.kept ? "kept \(history.retainDays) days: " : "off; kept from before: ") + "\(Output.count(history.entries, "entry", plural: "entries")), \(AssetQuota.describe(history.bytes))")
+        if let replicatedOnly { lines.append("selective  replicates only: \(replicatedOnly.isEmpty ? "no private zone" : replicatedOnly.joined(separator: ", "))") }
         if !notReplicated.isEmpty { lines.append("selective  not replicated here: \(notReplicated.joined(separator: ", ")) (lattice zone sync ZONE --on)") }
         guard let nodeStatus = sync.node else {
             lines.append("sync       no node runs on this store (start one with `lattice serve`)")

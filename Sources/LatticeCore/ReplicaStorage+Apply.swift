@@ -27,6 +27,8 @@ public struct ApplySummary: Hashable, Sendable {
     /// Records a revocation the change set brought voided here, in part or whole
     /// (`settleRevocations`): peers' versions of them must stream again.
     public var recordsVoided = 0
+    /// The change set was of a zone this replica does not replicate (selective sync): nothing of it was kept.
+    public var zoneNotReplicated = false
 
     /// A summary of nothing: every count zero, every flag false.
     public init() {}
@@ -44,6 +46,7 @@ public struct ApplySummary: Hashable, Sendable {
         recordsRefused += other.recordsRefused
         refusal = refusal ?? other.refusal
         recordsVoided += other.recordsVoided
+        zoneNotReplicated = zoneNotReplicated || other.zoneNotReplicated
     }
 }
 
@@ -82,6 +85,12 @@ extension ReplicaStorage {
         let bound = clock
         let acceptable = { (time: HLCTimestamp) in bound.accepts(time, wallClock: wallClock) }
 
+        guard try replicates(zone) else {
+            // A zone this device does not replicate: none of it is kept (`lattice zone sync`).
+            while try reader.nextRecord() != nil { summary.recordsReceived += 1 }
+            summary.zoneNotReplicated = true
+            return summary
+        }
         if zone.scope == .shared {
             var memberships: [AccountMembership] = []
             for bytes in header.memberships {

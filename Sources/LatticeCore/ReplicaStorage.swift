@@ -59,6 +59,8 @@ package protocol ReplicaStorage: AnyObject {
     func collect(_ tombstone: RecordState, in zone: ZoneKey) throws
     /// The zone's tombstones, for collection.
     func tombstones(in zone: ZoneKey) throws -> [RecordState]
+    /// Whether this replica replicates the zone (selective sync): a change set of one it does not is read and kept nowhere.
+    func replicates(_ zone: ZoneKey) throws -> Bool
     /// Live records whose fields reference `target` with `deleteSelf`.
     func cascadeSources(of target: String, in zone: ZoneKey) throws -> [String]
 
@@ -155,6 +157,8 @@ extension ReplicaStorage {
     package func noteOwnWritesToRefetch(_ names: Set<String>, from earliest: HLCTimestamp, in zone: ZoneKey) throws {}
     package func noteRefetched(_ names: Set<String>, in zone: ZoneKey) throws {}
     package func ownRefetchNames(in zone: ZoneKey) throws -> Set<String> { [] }
+    /// Every zone, where nothing chooses (selective sync is the store's).
+    package func replicates(_ zone: ZoneKey) throws -> Bool { true }
 
     package func recordVersion(named name: String, in zone: ZoneKey) throws -> RecordVersion? {
         try record(named: name, in: zone)?.version

@@ -40,6 +40,8 @@ extension SyncMessage {
     static let relaysBit: UInt8 = 0x10
     /// In a hello's grants byte: the zones the sender does not replicate follow its membership.
     static let excludesBit: UInt8 = 0x20
+    /// In a hello's grants byte: the private zones the sender replicates alone follow.
+    static let onlyBit: UInt8 = 0x40
     /// Devices in one `neighbors` message: a node holds far fewer sessions.
     package static let maximumNeighbors = 4096
 
@@ -64,12 +66,17 @@ extension SyncMessage {
             Self.write(hello.zones, into: &writer)
             writer.blob(hello.roster)
             let flags = (hello.comparesOnly ? Self.comparesOnlyBit : 0) | (hello.relays ? Self.relaysBit : 0) | (hello.excluded.isEmpty ? 0 : Self.excludesBit)
+                | (hello.replicatesOnly == nil ? 0 : Self.onlyBit)
             writer.byte(hello.grants.reduce(flags) { $0 | 1 << ($1.rawValue - 1) })
             Self.write(hello.sharedGrants, into: &writer)
             writer.blob(hello.membership)
             if !hello.excluded.isEmpty {
                 writer.varint(hello.excluded.count)
                 for zone in hello.excluded { Self.write(zone, into: &writer) }
+            }
+            if let only = hello.replicatesOnly {
+                writer.varint(only.count)
+                for zone in only { Self.write(zone, into: &writer) }
             }
         case .grants(let grants):
             writer.byte(Kind.grants.rawValue)
@@ -170,7 +177,7 @@ extension SyncMessage {
                 let zones = try Self.readAdverts(from: &reader)
                 let roster = try reader.blob()
                 let bits = try reader.byte()
-                guard bits & ~(0b111 | Self.comparesOnlyBit | Self.relaysBit | Self.excludesBit) == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
+                guard bits & ~(0b111 | Self.comparesOnlyBit | Self.relaysBit | Self.excludesBit | Self.onlyBit) == 0 else { throw ProtocolError.malformed("unknown databases granted (\(bits))") }
                 let grants = Set(DatabaseScope.allCases.filter { bits & (1 << ($0.rawValue - 1)) != 0 })
                 let sharedGrants = try Self.readSharedZones(from: &reader)
                 let membership = try reader.blob()
@@ -185,6 +192,14 @@ extension SyncMessage {
                     }
                     guard !excluded.isEmpty else { throw ProtocolError.malformed("an empty list of excluded zones") }
                     hello.excluded = excluded.sorted { $0.description < $1.description }
+                }
+                if bits & Self.onlyBit != 0 {
+                    var only = Set<ZoneKey>()
+                    for _ in 0..<(try reader.count(below: min(SyncWire.maximumZones, reader.remaining) + 1, "replicated zones")) {
+                        let zone = try Self.readZone(from: &reader)
+                        guard zone.scope == .private, only.insert(zone).inserted else { throw ProtocolError.malformed("a zone listed twice, or not private, among those replicated alone") }
+                    }
+                    hello.replicatesOnly = only.sorted { $0.description < $1.description }
                 }
                 self = .hello(hello)
             case .streamStart:

@@ -74,6 +74,16 @@
     /// streams it none of them, and does not wait for it to acknowledge
     /// their deletes. Sent to peers of `SyncWire.selectiveVersion` and later.
     public var excluded: [ZoneKey] = []
+    /// With it, the private zones the sender replicates are these, and no
+    /// other: the receiver streams it no other private zone. Sent, as
+    /// `excluded`, to peers of `SyncWire.selectiveVersion` and later.
+    public var replicatesOnly: [ZoneKey]?
+
+    /// Whether the sender replicates `zone`, by `excluded` and `replicatesOnly`.
+    public func replicates(_ zone: ZoneKey) -> Bool {
+        if zone.scope == .private, !zone.zoneID.isDefault, let only = replicatesOnly, !only.contains(zone) { return false }
+        return !excluded.contains(zone)
+    }
 
     /// A hello; by default it grants all three databases and carries no roster or membership.
     public init(container: String, zones: [ZoneAdvert], roster: [UInt8] = [], grants: Set<DatabaseScope> = [.private, .shared, .public], sharedGrants: [ZoneID] = [], membership: [UInt8] = []) {

@@ -58,7 +58,7 @@
         /// acknowledgement, or the claim of its final batch said so).
         case peerHolds(zone: ZoneKey, vector: VersionVector)
         /// The zones the peer said in its hello it does not replicate (selective sync).
-        case peerExcludes(Set<ZoneKey>)
+        case peerExcludes(Set<ZoneKey>, only: Set<ZoneKey>?)
         /// The peer has sessions with these devices of the account now (its `neighbors` message).
         case neighbors(Set<String>)
     }
@@ -250,7 +250,7 @@
         case .roster(let bytes): return receiveRoster(bytes)
         case .streamStart(let start):
             guard access.allows(start.zone) else { return close(.forbidden("the peer streams zone \(start.zone), which it may not sync here (\(access))")) }
-            guard !localHello.excluded.contains(start.zone) else { return close(.forbidden("the peer streams zone \(start.zone), which this device said it does not replicate")) }
+            guard localHello.replicates(start.zone) else { return close(.forbidden("the peer streams zone \(start.zone), which this device said it does not replicate")) }
             return [.event(.receiving(zone: start.zone, records: start.records, bytes: start.bytes))]
         case .changes(let part): return receiveChanges(part)
         case .acknowledgement(let ack): return receiveAcknowledgement(ack)
@@ -276,13 +276,13 @@
         takePeerAdverts(hello.zones)
         openStreams()
         let holds = hello.zones.map { Action.event(.peerHolds(zone: $0.zone, vector: $0.vector)) }
-        let excludes = [Action.event(.peerExcludes(Set(hello.excluded)))]
+        let excludes = [Action.event(.peerExcludes(Set(hello.excluded), only: hello.replicatesOnly.map(Set.init)))]
         return [.event(.started(granted: comparing ? access.intersection(peerGranted) : streams))] + excludes + holds + sendAssetRequestsMadeBeforeHello() + (hello.roster.isEmpty ? [] : receiveRoster(hello.roster)) + pump()
     }
 
     /// Whether this side streams `zone` to the peer: both grant it, and the peer replicates it.
-    func streamsTo(_ zone: ZoneKey) -> Bool {
-        streams.allows(zone) && !(peerHello?.excluded.contains(zone) ?? false)
+    package func streamsTo(_ zone: ZoneKey) -> Bool {
+        streams.allows(zone) && (peerHello?.replicates(zone) ?? true)
     }
 
     private mutating func takePeerAdverts(_ adverts: [ZoneAdvert]) {
@@ -376,7 +376,7 @@
     private mutating func receiveChanges(_ part: ChangesPart) -> [Action] {
         guard !comparing else { return close(.unexpected("changes in a session that only compares digests")) }
         guard access.allows(part.zone) else { return close(.forbidden("the peer sent changes to zone \(part.zone), which it may not sync here (\(access))")) }
-        guard !localHello.excluded.contains(part.zone) else { return close(.forbidden("the peer sent changes to zone \(part.zone), which this device said it does not replicate")) }
+        guard localHello.replicates(part.zone) else { return close(.forbidden("the peer sent changes to zone \(part.zone), which this device said it does not replicate")) }
         var bytes: [UInt8] = []
         if let zone = partial?.zone {
             guard zone == part.zone else { return close(.unexpected("a batch of \(part.zone) began inside one of \(zone)")) }

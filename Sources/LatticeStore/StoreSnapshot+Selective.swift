@@ -18,6 +18,8 @@ extension ZoneKey {
 /// hello) and takes none.
 extension StoreSnapshot {
     package static let excludedZonesSetting = "sync.excludedZones"
+    /// With it, the private zones replicated are those it lists, and no other.
+    package static let onlyZonesSetting = "sync.onlyZones"
 
     /// The zones this device does not replicate.
     package func excludedZones() throws -> Set<ZoneKey> {
@@ -25,7 +27,16 @@ extension StoreSnapshot {
         return Set(text.split(separator: "\n").compactMap { ZoneKey(settingLine: String($0)) })
     }
 
+    /// The private zones this device replicates alone, if it chose a list (`ModelConfiguration.replicatedZones`).
+    package func onlyZones() throws -> Set<ZoneKey>? {
+        guard let text = try setting(Self.onlyZonesSetting) else { return nil }
+        return Set(text.split(separator: "\n").compactMap { ZoneKey(settingLine: String($0)) })
+    }
+
     package func isExcluded(_ zone: ZoneKey) throws -> Bool {
+        // The default zone is always replicated, as CloudKit's cannot be deleted.
+        if zone.zoneID.isDefault { return false }
+        if zone.scope == .private, let only = try onlyZones(), !only.contains(zone) { return true }
         guard let text = try setting(Self.excludedZonesSetting) else { return false }
         return text.split(separator: "\n").contains { $0 == zone.settingLine }
     }
@@ -42,6 +53,8 @@ extension StoreSnapshot {
 }
 
 extension StoreTransaction {
+    package func replicates(_ zone: ZoneKey) throws -> Bool { try !isExcluded(zone) }
+
     /// Turns a zone's replication off (dropping all it holds of the zone
     /// here: records, tombstones, blocks, digests, history) or back on (the
     /// zone is then absent, so peers send it whole, as to a new device).
@@ -50,7 +63,33 @@ extension StoreTransaction {
         var zones = try excludedZones()
         if replicated { zones.remove(zone) } else { zones.insert(zone) }
         try setSetting(Self.excludedZonesSetting, to: zones.map(\.settingLine).sorted().joined(separator: "\n"), wakingNodes: true)
-        guard !replicated, let row = try zoneRow(zone) else { return [] }
+        if replicated, zone.scope == .private, var only = try onlyZones(), !only.contains(zone) {
+            only.insert(zone)
+            try setSetting(Self.onlyZonesSetting, to: only.map(\.settingLine).sorted().joined(separator: "\n"), wakingNodes: true)
+        }
+        guard !replicated else { return [] }
+        return try drop(zone)
+    }
+
+    /// Makes `zones` the private zones replicated here, and no other (nil:
+    /// every zone not turned off one by one); drops what it holds of the others.
+    package func setOnlyZones(_ zones: Set<ZoneKey>?) throws -> [[UInt8]] {
+        guard try onlyZones() != zones else { return [] }
+        if let zones {
+            try setSetting(Self.onlyZonesSetting, to: zones.map(\.settingLine).sorted().joined(separator: "\n"), wakingNodes: true)
+        } else {
+            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: ["setting." + Self.onlyZonesSetting])
+            wakesWatchers = true
+            markChanged()
+        }
+        var orphaned: [[UInt8]] = []
+        for zone in try self.zones(in: .private).map(\.key) where try isExcluded(zone) { orphaned += try drop(zone) }
+        return orphaned
+    }
+
+    /// Drops all this device holds of a zone it stops replicating; returns the assets no zone references any more.
+    private func drop(_ zone: ZoneKey) throws -> [[UInt8]] {
+        guard let row = try zoneRow(zone) else { return [] }
         try removeAllRecords(in: zone, by: nil)
         var orphaned: [[UInt8]] = []
         for hash in try Data.fetchAll(db.cachedStatement(sql: "SELECT hash FROM asset_orphans WHERE zone = ?"), arguments: [row.id]) {

@@ -302,9 +302,13 @@ package final class SyncSessionHandler: ChannelInboundHandler {
         }
         var configuration = settings.session
         if version < SyncWire.relayingVersion { configuration.relays = false } // its decoder knows no relays bit
-        if version < SyncWire.selectiveVersion { hello.excluded = [] } // nor this list: it may stream those zones, which the store ignores
-        // Which zones this device does not replicate is not told to a peer that may not sync them.
+        if version < SyncWire.selectiveVersion { // nor these lists: it may stream those zones, which the store ignores
+            hello.excluded = []
+            hello.replicatesOnly = nil
+        }
+        // Which zones this device replicates is not told to a peer that may not sync them.
         hello.excluded = hello.excluded.filter(access.allows)
+        if !access.scopes.contains(.private) { hello.replicatesOnly = nil }
         var session = SyncSession(localHello: hello, access: access, configuration: configuration)
         session.peerDevice = peer.description
         let actions = session.start()
@@ -411,13 +415,13 @@ package final class SyncSessionHandler: ChannelInboundHandler {
         guard version >= SyncWire.relayingVersion else { return completion(.failure(ReconcileFailure.olderPeer)) }
         let shared = session.access.intersection(hello.granted)
         // A zone either side does not replicate has nothing to compare.
-        let excluded = Set(hello.excluded).union(session.localHello.excluded)
+        let local = session.localHello
         let delegate = delegate
         reconciliation = (Reconciler(initiator: true), ReconcileOutcome(), completion)
         runOffLoop(on: backgroundPool, { () throws -> ReconcileMessage in
             // Named zones the two do not sync with each other are left out (the outcome lists those compared).
             let known = try zones.map(Set.init) ?? Set(delegate.zones()).union(hello.zones.map(\.zone))
-            let chosen = known.filter { shared.allows($0) && !excluded.contains($0) && (zones != nil || scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
+            let chosen = known.filter { shared.allows($0) && hello.replicates($0) && local.replicates($0) && (zones != nil || scope == nil || $0.scope == scope) }.sorted { $0.description < $1.description }
             return try delegate.reconcileOpening(zones: chosen)
         }) { handler, opening in
             handler.reconciliation?.reconciler = Reconciler(opening: opening)

@@ -69,6 +69,24 @@ import Testing
         await phone.close()
     }
 
+    @Test func aModelConfigurationNamesTheZonesItsDeviceReplicates() async throws {
+        var configuration = ModelConfiguration("com.example.models", directory: directory.url.appendingPathComponent("selective"), zoneName: "Notes", sync: .none)
+        configuration.replicatedZones = ["Lists"]
+        let phone = try await ModelContainer(for: [Note.self], configuration: configuration)
+        #expect(try phone.database.replicatedZones()?.map(\.zoneName) == ["Lists", "Notes"], "its own zone is always among them")
+        let laptop = try await openContainer([Note.self], in: directory, name: "laptop-selective")
+        try await laptop.database.save(Zone(zoneName: "Photos"))
+        var photo = Record(recordType: "Photo", recordName: "p1", zoneID: Zone.ID(zoneName: "Photos"))
+        photo["title"] = "Beach"
+        try await laptop.database.save(photo)
+        ModelContext(laptop).insert(Note(title: "kept", body: ""))
+        try exchange(laptop, phone)
+        #expect(try !phone.database.allRecordZones().contains { $0.zoneID.zoneName == "Photos" }, "a zone the configuration does not name is not stored")
+        expectError(.zoneNotFound) { try phone.database.record(for: photo.recordID) }
+        await laptop.close()
+        await phone.close()
+    }
+
     @Test func preservedValuesSurviveADeleteAndOnlyThose() async throws {
         let container = try await openContainer([Note.self], in: directory, name: "notes")
         let context = ModelContext(container)

@@ -48,6 +48,8 @@ func changeSet(zone: ZoneKey = notes, base: VersionVector = VersionVector(), top
         .holds([ZoneAdvert(zone: notes, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil)]),
         .hello({ var hello = Hello(container: "app", zones: []); hello.relays = true; return hello }()),
         .hello({ var hello = Hello(container: "app", zones: []); hello.excluded = [notes, sharedZone].sorted { $0.description < $1.description }; return hello }()),
+        .hello({ var hello = Hello(container: "app", zones: []); hello.replicatesOnly = [notes]; return hello }()),
+        .hello({ var hello = Hello(container: "app", zones: []); hello.replicatesOnly = []; hello.excluded = [sharedZone]; return hello }()),
         .collected(zone: notes, zoneIncarnation: 3, records: [
             CollectedRecord(name: "up", residue: RecordResidue(causalLength: 2, vector: vector((replicaA, 3)))),
             CollectedRecord(name: "coco", residue: RecordResidue(causalLength: 4, vector: VersionVector(), deletion: Stamp(time: HLCTimestamp(rawValue: 9), replica: replicaA))),

@@ -81,7 +81,7 @@ import Testing
         let actions = session.receive(.hello(selective))
         let produced = actions.compactMap { action -> ZoneKey? in if case .produce(let request) = action { return request.zone } else { return nil } }
         #expect(produced == [notes], "the peer said it does not replicate Photos")
-        #expect(actions.contains(.event(.peerExcludes([photos]))))
+        #expect(actions.contains(.event(.peerExcludes([photos], only: nil))))
         // A commit to Photos opens no stream to it either.
         #expect(!session.localCommit(zones: [photos], roster: nil, changes: nil).contains { if case .produce = $0 { return true } else { return false } })
         // Nor may a peer stream a zone this side said it does not replicate.
@@ -93,6 +93,17 @@ import Testing
         #expect(closeReason(told.receive(.streamStart(StreamStart(zone: photos, records: 1, bytes: 10)))) == .forbidden("the peer streams zone \(photos), which this device said it does not replicate"))
         // The list travels on the wire.
         #expect(try SyncMessage(decoding: SyncMessage.hello(selective).encoded()) == .hello(selective))
+        // A peer that replicates a list of private zones alone is streamed those, and the public database.
+        let catalogue = ZoneKey(scope: .public, zoneID: .default)
+        var three = both
+        three.zones.append(ZoneAdvert(zone: catalogue, zoneState: zoneState, vector: vector((replicaA, 3)), resume: nil))
+        var listing = SyncSession(localHello: three)
+        _ = listing.start()
+        var only = theirs
+        only.replicatesOnly = [photos]
+        _ = listing.receive(.hello(only))
+        #expect(listing.streamsTo(photos) && listing.streamsTo(catalogue) && !listing.streamsTo(notes))
+        #expect(try SyncMessage(decoding: SyncMessage.hello(only).encoded()) == .hello(only))
     }
 
     @Test func anythingBeforeHelloEndsTheSession() {

@@ -108,6 +108,7 @@ import Testing
         try database.save(movie("up", zone: movies, ["title": "Up"]))
         try database.setReplicated(movies, false)
         #expect(try !database.isReplicated(movies))
+        expectError(.invalidArguments) { try database.setReplicated(.default, false) }
         #expect(try database.zonesNotReplicated() == [movies])
         for call in [{ _ = try database.record(for: Record.ID(recordName: "up", zoneID: movies)) },
                      { _ = try database.records(matching: Query(recordType: "Movie"), inZoneWith: movies) },
@@ -123,5 +124,28 @@ import Testing
         #expect(try container.historySettings().entries == 0, "the zone's history went with it")
         try database.setReplicated(movies, true)
         #expect(try database.allRecordZones().contains { $0.zoneID == movies } == false, "on again, the zone waits for a peer to send it")
+    }
+
+    @Test func aListOfTheZonesReplicatedKeepsEveryOtherOutEvenFromAPeer() throws {
+        let phone = try directory.container("phone")
+        let laptop = try directory.container("laptop")
+        let books = Zone.ID(zoneName: "Books")
+        for zone in [movies, books] { try laptop.privateCloudDatabase.save(Zone(zoneID: zone)) }
+        try laptop.privateCloudDatabase.save(movie("up", zone: movies, ["title": "Up"]))
+        try laptop.privateCloudDatabase.save(movie("dune", zone: books, ["title": "Dune"]))
+        let database = phone.privateCloudDatabase
+        try database.setReplicatedZones([movies])
+        #expect(try database.replicatedZones() == [movies])
+        // What a peer sends of another zone is kept nowhere; the listed zone arrives.
+        try sync(laptop, to: phone)
+        #expect(try database.allRecordZones().map(\.zoneID).filter { !$0.isDefault } == [movies])
+        expectError(.zoneNotFound) { try database.record(for: Record.ID(recordName: "dune", zoneID: books)) }
+        #expect(try database.record(for: Record.ID(recordName: "up", zoneID: movies))["title"] == .string("Up"))
+        // Turning Books on adds it to the list; no list replicates every zone again.
+        try database.setReplicated(books, true)
+        #expect(try database.replicatedZones() == [books, movies].sorted { $0.description < $1.description })
+        try database.setReplicatedZones(nil)
+        #expect(try database.replicatedZones() == nil && database.isReplicated(Zone.ID(zoneName: "Anything")))
+        expectError(.invalidArguments) { try phone.publicCloudDatabase.setReplicatedZones([]) }
     }
 }

@@ -13,6 +13,12 @@ public struct ModelConfiguration: Sendable {
     /// The zone of the private database the objects live in.
     public var zoneName: String
     public var sync: SyncPolicy
+    /// The zones of the private database this device replicates (selective
+    /// sync), its own `zoneName` always among them; nil, the default: every
+    /// zone. Another app's zones on the same container are then neither
+    /// stored nor sent here. Record types are chosen through their zone: a
+    /// container keeps its model types in its zone.
+    public var replicatedZones: Set<String>?
 
     public init(_ containerIdentifier: String, directory: URL? = nil, isStoredInMemoryOnly: Bool = false,
                 zoneName: String = ZoneID.defaultZoneName, sync: SyncPolicy = .automatic) {

@@ -53,6 +53,9 @@ public final class ModelContainer: @unchecked Sendable {
         store = try Container(identifier: configuration.containerIdentifier, directory: directory)
         database = store.privateCloudDatabase
         zoneID = Zone.ID(zoneName: configuration.zoneName)
+        if let zones = configuration.replicatedZones {
+            try database.setReplicatedZones((zones.union([configuration.zoneName])).sorted().map { Zone.ID(zoneName: $0) })
+        }
         if !zoneID.isDefault { try await database.save(Zone(zoneID: zoneID)) }
         try Self.declare(schemas.values, in: store)
         try Self.addInverseIndexes(schemas.values, to: store)

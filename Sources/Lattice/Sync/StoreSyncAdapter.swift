@@ -131,6 +131,7 @@ struct StoreSyncAdapter: SyncDelegate {
                 grants: access.scopes, sharedGrants: access.scopes.contains(.shared) ? [] : access.sharedZones.sorted { $0.description < $1.description },
                 membership: trusted.membership)
             hello.excluded = try snapshot.excludedZones().filter(access.allows).sorted { $0.description < $1.description }
+            hello.replicatesOnly = try snapshot.onlyZones().map { $0.sorted { $0.description < $1.description } }
             return hello
         }
     }

@@ -50,14 +50,17 @@ extension SyncNode {
     /// every session then closes, and the next ones start with a hello that
     /// says so (a zone turned on is fetched whole, one turned off is sent no more).
     private func selectiveSyncChanged() -> Bool {
-        guard let excluded = try? container.store.read({ try $0.excludedZones() }) else { return false }
+        guard let replication = try? container.store.read({ try Replication($0) }) else { return false }
         let connections = state.withLockedValue { state -> [ConnectionHandle]? in
-            guard state.excludedZones != excluded else { return nil }
-            state.excludedZones = excluded
+            guard state.replication != replication else { return nil }
+            state.replication = replication
             return state.connections.all.map(\.connection)
         }
         guard let connections else { return false }
-        logger.notice("the zones this device replicates changed: sessions start again", metadata: ["notReplicated": "\(excluded.map(\.zoneID.description).sorted())"])
+        logger.notice("the zones this device replicates changed: sessions start again", metadata: [
+            "notReplicated": "\(replication.excluded.map(\.zoneID.description).sorted())",
+            "onlyPrivate": "\(replication.only.map { $0.map(\.zoneID.description).sorted().description } ?? "all")",
+        ])
         for connection in connections { connection.close() }
         return true
     }
@@ -179,11 +182,15 @@ extension SyncNode {
         case .reconcileReply: break // the connection's reconciliation takes it
         case .neighbors(let devices):
             peerNeighbors(peer, devices)
-        case .peerExcludes(let zones):
+        case .peerExcludes(let zones, let only):
             // A zone the peer does not replicate is not waited for, and its old acknowledgements are void.
             // Kept for the account's devices alone: a stranger's word names zones it has no part in.
             let account = trustedDevices.all.contains(peer)
-            let kept: Set<ZoneKey> = account ? zones.filter { $0.scope != .public } : []
+            var kept: Set<ZoneKey> = account ? zones.filter { $0.scope != .public } : []
+            // A list of the private zones it replicates alone leaves out every other this device holds.
+            if account, let only, let held = try? container.store.read({ try $0.zones(in: .private).map(\.key) }) {
+                kept.formUnion(held.filter { !only.contains($0) })
+            }
             state.withLockedValue { state in
                 for zone in kept { state.collection.peerHolds[peer]?[zone] = nil }
                 updatePeer(&state, peer) { $0.notReplicated = kept.isEmpty ? nil : kept.map(\.zoneID.description).sorted() }

@@ -30,8 +30,21 @@ public final class SyncNode: Sendable {
         var sessions = SessionFollowUps()
         var relay = Relay()
         var runtime = Runtime()
-        /// The zones this device does not replicate, as sessions were told (selective sync).
-        var excludedZones = Set<ZoneKey>()
+        /// The zones this device replicates, as sessions were told (selective sync).
+        var replication = Replication()
+    }
+
+    /// Which zones this device replicates: all but `excluded`, and of the private ones only `only` if set.
+    struct Replication: Equatable {
+        var excluded = Set<ZoneKey>()
+        var only: Set<ZoneKey>?
+
+        init() {}
+
+        init(_ snapshot: StoreSnapshot) throws {
+            excluded = try snapshot.excludedZones()
+            only = try snapshot.onlyZones()
+        }
     }
 
     public let container: Container
@@ -117,8 +130,8 @@ public final class SyncNode: Sendable {
     public func start() async throws(LatticeError) {
         if configuration.publishesStatus { try lockStore() }
         _ = try LatticeError.wrap { try trustedDevices.reload() }
-        let excluded = (try? container.store.read { try $0.excludedZones() }) ?? []
-        state.withLockedValue { $0.excludedZones = excluded }
+        let replication = (try? container.store.read { try Replication($0) }) ?? Replication()
+        state.withLockedValue { $0.replication = replication }
         // Shares revoked under an earlier build name no vouched writes: their owner's devices vouch now,
         // before any participant drops what the revocation would otherwise void.
         try? container.store.write { transaction in
