@@ -26,6 +26,7 @@
     /// After the write the field has conflicting values.
     public var conflicted: Bool
 
+    /// A field's part in an entry: the write, the value it replaced here, and what became of it.
     public init(field: String, stamp: Stamp, oldValue: FieldValue?, removed: Bool = false, lost: Bool = false, conflicted: Bool = false) {
         self.field = field
         self.stamp = stamp
@@ -67,8 +68,9 @@ package enum HistoryDiff {
         // A replaced incarnation's fields all go back in the creator's part (read
         // backwards, it restores them whole); other writers' parts then restore nothing.
         let replacing = newIncarnation && wasAlive
-        var byAuthor: [ReplicaID: [HistoryFieldChange]] = [:]
-        func add(_ change: HistoryFieldChange) { byAuthor[change.stamp.replica, default: []].append(change) }
+        var changes: [HistoryFieldChange] = []
+        changes.reserveCapacity(state.fields.count)
+        func add(_ change: HistoryFieldChange) { changes.append(change) }
         func replaced(_ register: FieldRegister) -> HistoryFieldChange {
             HistoryFieldChange(field: register.name, stamp: state.created, oldValue: register.value, removed: true)
         }
@@ -97,6 +99,13 @@ package enum HistoryDiff {
             }
         }
         if replacing { for register in old[i...] { add(replaced(register)) } }
+        // Most stores hold one writer's changes: no grouping then.
+        if let first = changes.first?.stamp.replica, changes.allSatisfy({ $0.stamp.replica == first }) {
+            if newIncarnation, first == creator { return [Part(author: creator, kind: wasAlive ? .replace : .insert, changes: changes)] }
+            if !newIncarnation { return [Part(author: first, kind: .update, changes: changes)] }
+        }
+        var byAuthor: [ReplicaID: [HistoryFieldChange]] = [:]
+        for change in changes { byAuthor[change.stamp.replica, default: []].append(change) }
         var parts: [Part] = []
         if newIncarnation {
             parts.append(Part(author: creator, kind: wasAlive ? .replace : .insert, changes: byAuthor.removeValue(forKey: creator) ?? []))

@@ -62,7 +62,10 @@ extension StoreTransaction {
         func commit(of change: HistoryFieldChange, in key: ZoneKey) throws -> HLCTimestamp {
             let writer = change.stamp.replica
             if writer == replica, let ownCommit, !change.lost { return ownCommit }
-            if let block = blocks[key]?[writer], let found = block.commit(ofWriteAt: change.stamp.time) { return found }
+            // The block that proved the last write of this writer usually holds the next: asked once per block, not per write.
+            if let block = blocks[key]?[writer], block.digest(at: change.stamp.time) != nil {
+                return block.commit(ofWriteAt: change.stamp.time) ?? change.stamp.time
+            }
             guard let block = try writeBlock(of: writer, in: key, covering: change.stamp.time) else { return change.stamp.time }
             blocks[key, default: [:]][writer] = block
             return block.commit(ofWriteAt: change.stamp.time) ?? change.stamp.time
