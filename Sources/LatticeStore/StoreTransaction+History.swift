@@ -36,16 +36,45 @@ extension StoreTransaction {
         }
     }
 
-    /// Notes, for history, the deletes of the zone's live records that the zone write `stamp` makes.
+    /// Writes, for history, the deletes of the zone's live records that the
+    /// zone write `stamp` makes: a row at a time, as the records are read (a
+    /// zone of a million records is not held in memory), after what the
+    /// transaction noted before it.
     func noteZoneReset(_ zone: Int64, key: ZoneKey, by stamp: Stamp) throws {
         guard try historyIsKept else { return }
+        let localCommit = pendingLocalWrites.lazy.map(\.stamp.time).min()
+        try recordHistory(sequence: try commitSequence, localCommit: localCommit)
+        let commit = try historyCommit(of: stamp, in: key, localCommit: localCommit)
+        let author = try replicaIndex(of: stamp.replica)
+        let context = stamp.replica == replica ? historyAuthor : nil
+        let at = Int64(bitPattern: wallClockNow())
+        let sequence = Int64(try commitSequence)
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND alive = 1"), arguments: [zone])
         while let row = try rows.next() {
             let state = try decode(row[0] as Data)
             let changes = state.fields.map { HistoryFieldChange(field: $0.name, stamp: stamp, oldValue: $0.value, removed: true) }
-            pendingHistory.append(PendingHistoryEntry(
-                zone: zone, key: key, record: state.recordName, type: state.recordType, part: HistoryDiff.Part(author: stamp.replica, kind: .delete, changes: changes)))
+            try insertHistoryEntry(sequence: sequence, at: at, zone: zone, record: state.recordName, type: state.recordType, author: author,
+                                   commit: commit, kind: .delete, context: context, changes: changes)
         }
+    }
+
+    /// The writer commit a zone write belongs to: this transaction's for a
+    /// local one, else the mark its block signs (or its own time).
+    private func historyCommit(of stamp: Stamp, in key: ZoneKey, localCommit: HLCTimestamp?) throws -> HLCTimestamp {
+        if stamp.replica == replica { return localCommit ?? stamp.time }
+        return try writeBlock(of: stamp.replica, in: key, covering: stamp.time)?.commit(ofWriteAt: stamp.time) ?? stamp.time
+    }
+
+    private func insertHistoryEntry(
+        sequence: Int64, at: Int64, zone: Int64, record: String, type: String, author: Int, commit: HLCTimestamp, kind: HistoryKind,
+        context: String?, changes: [HistoryFieldChange]
+    ) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO history (seq, at, zone, record, type, author, commit_time, kind, context, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                sequence, at, zone, record, type, author, Int64(bitPattern: commit.rawValue), Int(kind.rawValue),
+                context, Data(HistoryChangeCodec.encode(changes, commit: commit)),
+            ])
     }
 
     /// Writes the noted changes as history entries of commit `sequence`: one
@@ -71,9 +100,6 @@ extension StoreTransaction {
             return block.commit(ofWriteAt: change.stamp.time) ?? change.stamp.time
         }
         let at = Int64(bitPattern: wallClockNow())
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO history (seq, at, zone, record, type, author, commit_time, kind, context, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
         for entry in entries {
             let author = try replicaIndex(of: entry.part.author)
             let context = entry.part.author == replica ? historyAuthor : nil
@@ -88,13 +114,10 @@ extension StoreTransaction {
             for (index, group) in byCommit.enumerated() {
                 // Only the earliest commit's entry creates, deletes or replaces; later ones update what it made.
                 let kind = index == 0 ? entry.part.kind : .update
-                try insert.execute(arguments: [
-                    Int64(sequence), at, entry.zone, entry.record, entry.type, author, Int64(bitPattern: group.commit.rawValue), Int(kind.rawValue),
-                    context, Data(HistoryChangeCodec.encode(group.changes, commit: group.commit)),
-                ])
+                try insertHistoryEntry(sequence: Int64(sequence), at: at, zone: entry.zone, record: entry.record, type: entry.type, author: author,
+                                       commit: group.commit, kind: kind, context: context, changes: group.changes)
             }
         }
-        if sequence % 256 == 0 { try collectHistory() }
     }
 
     /// Drops history older than the retention (`history.days`, by default

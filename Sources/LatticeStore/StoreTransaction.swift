@@ -601,6 +601,7 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
         if !touchedZones.isEmpty {
             let sequence = try commitSequence
             try recordHistory(sequence: sequence, localCommit: localCommit)
+            if sequence % 256 == 0 { try collectHistory() }
             for (zoneID, sync) in touchedZones {
                 try db.cachedStatement(sql: "UPDATE zones SET causal_length = ?, stamp = ?, vector = ?, knowledge = ? WHERE id = ?").execute(arguments: [
                     Int64(sync.zoneState.causalLength), Data(RecordBlob.encodeStamp(sync.zoneState.stamp)),

@@ -166,9 +166,9 @@ package final class SyncPair: @unchecked Sendable {
 
     /// Starts both nodes and times B's initial sync: from the start until B caught up.
     package func timeInitialSync() async throws -> Double {
-        let start = DispatchTime.now().uptimeNanoseconds
+        let began = DispatchTime.now().uptimeNanoseconds
         try await start()
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
     }
 
     /// The change-set bytes B received, by its status (every zone, every peer).
