@@ -104,6 +104,9 @@ public struct RecordVersion: Sendable {
     public var transactionIdentifier: String
     public var author: String
     public var storedAt: Date
+    /// The write's stamp, by its writer's clock: milliseconds since 1970 and a counter.
+    public var stampMilliseconds: Int64
+    public var stampCounter: Int
     public var kind: HistoryChangeKind
     public var field: String?
     public var oldValue: FieldValue?
@@ -195,14 +198,16 @@ extension Database {
                     for change in entry.changes {
                         rows.append(RecordVersion(
                             token: HistoryToken(entry: entry.id), transactionIdentifier: identifier, author: author,
-                            storedAt: Date(timeIntervalSince1970: Double(entry.storedAt) / 1000), kind: kind, field: change.field,
+                            storedAt: Date(timeIntervalSince1970: Double(entry.storedAt) / 1000),
+                            stampMilliseconds: Int64(change.stamp.time.milliseconds), stampCounter: Int(change.stamp.time.counter), kind: kind, field: change.field,
                             oldValue: change.oldValue, newValue: change.lost ? change.oldValue ?? nil : after?[change.field],
                             lost: change.lost, conflicted: change.conflicted))
                     }
                     if rows.isEmpty {
                         rows.append(RecordVersion(
                             token: HistoryToken(entry: entry.id), transactionIdentifier: identifier, author: author,
-                            storedAt: Date(timeIntervalSince1970: Double(entry.storedAt) / 1000), kind: kind, field: nil,
+                            storedAt: Date(timeIntervalSince1970: Double(entry.storedAt) / 1000),
+                            stampMilliseconds: Int64(entry.commit.milliseconds), stampCounter: Int(entry.commit.counter), kind: kind, field: nil,
                             oldValue: nil, newValue: nil, lost: false, conflicted: false))
                     }
                     versions.append(contentsOf: rows.reversed())

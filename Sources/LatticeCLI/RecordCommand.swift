@@ -417,6 +417,8 @@ struct RecordHistoryOutput: CommandOutput {
         var transactionIdentifier: String
         var author: String
         var storedAt: String
+        /// The writer's clock when it wrote: ISO 8601 and the counter (`MILLISECONDS.COUNTER` in the text).
+        var stamp: String
         var kind: String
         var field: String?
         var oldValue: WebServicesField?
@@ -429,7 +431,8 @@ struct RecordHistoryOutput: CommandOutput {
     init(versions list: [RecordVersion]) {
         versions = list.map { version in
             Version(token: version.token.description, transactionIdentifier: version.transactionIdentifier, author: version.author,
-                    storedAt: ISO8601Milliseconds.format(Int64(version.storedAt.timeIntervalSince1970 * 1000)), kind: version.kind.rawValue,
+                    storedAt: ISO8601Milliseconds.format(Int64(version.storedAt.timeIntervalSince1970 * 1000)),
+                    stamp: "\(ISO8601Milliseconds.format(version.stampMilliseconds)) #\(version.stampCounter)", kind: version.kind.rawValue,
                     field: version.field, oldValue: version.oldValue.map { WebServicesField($0) }, newValue: version.newValue.map { WebServicesField($0) },
                     lost: version.lost, conflicted: version.conflicted)
         }
@@ -443,7 +446,7 @@ struct RecordHistoryOutput: CommandOutput {
             }
             let change = version.field.map { "\($0): \(shown(version.oldValue)) -> \(shown(version.newValue))" } ?? ""
             let notes = version.lost ? " (lost, conflict)" : version.conflicted ? " (conflict)" : ""
-            return "\(version.token)  \(version.storedAt)  \(version.kind)  \(change)\(notes)  by \(version.author.prefix(12))"
+            return "\(version.token)  \(version.storedAt)  \(version.kind)  \(change)\(notes)  by \(version.author.prefix(12)) at \(version.stamp)"
         }.joined(separator: "\n")
     }
 }

@@ -42,7 +42,10 @@ package enum Workload {
     }
 
     /// A replica in memory whose wall clock the workload sets.
-    package final class Clock: @unchecked Sendable { public var now: UInt64 = 1_700_000_000_000 }
+    package final class Clock: @unchecked Sendable {
+        public var now: UInt64 = 1_700_000_000_000
+        package init() {}
+    }
 
     package static func memoryReplica(_ id: UInt64, clock: Clock) -> MemoryReplica {
         // Signed, as every replica is: the workload's writes reach stores that check them.

@@ -81,8 +81,8 @@ func updates() throws {
         let container = try Container(identifier: "bench", directory: root.appendingPathComponent("updates-\(kept)"))
         try container.setHistoryKept(kept)
         let database = container.privateCloudDatabase
-        let seed = (0..<names).map { i -> Record in
-            var record = Record(recordType: "Track", recordName: Workload.name(i))
+        let seed = (0..<names).map { i -> Lattice.Record in
+            var record = Lattice.Record(recordType: "Track", recordName: Workload.name(i))
             for (name, value) in Workload.fields(record: i, generation: 0) { record[name] = value }
             return record
         }
@@ -91,8 +91,8 @@ func updates() throws {
         var done = 0
         let time = try seconds {
             while done < total {
-                let batch = (0..<min(1_000, total - done)).map { k -> Record in
-                    var record = Record(recordType: "Track", recordName: Workload.name((done + k) % names))
+                let batch = (0..<min(1_000, total - done)).map { k -> Lattice.Record in
+                    var record = Lattice.Record(recordType: "Track", recordName: Workload.name((done + k) % names))
                     record["plays"] = .int64(Int64(done + k))
                     return record
                 }
@@ -127,7 +127,7 @@ func fetch() async throws {
         // One save per commit, written without waiting for the disk between them (as `lattice batch`): a history of N transactions.
         try container.withoutDurableCommits {
             for i in 0..<transactions {
-                var record = Record(recordType: "Entry", recordName: "e\(i % 10_000)")
+                var record = Lattice.Record(recordType: "Entry", recordName: "e\(i % 10_000)")
                 record["title"] = .string("entry \(i)")
                 record["count"] = .int64(Int64(i))
                 try database.save(record, savePolicy: .changedKeys)
@@ -157,7 +157,7 @@ func at() throws {
     let id = Record.ID(recordName: "often")
     try container.withoutDurableCommits {
         for i in 0..<versions {
-            var record = Record(recordType: "Entry", recordID: id)
+            var record = Lattice.Record(recordType: "Entry", recordID: id)
             record["title"] = .string("version \(i)")
             record["count"] = .int64(Int64(i))
             try database.save(record, savePolicy: .changedKeys)

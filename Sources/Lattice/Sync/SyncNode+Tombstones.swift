@@ -30,6 +30,10 @@ extension SyncNode {
         if let dropped = try? container.collectWriteBlocks(onlyIfGrown: true), dropped > 0 {
             logger.info("dropped write blocks no record needs", metadata: ["blocks": "\(dropped)"])
         }
+        // And history older than its retention (a store that commits little would otherwise keep it).
+        if let dropped = try? store.write({ try $0.collectHistory() }), dropped > 0 {
+            logger.info("dropped history older than its retention", metadata: ["entries": "\(dropped)"])
+        }
         for zone in pass.zones where !zone.collected.isEmpty {
             let without = pass.away.filter { holds[$0]?[zone.key].map { vector in !vector.dominates(zone.holds.acknowledged) } ?? true }
             logger.info("collected tombstones every device of the account acknowledged", metadata: [
