@@ -45,11 +45,15 @@ package enum HistoryDiff {
         package var author: ReplicaID
         package var kind: HistoryKind
         package var changes: [HistoryFieldChange]
+        /// For an insert or a replace: the creating write. Its writer commit is the one that
+        /// creates; the writer's later commits in the part update what it made.
+        package var creation: Stamp?
 
-        package init(author: ReplicaID, kind: HistoryKind, changes: [HistoryFieldChange]) {
+        package init(author: ReplicaID, kind: HistoryKind, changes: [HistoryFieldChange], creation: Stamp? = nil) {
             self.author = author
             self.kind = kind
             self.changes = changes
+            self.creation = creation
         }
     }
 
@@ -65,8 +69,9 @@ package enum HistoryDiff {
         }
         let newIncarnation = !wasAlive || previous!.causalLength != state.causalLength
         let creator = state.created.replica
-        // A replaced incarnation's fields all go back in the creator's part (read
-        // backwards, it restores them whole); other writers' parts then restore nothing.
+        // A replaced incarnation's fields all go back with the creating write (read
+        // backwards, it restores them whole); other writes, the creator's later
+        // commits included, then restore nothing.
         let replacing = newIncarnation && wasAlive
         var changes: [HistoryFieldChange] = []
         changes.reserveCapacity(state.fields.count)
@@ -84,7 +89,7 @@ package enum HistoryDiff {
             let before = i < old.count && old[i].name == register.name ? old[i] : nil
             if before != nil { i += 1 }
             if newIncarnation || before?.stamp != register.stamp {
-                let restores = !replacing || register.stamp.replica == creator
+                let restores = !replacing || register.stamp == state.created
                 if replacing, !restores, let before { add(replaced(before)) }
                 add(HistoryFieldChange(
                     field: register.name, stamp: register.stamp, oldValue: restores ? before?.value : nil,
@@ -101,14 +106,14 @@ package enum HistoryDiff {
         if replacing { for register in old[i...] { add(replaced(register)) } }
         // Most stores hold one writer's changes: no grouping then.
         if let first = changes.first?.stamp.replica, changes.allSatisfy({ $0.stamp.replica == first }) {
-            if newIncarnation, first == creator { return [Part(author: creator, kind: wasAlive ? .replace : .insert, changes: changes)] }
+            if newIncarnation, first == creator { return [Part(author: creator, kind: wasAlive ? .replace : .insert, changes: changes, creation: state.created)] }
             if !newIncarnation { return [Part(author: first, kind: .update, changes: changes)] }
         }
         var byAuthor: [ReplicaID: [HistoryFieldChange]] = [:]
         for change in changes { byAuthor[change.stamp.replica, default: []].append(change) }
         var parts: [Part] = []
         if newIncarnation {
-            parts.append(Part(author: creator, kind: wasAlive ? .replace : .insert, changes: byAuthor.removeValue(forKey: creator) ?? []))
+            parts.append(Part(author: creator, kind: wasAlive ? .replace : .insert, changes: byAuthor.removeValue(forKey: creator) ?? [], creation: state.created))
         }
         for (author, list) in byAuthor.sorted(by: { $0.key < $1.key }) { parts.append(Part(author: author, kind: .update, changes: list)) }
         return parts
@@ -151,6 +156,23 @@ package enum HistoryChangeCodec {
             ValueCodec.encode(change.oldValue, into: &writer)
         }
         return writer.bytes
+    }
+
+    /// `HistoryDiff.undo` of an entry as stored, without building its changes:
+    /// a record read as of a point reads thousands of entries.
+    package static func undo(_ bytes: [UInt8], kind: HistoryKind, from after: [String: FieldValue]?) throws -> [String: FieldValue]? {
+        if kind == .insert { return nil }
+        var fields = kind == .update ? after ?? [:] : [:]
+        var reader = BinaryReader(bytes)
+        for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
+            let field = try reader.string()
+            _ = try reader.varint()
+            let flags = try reader.byte()
+            let old = try ValueCodec.decode(from: &reader)
+            guard flags & lostFlag == 0 else { continue }
+            if kind == .update { fields[field] = old } else if let old { fields[field] = old }
+        }
+        return fields
     }
 
     package static func decode(_ bytes: [UInt8], author: ReplicaID, commit: HLCTimestamp) throws -> [HistoryFieldChange] {

@@ -115,17 +115,17 @@ extension StoreSnapshot {
         let floor = try historyFloor()
         let condition: String
         let bound: Int64
+        let unavailable = { StoreError.historyUnavailable("history of \(key.zoneID.zoneName)/\(name) before commit \(floor.sequence) is not kept here (collected, deleted, or history was off)") }
         switch point {
         case .token(let id):
             guard let sequence = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM history WHERE id = ?"), arguments: [id]) else {
                 throw StoreError.historyUnavailable("no history entry has token h\(id) (it was collected or deleted, or never was)")
             }
+            guard UInt64(sequence) >= floor.sequence else { throw unavailable() }
             condition = "seq > ?"
             bound = sequence
         case .sequence(let sequence):
-            guard sequence >= floor.sequence else {
-                throw StoreError.historyUnavailable("history before commit \(floor.sequence) is not kept here")
-            }
+            guard sequence >= floor.sequence else { throw unavailable() }
             condition = "seq > ?"
             bound = Int64(sequence)
         case .time(let milliseconds):
@@ -138,27 +138,27 @@ extension StoreSnapshot {
         guard let row = try zoneRow(key) else { throw StoreError.zoneNotFound(key.description) }
         let present = try record(name, zoneID: row.id)
         var fields: [String: FieldValue]? = present.flatMap { $0.isAlive ? $0.liveFieldValues : nil }
-        var recordType = present?.recordType
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT seq, kind, changes, author, commit_time, type FROM history WHERE zone = ? AND record = ? AND \(condition) ORDER BY seq DESC, id DESC
+        // The floor was checked against the point: every entry after it is kept, and read newest first.
+        let entries = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT kind, changes FROM history WHERE zone = ? AND record = ? AND \(condition) ORDER BY seq DESC, id DESC
             """), arguments: [row.id, name, bound])
-        let ids = try replicas
-        while let entry = try rows.next() {
-            let sequence: Int64 = entry[0]
-            guard UInt64(sequence) > floor.sequence else {
-                throw StoreError.historyUnavailable("history of \(key.zoneID.zoneName)/\(name) before commit \(floor.sequence) is not kept here")
+        var oldest: Bool?
+        while let entry = try entries.next() {
+            guard let kind = HistoryKind(rawValue: UInt8(truncatingIfNeeded: entry[0] as Int)) else {
+                throw StoreError.corrupt(path: store.directory.path, reason: "a history entry of \(name) has an unknown kind")
             }
-            let authorIndex: Int = entry[3]
-            guard let kind = HistoryKind(rawValue: UInt8(truncatingIfNeeded: entry[1] as Int)), ids.indices.contains(authorIndex) else {
-                throw StoreError.corrupt(path: store.directory.path, reason: "a history entry of \(name) names an unknown writer or kind")
-            }
-            let changes = try decoding {
-                try HistoryChangeCodec.decode([UInt8](entry[2] as Data), author: ids[authorIndex], commit: HLCTimestamp(rawValue: UInt64(bitPattern: entry[4])))
-            }
-            fields = HistoryDiff.undo(kind: kind, changes: changes, from: fields)
-            recordType = entry[5]
+            fields = try decoding { try HistoryChangeCodec.undo([UInt8](entry[1] as Data), kind: kind, from: fields) }
+            oldest = true
         }
-        return HistoricalRecord(fields: fields, recordType: fields == nil ? nil : recordType)
+        guard fields != nil else { return HistoricalRecord(fields: nil, recordType: nil) }
+        // Its type then: the oldest entry read's, else the present one's.
+        var recordType = present?.recordType
+        if oldest != nil {
+            recordType = try String.fetchOne(db.cachedStatement(sql: """
+                SELECT type FROM history WHERE zone = ? AND record = ? AND \(condition) ORDER BY seq, id LIMIT 1
+                """), arguments: [row.id, name, bound]) ?? recordType
+        }
+        return HistoricalRecord(fields: fields, recordType: recordType)
     }
 
     /// How many entries history holds and about how many bytes they take.

@@ -111,9 +111,10 @@ extension StoreTransaction {
             }
             if byCommit.isEmpty { byCommit = [(ownCommit ?? .zero, [])] }
             byCommit.sort { $0.commit < $1.commit }
+            // Only the creating write's commit creates or replaces (else the earliest's): the others update what it made.
+            let creating = entry.part.creation.flatMap { creation in byCommit.firstIndex { $0.changes.contains { $0.stamp == creation } } } ?? 0
             for (index, group) in byCommit.enumerated() {
-                // Only the earliest commit's entry creates, deletes or replaces; later ones update what it made.
-                let kind = index == 0 ? entry.part.kind : .update
+                let kind = index == creating ? entry.part.kind : .update
                 try insertHistoryEntry(sequence: Int64(sequence), at: at, zone: entry.zone, record: entry.record, type: entry.type, author: author,
                                        commit: group.commit, kind: kind, context: context, changes: group.changes)
             }

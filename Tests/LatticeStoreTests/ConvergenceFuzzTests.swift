@@ -640,6 +640,12 @@ extension ConvergenceFuzzer {
             for name in Self.names {
                 let then = try store.read { try $0.record(name, in: Self.zone, asOf: .sequence(sequence)) }
                 #expect(then.fields == records[name], "\(context(who)): \(name) as of commit \(sequence) reads \(String(describing: then.fields)), it held \(String(describing: records[name]))")
+                if then.fields != records[name], ProcessInfo.processInfo.environment["LATTICE_FUZZ_DEBUG"] != nil {
+                    for entry in try store.read({ try $0.historyEntries(HistoryFilter()) }) where entry.record == name {
+                        print("DEBUG seq \(entry.sequence) id \(entry.id) kind \(entry.kind) author \(entry.author.description.prefix(6)) commit \(entry.commit) changes \(entry.changes.map { "\($0.field)@\($0.stamp.time) old=\(String(describing: $0.oldValue)) lost=\($0.lost) removed=\($0.removed)" })")
+                    }
+                    print("DEBUG present \(String(describing: try replicas[who].record(name, in: Self.zone)))")
+                }
             }
             coverage.count("records read back as of a commit")
         }
@@ -718,6 +724,7 @@ extension ConvergenceFuzzer {
     /// Seeds that once failed; each stays a regression test.
     static let regressionSeeds: [UInt64] = [
         20_261_321, // a creating write that "removes" a field it never had
+        20_261_291, // a re-creation and its writer's next commit merged in at once: read as of before, the old fields
     ]
 
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
