@@ -302,7 +302,8 @@ struct HistoryReader {
     func transactions(_ filter: HistoryFilter, limit: Int?) throws -> [DatabaseTransaction] {
         var transactions: [DatabaseTransaction] = []
         var page = filter
-        let pageSize = max(64, min(4096, (limit ?? 1024) * 2))
+        // A limited read takes about as many entries as it returns (most commits are an entry each).
+        let pageSize = min(4096, (limit ?? 1024) + 16)
         page.limit = pageSize
         // Entries of one local commit are grouped: a page ends only at a commit's end.
         var pending: [HistoryEntry] = []
@@ -328,32 +329,35 @@ struct HistoryReader {
 
     /// One local commit's entries as transactions, one per writer commit, in the order stored.
     private func group(_ entries: [HistoryEntry]) throws -> [DatabaseTransaction] {
-        let ordered = entries.sorted { $0.id < $1.id }
-        var order: [String] = []
-        var byCommit: [String: DatabaseTransaction] = [:]
+        struct Commit: Hashable {
+            var author: ReplicaID
+            var time: HLCTimestamp
+        }
+        let ordered = entries.count > 1 && entries[0].id > entries[1].id ? entries.reversed() : entries
+        var transactions: [DatabaseTransaction] = []
+        var index: [Commit: Int] = [:]
         for entry in ordered {
-            let author = try device(of: entry.author)
-            let identifier = Self.identifier(author: author, commit: entry.commit)
             let change = HistoryRecordChange(
                 kind: HistoryChangeKind(entry.kind), recordID: Record.ID(recordName: entry.record, zoneID: entry.zone.zoneID),
                 recordType: entry.recordType, fields: entry.changes.map(HistoryFieldChange.init))
-            if byCommit[identifier] == nil {
-                order.append(identifier)
-                byCommit[identifier] = DatabaseTransaction(
-                    transactionIdentifier: identifier, author: author, contextAuthor: entry.context,
+            let key = Commit(author: entry.author, time: entry.commit)
+            guard let at = index[key] else {
+                let author = try device(of: entry.author)
+                index[key] = transactions.count
+                transactions.append(DatabaseTransaction(
+                    transactionIdentifier: Self.identifier(author: author, commit: entry.commit), author: author, contextAuthor: entry.context,
                     timestamp: Date(timeIntervalSince1970: Double(entry.commit.milliseconds) / 1000),
                     storedAt: Date(timeIntervalSince1970: Double(entry.storedAt) / 1000), token: HistoryToken(entry: entry.id),
-                    databaseScope: entry.zone.scope, changes: [])
+                    databaseScope: entry.zone.scope, changes: [change], entryIDs: [entry.id]))
+                continue
             }
-            byCommit[identifier]!.changes.append(change)
-            byCommit[identifier]!.entryIDs.append(entry.id)
-            byCommit[identifier]!.token = max(byCommit[identifier]!.token, HistoryToken(entry: entry.id))
+            transactions[at].changes.append(change)
+            transactions[at].entryIDs.append(entry.id)
+            transactions[at].token = max(transactions[at].token, HistoryToken(entry: entry.id))
         }
-        let transactions = order.map { byCommit[$0]! }
         // A transaction's token covers its commit's entries: the last transaction's covers them all.
-        guard var last = transactions.last, let end = ordered.last else { return transactions }
-        last.token = HistoryToken(entry: end.id)
-        return Array(transactions.dropLast()) + [last]
+        if let end = ordered.last, !transactions.isEmpty { transactions[transactions.count - 1].token = HistoryToken(entry: end.id) }
+        return transactions
     }
 }
 

@@ -46,24 +46,41 @@ package enum CommitMark {
     }
 }
 
-extension WriteBlock {
-    /// The commit the block says its write at `time` belongs to: the nearest
-    /// mark before it, if the write is among those it covers. Nil for a head,
-    /// a time the block does not hold, or a write no mark covers (a commit of
-    /// its own, named by its time; or sealed before commits were marked).
-    public func commit(ofWriteAt time: HLCTimestamp) -> HLCTimestamp? {
-        guard let entries else { return nil }
+/// The commits a block says its writes belong to, its marks found once for
+/// the many writes of the block a store's history asks about.
+package struct BlockCommits: Sendable {
+    package let block: WriteBlock
+    /// The marks, by entry index: the commit each names and how many entries after it are its writes.
+    private let marks: [(index: Int, commit: HLCTimestamp, count: Int)]
+
+    package init(_ block: WriteBlock) {
+        self.block = block
+        var marks: [(index: Int, commit: HLCTimestamp, count: Int)] = []
+        for (index, entry) in (block.entries ?? []).enumerated() {
+            if let mark = CommitMark.decode(entry.digest) { marks.append((index, mark.commit, mark.count)) }
+        }
+        self.marks = marks
+    }
+
+    /// Nil when the block holds no write at `time`; else the commit it belongs to
+    /// (the write's own time when no mark covers it).
+    package func commit(ofWriteAt time: HLCTimestamp) -> HLCTimestamp? {
+        guard let entries = block.entries else { return nil }
         var low = 0
         var high = entries.count
         while low < high {
             let mid = (low + high) / 2
             if entries[mid].time < time { low = mid + 1 } else { high = mid }
         }
-        guard low < entries.count, entries[low].time == time, CommitMark.decode(entries[low].digest) == nil else { return nil }
-        for index in stride(from: low - 1, through: 0, by: -1) {
-            guard let mark = CommitMark.decode(entries[index].digest) else { continue }
-            return low - index <= mark.count ? mark.commit : nil
+        guard low < entries.count, entries[low].time == time else { return nil }
+        // The nearest mark before the write.
+        var first = 0
+        var last = marks.count
+        while first < last {
+            let mid = (first + last) / 2
+            if marks[mid].index < low { first = mid + 1 } else { last = mid }
         }
-        return nil
+        guard first > 0, case let mark = marks[first - 1], mark.index != low else { return time }
+        return low - mark.index <= mark.count ? mark.commit : time
     }
 }

@@ -139,23 +139,35 @@ package enum HistoryDiff {
     }
 }
 
-/// History changes as the store keeps them: one blob per entry, each change's
-/// stamp time as a distance from the entry's commit (its author is the entry's).
+/// History changes as the store keeps them: one blob per entry. Each change
+/// is its field's name and flags, then, unless it is plain (written with the
+/// entry's commit as stamp over no value, as most of an insert's are), its
+/// stamp time as a distance from the entry's commit (its author is the
+/// entry's) and the value it replaced.
 package enum HistoryChangeCodec {
-    private static let removedFlag: UInt8 = 1, lostFlag: UInt8 = 2, conflictedFlag: UInt8 = 4
+    private static let removedFlag: UInt8 = 1, lostFlag: UInt8 = 2, conflictedFlag: UInt8 = 4, plainFlag: UInt8 = 8
 
     package static func encode(_ changes: [HistoryFieldChange], commit: HLCTimestamp) -> [UInt8] {
-        var writer = BinaryWriter(capacity: changes.count * 16 + 2)
+        var writer = BinaryWriter(capacity: changes.count * 12 + 2)
         writer.varint(changes.count)
         for change in changes {
             writer.string(change.field)
-            // Zig-zag: a stamp before its commit's mark cannot be, but an old entry's fallback commit is the stamp itself.
+            let plain = change.stamp.time == commit && change.oldValue == nil
+            writer.byte((change.removed ? removedFlag : 0) | (change.lost ? lostFlag : 0) | (change.conflicted ? conflictedFlag : 0) | (plain ? plainFlag : 0))
+            guard !plain else { continue }
+            // Zig-zag: a write's stamp follows its commit's, but an unmarked write of an old block is named by itself.
             let delta = Int64(bitPattern: change.stamp.time.rawValue &- commit.rawValue)
             writer.varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))
-            writer.byte((change.removed ? removedFlag : 0) | (change.lost ? lostFlag : 0) | (change.conflicted ? conflictedFlag : 0))
             ValueCodec.encode(change.oldValue, into: &writer)
         }
         return writer.bytes
+    }
+
+    /// One change's stamp time (as a distance from the commit) and replaced value, after its name and flags.
+    private static func body(_ flags: UInt8, from reader: inout BinaryReader) throws -> (delta: Int64, old: FieldValue?) {
+        guard flags & plainFlag == 0 else { return (0, nil) }
+        let zigzag = try reader.varint()
+        return (Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1), try ValueCodec.decode(from: &reader))
     }
 
     /// `HistoryDiff.undo` of an entry as stored, without building its changes:
@@ -166,9 +178,8 @@ package enum HistoryChangeCodec {
         var reader = BinaryReader(bytes)
         for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
             let field = try reader.string()
-            _ = try reader.varint()
             let flags = try reader.byte()
-            let old = try ValueCodec.decode(from: &reader)
+            let old = try body(flags, from: &reader).old
             guard flags & lostFlag == 0 else { continue }
             if kind == .update { fields[field] = old } else if let old { fields[field] = old }
         }
@@ -180,10 +191,8 @@ package enum HistoryChangeCodec {
         var changes: [HistoryFieldChange] = []
         for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
             let field = try reader.string()
-            let zigzag = try reader.varint()
-            let delta = Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1)
             let flags = try reader.byte()
-            let old = try ValueCodec.decode(from: &reader)
+            let (delta, old) = try body(flags, from: &reader)
             changes.append(HistoryFieldChange(
                 field: field, stamp: Stamp(time: HLCTimestamp(rawValue: commit.rawValue &+ UInt64(bitPattern: delta)), replica: author),
                 oldValue: old, removed: flags & removedFlag != 0, lost: flags & lostFlag != 0, conflicted: flags & conflictedFlag != 0))

@@ -22,6 +22,7 @@ struct RecordRowStatement {
         case integer(Int64)
         case text(String)
         case blob([UInt8])
+        case null
     }
 
     /// Binds `values` to the statement's parameters in order, steps it once
@@ -40,6 +41,7 @@ struct RecordRowStatement {
             // The text's own length, never -1: a name may hold a NUL, which must not end it here.
             case .text(let text): code = text.withCString { sqlite3_bind_text(handle, index, $0, Int32(text.utf8.count), transient) }
             case .blob(let bytes): code = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transient) }
+            case .null: code = sqlite3_bind_null(handle, index)
             }
             guard code == SQLITE_OK else { throw error(code) }
         }

@@ -49,12 +49,13 @@ extension StoreTransaction {
         let context = stamp.replica == replica ? historyAuthor : nil
         let at = Int64(bitPattern: wallClockNow())
         let sequence = Int64(try commitSequence)
+        let insert = try HistoryRows(self)
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT state FROM records WHERE zone = ? AND alive = 1"), arguments: [zone])
         while let row = try rows.next() {
             let state = try decode(row[0] as Data)
             let changes = state.fields.map { HistoryFieldChange(field: $0.name, stamp: stamp, oldValue: $0.value, removed: true) }
-            try insertHistoryEntry(sequence: sequence, at: at, zone: zone, record: state.recordName, type: state.recordType, author: author,
-                                   commit: commit, kind: .delete, context: context, changes: changes)
+            try insert.append(sequence: sequence, at: at, zone: zone, record: state.recordName, type: state.recordType, author: author,
+                              commit: commit, kind: .delete, context: context, changes: changes)
         }
     }
 
@@ -62,19 +63,29 @@ extension StoreTransaction {
     /// local one, else the mark its block signs (or its own time).
     private func historyCommit(of stamp: Stamp, in key: ZoneKey, localCommit: HLCTimestamp?) throws -> HLCTimestamp {
         if stamp.replica == replica { return localCommit ?? stamp.time }
-        return try writeBlock(of: stamp.replica, in: key, covering: stamp.time)?.commit(ofWriteAt: stamp.time) ?? stamp.time
+        return try writeBlock(of: stamp.replica, in: key, covering: stamp.time).flatMap { BlockCommits($0).commit(ofWriteAt: stamp.time) } ?? stamp.time
     }
 
-    private func insertHistoryEntry(
-        sequence: Int64, at: Int64, zone: Int64, record: String, type: String, author: Int, commit: HLCTimestamp, kind: HistoryKind,
-        context: String?, changes: [HistoryFieldChange]
-    ) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO history (seq, at, zone, record, type, author, commit_time, kind, context, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                sequence, at, zone, record, type, author, Int64(bitPattern: commit.rawValue), Int(kind.rawValue),
-                context, Data(HistoryChangeCodec.encode(changes, commit: commit)),
+    /// Rows of `history`, through a statement prepared once per flush and bound
+    /// without boxing (`RecordRowStatement`): the merge of a large change set
+    /// writes one per record.
+    struct HistoryRows {
+        private let statement: RecordRowStatement
+
+        init(_ transaction: StoreTransaction) throws {
+            statement = try RecordRowStatement(transaction.db, sql: """
+                INSERT INTO history (seq, at, zone, record, type, author, commit_time, kind, context, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        }
+
+        func append(sequence: Int64, at: Int64, zone: Int64, record: String, type: String, author: Int,
+                    commit: HLCTimestamp, kind: HistoryKind, context: String?, changes: [HistoryFieldChange]) throws {
+            try statement.execute([
+                .integer(sequence), .integer(at), .integer(zone), .text(record), .text(type), .integer(Int64(author)),
+                .integer(Int64(bitPattern: commit.rawValue)), .integer(Int64(kind.rawValue)), context.map { .text($0) } ?? .null,
+                .blob(HistoryChangeCodec.encode(changes, commit: commit)),
             ])
+        }
     }
 
     /// Writes the noted changes as history entries of commit `sequence`: one
@@ -87,26 +98,36 @@ extension StoreTransaction {
         let entries = pendingHistory
         pendingHistory = []
         let ownCommit = localCommit ?? entries.lazy.filter { $0.part.author == self.replica }.flatMap { $0.part.changes.map(\.stamp.time) }.min()
-        var blocks: [ZoneKey: [ReplicaID: WriteBlock]] = [:]
-        func commit(of change: HistoryFieldChange, in key: ZoneKey) throws -> HLCTimestamp {
+        // The block that proved a writer's last write usually holds its next: read and searched once per block, not per write.
+        var blocks: [Int64: [ReplicaID: BlockCommits]] = [:]
+        var last: (zone: Int64, stamp: Stamp, commit: HLCTimestamp)?
+        func commit(of change: HistoryFieldChange, in entry: PendingHistoryEntry) throws -> HLCTimestamp {
             let writer = change.stamp.replica
             if writer == replica, let ownCommit, !change.lost { return ownCommit }
-            // The block that proved the last write of this writer usually holds the next: asked once per block, not per write.
-            if let block = blocks[key]?[writer], block.digest(at: change.stamp.time) != nil {
-                return block.commit(ofWriteAt: change.stamp.time) ?? change.stamp.time
+            // A write's fields share its stamp.
+            if let last, last.stamp == change.stamp, last.zone == entry.zone { return last.commit }
+            let found: HLCTimestamp
+            if let known = blocks[entry.zone]?[writer]?.commit(ofWriteAt: change.stamp.time) {
+                found = known
+            } else if let block = try writeBlock(of: writer, in: entry.key, covering: change.stamp.time) {
+                let commits = BlockCommits(block)
+                blocks[entry.zone, default: [:]][writer] = commits
+                found = commits.commit(ofWriteAt: change.stamp.time) ?? change.stamp.time
+            } else {
+                found = change.stamp.time
             }
-            guard let block = try writeBlock(of: writer, in: key, covering: change.stamp.time) else { return change.stamp.time }
-            blocks[key, default: [:]][writer] = block
-            return block.commit(ofWriteAt: change.stamp.time) ?? change.stamp.time
+            last = (entry.zone, change.stamp, found)
+            return found
         }
         let at = Int64(bitPattern: wallClockNow())
+        let insert = try HistoryRows(self)
         for entry in entries {
             let author = try replicaIndex(of: entry.part.author)
             let context = entry.part.author == replica ? historyAuthor : nil
             // A part's changes, split by the writer commit each belongs to (in order of commit).
             var byCommit: [(commit: HLCTimestamp, changes: [HistoryFieldChange])] = []
             for change in entry.part.changes {
-                let id = try commit(of: change, in: entry.key)
+                let id = try commit(of: change, in: entry)
                 if let index = byCommit.firstIndex(where: { $0.commit == id }) { byCommit[index].changes.append(change) } else { byCommit.append((id, [change])) }
             }
             if byCommit.isEmpty { byCommit = [(ownCommit ?? .zero, [])] }
@@ -115,8 +136,8 @@ extension StoreTransaction {
             let creating = entry.part.creation.flatMap { creation in byCommit.firstIndex { $0.changes.contains { $0.stamp == creation } } } ?? 0
             for (index, group) in byCommit.enumerated() {
                 let kind = index == creating ? entry.part.kind : .update
-                try insertHistoryEntry(sequence: Int64(sequence), at: at, zone: entry.zone, record: entry.record, type: entry.type, author: author,
-                                       commit: group.commit, kind: kind, context: context, changes: group.changes)
+                try insert.append(sequence: Int64(sequence), at: at, zone: entry.zone, record: entry.record, type: entry.type, author: author,
+                                  commit: group.commit, kind: kind, context: context, changes: group.changes)
             }
         }
     }

@@ -109,12 +109,12 @@ public struct DefaultHistoryTransaction: HistoryTransaction, Identifiable {
             case .insert:
                 return .insert(DefaultHistoryInsert(changedPersistentIdentifier: id))
             case .update, .replace:
-                let attributes = Set(schema.properties.map(\.name))
+                let attributes = schema.fieldNames
                 return .update(DefaultHistoryUpdate(
                     changedPersistentIdentifier: id, updatedAttributeNames: change.changedFields.filter(attributes.contains),
                     conflictedAttributeNames: change.fields.filter { $0.conflicted && attributes.contains($0.field) }.map(\.field), schemas: schemas))
             case .delete:
-                let preserved = Set(schema.properties.filter(\.preservesValueOnDeletion).map(\.name))
+                let preserved = schema.preservedNames
                 var values: [String: FieldValue] = [:]
                 for field in change.fields where preserved.contains(field.field) { values[field.field] = field.oldValue }
                 return .delete(DefaultHistoryDelete(

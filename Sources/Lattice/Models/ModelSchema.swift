@@ -17,6 +17,9 @@ final class ModelSchema: @unchecked Sendable {
     let prototype: AnyObject
     /// Why the type cannot be stored, if it cannot.
     let problems: [String]
+    /// The stored properties' names, and those a delete's history keeps (`.preserveValueOnDeletion`).
+    let fieldNames: Set<String>
+    let preservedNames: Set<String>
     private let lock = NSLock()
     private var links: [String: RelationshipLink] = [:]
     private var linkedRelationships: [RelationshipLink]?
@@ -28,6 +31,8 @@ final class ModelSchema: @unchecked Sendable {
         byField = Dictionary(properties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         byKeyPath = Dictionary(properties.map { ($0.keyPath, $0) }, uniquingKeysWith: { first, _ in first })
         key = properties.filter(\.unique)
+        fieldNames = Set(properties.map(\.name))
+        preservedNames = Set(properties.filter(\.preservesValueOnDeletion).map(\.name))
         prototype = T(_$backing: ModelBacking())
         var problems: [String] = []
         if !Limits.isIdentifier(recordType) { problems.append("the record type \(recordType) is not a valid name (letters, digits and _, starting with a letter)") }
