@@ -140,18 +140,18 @@ package enum HistoryDiff {
 }
 
 /// History changes as the store keeps them: one blob per entry. Each change
-/// is its field's name and flags, then, unless it is plain (written with the
+/// is its field's name (by its number in the store's table of names) and flags, then, unless it is plain (written with the
 /// entry's commit as stamp over no value, as most of an insert's are), its
 /// stamp time as a distance from the entry's commit (its author is the
 /// entry's) and the value it replaced.
 package enum HistoryChangeCodec {
     private static let removedFlag: UInt8 = 1, lostFlag: UInt8 = 2, conflictedFlag: UInt8 = 4, plainFlag: UInt8 = 8
 
-    package static func encode(_ changes: [HistoryFieldChange], commit: HLCTimestamp) -> [UInt8] {
-        var writer = BinaryWriter(capacity: changes.count * 12 + 2)
+    package static func encode(_ changes: [HistoryFieldChange], commit: HLCTimestamp, name: (String) throws -> Int) rethrows -> [UInt8] {
+        var writer = BinaryWriter(capacity: changes.count * 8 + 2)
         writer.varint(changes.count)
         for change in changes {
-            writer.string(change.field)
+            writer.varint(try name(change.field))
             let plain = change.stamp.time == commit && change.oldValue == nil
             writer.byte((change.removed ? removedFlag : 0) | (change.lost ? lostFlag : 0) | (change.conflicted ? conflictedFlag : 0) | (plain ? plainFlag : 0))
             guard !plain else { continue }
@@ -159,6 +159,25 @@ package enum HistoryChangeCodec {
             let delta = Int64(bitPattern: change.stamp.time.rawValue &- commit.rawValue)
             writer.varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))
             ValueCodec.encode(change.oldValue, into: &writer)
+        }
+        return writer.bytes
+    }
+
+    /// The changes of a record created whole by the write at `stamp` of the
+    /// entry's `commit`, as `encode` writes them, built from the field names alone.
+    package static func encodeCreation(_ fields: [String], stamp: HLCTimestamp, commit: HLCTimestamp, name: (String) throws -> Int) rethrows -> [UInt8] {
+        var writer = BinaryWriter(capacity: fields.count * 4 + 2)
+        writer.varint(fields.count)
+        let delta = Int64(bitPattern: stamp.rawValue &- commit.rawValue)
+        for field in fields {
+            writer.varint(try name(field))
+            guard delta != 0 else {
+                writer.byte(plainFlag)
+                continue
+            }
+            writer.byte(0)
+            writer.varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))
+            ValueCodec.encode(nil, into: &writer)
         }
         return writer.bytes
     }
@@ -172,12 +191,12 @@ package enum HistoryChangeCodec {
 
     /// `HistoryDiff.undo` of an entry as stored, without building its changes:
     /// a record read as of a point reads thousands of entries.
-    package static func undo(_ bytes: [UInt8], kind: HistoryKind, from after: [String: FieldValue]?) throws -> [String: FieldValue]? {
+    package static func undo(_ bytes: [UInt8], kind: HistoryKind, from after: [String: FieldValue]?, names: [String]) throws -> [String: FieldValue]? {
         if kind == .insert { return nil }
         var fields = kind == .update ? after ?? [:] : [:]
         var reader = BinaryReader(bytes)
         for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
-            let field = try reader.string()
+            let field = try name(from: &reader, names)
             let flags = try reader.byte()
             let old = try body(flags, from: &reader).old
             guard flags & lostFlag == 0 else { continue }
@@ -186,11 +205,17 @@ package enum HistoryChangeCodec {
         return fields
     }
 
-    package static func decode(_ bytes: [UInt8], author: ReplicaID, commit: HLCTimestamp) throws -> [HistoryFieldChange] {
+    private static func name(from reader: inout BinaryReader, _ names: [String]) throws -> String {
+        let index = try reader.varint()
+        guard index < UInt64(names.count) else { throw BinaryDecodingError.malformed("a history change names field \(index) of \(names.count)", offset: reader.offset) }
+        return names[Int(index)]
+    }
+
+    package static func decode(_ bytes: [UInt8], author: ReplicaID, commit: HLCTimestamp, names: [String]) throws -> [HistoryFieldChange] {
         var reader = BinaryReader(bytes)
         var changes: [HistoryFieldChange] = []
         for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
-            let field = try reader.string()
+            let field = try name(from: &reader, names)
             let flags = try reader.byte()
             let (delta, old) = try body(flags, from: &reader)
             changes.append(HistoryFieldChange(

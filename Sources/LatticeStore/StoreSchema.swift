@@ -327,6 +327,8 @@ enum StoreSchema {
                     changes BLOB NOT NULL
                 );
                 CREATE INDEX history_by_record ON history (zone, record, seq);
+                -- The field names history's changes give by number (HistoryChangeCodec).
+                CREATE TABLE history_names (idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
                 -- Selective sync: the zones each peer said in its hello it does not replicate.
                 CREATE TABLE peer_exclusions (
                     peer TEXT NOT NULL, scope INTEGER NOT NULL, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL,

@@ -60,6 +60,17 @@ extension StoreSnapshot {
         (try metaInteger("history_floor"), try metaInteger("history_floor_at"))
     }
 
+    /// The field names history's changes give by number, in order.
+    package func historyNames() throws -> [String] {
+        let names = try Row.fetchAll(db.cachedStatement(sql: "SELECT idx, name FROM history_names ORDER BY idx"))
+        var list: [String] = []
+        for row in names {
+            guard row[0] as Int == list.count else { throw StoreError.corrupt(path: store.directory.path, reason: "history's table of field names is out of order") }
+            list.append(row[1])
+        }
+        return list
+    }
+
     /// Whether history is kept.
     package func keepsHistory() throws -> Bool { try setting(StoreTransaction.historyOffSetting) == nil }
 
@@ -94,6 +105,7 @@ extension StoreSnapshot {
         sql += filter.newestFirst ? " ORDER BY h.id DESC" : " ORDER BY h.id"
         if let limit = filter.limit { sql += " LIMIT \(max(0, limit))" }
         let ids = try replicas
+        let names = try historyNames()
         return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)).map { row in
             let authorIndex: Int = row[8]
             guard ids.indices.contains(authorIndex), let scope = DatabaseScope(rawValue: UInt8(truncatingIfNeeded: row[3] as Int)),
@@ -101,7 +113,7 @@ extension StoreSnapshot {
                 throw StoreError.corrupt(path: store.directory.path, reason: "history entry \(row[0] as Int64) names an unknown writer, scope or kind")
             }
             let commit = HLCTimestamp(rawValue: UInt64(bitPattern: row[9]))
-            let changes = try decoding { try HistoryChangeCodec.decode([UInt8](row[12] as Data), author: ids[authorIndex], commit: commit) }
+            let changes = try decoding { try HistoryChangeCodec.decode([UInt8](row[12] as Data), author: ids[authorIndex], commit: commit, names: names) }
             return HistoryEntry(
                 id: row[0], sequence: UInt64(row[1] as Int64), storedAt: UInt64(bitPattern: row[2]),
                 zone: ZoneKey(scope: scope, zoneID: ZoneID(zoneName: row[4], ownerName: row[5])), record: row[6], recordType: row[7],
@@ -143,11 +155,12 @@ extension StoreSnapshot {
             SELECT kind, changes FROM history WHERE zone = ? AND record = ? AND \(condition) ORDER BY seq DESC, id DESC
             """), arguments: [row.id, name, bound])
         var oldest: Bool?
+        let names = try historyNames()
         while let entry = try entries.next() {
             guard let kind = HistoryKind(rawValue: UInt8(truncatingIfNeeded: entry[0] as Int)) else {
                 throw StoreError.corrupt(path: store.directory.path, reason: "a history entry of \(name) has an unknown kind")
             }
-            fields = try decoding { try HistoryChangeCodec.undo([UInt8](entry[1] as Data), kind: kind, from: fields) }
+            fields = try decoding { try HistoryChangeCodec.undo([UInt8](entry[1] as Data), kind: kind, from: fields, names: names) }
             oldest = true
         }
         guard fields != nil else { return HistoricalRecord(fields: nil, recordType: nil) }

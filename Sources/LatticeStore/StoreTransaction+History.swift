@@ -11,6 +11,9 @@ struct PendingHistoryEntry {
     var record: String
     var type: String
     var part: HistoryDiff.Part
+    /// For a record created whole by one write (what an initial sync stores): its
+    /// fields' names, kept instead of a change per field.
+    var createdFields: [String]?
 }
 
 extension StoreTransaction {
@@ -31,6 +34,12 @@ extension StoreTransaction {
     /// Notes what storing `state` over `previous` changed, if history is kept.
     func noteHistory(of state: RecordState, previous: RecordState?, zone: Int64, key: ZoneKey) throws {
         guard try historyIsKept else { return }
+        if previous?.isAlive != true, state.isAlive, state.fields.allSatisfy({ $0.stamp == state.created && !$0.hasLosers && $0.value != nil }) {
+            pendingHistory.append(PendingHistoryEntry(
+                zone: zone, key: key, record: state.recordName, type: state.recordType,
+                part: HistoryDiff.Part(author: state.created.replica, kind: .insert, changes: [], creation: state.created), createdFields: state.fields.map(\.name)))
+            return
+        }
         for part in HistoryDiff.parts(previous: previous, state: state) {
             pendingHistory.append(PendingHistoryEntry(zone: zone, key: key, record: state.recordName, type: state.recordType, part: part))
         }
@@ -71,21 +80,37 @@ extension StoreTransaction {
     /// writes one per record.
     struct HistoryRows {
         private let statement: RecordRowStatement
+        private let transaction: StoreTransaction
 
         init(_ transaction: StoreTransaction) throws {
+            self.transaction = transaction
             statement = try RecordRowStatement(transaction.db, sql: """
                 INSERT INTO history (seq, at, zone, record, type, author, commit_time, kind, context, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         }
 
+        /// An entry of `changes`, or, with `created`, of a record those fields were created with by one write at `commit`.
         func append(sequence: Int64, at: Int64, zone: Int64, record: String, type: String, author: Int,
-                    commit: HLCTimestamp, kind: HistoryKind, context: String?, changes: [HistoryFieldChange]) throws {
+                    commit: HLCTimestamp, kind: HistoryKind, context: String?, changes: [HistoryFieldChange] = [], created: (fields: [String], stamp: HLCTimestamp)? = nil) throws {
+            let blob = try created.map { try HistoryChangeCodec.encodeCreation($0.fields, stamp: $0.stamp, commit: commit, name: transaction.historyNameIndex) }
+                ?? HistoryChangeCodec.encode(changes, commit: commit, name: transaction.historyNameIndex)
             try statement.execute([
                 .integer(sequence), .integer(at), .integer(zone), .text(record), .text(type), .integer(Int64(author)),
-                .integer(Int64(bitPattern: commit.rawValue)), .integer(Int64(kind.rawValue)), context.map { .text($0) } ?? .null,
-                .blob(HistoryChangeCodec.encode(changes, commit: commit)),
+                .integer(Int64(bitPattern: commit.rawValue)), .integer(Int64(kind.rawValue)), context.map { .text($0) } ?? .null, .blob(blob),
             ])
         }
+    }
+
+    /// The number `history_names` gives a field name, adding it when new.
+    func historyNameIndex(_ name: String) throws -> Int {
+        if historyNameIndexes == nil {
+            historyNameIndexes = Dictionary(uniqueKeysWithValues: try historyNames().enumerated().map { ($1, $0) })
+        }
+        if let known = historyNameIndexes![name] { return known }
+        let index = historyNameIndexes!.count
+        try db.cachedStatement(sql: "INSERT INTO history_names (idx, name) VALUES (?, ?)").execute(arguments: [index, name])
+        historyNameIndexes![name] = index
+        return index
     }
 
     /// Writes the noted changes as history entries of commit `sequence`: one
@@ -102,6 +127,10 @@ extension StoreTransaction {
         var blocks: [Int64: [ReplicaID: BlockCommits]] = [:]
         var last: (zone: Int64, stamp: Stamp, commit: HLCTimestamp)?
         func commit(of change: HistoryFieldChange, in entry: PendingHistoryEntry) throws -> HLCTimestamp {
+            try commit(of: change.stamp, lost: change.lost, in: entry)
+        }
+        func commit(of stamp: Stamp, lost: Bool, in entry: PendingHistoryEntry) throws -> HLCTimestamp {
+            let change = (stamp: stamp, lost: lost)
             let writer = change.stamp.replica
             if writer == replica, let ownCommit, !change.lost { return ownCommit }
             // A write's fields share its stamp.
@@ -124,6 +153,11 @@ extension StoreTransaction {
         for entry in entries {
             let author = try replicaIndex(of: entry.part.author)
             let context = entry.part.author == replica ? historyAuthor : nil
+            if let names = entry.createdFields, let creation = entry.part.creation {
+                try insert.append(sequence: Int64(sequence), at: at, zone: entry.zone, record: entry.record, type: entry.type, author: author,
+                                  commit: try commit(of: creation, lost: false, in: entry), kind: .insert, context: context, created: (names, creation.time))
+                continue
+            }
             // A part's changes, split by the writer commit each belongs to (in order of commit).
             var byCommit: [(commit: HLCTimestamp, changes: [HistoryFieldChange])] = []
             for change in entry.part.changes {

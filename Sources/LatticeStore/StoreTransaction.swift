@@ -51,6 +51,8 @@ package final class StoreTransaction: StoreSnapshot, ReplicaStorage {
     var keepsHistory: Bool?
     /// The app's author string for this transaction's local writes (SwiftData's `ModelContext.author`).
     package var historyAuthor: String?
+    /// `history_names` by name, read once per transaction that writes history.
+    var historyNameIndexes: [String: Int]?
     /// Removed devices' replicas and the marks after which their writes are refused, read once per transaction.
     var refusedWritersCache: [ReplicaID: (device: String, upTo: HLCTimestamp)]?
 
