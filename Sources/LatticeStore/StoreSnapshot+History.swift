@@ -87,7 +87,9 @@ extension StoreSnapshot {
         if let through = filter.through { conditions.append("h.id <= ?"); arguments.append(through) }
         if let zone = filter.zone {
             guard let row = try zoneRow(zone) else { return [] }
-            conditions.append("h.zone = ?"); arguments.append(row.id)
+            // Without a record, the entries are read in token order, not through the per-record index
+            // (which would sort every entry of the zone to find the last few).
+            conditions.append(filter.record == nil ? "+h.zone = ?" : "h.zone = ?"); arguments.append(row.id)
         } else if let scope = filter.scope {
             conditions.append("z.scope = ?"); arguments.append(Int(scope.rawValue))
         }

@@ -14,6 +14,8 @@ import Workload
 //        fetchHistory of the last 1,000 transactions of a history of N (one save per commit)
 //   lattice-history-figures at [--versions 10000] [--reads 50]
 //        a record read as of its first version, through 10,000 later ones: the library and `lattice record get --at`
+//   lattice-history-figures propagation [--saves 300]
+//        a library save on A until B's query sees it, with history kept on both nodes against off on both
 //   lattice-history-figures selective [--records 100000] [--rounds 3]
 //        an empty node syncs two equal zones from another, or only one of them: seconds and bytes received
 
@@ -231,15 +233,42 @@ func selective() async throws {
     say("initial sync of one of two equal zones: \(String(format: "%.0f", timeRatio * 100))% of the time, \(String(format: "%.0f", byteRatio * 100))% of the bytes")
 }
 
+func propagation() async throws {
+    let saves = option("--saves", 300)
+    var results: [Bool: [Double]] = [:]
+    for kept in [true, false] {
+        let pair = try SyncPair()
+        for container in [pair.a, pair.b] { try container.setHistoryKept(kept) }
+        try await pair.a.privateCloudDatabase.save(Zone(zoneName: "bench"))
+        try await pair.start()
+        let zone = Zone.ID(zoneName: "bench")
+        var times: [Double] = []
+        for i in 0..<saves {
+            var record = Lattice.Record(recordType: "Entry", recordName: "e\(i % 50)", zoneID: zone)
+            record["title"] = .string("entry \(i)")
+            let started = now()
+            try await pair.a.privateCloudDatabase.save(record, savePolicy: .changedKeys)
+            while (try? await pair.b.privateCloudDatabase.record(for: record.recordID))?["title"] != .string("entry \(i)") { try await Task.sleep(nanoseconds: 100_000) }
+            times.append(Double(now() - started) / 1e6)
+        }
+        await pair.stop()
+        results[kept] = times
+    }
+    emit(["figure": "propagation", "saves": saves, "p50msWithHistory": percentile(results[true]!, 0.5), "p99msWithHistory": percentile(results[true]!, 0.99),
+          "p50msWithout": percentile(results[false]!, 0.5), "p99msWithout": percentile(results[false]!, 0.99)])
+    say("a save until the peer sees it: p50 \(String(format: "%.2f", percentile(results[true]!, 0.5))) ms with history, \(String(format: "%.2f", percentile(results[false]!, 0.5))) ms without; p99 \(String(format: "%.2f", percentile(results[true]!, 0.99))) against \(String(format: "%.2f", percentile(results[false]!, 0.99))) ms")
+}
+
 do {
     switch mode {
+    case "propagation": try await propagation()
     case "merge": try merge()
     case "updates": try updates()
     case "fetch": try await fetch()
     case "at": try at()
     case "selective": try await selective()
     default:
-        say("usage: lattice-history-figures merge|updates|fetch|at|selective [options]")
+        say("usage: lattice-history-figures merge|updates|fetch|at|propagation|selective [options]")
         exit(64)
     }
 } catch {
