@@ -151,7 +151,7 @@ extension Database {
                     filter.zone = zone
                 }
                 filter.record = recordName
-                if let author { filter.author = try Self.replica(ofDevice: author, in: snapshot, container: container) }
+                if let author { filter.author = try Self.replica(ofDevice: author) }
                 filter.storedSince = storedSince.map { UInt64(max(0, $0.timeIntervalSince1970 * 1000)) }
                 filter.newestFirst = newestFirst
                 return try HistoryReader(snapshot: snapshot, container: container).transactions(filter, limit: limit)
@@ -240,7 +240,7 @@ extension Database {
         }
     }
 
-    static func replica(ofDevice device: String, in snapshot: StoreSnapshot, container: Container) throws -> ReplicaID {
+    static func replica(ofDevice device: String) throws -> ReplicaID {
         if let replica = ReplicaID(canonicalHex: device) { return replica }
         guard let digest = DeviceID(device) else {
             throw LatticeError(.invalidArguments, "\(device) is not a device ID (`lattice id` prints one) or a 32-hex-digit replica")

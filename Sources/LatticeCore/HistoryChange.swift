@@ -122,20 +122,23 @@ package enum HistoryDiff {
     /// The fields before an entry, given the fields after it (nil: the record
     /// did not exist): history read backwards, newest entry first.
     package static func undo(kind: HistoryKind, changes: [HistoryFieldChange], from after: [String: FieldValue]?) -> [String: FieldValue]? {
-        switch kind {
-        case .insert:
-            return nil
-        case .update:
-            var fields = after ?? [:]
-            for change in changes where !change.lost { fields[change.field] = change.oldValue }
-            return fields
-        case .delete, .replace:
-            var fields: [String: FieldValue] = [:]
-            for change in changes where !change.lost {
-                if let old = change.oldValue { fields[change.field] = old }
-            }
-            return fields
+        undo(kind: kind, from: after) { put in
+            for change in changes where !change.lost { put(change.field, change.oldValue) }
         }
+    }
+
+    /// `undo` of the replaced values `changes` hands to `put` (lost writes
+    /// left out): an update puts them back over what came after, a delete or
+    /// a replace rebuilds the fields from them alone, an insert leaves none.
+    package static func undo(
+        kind: HistoryKind, from after: [String: FieldValue]?, changes: ((String, FieldValue?) -> Void) throws -> Void
+    ) rethrows -> [String: FieldValue]? {
+        if kind == .insert { return nil }
+        var fields = kind == .update ? after ?? [:] : [:]
+        try changes { field, old in
+            if kind == .update { fields[field] = old } else if let old { fields[field] = old }
+        }
+        return fields
     }
 }
 
@@ -192,17 +195,16 @@ package enum HistoryChangeCodec {
     /// `HistoryDiff.undo` of an entry as stored, without building its changes:
     /// a record read as of a point reads thousands of entries.
     package static func undo(_ bytes: [UInt8], kind: HistoryKind, from after: [String: FieldValue]?, names: [String]) throws -> [String: FieldValue]? {
-        if kind == .insert { return nil }
-        var fields = kind == .update ? after ?? [:] : [:]
-        var reader = BinaryReader(bytes)
-        for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
-            let field = try name(from: &reader, names)
-            let flags = try reader.byte()
-            let old = try body(flags, from: &reader).old
-            guard flags & lostFlag == 0 else { continue }
-            if kind == .update { fields[field] = old } else if let old { fields[field] = old }
+        try HistoryDiff.undo(kind: kind, from: after) { put in
+            guard kind != .insert else { return }
+            var reader = BinaryReader(bytes)
+            for _ in 0..<(try reader.count(below: 1 << 20, "history changes")) {
+                let field = try name(from: &reader, names)
+                let flags = try reader.byte()
+                let old = try body(flags, from: &reader).old
+                if flags & lostFlag == 0 { put(field, old) }
+            }
         }
-        return fields
     }
 
     private static func name(from reader: inout BinaryReader, _ names: [String]) throws -> String {
